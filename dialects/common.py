@@ -1,0 +1,234 @@
+"""Pieces shared by the penguin, bir and ISA dialects: dtypes, opcode vocabularies and access patterns.
+
+The opcode vocabularies are stored verbatim (as NKI names) on penguin and bir ops; numeric codes only appear in the
+ISA binary encoding (see ``runtime/ISA_FORMAT.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ml_dtypes
+import numpy as np
+from xdsl.dialects.builtin import ArrayAttr, IntAttr
+from xdsl.ir import ParametrizedAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+# NKI dtype name -> numpy dtype. Order is the ISA dtype code.
+DTYPES: dict[str, np.dtype] = {
+    "float32": np.dtype(np.float32),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float16": np.dtype(np.float16),
+    "int32": np.dtype(np.int32),
+    "uint32": np.dtype(np.uint32),
+    "int16": np.dtype(np.int16),
+    "uint16": np.dtype(np.uint16),
+    "int8": np.dtype(np.int8),
+    "uint8": np.dtype(np.uint8),
+    "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
+    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "bool_": np.dtype(np.uint8),
+}
+
+FLOAT_DTYPES = frozenset({"float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2"})
+
+
+def dtype_size(dtype: str) -> int:
+    return DTYPES[dtype].itemsize
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    return DTYPES[dtype]
+
+
+def dtype_from_numpy(dt: np.dtype) -> str | None:
+    """The NKI dtype name of a numpy dtype, or None when nkic has no such dtype."""
+    dt = np.dtype(dt)
+    for name, cand in DTYPES.items():
+        if cand == dt and name != "bool_":
+            return name
+    if dt == np.dtype(ml_dtypes.float8_e4m3):
+        return "float8_e4m3"
+    if dt == np.dtype(np.bool_):
+        return "bool_"
+    return None
+
+
+ALU_OPS: tuple[str, ...] = (
+    "bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "equal", "not_equal",
+    "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "power", "abs_max", "abs_min",
+    "mod", "abs", "rsqrt", "reciprocal", "square", "relu",
+)  # fmt: skip
+
+ACT_FUNCS: tuple[str, ...] = (
+    "copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu", "square", "sqrt",
+    "rsqrt", "reciprocal", "sin", "abs", "sign", "softplus", "erf", "arctan", "mish", "gelu_apprx_sigmoid",
+)  # fmt: skip
+
+REDUCE_CMDS: tuple[str, ...] = ("idle", "reset", "reduce", "reset_reduce", "load_reduce")
+
+# Engines as NKI names them (nki.isa.engine), plus "unassigned" before engine assignment.
+ENGINES: tuple[str, ...] = ("unknown", "tensor", "scalar", "gpsimd", "dma", "vector", "sync")
+BIR_ENGINES: tuple[str, ...] = ("unassigned", "pe", "act", "dve", "pool", "sp")
+
+MEMORIES: tuple[str, ...] = ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")
+
+
+def check_member(what: str, value: str, allowed: Sequence[str]) -> None:
+    if value not in allowed:
+        raise VerifyException(f"unknown {what} '{value}', expected one of: {', '.join(allowed)}")
+
+
+@irdl_attr_definition
+class AccessPatternAttr(ParametrizedAttribute):
+    """An NKI access pattern over the flat storage of a tensor.
+
+    Element ``(i0, …, ik)`` is storage element ``offset + Σ ivs[d]·iv_d + Σ step_j·i_j``, where ``iv_d`` is the
+    induction variable of the d-th enclosing loop (outermost first). For on-chip tensors the first pair is the
+    partition pair ``[row_elems, nparts]``.
+
+    Syntax: ``<0 + 128*i0 : [512, 128], [1, 512]>`` (the ``+ c*iN`` terms only when non-zero).
+    """
+
+    name = "nkic.ap"
+
+    offset: IntAttr
+    ivs: ArrayAttr[IntAttr]
+    pattern: ArrayAttr[ArrayAttr[IntAttr]]
+
+    def __init__(self, offset: int, pattern: Sequence[Sequence[int]], ivs: Sequence[int] = ()):
+        ivs = list(ivs)
+        while ivs and ivs[-1] == 0:
+            ivs.pop()
+        super().__init__(
+            IntAttr(offset),
+            ArrayAttr([IntAttr(c) for c in ivs]),
+            ArrayAttr([ArrayAttr([IntAttr(s), IntAttr(n)]) for s, n in pattern]),
+        )
+
+    @property
+    def pairs(self) -> list[tuple[int, int]]:
+        return [(p.data[0].data, p.data[1].data) for p in self.pattern.data]
+
+    @property
+    def iv_coeffs(self) -> list[int]:
+        return [c.data for c in self.ivs.data]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(n for _, n in self.pairs)
+
+    @property
+    def num_elements(self) -> int:
+        return int(np.prod(self.shape)) if self.pattern.data else 1
+
+    def verify(self) -> None:
+        for p in self.pattern.data:
+            if len(p.data) != 2:
+                raise VerifyException("access pattern entries must be [step, num] pairs")
+            if p.data[1].data <= 0:
+                raise VerifyException("access pattern sizes must be positive")
+        if not self.pattern.data:
+            raise VerifyException("access pattern must have at least one [step, num] pair")
+
+    def min_max_offset(self, iv_values: Sequence[int] = ()) -> tuple[int, int]:
+        base = self.offset.data + sum(c * v for c, v in zip(self.iv_coeffs, iv_values))
+        lo = hi = base
+        for s, n in self.pairs:
+            span = s * (n - 1)
+            lo += min(0, span)
+            hi += max(0, span)
+        return lo, hi
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[object]:
+        with parser.in_angle_brackets():
+            return parse_ap_body(parser)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + ap_body_str(self) + ">")
+
+
+def parse_ap_body(parser: AttrParser) -> tuple[IntAttr, ArrayAttr[IntAttr], ArrayAttr[ArrayAttr[IntAttr]]]:
+    """Parse ``0 + 128*i0 : [512, 128], [1, 512]`` (shared by every printed form of an access pattern)."""
+    offset = parser.parse_integer()
+    ivs: dict[int, int] = {}
+    while True:
+        sign = 1
+        if parser.parse_optional_punctuation("+") is None:
+            if parser.parse_optional_punctuation("-") is None:
+                break
+            sign = -1
+        coeff = parser.parse_integer(allow_negative=False)
+        parser.parse_punctuation("*")
+        name = parser.parse_identifier()
+        if not (name.startswith("i") and name[1:].isdigit()):
+            parser.raise_error(f"expected a loop induction variable like 'i0', got '{name}'")
+        ivs[int(name[1:])] = ivs.get(int(name[1:]), 0) + sign * coeff
+    parser.parse_punctuation(":")
+
+    def pair() -> ArrayAttr[IntAttr]:
+        vals = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        if len(vals) != 2:
+            parser.raise_error("access pattern entries must be [step, num] pairs")
+        return ArrayAttr([IntAttr(v) for v in vals])
+
+    pairs = [pair()]
+    while parser.parse_optional_punctuation(",") is not None:
+        pairs.append(pair())
+    depth = max(ivs) + 1 if ivs else 0
+    coeffs = [ivs.get(d, 0) for d in range(depth)]
+    while coeffs and coeffs[-1] == 0:
+        coeffs.pop()
+    return IntAttr(offset), ArrayAttr([IntAttr(c) for c in coeffs]), ArrayAttr(pairs)
+
+
+def ap_body_str(ap: AccessPatternAttr) -> str:
+    text = str(ap.offset.data)
+    for d, c in enumerate(ap.iv_coeffs):
+        if c:
+            text += f" {'+' if c > 0 else '-'} {abs(c)}*i{d}"
+    return text + " : " + ", ".join(f"[{s}, {n}]" for s, n in ap.pairs)
+
+
+def contiguous_pattern(shape: Sequence[int]) -> list[tuple[int, int]]:
+    """Row-major [step, num] pairs for a dense tensor of ``shape``."""
+    pairs: list[tuple[int, int]] = []
+    step = 1
+    for n in reversed(shape):
+        pairs.append((step, n))
+        step *= n
+    return list(reversed(pairs))
+
+
+def element_type(dtype: str) -> "Attribute":
+    """The builtin xDSL element type used in tensor types for an NKI dtype."""
+    from xdsl.dialects import builtin as b
+
+    table = {
+        "float32": b.f32, "bfloat16": b.bf16, "float16": b.f16, "int32": b.i32, "int16": b.i16, "int8": b.i8,
+        "uint32": b.IntegerType(32, b.Signedness.UNSIGNED), "uint16": b.IntegerType(16, b.Signedness.UNSIGNED),
+        "uint8": b.IntegerType(8, b.Signedness.UNSIGNED), "float8_e4m3": b.f8E4M3FN, "float8_e5m2": b.f8E5M2,
+        "bool_": b.i1,
+    }  # fmt: skip
+    return table[dtype]
+
+
+def dtype_of_element_type(t: "Attribute") -> str:
+    for name in DTYPES:
+        if element_type(name) == t:
+            return name
+    raise VerifyException(f"element type {t} is not an NKI dtype")
+
+
+def _nkic_dialect() -> "Dialect":
+    from xdsl.ir import Dialect
+
+    return Dialect("nkic", [], [AccessPatternAttr])
+
+
+NkicAttrs = _nkic_dialect()

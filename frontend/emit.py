@@ -1,0 +1,188 @@
+"""PenguinEmitter: the only place where the tracer touches xDSL.
+
+The tracer (``tracer.py``) calls ``param``/``alloc``/``inst``/``begin_loop``… while re-executing a kernel; the emitter
+builds the ``penguin`` module in memory: one ``penguin.kernel`` (one region per SPMD program) and the host graph
+whose ``penguin.kernel_node`` calls it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+
+from nkic.dialects import penguin
+from nkic.dialects.common import AccessPatternAttr, element_type
+
+
+@dataclass(frozen=True)
+class Loc:
+    file: str
+    line: int
+    col: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" + (f":{self.col}" if self.col else "")
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``const + Σ coeffs[d]·iv_d`` where ``iv_d`` is the induction variable at loop depth d (outermost 0)."""
+
+    const: int
+    coeffs: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Operand:
+    tensor: object
+    offset: Affine
+    pattern: tuple[tuple[int, int], ...]
+
+
+def attr_of(value: object) -> Attribute:
+    """Python trace-time value -> property attribute (floats as f32, ints as i64, enums by NKI name)."""
+    if isinstance(value, bool):
+        return BoolAttr.from_bool(value)
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, f32)
+    if isinstance(value, str):
+        return StringAttr(value)
+    raise TypeError(f"cannot store {value!r} on a penguin op")
+
+
+def _pattern_attr(pattern: Sequence[Sequence[int]], offset: int = 0) -> AccessPatternAttr:
+    return AccessPatternAttr(offset, [tuple(p) for p in pattern])
+
+
+# Attributes whose Python value needs a specific attribute form.
+_SPECIAL_ATTRS = {
+    "axes": lambda v: DenseArrayBase.from_list(i64, [int(a) for a in v]),
+    "channel_multiplier": lambda v: IntegerAttr(int(v), i64),
+    "on_false_value": lambda v: FloatAttr(float(v), f32),
+    "operand0": lambda v: FloatAttr(float(v), f32),
+    "operand1": lambda v: FloatAttr(float(v), f32),
+    "bias": lambda v: FloatAttr(float(v), f32),
+    "scale": lambda v: FloatAttr(float(v), f32),
+}
+
+
+class PenguinEmitter:
+    def __init__(self, kernel_name: str, grid: int = 1, kind: str = "external"):
+        self.kernel_name = kernel_name
+        self.grid = grid
+        self.kind = kind
+        self._programs: list[Region] = []
+        self._param_types: list[penguin.TensorType] | None = None
+        self._output_types: list[penguin.TensorType] | None = None
+        self._blocks: list[Block] = []
+
+    # -- programs --------------------------------------------------------------------------------------
+    def begin_program(self, program_id: int) -> None:
+        assert not self._blocks, "begin_program inside an open program"
+        self._pending_params: list[penguin.TensorType] = []
+        self._blocks = [Block()]
+
+    def param(self, name: str, shape: tuple[int, ...], dtype: str) -> SSAValue:
+        t = penguin.TensorType("shared_hbm", shape, element_type(dtype))
+        arg = self._blocks[0].insert_arg(t, len(self._blocks[0].args))
+        arg.name_hint = _ssa_name(name)
+        return arg
+
+    def alloc(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: str,
+        buffer: str,
+        address: tuple[int, int] | None,
+        loc: Loc,
+    ) -> SSAValue:
+        op = penguin.AllocOp(name, penguin.TensorType(buffer, shape, element_type(dtype)), address, str(loc))
+        self._blocks[-1].add_op(op)
+        op.result.name_hint = _ssa_name(name)
+        return op.result
+
+    def inst(self, op: str, operands: dict[str, Operand], attrs: dict[str, object], loc: Loc) -> None:
+        cls = penguin.INSTRUCTION_OPS[op]
+        roles = [r for r in cls.ROLES if r in operands]
+        props: dict[str, Attribute] = {
+            "roles": penguin.ArrayAttr([StringAttr(r) for r in roles]),
+            "aps": penguin.ArrayAttr(
+                [AccessPatternAttr(operands[r].offset.const, operands[r].pattern, operands[r].offset.coeffs) for r in roles]
+            ),
+            "loc": StringAttr(str(loc)),
+        }
+        for k, v in attrs.items():
+            if v is None:
+                continue
+            if k == "pattern":
+                props[k] = _pattern_attr(v, int(attrs.get("offset", 0) or 0))
+            elif k == "offset" and "pattern" in attrs:
+                continue
+            elif k == "value" and op == "memset":
+                props[k] = FloatAttr(float(v), f32) if isinstance(v, float) else IntegerAttr(int(v), i64)
+            elif k in _SPECIAL_ATTRS:
+                props[k] = _SPECIAL_ATTRS[k](v)
+            else:
+                props[k] = attr_of(v)
+        new = cls.create(operands=[operands[r].tensor for r in roles], properties=props)
+        self._blocks[-1].add_op(new)
+
+    # -- loops -----------------------------------------------------------------------------------------
+    def begin_loop(self, kind: str, start: int, stop: int, step: int, loc: Loc) -> None:
+        body = Block()
+        self._blocks[-1].add_op(penguin.LoopOp(kind, start, stop, step, Region(body), str(loc)))
+        self._blocks.append(body)
+
+    def end_loop(self) -> None:
+        assert len(self._blocks) > 1, "end_loop without begin_loop"
+        self._blocks.pop()
+
+    def end_program(self, outputs: list[object]) -> None:
+        assert len(self._blocks) == 1, "end_program inside a loop"
+        block = self._blocks.pop()
+        block.add_op(penguin.ReturnOp(outputs))  # type: ignore[arg-type]
+        types = [a.type for a in block.args]
+        outs = [v.type for v in outputs]  # type: ignore[attr-defined]
+        if self._param_types is None:
+            self._param_types, self._output_types = types, outs
+        elif types != self._param_types or outs != self._output_types:
+            raise ValueError("SPMD programs of one kernel must have the same inputs and outputs")
+        self._programs.append(Region(block))
+
+    def finish(self) -> ModuleOp:
+        assert self._param_types is not None and self._output_types is not None, "no program was traced"
+        ftype = FunctionType.from_lists(self._param_types, self._output_types)
+        kernel = penguin.KernelOp(self.kernel_name, ftype, self._programs)
+        graph_block = Block(arg_types=self._param_types)
+        for arg, karg in zip(graph_block.args, self._programs[0].block.args):
+            arg.name_hint = karg.name_hint
+        node = penguin.KernelNodeOp(
+            self.kernel_name, graph_block.args, self._output_types, self.kind, self.grid
+        )
+        graph_block.add_ops([node, penguin.GraphReturnOp(node.outs)])
+        module = ModuleOp([penguin.GraphOp("main", Region(graph_block)), kernel])
+        module.verify()
+        return module
+
+
+def _ssa_name(name: str) -> str | None:
+    cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    if not cleaned or cleaned[0].isdigit():
+        cleaned = "t" + cleaned
+    return cleaned
