@@ -14,7 +14,7 @@ from xdsl.ir import Attribute
 from xdsl.irdl import AnyAttr, opt_prop_def, prop_def
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import ACT_FUNCS, ALU_OPS, ENGINES, REDUCE_CMDS, AccessPatternAttr, check_member
+from nkic.dialects.common import ACT_FUNCS, ALU_OPS, BIR_ENGINES, ENGINES, REDUCE_CMDS, AccessPatternAttr, check_member
 from nkic.dialects.inst import RoleOperandOp
 
 
@@ -41,7 +41,7 @@ def int_field(op: RoleOperandOp, name: str, default: int = 0) -> int:
 def _check_engine(op: RoleOperandOp) -> None:
     e = str_field(op, "engine")
     if e is not None:
-        check_member("engine", e, ENGINES)
+        check_member("engine", e, ENGINES + BIR_ENGINES)
 
 
 def _check_alu(op: RoleOperandOp, *names: str) -> None:

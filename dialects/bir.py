@@ -1,0 +1,432 @@
+"""The ``bir`` dialect: backend IR at one-instruction-per-ISA-instruction granularity.
+
+A BIR function declares its memory locations (``bir.memloc``: kernel inputs/outputs and internal tensors) and
+holds instructions that name them by symbol, each stamped with an id, an engine and dependency edges; loops are
+``bir.loop`` axes. The host function carries kernels through the three carrier ops of the spec's Stage 4a:
+
+* ``bir.nki_klir_kernel`` (IT56) — the frontend carrier: the kernel as embedded BIR JSON (``kernel_format = "bir"``,
+  FORM B) or a serialized kernel-AST binary (FORM A);
+* ``bir.nki_kernel`` (IT55) — a call-site of a separate BIR function, with name-keyed argument maps;
+* ``bir.bir_kernel`` (IT54) — a pre-compiled library kernel described by name, shapes and attributes.
+
+    bir.function @add {inputs = ["a", "b"], outputs = ["out"]} {
+      bir.memloc @x : sbuf [128, 512] f32
+      bir.dma_copy dst @x[0 : [512, 128], [1, 512]], src @a[0 : [512, 128], [1, 512]] {id = 0 : i64, engine = "sp"}
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import ClassVar, Self
+
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+from nkic.dialects import instructions as fields
+from nkic.dialects.common import BIR_ENGINES, DTYPES, MEMORIES, check_member, dtype_size
+from nkic.dialects.inst import RoleOperandOp
+
+DEP_KINDS = ("flow", "output", "anti", "ordered")
+MEMLOC_KINDS = ("input", "output", "internal")
+KERNEL_SOURCES = ("Beta1", "Beta2", "Beta3")
+
+
+@irdl_attr_definition
+class DepAttr(ParametrizedAttribute):
+    """A dependency edge on an earlier instruction: ``#bir.dep<flow, 3>``."""
+
+    name = "bir.dep"
+    kind: StringAttr
+    on: IntAttr
+
+    def __init__(self, kind: str, on: int):
+        super().__init__(StringAttr(kind), IntAttr(on))
+
+    def verify(self) -> None:
+        check_member("dependency kind", self.kind.data, DEP_KINDS)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            kind = parser.parse_identifier()
+            parser.parse_punctuation(",")
+            on = parser.parse_integer(allow_negative=False)
+        return StringAttr(kind), IntAttr(on)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.kind.data}, {self.on.data}>")
+
+
+@irdl_op_definition
+class FunctionOp(IRDLOperation):
+    """A BIR function; ``inputs``/``outputs`` name its parameter memory locations in order."""
+
+    name = "bir.function"
+    sym_name = prop_def(SymbolNameConstraint())
+    inputs = prop_def(ArrayAttr[StringAttr])
+    outputs = prop_def(ArrayAttr[StringAttr])
+    grid = opt_prop_def(IntegerAttr[I64])
+    program_id = opt_prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = traits_def(SymbolOpInterface(), NoTerminator(), SymbolTable())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$sym_name attr-dict-with-keyword $body"
+
+    def __init__(self, name: str, inputs: Sequence[str], outputs: Sequence[str], body: Region | None = None):
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "inputs": ArrayAttr([StringAttr(n) for n in inputs]),
+                "outputs": ArrayAttr([StringAttr(n) for n in outputs]),
+            },
+            regions=[body if body is not None else Region(Block())],
+        )
+
+    @property
+    def input_names(self) -> list[str]:
+        return [s.data for s in self.inputs.data]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [s.data for s in self.outputs.data]
+
+    def memlocs(self) -> dict[str, MemLocOp]:
+        return {op.sym_name.data: op for op in self.body.block.ops if isinstance(op, MemLocOp)}
+
+    def instructions(self) -> Iterator[BirInst]:
+        """All instructions in program order, loop bodies included."""
+        for op in self.body.walk():
+            if isinstance(op, BirInst):
+                yield op
+
+    def verify_(self) -> None:
+        locs = self.memlocs()
+        for n in self.input_names:
+            if n not in locs or locs[n].kind.data != "input":
+                raise VerifyException(f"function input '{n}' must be a memloc of kind input")
+        for n in self.output_names:
+            if n not in locs or locs[n].kind.data != "output":
+                raise VerifyException(f"function output '{n}' must be a memloc of kind output")
+        for inst in self.instructions():
+            for r in inst.ref_names:
+                if r not in locs:
+                    raise VerifyException(f"'{inst.name}' (id {inst.id.value.data}) uses undeclared memloc @{r}")
+
+
+@irdl_op_definition
+class MemLocOp(IRDLOperation):
+    """A memory location: ``bir.memloc @x : sbuf [128, 512] f32 {address = array<i64: 0, 0>}``."""
+
+    name = "bir.memloc"
+    sym_name = prop_def(SymbolNameConstraint())
+    memory = prop_def(StringAttr)
+    shape = prop_def(DenseArrayBase)
+    dtype = prop_def(StringAttr)
+    kind = prop_def(StringAttr)
+    address = opt_prop_def(DenseArrayBase)
+    traits = traits_def(SymbolOpInterface())
+
+    def __init__(
+        self,
+        name: str,
+        memory: str,
+        shape: Sequence[int],
+        dtype: str,
+        kind: str = "internal",
+        address: Sequence[int] | None = None,
+    ):
+        props: dict[str, Attribute] = {
+            "sym_name": StringAttr(name),
+            "memory": StringAttr(memory),
+            "shape": DenseArrayBase.from_list(i64, list(shape)),
+            "dtype": StringAttr(dtype),
+            "kind": StringAttr(kind),
+        }
+        if address is not None:
+            props["address"] = DenseArrayBase.from_list(i64, list(address))
+        super().__init__(properties=props)
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.shape.get_values())
+
+    @property
+    def mem(self) -> str:
+        return self.memory.data
+
+    @property
+    def addr(self) -> tuple[int, ...] | None:
+        return None if self.address is None else tuple(int(a) for a in self.address.get_values())
+
+    @property
+    def bytes_per_partition(self) -> int:
+        n = dtype_size(self.dtype.data)
+        for d in self.dims[1:]:
+            n *= d
+        return n
+
+    def verify_(self) -> None:
+        check_member("memory space", self.mem, MEMORIES)
+        check_member("memloc kind", self.kind.data, MEMLOC_KINDS)
+        check_member("dtype", self.dtype.data, tuple(DTYPES))
+        if self.mem in ("sbuf", "psum") and self.dims[0] > 128:
+            raise VerifyException(f"partition dimension {self.dims[0]} exceeds the architecture limit of 128")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(f" : {self.mem} [{', '.join(map(str, self.dims))}] {self.dtype.data}")
+        extra: dict[str, Attribute] = {}
+        if self.kind.data != "internal":
+            extra["kind"] = self.kind
+        if self.address is not None:
+            extra["address"] = self.address
+        if extra:
+            printer.print_string(" ")
+            printer.print_attr_dict(extra)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        name = parser.parse_symbol_name().data
+        parser.parse_punctuation(":")
+        memory = parser.parse_identifier()
+        shape = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        dtype = parser.parse_identifier()
+        extra = parser.parse_optional_attr_dict()
+        op = cls(name, memory, shape, dtype)
+        for k in ("kind", "address"):
+            if k in extra:
+                op.properties[k] = extra.pop(k)
+        if extra:
+            parser.raise_error(f"unexpected memloc attributes: {', '.join(extra)}")
+        return op
+
+
+@irdl_op_definition
+class LoopOp(IRDLOperation):
+    """A loop axis (``BirAxis`` + ``InstLoop``): ``iN`` in access patterns is the index at nesting depth N."""
+
+    name = "bir.loop"
+    axis = prop_def(StringAttr)
+    start = prop_def(IntegerAttr[I64])
+    stop = prop_def(IntegerAttr[I64])
+    step = prop_def(IntegerAttr[I64])
+    kind = prop_def(StringAttr)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$axis $kind $start `to` $stop `step` $step $body attr-dict"
+
+    def __init__(self, axis: str, kind: str, start: int, stop: int, step: int, body: Region | None = None):
+        super().__init__(
+            properties={
+                "axis": StringAttr(axis),
+                "kind": StringAttr(kind),
+                "start": IntegerAttr(start, i64),
+                "stop": IntegerAttr(stop, i64),
+                "step": IntegerAttr(step, i64),
+            },
+            regions=[body if body is not None else Region(Block())],
+        )
+
+    @property
+    def iterations(self) -> range:
+        return range(self.start.value.data, self.stop.value.data, self.step.value.data)
+
+
+class BirInst(RoleOperandOp):
+    """A BIR instruction: operands name memory locations; ``id``, ``engine`` and ``deps`` are stamped on."""
+
+    OPNAME: ClassVar[str] = ""
+    OPERAND_PROPS: ClassVar[tuple[str, ...]] = ("roles", "aps", "refs")
+    refs = prop_def(ArrayAttr[StringAttr])
+    id = prop_def(IntegerAttr[I64])
+    engine = prop_def(StringAttr)
+    deps = opt_prop_def(ArrayAttr[DepAttr])
+    predicates = opt_prop_def(ArrayAttr)
+    loc = opt_prop_def(StringAttr)
+
+    @property
+    def ref_names(self) -> list[str]:
+        return [r.data for r in self.refs.data]
+
+    def ref(self, role: str) -> str | None:
+        i = self.role_index(role)
+        return None if i is None else self.refs.data[i].data
+
+    @property
+    def inst_id(self) -> int:
+        return self.id.value.data
+
+    @property
+    def dep_list(self) -> list[tuple[str, int]]:
+        return [] if self.deps is None else [(d.kind.data, d.on.data) for d in self.deps.data]
+
+    def _num_refs(self) -> int:
+        return len(self.refs.data)
+
+    def _print_ref(self, printer: Printer, index: int) -> None:
+        printer.print_symbol_name(self.refs.data[index].data)
+
+    @classmethod
+    def _parse_ref(cls, parser: Parser) -> object:
+        return parser.parse_symbol_name()
+
+    @classmethod
+    def _build(cls, refs: list[object], props: dict[str, Attribute], attrs: dict[str, Attribute]) -> Self:
+        props["refs"] = ArrayAttr(refs)  # type: ignore[arg-type]
+        return cls.create(properties=props, attributes=attrs)
+
+    def verify_fields(self) -> None:
+        check_member("engine", self.engine.data, BIR_ENGINES)
+        super().verify_fields()
+
+
+def _bir_op(opname: str) -> type[BirInst]:
+    cls = type(
+        "Bir" + "".join(p.capitalize() for p in opname.split("_")) + "Op",
+        (BirInst, fields.INSTRUCTION_FIELDS[opname]),
+        {
+            "name": f"bir.{opname}",
+            "OPNAME": opname,
+            "__annotations__": {"OPNAME": ClassVar[str]},
+            "__doc__": f"BIR form of ``nisa.{opname}``.",
+        },
+    )
+    return irdl_op_definition(cls)
+
+
+INSTRUCTION_OPS: dict[str, type[BirInst]] = {n: _bir_op(n) for n in fields.INSTRUCTION_FIELDS}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Kernel carriers (spec Stage 4a)
+# ------------------------------------------------------------------------------------------------------------------
+
+
+def str_map(d: dict[str, str]) -> DictionaryAttr:
+    return DictionaryAttr({k: StringAttr(v) for k, v in d.items()})
+
+
+def read_str_map(d: DictionaryAttr) -> dict[str, str]:
+    return {k: v.data for k, v in d.data.items()}  # type: ignore[union-attr]
+
+
+class CarrierOp(IRDLOperation):
+    """Common shape of the kernel carriers: ``func_args``/``func_outs`` map kernel parameter -> caller memloc."""
+
+    func_args = prop_def(DictionaryAttr)
+    func_outs = prop_def(DictionaryAttr)
+    grid = prop_def(IntegerAttr[I64])
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict"
+
+    @property
+    def arg_map(self) -> dict[str, str]:
+        return read_str_map(self.func_args)
+
+    @property
+    def out_map(self) -> dict[str, str]:
+        return read_str_map(self.func_outs)
+
+    def verify_(self) -> None:
+        for d in (self.func_args, self.func_outs):
+            for v in d.data.values():
+                if not isinstance(v, StringAttr):
+                    raise VerifyException("kernel argument maps must map names to memloc names")
+
+
+@irdl_op_definition
+class NkiKlirKernelOp(CarrierOp):
+    """IT56 ``InstNKIKLIRKernel``: the frontend carrier of a traced kernel."""
+
+    name = "bir.nki_klir_kernel"
+    kernel_name = prop_def(StringAttr)
+    kernel_format = prop_def(StringAttr)
+    klir_binary = prop_def(StringAttr)
+    sb_buf_shape = prop_def(DenseArrayBase)
+    psum_buf_shape = prop_def(DenseArrayBase)
+    nki_binary_version_identifier = prop_def(StringAttr)
+    address_rotation_scope = opt_prop_def(StringAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        check_member("kernel format", self.kernel_format.data, ("bir", "klir"))
+
+
+@irdl_op_definition
+class NkiKernelOp(CarrierOp):
+    """IT55 ``InstNKIKernel``: a call-site of the BIR function ``func``."""
+
+    name = "bir.nki_kernel"
+    func = prop_def(SymbolRefAttr)
+    kernel_source = prop_def(StringAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        check_member("kernel source", self.kernel_source.data, KERNEL_SOURCES)
+
+
+@irdl_op_definition
+class BirKernelOp(CarrierOp):
+    """IT54 ``InstBIRKernel``: a pre-compiled library kernel (already BIR), expanded by ``inline-bir-kernel``."""
+
+    name = "bir.bir_kernel"
+    kernel_name = prop_def(StringAttr)
+    srcs_shape = prop_def(ArrayAttr[DenseArrayBase])
+    dsts_shape = prop_def(ArrayAttr[DenseArrayBase])
+    kernel_attrs = prop_def(StringAttr)
+    auto_cast = opt_prop_def(StringAttr)
+    quant_kernel = opt_prop_def(IntegerAttr)
+    norm_type = opt_prop_def(StringAttr)
+    fused_rmsnorm = opt_prop_def(IntegerAttr)
+    is_causal = opt_prop_def(IntegerAttr)
+    lnc_size = opt_prop_def(IntegerAttr[I64])
+    output_layout = opt_prop_def(StringAttr)
+    store_add = opt_prop_def(IntegerAttr)
+    lower_bound = opt_prop_def(IntegerAttr)
+
+
+CARRIERS = (NkiKlirKernelOp, NkiKernelOp, BirKernelOp)
+
+
+def function_of(op: Operation) -> FunctionOp:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, FunctionOp):
+        parent = parent.parent_op()
+    if parent is None:
+        raise VerifyException(f"'{op.name}' must be inside a bir.function")
+    return parent
+
+
+Bir = Dialect(
+    "bir",
+    [FunctionOp, MemLocOp, LoopOp, *INSTRUCTION_OPS.values(), *CARRIERS],
+    [DepAttr],
+)

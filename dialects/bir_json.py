@@ -1,0 +1,133 @@
+"""Lossless JSON form of BIR functions and kernel carriers (what FORM B of the IT56 carrier embeds).
+
+Every op becomes ``{"op": name, "props": {...}}`` (plus ``"body"`` for ops with a region). Property values are
+tagged only where JSON alone would be ambiguous, so the form stays readable::
+
+    {"op": "bir.activation", "props": {"id": 3, "engine": "act", "func": "exp", "scale": {"f32": 2.0}, ...}}
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    SymbolRefAttr,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region
+
+from nkic.dialects import bir
+from nkic.dialects.common import AccessPatternAttr
+
+FORMAT_VERSION = "nkic-bir-json/1"
+
+_OPS: dict[str, type[Operation]] = {op.name: op for op in bir.Bir.operations}
+
+
+class BirJsonError(ValueError):
+    pass
+
+
+def attr_to_json(a: Attribute) -> Any:
+    if isinstance(a, StringAttr):
+        return a.data
+    if isinstance(a, IntegerAttr):
+        if a.type == IntegerType(1):
+            return bool(a.value.data)
+        if a.type == i64:
+            return a.value.data
+        return {"int": a.value.data, "width": a.type.width.data}  # type: ignore[union-attr]
+    if isinstance(a, FloatAttr):
+        return {"f32": float(a.value.data)}
+    if isinstance(a, DenseArrayBase):
+        return {"i64": [int(v) for v in a.get_values()]}
+    if isinstance(a, AccessPatternAttr):
+        return {"ap": [a.offset.data, a.iv_coeffs, [list(p) for p in a.pairs]]}
+    if isinstance(a, bir.DepAttr):
+        return {"dep": [a.kind.data, a.on.data]}
+    if isinstance(a, ArrayAttr):
+        return [attr_to_json(x) for x in a.data]
+    if isinstance(a, DictionaryAttr):
+        return {"dict": {k: attr_to_json(v) for k, v in a.data.items()}}
+    if isinstance(a, SymbolRefAttr):
+        return {"sym": a.root_reference.data}
+    raise BirJsonError(f"attribute {a} has no BIR JSON form")
+
+
+def attr_from_json(v: Any) -> Attribute:
+    if isinstance(v, bool):
+        return BoolAttr.from_bool(v)
+    if isinstance(v, int):
+        return IntegerAttr(v, i64)
+    if isinstance(v, str):
+        return StringAttr(v)
+    if isinstance(v, list):
+        return ArrayAttr([attr_from_json(x) for x in v])
+    if isinstance(v, dict) and len(v) >= 1:
+        tag = next(iter(v))
+        body = v[tag]
+        if tag == "f32":
+            return FloatAttr(float(body), f32)
+        if tag == "int":
+            return IntegerAttr(int(body), IntegerType(int(v["width"])))
+        if tag == "i64":
+            return DenseArrayBase.from_list(i64, [int(x) for x in body])
+        if tag == "ap":
+            off, ivs, pairs = body
+            return AccessPatternAttr(int(off), [tuple(p) for p in pairs], ivs)
+        if tag == "dep":
+            return bir.DepAttr(str(body[0]), int(body[1]))
+        if tag == "dict":
+            return DictionaryAttr({k: attr_from_json(x) for k, x in body.items()})
+        if tag == "sym":
+            return SymbolRefAttr(str(body))
+    raise BirJsonError(f"malformed BIR JSON value: {v!r}")
+
+
+def op_to_json(op: Operation) -> dict[str, Any]:
+    if op.name not in _OPS:
+        raise BirJsonError(f"'{op.name}' is not a BIR op")
+    out: dict[str, Any] = {"op": op.name, "props": {k: attr_to_json(v) for k, v in op.properties.items()}}
+    if op.regions:
+        out["body"] = [op_to_json(o) for o in op.regions[0].block.ops]
+    return out
+
+
+def op_from_json(d: Any) -> Operation:
+    if not isinstance(d, dict) or d.get("op") not in _OPS:
+        raise BirJsonError(f"not a BIR op: {str(d)[:80]}")
+    cls = _OPS[d["op"]]
+    props = {k: attr_from_json(v) for k, v in d.get("props", {}).items()}
+    regions = []
+    if "body" in d:
+        block = Block()
+        block.add_ops([op_from_json(o) for o in d["body"]])
+        regions.append(Region(block))
+    return cls.create(properties=props, regions=regions)
+
+
+def function_to_json(fn: bir.FunctionOp) -> dict[str, Any]:
+    return {"format": FORMAT_VERSION, **op_to_json(fn)}
+
+
+def function_from_json(d: Any) -> bir.FunctionOp:
+    if not isinstance(d, dict) or d.get("format") != FORMAT_VERSION:
+        raise BirJsonError(f"expected a {FORMAT_VERSION} document")
+    fn = op_from_json(d)
+    if not isinstance(fn, bir.FunctionOp):
+        raise BirJsonError("the document is not a bir.function")
+    return fn
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
