@@ -150,6 +150,8 @@ class MemLocOp(IRDLOperation):
     dtype = prop_def(StringAttr)
     kind = prop_def(StringAttr)
     address = opt_prop_def(DenseArrayBase)
+    # The loop axis whose body allocated this tensor: unrolling gives each iteration a fresh copy.
+    scope = opt_prop_def(StringAttr)
     traits = traits_def(SymbolOpInterface())
 
     def __init__(
@@ -207,6 +209,8 @@ class MemLocOp(IRDLOperation):
             extra["kind"] = self.kind
         if self.address is not None:
             extra["address"] = self.address
+        if self.scope is not None:
+            extra["scope"] = self.scope
         if extra:
             printer.print_string(" ")
             printer.print_attr_dict(extra)
@@ -220,7 +224,7 @@ class MemLocOp(IRDLOperation):
         dtype = parser.parse_identifier()
         extra = parser.parse_optional_attr_dict()
         op = cls(name, memory, shape, dtype)
-        for k in ("kind", "address"):
+        for k in ("kind", "address", "scope"):
             if k in extra:
                 op.properties[k] = extra.pop(k)
         if extra:
@@ -271,6 +275,10 @@ class BirInst(RoleOperandOp):
     deps = opt_prop_def(ArrayAttr[DepAttr])
     predicates = opt_prop_def(ArrayAttr)
     loc = opt_prop_def(StringAttr)
+    # Set by the backend: DMA queue, semaphore waits as flattened (sem, value) pairs, the semaphore signalled.
+    queue = opt_prop_def(IntegerAttr[I64])
+    waits = opt_prop_def(DenseArrayBase)
+    signal = opt_prop_def(IntegerAttr[I64])
 
     @property
     def ref_names(self) -> list[str]:
@@ -344,6 +352,7 @@ class CarrierOp(IRDLOperation):
     func_args = prop_def(DictionaryAttr)
     func_outs = prop_def(DictionaryAttr)
     grid = prop_def(IntegerAttr[I64])
+    program_id = opt_prop_def(IntegerAttr[I64])
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "attr-dict"
 

@@ -334,3 +334,15 @@ INSTRUCTION_FIELDS: dict[str, type[RoleOperandOp]] = {
     "affine_select": AffineSelectFields,
     "reciprocal": ReciprocalFields,
 }
+
+# Operand roles an instruction writes; every other role is read.
+WRITE_ROLES = frozenset({"dst", "reduce_res"})
+
+# NKI engine hint (nki.isa.engine) -> BIR engine.
+ENGINE_OF_HINT = {"tensor": "pe", "scalar": "act", "vector": "dve", "gpsimd": "pool", "sync": "sp", "dma": "sp"}
+
+
+def reads_dst(op: RoleOperandOp) -> bool:
+    """Whether the destination is also read (PSUM accumulation)."""
+    acc = op.properties.get("accumulate")
+    return op.name.endswith(".matmul") and not (isinstance(acc, IntegerAttr) and acc.value.data == 0)

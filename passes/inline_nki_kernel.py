@@ -1,0 +1,36 @@
+"""``inline-nki-kernel`` (InlineNKIKernel): splice each IT55 call-site's function into its caller.
+
+Operands are rebound through the call-site's argument maps, the kernel's internal memlocs are renamed into the
+caller, instruction ids are shifted to stay unique; the IT55 and (once unused) the kernel function are removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from nkic.dialects import bir
+from nkic.passes.kernel_inlining import inline_function
+
+
+@dataclass(frozen=True)
+class InlineNkiKernelPass(ModulePass):
+    name = "inline-nki-kernel"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        functions = {f.sym_name.data: f for f in op.ops if isinstance(f, bir.FunctionOp)}
+        inlined: set[str] = set()
+        for call in [c for c in op.walk() if isinstance(c, bir.NkiKernelOp)]:
+            callee = functions.get(call.func.root_reference.data)
+            if callee is None:
+                raise PassFailedException(f"bir.nki_kernel calls unknown function @{call.func.root_reference.data}")
+            inline_function(call, callee, call.arg_map, call.out_map)
+            inlined.add(callee.sym_name.data)
+        still_called = {c.func.root_reference.data for c in op.walk() if isinstance(c, bir.NkiKernelOp)}
+        for name in inlined - still_called:
+            functions[name].detach()
+            functions[name].erase()

@@ -1,0 +1,68 @@
+"""Splicing a BIR kernel function into a caller through name-keyed argument maps (used by the inline passes)."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, i64
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import PassFailedException
+
+from nkic.dialects import bir
+
+
+def _check_binding(kernel: bir.MemLocOp, caller: bir.MemLocOp | None, what: str) -> None:
+    if caller is None:
+        raise PassFailedException(f"kernel {what} '{kernel.sym_name.data}' is bound to an undeclared memloc")
+    if caller.dims != kernel.dims or caller.dtype.data != kernel.dtype.data:
+        raise PassFailedException(
+            f"kernel {what} '{kernel.sym_name.data}' is {list(kernel.dims)} {kernel.dtype.data} but is bound to "
+            f"'{caller.sym_name.data}' of {list(caller.dims)} {caller.dtype.data}"
+        )
+
+
+def _renamed(op: Operation, names: dict[str, str], id_base: int) -> Operation:
+    new = op.clone()
+    for o in new.walk():
+        if isinstance(o, bir.BirInst):
+            o.properties["refs"] = ArrayAttr([StringAttr(names[r]) for r in o.ref_names])
+            o.properties["id"] = IntegerAttr(o.inst_id + id_base, i64)
+            if o.deps is not None:
+                o.properties["deps"] = ArrayAttr([bir.DepAttr(k, i + id_base) for k, i in o.dep_list])
+    return new
+
+
+def inline_function(
+    call: Operation, callee: bir.FunctionOp, arg_map: dict[str, str], out_map: dict[str, str]
+) -> None:
+    """Replace ``call`` (inside a bir.function) by the body of ``callee`` with its parameters rebound."""
+    caller = bir.function_of(call)
+    caller_locs = caller.memlocs()
+    names: dict[str, str] = {}
+    new_locs: list[Operation] = []
+    for name, loc in callee.memlocs().items():
+        kind = loc.kind.data
+        if kind in ("input", "output"):
+            mapping = arg_map if kind == "input" else out_map
+            if name not in mapping:
+                raise PassFailedException(f"kernel {kind} '{name}' of @{callee.sym_name.data} is not bound")
+            _check_binding(loc, caller_locs.get(mapping[name]), kind)
+            names[name] = mapping[name]
+            continue
+        fresh, i = f"{callee.sym_name.data}.{name}", 1
+        while fresh in caller_locs:
+            fresh, i = f"{callee.sym_name.data}.{name}_{i}", i + 1
+        names[name] = fresh
+        clone = loc.clone()
+        clone.properties["sym_name"] = StringAttr(fresh)
+        new_locs.append(clone)
+        caller_locs[fresh] = clone
+    id_base = 1 + max((i.inst_id for i in caller.instructions()), default=-1)
+    body = [
+        _renamed(op, names, id_base) for op in callee.body.block.ops if not isinstance(op, bir.MemLocOp)
+    ]
+    block = call.parent_block()
+    assert block is not None
+    first_non_loc = next((o for o in block.ops if not isinstance(o, bir.MemLocOp)), call)
+    block.insert_ops_before(new_locs, first_non_loc)
+    block.insert_ops_before(body, call)
+    call.detach()
+    call.erase()

@@ -1,0 +1,237 @@
+"""``penguin-to-bir`` (the spec's BirCodeGenLoop, Stage 3).
+
+Each program of each traced kernel becomes a BIR function: tensors become memory locations, loops become loop
+axes, every instruction is stamped with an id, an engine (from the NKI hint, or ``unassigned``) and its
+flow/output/anti dependency edges. The host graph becomes the host BIR function ``@main`` (``@main.pN`` for SPMD
+program N), and each kernel node becomes an IT56 carrier (``bir.nki_klir_kernel``) holding the kernel function —
+as embedded BIR JSON (FORM B, ``kernel_format = "bir"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+import nkic
+from nkic.dialects import bir, bir_json, penguin
+from nkic.dialects.instructions import ENGINE_OF_HINT, WRITE_ROLES, reads_dst
+
+NKI_BINARY_VERSION = f"nkic-{nkic.__version__}"
+
+
+class _Deps:
+    """Name-level dependency tracking in program order (loops are walked once, as written)."""
+
+    def __init__(self) -> None:
+        self.last_writer: dict[str, int] = {}
+        self.readers: dict[str, list[int]] = {}
+
+    def edges(self, reads: set[str], writes: set[str]) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for n in sorted(reads):
+            if n in self.last_writer:
+                out.append(("flow", self.last_writer[n]))
+        for n in sorted(writes):
+            if n in self.last_writer:
+                out.append(("output", self.last_writer[n]))
+            out.extend(("anti", r) for r in self.readers.get(n, []))
+        seen: set[tuple[str, int]] = set()
+        return [e for e in out if not (e in seen or seen.add(e))]
+
+    def record(self, inst_id: int, reads: set[str], writes: set[str]) -> None:
+        for n in reads:
+            self.readers.setdefault(n, []).append(inst_id)
+        for n in writes:
+            self.last_writer[n] = inst_id
+            self.readers[n] = []
+
+
+@dataclass
+class _ProgramLowering:
+    """Lowers one program region of a penguin.kernel to a bir.function."""
+
+    fn_name: str
+    program: Region
+
+    def run(self, input_names: list[str]) -> bir.FunctionOp:
+        self.names: dict[SSAValue, str] = {}
+        self.used: set[str] = set()
+        self.memlocs: list[bir.MemLocOp] = []
+        self.next_id = 0
+        self.loops = 0
+        self.deps = _Deps()
+        block = self.program.block
+        for arg, name in zip(block.args, input_names):
+            self._declare(arg, name, "input")
+        ret = block.last_op
+        assert isinstance(ret, penguin.ReturnOp)
+        self.outputs = {v: None for v in ret.values}
+        body = Block()
+        self._lower_block(block, body, scope=None)
+        out_names = [self.names[v] for v in ret.values]
+        fn = bir.FunctionOp(self.fn_name, [self.names[a] for a in block.args], out_names)
+        ops = list(body.ops)
+        for o in ops:
+            o.detach()
+        fn.body.block.add_ops([*self.memlocs, *ops])
+        return fn
+
+    def _declare(self, value: SSAValue, hint: str, kind: str, scope: str | None = None) -> None:
+        name, i = hint, 1
+        while name in self.used:
+            name, i = f"{hint}_{i}", i + 1
+        self.used.add(name)
+        self.names[value] = name
+        t = penguin.tensor_type(value)
+        loc = bir.MemLocOp(name, t.mem, t.dims, t.dtype, kind)
+        alloc = value.owner
+        if isinstance(alloc, penguin.AllocOp) and alloc.address is not None:
+            loc.properties["address"] = alloc.address
+        if scope is not None:
+            loc.properties["scope"] = StringAttr(scope)
+        self.memlocs.append(loc)
+
+    def _lower_block(self, src: Block, dst: Block, scope: str | None) -> None:
+        for op in src.ops:
+            if isinstance(op, penguin.AllocOp):
+                kind = "output" if op.result in self.outputs else "internal"
+                if kind == "output" and scope is not None:
+                    raise PassFailedException(f"kernel output '{op.tensor_name.data}' is allocated inside a loop")
+                self._declare(op.result, op.tensor_name.data, kind, scope)
+            elif isinstance(op, penguin.LoopOp):
+                axis = f"L{self.loops}"
+                self.loops += 1
+                loop = bir.LoopOp(axis, op.kind.data, op.start.value.data, op.stop.value.data, op.step.value.data)
+                self._lower_block(op.body.block, loop.body.block, axis)
+                dst.add_op(loop)
+            elif isinstance(op, penguin.PenguinInst):
+                dst.add_op(self._lower_inst(op))
+            elif not isinstance(op, penguin.ReturnOp):
+                raise PassFailedException(f"penguin-to-bir cannot lower '{op.name}'")
+
+    def _lower_inst(self, op: penguin.PenguinInst) -> bir.BirInst:
+        refs = [self.names[v] for v in op.tensors]
+        props: dict[str, Attribute] = {k: v for k, v in op.properties.items() if k != "engine"}
+        hint = op.properties.get("engine")
+        engine = ENGINE_OF_HINT.get(hint.data, "unassigned") if isinstance(hint, StringAttr) else "unassigned"
+        if op.OPNAME in ("dma_copy", "dma_transpose"):
+            engine = "sp"
+        inst_id = self.next_id
+        self.next_id += 1
+        reads = {n for r, n in zip(op.role_names, refs) if r not in WRITE_ROLES}
+        writes = {n for r, n in zip(op.role_names, refs) if r in WRITE_ROLES}
+        if reads_dst(op):
+            reads.add(refs[op.role_names.index("dst")])
+        edges = self.deps.edges(reads, writes)
+        self.deps.record(inst_id, reads, writes)
+        props.update(
+            refs=ArrayAttr([StringAttr(n) for n in refs]),
+            id=IntegerAttr(inst_id, i64),
+            engine=StringAttr(engine),
+        )
+        if edges:
+            props["deps"] = ArrayAttr([bir.DepAttr(k, i) for k, i in edges])
+        return bir.INSTRUCTION_OPS[op.OPNAME].create(properties=props)
+
+
+def _buf_shape(fn: bir.FunctionOp, memory: str) -> DenseArrayBase:
+    per_part = sum(m.bytes_per_partition for m in fn.memlocs().values() if m.mem == memory)
+    return DenseArrayBase.from_list(i64, [128, per_part])
+
+
+def kernel_functions(kernel: penguin.KernelOp) -> list[bir.FunctionOp]:
+    """One BIR function per SPMD program of ``kernel``."""
+    first = kernel.programs[0].block.args
+    input_names = [a.name_hint or f"arg{i}" for i, a in enumerate(first)]
+    fns = []
+    for pid, region in enumerate(kernel.programs):
+        name = kernel.sym_name.data if pid == 0 else f"{kernel.sym_name.data}.p{pid}"
+        fn = _ProgramLowering(name, region).run(input_names)
+        if kernel.grid > 1:
+            fn.properties["grid"] = IntegerAttr(kernel.grid, i64)
+            fn.properties["program_id"] = IntegerAttr(pid, i64)
+        fns.append(fn)
+    return fns
+
+
+def make_klir_carrier(
+    fn: bir.FunctionOp, arg_map: dict[str, str], out_map: dict[str, str], grid: int, pid: int, fmt: str
+) -> bir.NkiKlirKernelOp:
+    payload = bir_json.dumps(bir_json.function_to_json(fn))
+    props: dict[str, Attribute] = {
+        "kernel_name": StringAttr(fn.sym_name.data),
+        "kernel_format": StringAttr(fmt),
+        "klir_binary": StringAttr(payload),
+        "func_args": bir.str_map(arg_map),
+        "func_outs": bir.str_map(out_map),
+        "grid": IntegerAttr(grid, i64),
+        "sb_buf_shape": _buf_shape(fn, "sbuf"),
+        "psum_buf_shape": _buf_shape(fn, "psum"),
+        "nki_binary_version_identifier": StringAttr(NKI_BINARY_VERSION),
+    }
+    if grid > 1:
+        props["program_id"] = IntegerAttr(pid, i64)
+    return bir.NkiKlirKernelOp.create(properties=props)
+
+
+def _host_function(
+    graph: penguin.GraphOp, kernels: dict[str, list[bir.FunctionOp]], pid: int, grid: int, fmt: str
+) -> bir.FunctionOp:
+    block = graph.body.block
+    names: dict[SSAValue, str] = {a: a.name_hint or f"in{i}" for i, a in enumerate(block.args)}
+    memlocs: list[Operation] = []
+    for a in block.args:
+        t = penguin.tensor_type(a)
+        memlocs.append(bir.MemLocOp(names[a], t.mem, t.dims, t.dtype, "input"))
+    carriers: list[Operation] = []
+    for node in block.ops:
+        if isinstance(node, penguin.KernelNodeOp):
+            fn = kernels[node.callee.root_reference.data][pid]
+            for res, out_name in zip(node.outs, fn.output_names):
+                names[res] = out_name
+                t = penguin.tensor_type(res)
+                memlocs.append(bir.MemLocOp(out_name, t.mem, t.dims, t.dtype, "output"))
+            arg_map = dict(zip(fn.input_names, (names[a] for a in node.args)))
+            out_map = {n: n for n in fn.output_names}
+            carriers.append(make_klir_carrier(fn, arg_map, out_map, grid, pid, fmt))
+    ret = block.last_op
+    assert isinstance(ret, penguin.GraphReturnOp)
+    name = graph.sym_name.data if pid == 0 else f"{graph.sym_name.data}.p{pid}"
+    host = bir.FunctionOp(name, [names[a] for a in block.args], [names[v] for v in ret.values])
+    if grid > 1:
+        host.properties["grid"] = IntegerAttr(grid, i64)
+        host.properties["program_id"] = IntegerAttr(pid, i64)
+    host.body.block.add_ops([*memlocs, *carriers])
+    return host
+
+
+@dataclass(frozen=True)
+class PenguinToBirPass(ModulePass):
+    """Lower the host graph and its traced kernels to BIR, each kernel node becoming an IT56 carrier."""
+
+    name = "penguin-to-bir"
+
+    # "bir" embeds BIR JSON in the carrier (FORM B), the only form implemented so far.
+    kernel_format: str = "bir"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.kernel_format != "bir":
+            raise PassFailedException(f"kernel_format '{self.kernel_format}' is not supported (use 'bir')")
+        kernels = {k.sym_name.data: k for k in op.ops if isinstance(k, penguin.KernelOp)}
+        graphs = [g for g in op.ops if isinstance(g, penguin.GraphOp)]
+        if len(graphs) != 1:
+            raise PassFailedException("penguin-to-bir expects exactly one penguin.graph")
+        graph = graphs[0]
+        grid = max((k.grid for k in kernels.values()), default=1)
+        lowered = {name: kernel_functions(k) for name, k in kernels.items()}
+        hosts = [_host_function(graph, lowered, pid, grid, self.kernel_format) for pid in range(grid)]
+        for old in [graph, *kernels.values()]:
+            old.detach()
+            old.erase()
+        op.body.block.add_ops(hosts)
+

@@ -1,0 +1,64 @@
+"""``translate-nki-ast-to-bir`` (TranslateNKIASTToBIR, spec Stage 4a).
+
+Every IT56 carrier (``bir.nki_klir_kernel``) becomes a separate BIR function plus an IT55 call-site
+(``bir.nki_kernel``) bound through the same argument maps; the carrier is removed. FORM B (``kernel_format =
+"bir"``) is loaded from its embedded BIR JSON and recorded as ``kernel_source = "Beta3"``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.ir import Attribute
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from nkic.dialects import bir, bir_json
+
+
+def load_carrier(carrier: bir.NkiKlirKernelOp) -> tuple[bir.FunctionOp, str]:
+    """The kernel function a carrier holds and the kernel source it came from."""
+    name = carrier.kernel_name.data
+    if carrier.kernel_format.data != "bir":
+        raise PassFailedException(f"kernel '{name}': kernel_format '{carrier.kernel_format.data}' is not supported")
+    try:
+        fn = bir_json.function_from_json(json.loads(carrier.klir_binary.data))
+    except (ValueError, TypeError, KeyError) as e:
+        raise PassFailedException(f"kernel '{name}': the embedded BIR JSON is malformed: {e}") from e
+    return fn, "Beta3"
+
+
+@dataclass(frozen=True)
+class TranslateNkiAstToBirPass(ModulePass):
+    name = "translate-nki-ast-to-bir"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        taken = {f.sym_name.data for f in op.ops if isinstance(f, bir.FunctionOp)}
+        for host in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
+            for carrier in [c for c in host.walk() if isinstance(c, bir.NkiKlirKernelOp)]:
+                fn, source = load_carrier(carrier)
+                base, name, i = fn.sym_name.data, fn.sym_name.data, 1
+                while name in taken:
+                    name, i = f"{base}_{i}", i + 1
+                taken.add(name)
+                fn.properties["sym_name"] = StringAttr(name)
+                fn.verify()
+                op.body.block.insert_op_after(fn, host)
+                props: dict[str, Attribute] = {
+                    "func": SymbolRefAttr(name),
+                    "kernel_source": StringAttr(source),
+                    "func_args": carrier.func_args,
+                    "func_outs": carrier.func_outs,
+                    "grid": carrier.grid,
+                }
+                if carrier.program_id is not None:
+                    props["program_id"] = carrier.program_id
+                call = bir.NkiKernelOp.create(properties=props)
+                block = carrier.parent_block()
+                assert block is not None
+                block.insert_op_before(call, carrier)
+                carrier.detach()
+                carrier.erase()
