@@ -232,3 +232,11 @@ def _nkic_dialect() -> "Dialect":
 
 
 NkicAttrs = _nkic_dialect()
+
+
+def ap_indices(offset: int, pairs: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Flat storage indices an access pattern touches, shaped like the pattern (outermost first)."""
+    idx = np.full((), offset, dtype=np.int64)
+    for step, num in pairs:
+        idx = idx[..., None] + step * np.arange(num, dtype=np.int64)
+    return idx

@@ -1,0 +1,94 @@
+"""``allocate-memory``: give every SBUF/PSUM memloc a (partition, byte offset) address.
+
+Explicit ``address=`` placements from the kernel are honoured as they are. Every other tensor is placed by a
+linear scan over its live range (first to last instruction using it, in program order): first fit among the
+bytes not used by overlapping live tensors, 64-byte aligned in SBUF; in PSUM a tensor never straddles a 2 KiB
+bank (larger ones start on a bank). A kernel that does not fit fails with the tensor, its size and what is live.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from nkic.dialects import bir
+
+SBUF_BYTES = {"gen2": 180224, "gen3": 212984, "gen4": 245752}
+PSUM_BYTES = 16384
+PSUM_BANK = 2048
+SBUF_ALIGN = 64
+
+
+def live_ranges(fn: bir.FunctionOp) -> dict[str, tuple[int, int]]:
+    ranges: dict[str, tuple[int, int]] = {}
+    for i, inst in enumerate(fn.instructions()):
+        for name in inst.ref_names:
+            lo, _ = ranges.get(name, (i, i))
+            ranges[name] = (lo, i)
+    return ranges
+
+
+def _fits_psum(off: int, size: int) -> bool:
+    return (off % PSUM_BANK) + size <= PSUM_BANK if size <= PSUM_BANK else off % PSUM_BANK == 0
+
+
+def first_fit(busy: list[tuple[int, int]], size: int, capacity: int, memory: str) -> int | None:
+    """Lowest legal offset where [off, off+size) overlaps none of ``busy``."""
+    align = SBUF_ALIGN if memory == "sbuf" else 4
+    starts = {0, *(hi for _, hi in busy)}
+    if memory == "psum":
+        starts |= set(range(0, capacity, PSUM_BANK))
+    for start in sorted(starts):
+        off = -(-start // align) * align
+        if memory == "psum" and not _fits_psum(off, size):
+            continue
+        if off + size <= capacity and all(off + size <= lo or off >= hi for lo, hi in busy):
+            return off
+    return None
+
+
+@dataclass(frozen=True)
+class AllocateMemoryPass(ModulePass):
+    name = "allocate-memory"
+    target: str = "gen3"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.target not in SBUF_BYTES:
+            raise PassFailedException(f"unknown target '{self.target}' (expected gen2, gen3 or gen4)")
+        for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
+            self.run_function(fn)
+
+    def run_function(self, fn: bir.FunctionOp) -> None:
+        ranges = live_ranges(fn)
+        capacity = {"sbuf": SBUF_BYTES[self.target], "psum": PSUM_BYTES}
+        fixed: dict[str, list[tuple[int, int]]] = {"sbuf": [], "psum": []}
+        todo: list[bir.MemLocOp] = []
+        for loc in fn.memlocs().values():
+            if loc.mem not in capacity or loc.sym_name.data not in ranges:
+                continue
+            if loc.addr is not None:
+                _, base = loc.addr
+                fixed[loc.mem].append((base, base + loc.bytes_per_partition))
+            else:
+                todo.append(loc)
+        todo.sort(key=lambda m: ranges[m.sym_name.data][0])
+        live: dict[str, list[tuple[int, int, int]]] = {"sbuf": [], "psum": []}  # (last use, lo, hi)
+        for loc in todo:
+            mem, name = loc.mem, loc.sym_name.data
+            first, last = ranges[name]
+            live[mem] = [x for x in live[mem] if x[0] >= first]
+            busy = fixed[mem] + [(lo, hi) for _, lo, hi in live[mem]]
+            size = loc.bytes_per_partition
+            off = first_fit(busy, size, capacity[mem], mem)
+            if off is None:
+                used = sum(hi - lo for lo, hi in busy)
+                raise PassFailedException(
+                    f"kernel does not fit in {mem.upper()}: tensor '{name}' needs {size} bytes per partition while "
+                    f"{used} of {capacity[mem]} bytes per partition are live (at instruction {first})"
+                )
+            live[mem].append((last, off, off + size))
+            loc.properties["address"] = DenseArrayBase.from_list(i64, [0, off])

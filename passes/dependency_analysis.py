@@ -1,0 +1,75 @@
+"""``dependency-analysis``: flow/output/anti edges from the physical bytes each instruction touches.
+
+Runs after allocation, so tensors that share addresses (reused memory) are ordered too. Each operand's footprint
+is its partition-independent byte span, tracked in chunks (256 B in SBUF, 512 B in PSUM, 4 KiB in HBM): a coarse
+chunk can only add an edge, never lose one. For every chunk we keep the last writer and the readers since.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from nkic.dialects import bir
+from nkic.dialects.instructions import WRITE_ROLES, reads_dst
+from nkic.passes.physical import place
+
+CHUNK = {"sbuf": 256, "psum": 512, "hbm": 4096}
+
+
+def footprint_chunks(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]) -> list[tuple[str, str, int]]:
+    name, ap = inst.ref(role), inst.ap(role)
+    assert name is not None and ap is not None
+    p = place(locs[name], ap, inst, role)
+    lo, hi = p.byte_span()
+    c = CHUNK[p.memory]
+    return [(p.memory, p.var, k) for k in range(lo // c, (hi - 1) // c + 1)]
+
+
+def analyse(fn: bir.FunctionOp) -> None:
+    locs = fn.memlocs()
+    writer: dict[tuple[str, str, int], int] = {}
+    readers: dict[tuple[str, str, int], list[int]] = {}
+    for inst in fn.instructions():
+        reads: set[tuple[str, str, int]] = set()
+        writes: set[tuple[str, str, int]] = set()
+        for role in inst.role_names:
+            chunks = footprint_chunks(inst, role, locs)
+            (writes if role in WRITE_ROLES else reads).update(chunks)
+            if role == "dst" and reads_dst(inst):
+                reads.update(chunks)
+        edges: dict[int, str] = {}
+        for c in reads:
+            if c in writer:
+                edges.setdefault(writer[c], "flow")
+        for c in writes:
+            if c in writer:
+                edges.setdefault(writer[c], "output")
+            for r in readers.get(c, ()):
+                if r != inst.inst_id:
+                    edges.setdefault(r, "anti")
+        me = inst.inst_id
+        for c in reads:
+            readers.setdefault(c, []).append(me)
+        for c in writes:
+            writer[c] = me
+            readers[c] = []
+        if edges:
+            inst.properties["deps"] = ArrayAttr([bir.DepAttr(k, i) for i, k in sorted(edges.items())])
+        else:
+            inst.properties.pop("deps", None)
+
+
+@dataclass(frozen=True)
+class DependencyAnalysisPass(ModulePass):
+    name = "dependency-analysis"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
+            if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+                raise PassFailedException("dependency-analysis needs unrolled BIR (run bir-unroll first)")
+            analyse(fn)

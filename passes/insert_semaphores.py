@@ -1,0 +1,71 @@
+"""``insert-semaphores``: engine scheduling with semaphores.
+
+Each engine runs its instructions in program order; DMAs are issued from SP onto queues (round-robin over
+``num_queues``), FIFO per queue. Every instruction signals its engine's semaphore (a DMA: its queue's) when it
+completes, so "instruction k of engine E is done" is "S[E] >= k+1". A dependency on another engine or queue
+becomes a wait on that semaphore; same-engine and same-queue edges are implied by in-order execution, and a wait
+already satisfied by an earlier wait on the same engine is dropped. Semaphore ids: engines pe 0, act 1, dve 2,
+pool 3, sp 4; DMA queue q is 8+q.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, i64
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from nkic.dialects import bir
+
+ENGINE_SEM = {"pe": 0, "act": 1, "dve": 2, "pool": 3, "sp": 4}
+QUEUE_SEM_BASE = 8
+MAX_QUEUES = 16
+
+
+def schedule(fn: bir.FunctionOp, num_queues: int) -> None:
+    sem_of: dict[int, int] = {}
+    count_of: dict[int, int] = {}
+    counts: dict[int, int] = {}
+    known: dict[str, dict[int, int]] = {e: {} for e in ENGINE_SEM}
+    dmas = 0
+    for inst in fn.instructions():
+        engine = inst.engine.data
+        if engine not in ENGINE_SEM:
+            raise PassFailedException(f"instruction {inst.inst_id} has no engine (run assign-engines first)")
+        if inst.OPNAME.startswith("dma_"):
+            queue = dmas % num_queues
+            dmas += 1
+            sem = QUEUE_SEM_BASE + queue
+            inst.properties["queue"] = IntegerAttr(queue, i64)
+        else:
+            sem = ENGINE_SEM[engine]
+        waits: dict[int, int] = {}
+        for _, dep in inst.dep_list:
+            dsem = sem_of[dep]
+            if dsem == sem:
+                continue
+            waits[dsem] = max(waits.get(dsem, 0), count_of[dep])
+        needed = {s: v for s, v in sorted(waits.items()) if known[engine].get(s, 0) < v}
+        known[engine].update(needed)
+        counts[sem] = counts.get(sem, 0) + 1
+        sem_of[inst.inst_id], count_of[inst.inst_id] = sem, counts[sem]
+        inst.properties["signal"] = IntegerAttr(sem, i64)
+        if needed:
+            flat = [x for pair in needed.items() for x in pair]
+            inst.properties["waits"] = DenseArrayBase.from_list(i64, flat)
+        else:
+            inst.properties.pop("waits", None)
+
+
+@dataclass(frozen=True)
+class InsertSemaphoresPass(ModulePass):
+    name = "insert-semaphores"
+    num_queues: int = 4
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not 1 <= self.num_queues <= MAX_QUEUES:
+            raise PassFailedException(f"num_queues must be 1..{MAX_QUEUES}")
+        for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
+            schedule(fn, self.num_queues)
