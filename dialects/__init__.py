@@ -1,1 +1,39 @@
+"""nkic's dialects, registered lazily (importing a dialect module costs time; see ARCHITECTURE.md)."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+
+def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
+    def penguin() -> Dialect:
+        from nkic.dialects.penguin import Penguin
+
+        return Penguin
+
+    def bir() -> Dialect:
+        from nkic.dialects.bir import Bir
+
+        return Bir
+
+    def nkic_attrs() -> Dialect:
+        from nkic.dialects.common import NkicAttrs
+
+        return NkicAttrs
+
+    def isa(name: str) -> Callable[[], Dialect]:
+        def load() -> Dialect:
+            from nkic.dialects import isa as isa_pkg
+
+            return isa_pkg.DIALECTS[name]
+
+        return load
+
+    return {
+        "penguin": penguin,
+        "bir": bir,
+        "nkic": nkic_attrs,
+        **{n: isa(n) for n in ("isa", "isa_pe", "isa_act", "isa_dve", "isa_pool", "isa_sp")},
+    }

@@ -365,7 +365,12 @@ class PenguinInst(RoleOperandOp):
 
     @classmethod
     def _parse_ref(cls, parser: Parser) -> object:
-        return parser.parse_operand()
+        # Tensors are always defined before use (allocations, kernel arguments), so the type is known.
+        ref = parser.parse_unresolved_operand()
+        values = parser.ssa_values.get(ref.operand_name)
+        if values is None or ref.index >= len(values):
+            parser.raise_error("tensor used before it is defined", ref.span)
+        return values[ref.index]
 
     @classmethod
     def _build(cls, refs: list[object], props: dict[str, Attribute], attrs: dict[str, Attribute]) -> Self:

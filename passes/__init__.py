@@ -1,1 +1,39 @@
+"""nkic's passes by command-line name, registered lazily: one pass per module, named after the pass."""
 
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+# pass name -> (module, class)
+_PASSES: dict[str, tuple[str, str]] = {
+    "penguin-to-bir": ("penguin_to_bir", "PenguinToBirPass"),
+    "translate-nki-ast-to-bir": ("translate_nki_ast_to_bir", "TranslateNkiAstToBirPass"),
+    "inline-nki-kernel": ("inline_nki_kernel", "InlineNkiKernelPass"),
+    "inline-bir-kernel": ("inline_bir_kernel", "InlineBirKernelPass"),
+    "bir-unroll": ("bir_unroll", "BirUnrollPass"),
+    "resolve-psum-accumulate": ("resolve_psum_accumulate", "ResolvePsumAccumulatePass"),
+    "allocate-memory": ("allocate_memory", "AllocateMemoryPass"),
+    "assign-engines": ("assign_engines", "AssignEnginesPass"),
+    "dependency-analysis": ("dependency_analysis", "DependencyAnalysisPass"),
+    "insert-semaphores": ("insert_semaphores", "InsertSemaphoresPass"),
+    "bir-to-isa": ("bir_to_isa", "BirToIsaPass"),
+    "bir-verify": ("bir_verify", "BirVerifyPass"),
+    "isa-verify": ("isa_verify", "IsaVerifyPass"),
+    "nkic-frontend-lowering": ("pipelines", "FrontendLoweringPipeline"),
+    "nkic-backend": ("pipelines", "BackendPipeline"),
+    "nkic-pipeline": ("pipelines", "FullPipeline"),
+}
+
+
+def _factory(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    def load() -> type[ModulePass]:
+        return getattr(importlib.import_module(f"nkic.passes.{module}"), cls)
+
+    return load
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    return {name: _factory(m, c) for name, (m, c) in _PASSES.items()}

@@ -1,0 +1,32 @@
+# nkic: `make run` compiles, simulates and checks a bundled kernel; `make test` runs lit + pytest.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lit pytest bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/nkic demo --out-dir out/demo
+
+test: $(STAMP)
+	$(BIN)/lit -q tests/filecheck
+	$(BIN)/pytest -q
+
+lit: $(STAMP)
+	$(BIN)/lit -v tests/filecheck
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python bench/pipeline.py
+
+clean:
+	rm -rf $(VENV) out *.egg-info

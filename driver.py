@@ -1,0 +1,136 @@
+"""The compiler driver: traced kernel -> penguin -> bir -> ISA -> NEFF bytes, and running a NEFF.
+
+Everything stays in memory in one process: the pipeline applies passes to one module and only prints IR text when
+a dump directory is asked for.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+if TYPE_CHECKING:
+    from nkic.runtime.simulator import RunResult
+
+
+def make_context() -> Context:
+    """A context with every nkic dialect (and builtin) registered lazily."""
+    from xdsl.dialects.builtin import Builtin
+
+    from nkic.dialects import get_all_dialects
+
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+@dataclass
+class StageRecord:
+    name: str
+    seconds: float
+    ops: int
+
+
+@dataclass
+class CompileResult:
+    neff: bytes
+    stages: list[StageRecord] = field(default_factory=list)
+    module: ModuleOp | None = None
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(s.seconds for s in self.stages)
+
+
+def pipeline_passes(target: str = "gen3", num_queues: int = 4) -> list[ModulePass]:
+    from nkic.passes.pipelines import backend, frontend_lowering
+
+    return [*frontend_lowering(), *backend(target, num_queues)]
+
+
+def _count_ops(module: ModuleOp) -> int:
+    return sum(1 for _ in module.walk()) - 1
+
+
+def compile_module(
+    module: ModuleOp,
+    *,
+    name: str = "kernel",
+    target: str = "gen3",
+    dump_dir: str | Path | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    on_stage: Callable[[StageRecord], None] | None = None,
+) -> CompileResult:
+    """Run the whole pipeline on a penguin module (modified in place) and print the NEFF."""
+    from nkic.runtime.neff import write_neff
+    from nkic.tools.targets import isa_module_to_neff
+
+    ctx = make_context()
+    result = CompileResult(neff=b"", module=module)
+    dump = Path(dump_dir) if dump_dir is not None else None
+    if dump is not None:
+        dump.mkdir(parents=True, exist_ok=True)
+        (dump / "00-penguin.mlir").write_text(str(module) + "\n")
+
+    def record(stage: str, t0: float) -> None:
+        rec = StageRecord(stage, time.perf_counter() - t0, _count_ops(module))
+        result.stages.append(rec)
+        if on_stage is not None:
+            on_stage(rec)
+
+    for i, p in enumerate(pipeline_passes(target), start=1):
+        t0 = time.perf_counter()
+        p.apply(ctx, module)
+        record(p.name, t0)
+        if dump is not None:
+            (dump / f"{i:02d}-{p.name}.mlir").write_text(str(module) + "\n")
+    t0 = time.perf_counter()
+    meta = {"kernel": name, "target": target, **(metadata or {})}
+    result.neff = write_neff(isa_module_to_neff(module, name, meta))
+    record("neff", t0)
+    if dump is not None:
+        (dump / f"{name}.neff").write_bytes(result.neff)
+    return result
+
+
+def compile_traced(traced: Any, *, dump_dir: str | Path | None = None, **kw: Any) -> CompileResult:
+    """Compile a ``TracedKernel`` (see ``nkic.frontend.tracer``)."""
+    meta = {"inputs": [list(i) for i in traced.inputs], "outputs": [list(o) for o in traced.outputs]}
+    target = getattr(traced.options, "target", "gen3")
+    return compile_module(traced.module.clone(), name=traced.name, target=target, dump_dir=dump_dir, metadata=meta, **kw)
+
+
+def run_neff(neff: bytes, inputs: Mapping[str, np.ndarray], *, target: str = "gen3") -> RunResult:
+    from nkic.runtime.simulator import run_neff_bytes
+
+    return run_neff_bytes(neff, dict(inputs), target=target)
+
+
+_RUN_CACHE: dict[int, bytes] = {}
+
+
+def run_traced(traced: Any, arrays: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """Compile (once per traced kernel) and simulate; outputs in the kernel's return order."""
+    key = id(traced)
+    if key not in _RUN_CACHE:
+        _RUN_CACHE[key] = compile_traced(traced).neff
+        # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
+        weakref.finalize(traced, _RUN_CACHE.pop, key, None)
+    target = getattr(traced.options, "target", "gen3")
+    result = run_neff(_RUN_CACHE[key], arrays, target=target)
+    return [result.outputs[name] for name, *_ in traced.outputs]
+
+
+def output_names(traced: Any) -> Sequence[str]:
+    return [name for name, *_ in traced.outputs]

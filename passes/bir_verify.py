@@ -1,0 +1,62 @@
+"""``bir-verify`` (the spec's birverifier): the invariants the ISA lowering relies on.
+
+Flat (unrolled) functions with no carriers left; unique, increasing instruction ids; every engine assigned;
+every used on-chip memloc placed; dependency edges pointing backwards; and every semaphore wait satisfiable by
+instructions that come earlier in program order — which, with in-order engines, rules out deadlock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from nkic.dialects import bir
+from nkic.passes.insert_semaphores import ENGINE_SEM
+
+
+def verify_function(fn: bir.FunctionOp) -> None:
+    name = fn.sym_name.data
+    for op in fn.body.walk():
+        if isinstance(op, bir.LoopOp | bir.NkiKlirKernelOp | bir.NkiKernelOp | bir.BirKernelOp):
+            raise PassFailedException(f"@{name}: '{op.name}' must be lowered before the backend")
+    locs = fn.memlocs()
+    signals: dict[int, int] = {}
+    last_id = -1
+    for inst in fn.instructions():
+        i = inst.inst_id
+        where = f"@{name} instruction {i} ({inst.OPNAME})"
+        if i <= last_id:
+            raise PassFailedException(f"{where}: ids must increase in program order")
+        last_id = i
+        if inst.engine.data not in ENGINE_SEM:
+            raise PassFailedException(f"{where}: no engine assigned")
+        for r in inst.ref_names:
+            if locs[r].mem in ("sbuf", "psum") and locs[r].addr is None:
+                raise PassFailedException(f"{where}: memloc '{r}' has no address")
+        for _, dep in inst.dep_list:
+            if dep >= i:
+                raise PassFailedException(f"{where}: depends on a later instruction {dep}")
+        if inst.waits is not None:
+            vals = [int(v) for v in inst.waits.get_values()]
+            for sem, value in zip(vals[::2], vals[1::2]):
+                if signals.get(sem, 0) < value:
+                    raise PassFailedException(
+                        f"{where}: waits for semaphore {sem} >= {value}, but only {signals.get(sem, 0)} earlier "
+                        "instructions signal it (the schedule would deadlock)"
+                    )
+        if inst.signal is not None:
+            s = inst.signal.value.data
+            signals[s] = signals.get(s, 0) + 1
+
+
+@dataclass(frozen=True)
+class BirVerifyPass(ModulePass):
+    name = "bir-verify"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
+            verify_function(fn)

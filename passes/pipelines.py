@@ -1,0 +1,81 @@
+"""Named pipelines, themselves passes: the whole chain is usable by name from ``nkic-opt``.
+
+* ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
+* ``nkic-backend``: bir-unroll, resolve-psum-accumulate, allocate-memory, assign-engines, dependency-analysis,
+  insert-semaphores, bir-verify, bir-to-isa, isa-verify;
+* ``nkic-pipeline``: both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+
+def frontend_lowering() -> tuple[ModulePass, ...]:
+    from nkic.passes.inline_bir_kernel import InlineBirKernelPass
+    from nkic.passes.inline_nki_kernel import InlineNkiKernelPass
+    from nkic.passes.penguin_to_bir import PenguinToBirPass
+    from nkic.passes.translate_nki_ast_to_bir import TranslateNkiAstToBirPass
+
+    return (PenguinToBirPass(), TranslateNkiAstToBirPass(), InlineNkiKernelPass(), InlineBirKernelPass())
+
+
+def backend(target: str = "gen3", num_queues: int = 4) -> tuple[ModulePass, ...]:
+    from nkic.passes.allocate_memory import AllocateMemoryPass
+    from nkic.passes.assign_engines import AssignEnginesPass
+    from nkic.passes.bir_to_isa import BirToIsaPass
+    from nkic.passes.bir_unroll import BirUnrollPass
+    from nkic.passes.bir_verify import BirVerifyPass
+    from nkic.passes.dependency_analysis import DependencyAnalysisPass
+    from nkic.passes.insert_semaphores import InsertSemaphoresPass
+    from nkic.passes.isa_verify import IsaVerifyPass
+    from nkic.passes.resolve_psum_accumulate import ResolvePsumAccumulatePass
+
+    return (
+        BirUnrollPass(),
+        ResolvePsumAccumulatePass(),
+        AllocateMemoryPass(target=target),
+        AssignEnginesPass(),
+        DependencyAnalysisPass(),
+        InsertSemaphoresPass(num_queues=num_queues),
+        BirVerifyPass(),
+        BirToIsaPass(),
+        IsaVerifyPass(),
+    )
+
+
+def _run(passes: tuple[ModulePass, ...], ctx: Context, op: ModuleOp) -> None:
+    for p in passes:
+        p.apply(ctx, op)
+
+
+@dataclass(frozen=True)
+class FrontendLoweringPipeline(ModulePass):
+    name = "nkic-frontend-lowering"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _run(frontend_lowering(), ctx, op)
+
+
+@dataclass(frozen=True)
+class BackendPipeline(ModulePass):
+    name = "nkic-backend"
+    target: str = "gen3"
+    num_queues: int = 4
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _run(backend(self.target, self.num_queues), ctx, op)
+
+
+@dataclass(frozen=True)
+class FullPipeline(ModulePass):
+    name = "nkic-pipeline"
+    target: str = "gen3"
+    num_queues: int = 4
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _run(frontend_lowering() + backend(self.target, self.num_queues), ctx, op)

@@ -1,0 +1,166 @@
+// RUN: nkic-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 256x512xf32>
+    penguin.return
+  }
+}
+// CHECK: partition dimension 256 exceeds the architecture limit of 128
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<psum, 128x8192xf32>
+    penguin.return
+  }
+}
+// CHECK: PSUM tensor needs 32768 bytes per partition, PSUM has 16384
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.matmul dst %x[0 : [128, 128], [1, 128]], stationary %x[0 : [128, 128], [1, 128]], moving %x[0 : [128, 128], [1, 128]]
+    penguin.return
+  }
+}
+// CHECK: matmul dst cannot be in sbuf (allowed: psum)
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.tensor_tensor dst %x[0 : [128, 128], [1, 128]], data1 %x[0 : [128, 128], [1, 128]], data2 %x[0 : [128, 128], [1, 128]] {op = "plus"}
+    penguin.return
+  }
+}
+// CHECK: unknown ALU opcode 'plus'
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.tensor_tensor dst %x[0 : [128, 128], [1, 128]], data1 %x[0 : [128, 128], [1, 128]] {op = "add"}
+    penguin.return
+  }
+}
+// CHECK: 'penguin.tensor_tensor' requires a 'data2' operand
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.tensor_tensor data1 %x[0 : [128, 128], [1, 128]], dst %x[0 : [128, 128], [1, 128]], data2 %x[0 : [128, 128], [1, 128]] {op = "add"}
+    penguin.return
+  }
+}
+// CHECK: operand roles must appear in the order dst, data1, data2
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.tensor_tensor dst %x[0 : [128, 128], [1, 128]], data1 %x[0 : [128, 64], [1, 256]], data2 %x[0 : [128, 128], [1, 128]] {op = "add"}
+    penguin.return
+  }
+}
+// CHECK: partition counts differ: dst has 128, data1 has 64
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.dma_copy dst %x[0 : [128, 128], [1, 128]], src %x[0 : [128, 64], [1, 128]]
+    penguin.return
+  }
+}
+// CHECK: dma_copy element counts differ: dst 16384, src 8192
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %w = penguin.alloc "w" : !penguin.tensor<sbuf, 128x128xf32>
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x1024xf32>
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x1024xf32>
+    penguin.matmul dst %p[0 : [1024, 128], [1, 1024]], stationary %w[0 : [128, 128], [1, 128]], moving %x[0 : [1024, 128], [1, 1024]]
+    penguin.return
+  }
+}
+// CHECK: matmul limits exceeded: K=128 (<=128), M=128 (<=128), N=1024 (<=512)
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.tensor_copy dst %x[0 : [128, 128], [1, 128]], src %x[0 + 1*i0 : [128, 128], [1, 128]]
+    penguin.return
+  }
+}
+// CHECK: src access pattern uses i0 outside its loop
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.activation dst %x[0 : [128, 128], [1, 128]], data %x[0 : [128, 128], [1, 128]] {func = "expo"}
+    penguin.return
+  }
+}
+// CHECK: unknown activation function 'expo'
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.activation dst %x[0 : [128, 128], [1, 128]], data %x[0 : [128, 128], [1, 128]], bias %x[0 : [128, 128], [0, 1]] {func = "exp", bias = 1.0 : f32}
+    penguin.return
+  }
+}
+// CHECK: 'bias' is given both as a tensor and as an immediate
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<psum, 128x128xf32>
+    penguin.tensor_tensor dst %x[0 : [128, 128], [1, 128]], data1 %x[0 : [128, 128], [1, 128]], data2 %x[0 : [128, 128], [1, 128]] {op = "add", engine = "gpsimd"}
+    penguin.return
+  }
+}
+// CHECK: tensor_tensor on gpsimd cannot access psum
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> (!penguin.tensor<sbuf, 128x128xf32>) program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.return %x : !penguin.tensor<sbuf, 128x128xf32>
+  }
+}
+// CHECK: The input and output tensor of a NKI kernel must be in shared_hbm address space
