@@ -1,0 +1,504 @@
+"""The NEFF container: a 1024-byte header (hardware.md §3.2) followed by a gzipped tar of JSON and ISA members.
+
+Writing is byte-for-byte deterministic. Reading never touches the disk, bounds decompression, and turns every
+problem into :class:`NeffFormatError` -- a NEFF is untrusted input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import re
+import struct
+import tarfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from nkic import __version__
+from nkic.dialects.common import DTYPES
+from nkic.runtime.encoding import ENGINES, Instr, Operand, decode_stream, encode_stream, to_json
+from nkic.runtime.errors import NeffFormatError
+
+__all__ = [
+    "NeffFormatError", "Variable", "Subgraph", "Neff", "write_neff", "read_neff", "load_neff", "save_neff",
+    "ENGINE_MEMBERS", "HEADER_SIZE", "dma_descriptors", "parse_header",
+]  # fmt: skip
+
+HEADER_SIZE = 1024
+PKG_VERSION_TGZ_SHA256 = 1
+NEFF_VERSION = (2, 0)
+KELF_VERSION = "0.5"
+VAR_KINDS = ("input", "output", "tmp-buf")
+# Member stem of each engine inside sgNN/ (the names the Neuron tools use).
+ENGINE_MEMBERS: dict[str, str] = {"pe": "PE", "act": "Activation", "dve": "DVE", "pool": "Pool", "sp": "SP"}
+
+# pkg_version, header_size, data_size, neff_version major/minor, build version, num_tpb, hash, uuid, name,
+# requested_tpb_count, tpb_per_node, feature_bits, lnc_size, pad
+_HEADER = struct.Struct("<QQQQQ128sI32s16s256sI64sQI468s")
+assert _HEADER.size == HEADER_SIZE
+
+_SUBGRAPH_RE = re.compile(r"sg\d{2}")
+_MEMBER_RE = re.compile(
+    r"(neff\.json|info\.json|kelf-0\.json|(sg\d{2})/(def\.json|(?:PE|Activation|DVE|Pool|SP)\.(?:json|bin)))"
+)
+_CHUNK = 1 << 16
+
+
+@dataclass
+class Variable:
+    """An HBM tensor of the kernel; ``size`` in bytes is ``prod(shape) * itemsize``."""
+
+    name: str
+    var_id: int
+    kind: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape) * DTYPES[self.dtype].itemsize
+
+
+@dataclass
+class Subgraph:
+    """One NeuronCore's program: an instruction stream per engine (all five present after reading)."""
+
+    name: str
+    engines: dict[str, list[Instr]]
+
+
+@dataclass
+class Neff:
+    name: str
+    variables: list[Variable]
+    subgraphs: list[Subgraph]
+    metadata: dict[str, object] = field(default_factory=dict)
+
+    def variable(self, name: str) -> Variable:
+        for var in self.variables:
+            if var.name == name:
+                return var
+        raise KeyError(name)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# writing
+
+
+def _check_neff(neff: Neff) -> None:
+    if len(neff.name.encode()) > 255:
+        raise ValueError("NEFF name longer than 255 bytes")
+    names = [v.name for v in neff.variables]
+    ids = [v.var_id for v in neff.variables]
+    if len(set(names)) != len(names) or len(set(ids)) != len(ids):
+        raise ValueError("variable names and var_ids must be unique")
+    for var in neff.variables:
+        if var.kind not in VAR_KINDS or var.dtype not in DTYPES or not 0 <= var.var_id <= 0xFFFF:
+            raise ValueError(f"bad variable {var}")
+    if not neff.subgraphs:
+        raise ValueError("a NEFF needs at least one subgraph")
+    for i, sg in enumerate(neff.subgraphs):
+        if sg.name != f"sg{i:02d}":
+            raise ValueError(f"subgraph {i} must be named sg{i:02d}, got '{sg.name}'")
+        if set(sg.engines) - set(ENGINES):
+            raise ValueError(f"{sg.name}: unknown engines {sorted(set(sg.engines) - set(ENGINES))}")
+        _check_hbm_refs(sg, set(ids), ValueError)
+
+
+def _check_hbm_refs(sg: Subgraph, var_ids: set[int], error: type[Exception]) -> None:
+    for engine, instrs in sg.engines.items():
+        for i, ins in enumerate(instrs):
+            for op in ins.operands:
+                if op is not None and op.memory == "hbm" and op.var_id not in var_ids:
+                    raise error(f"{sg.name}/{engine}[{i}] {ins.opcode} references unknown variable id {op.var_id}")
+
+
+def _dumps(obj: object) -> bytes:
+    return (json.dumps(obj, indent=1, sort_keys=True, allow_nan=False) + "\n").encode()
+
+
+def _var_json(var: Variable) -> dict[str, object]:
+    return {"type": var.kind, "var_id": var.var_id, "size": var.size, "shape": list(var.shape), "dtype": var.dtype}
+
+
+def _dma_queues(sg: Subgraph) -> dict[str, dict[str, object]]:
+    queues = sorted({ins.imm(0) for ins in sg.engines.get("sp", []) if ins.opcode == "DMA_COPY"})
+    return {f"q{q}": {"type": "data", "num_queues": 1, "owner": "sp", "semaphore": 8 + q} for q in queues}
+
+
+def _def_json(neff: Neff, sg: Subgraph) -> dict[str, object]:
+    out: dict[str, object] = {"name": "definition", "var": {v.name: _var_json(v) for v in neff.variables}}
+    for engine, stem in ENGINE_MEMBERS.items():
+        out[engine] = f"{stem}.json"
+        out[f"{engine}_instr"] = f"{stem}.bin"
+    out["dma_queue"] = _dma_queues(sg)
+    return out
+
+
+def _ap_desc(op: Operand, var_names: Mapping[int, str], side: str) -> dict[str, object]:
+    """A §3.5-style view of one side of a transfer: steps in bytes and sizes innermost first."""
+    pairs = list(reversed(op.pattern))
+    where = var_names.get(op.var_id, f"v{op.var_id}") if op.memory == "hbm" else op.memory
+    desc: dict[str, object] = {
+        side: where,
+        f"{side}_off": op.address,
+        f"{side}_steps": [s * op.itemsize for s, _ in pairs],
+        f"{side}_sizes": [pairs[0][1] * op.itemsize] + [n for _, n in pairs[1:]],
+        f"{side}_dtype": op.dtype,
+    }
+    if op.memory != "hbm":
+        desc[f"{side}_partition"] = op.start_partition
+    return desc
+
+
+def dma_descriptors(instrs: list[Instr], var_names: Mapping[int, str]) -> list[dict[str, object]]:
+    """The ``dma`` table of ``SP.json``: one entry per DMA_COPY, tied to it by ``id`` (its index in the stream)."""
+    out = []
+    for index, ins in enumerate(instrs):
+        dst, src = ins.operand(0), ins.operand(1)
+        if ins.opcode != "DMA_COPY" or dst is None or src is None:
+            continue
+        op = "transpose" if ins.flags & 1 else ("copy" if dst.dtype == src.dtype else "cast")
+        desc: dict[str, object] = {"op": op, **_ap_desc(src, var_names, "from"), **_ap_desc(dst, var_names, "to")}
+        queue = ins.imm(0)
+        out.append({"id": index, "queue": f"q{queue}", "semaphore": ins.signal_sem, "desc": desc})
+    return out
+
+
+def _engine_json(engine: str, instrs: list[Instr], var_names: Mapping[int, str]) -> dict[str, object]:
+    out: dict[str, object] = {"engine": engine, "instructions": to_json(instrs, var_names)}
+    if engine == "sp":
+        out["dma"] = dma_descriptors(instrs, var_names)
+    return out
+
+
+def _neff_json(neff: Neff) -> dict[str, object]:
+    io_vars = [
+        {"name": v.name, "size": v.size, "usage": "IN" if v.kind == "input" else "OUT", "format": "NC",
+         "shape": list(v.shape), "dtype": v.dtype}
+        for v in sorted(neff.variables, key=lambda v: v.var_id) if v.kind in ("input", "output")
+    ]  # fmt: skip
+    nodes = [{"name": f"NeuronCore {sg.name}", "subgraph": sg.name, "io": io_vars} for sg in neff.subgraphs]
+    return {"name": neff.name, "version": "%d.%d" % NEFF_VERSION, "nodes": nodes}
+
+
+def _members(neff: Neff) -> dict[str, bytes]:
+    var_names = {v.var_id: v.name for v in neff.variables}
+    members = {
+        "neff.json": _dumps(_neff_json(neff)),
+        "info.json": _dumps({"tool_version": f"nkic {__version__}", "metadata": neff.metadata}),
+        "kelf-0.json": _dumps(
+            {"graphs": [{"name": sg.name, "definition": f"{sg.name}/def.json"} for sg in neff.subgraphs],
+             "version": KELF_VERSION}
+        ),
+    }  # fmt: skip
+    for sg in neff.subgraphs:
+        members[f"{sg.name}/def.json"] = _dumps(_def_json(neff, sg))
+        for engine, stem in ENGINE_MEMBERS.items():
+            instrs = list(sg.engines.get(engine, []))
+            members[f"{sg.name}/{stem}.bin"] = encode_stream(engine, instrs)
+            members[f"{sg.name}/{stem}.json"] = _dumps(_engine_json(engine, instrs, var_names))
+    return members
+
+
+def _tar(members: Mapping[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name in sorted(members):
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(members[name]), 0, 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(members[name]))
+    return buf.getvalue()
+
+
+def _gzip(data: bytes) -> bytes:
+    # Hand-rolled gzip framing: gzip.compress would also be deterministic with mtime=0, but this keeps the OS
+    # byte and flags fixed across Python versions.
+    comp = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = comp.compress(data) + comp.flush()
+    trailer = struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + body + trailer
+
+
+def _header(neff: Neff, payload: bytes) -> bytes:
+    name = neff.name.encode()
+    n = len(neff.subgraphs)
+    return _HEADER.pack(
+        PKG_VERSION_TGZ_SHA256, HEADER_SIZE, len(payload), *NEFF_VERSION, f"nkic {__version__}".encode(), n,
+        hashlib.sha256(payload).digest(), hashlib.sha256(name + payload).digest()[:16], name, n, b"", 0, n, b"",
+    )  # fmt: skip
+
+
+def write_neff(neff: Neff) -> bytes:
+    """Serialise ``neff``; the same input always gives the same bytes."""
+    _check_neff(neff)
+    payload = _gzip(_tar(_members(neff)))
+    return _header(neff, payload) + payload
+
+
+def save_neff(neff: Neff, path: str | os.PathLike[str]) -> None:
+    with open(path, "wb") as f:
+        f.write(write_neff(neff))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# reading
+
+
+def _bad(msg: str) -> NeffFormatError:
+    return NeffFormatError(f"invalid NEFF: {msg}")
+
+
+def _cstr(raw: bytes, what: str) -> str:
+    text, _, rest = raw.partition(b"\0")
+    if rest.strip(b"\0"):
+        raise _bad(f"header {what} has bytes after its terminator")
+    try:
+        return text.decode()
+    except UnicodeDecodeError as e:
+        raise _bad(f"header {what} is not UTF-8") from e
+
+
+def parse_header(data: bytes) -> dict[str, object]:
+    """Validate the 1024-byte header against the payload that follows it; returns the decoded fields."""
+    if len(data) < HEADER_SIZE:
+        raise _bad(f"file is {len(data)} bytes, shorter than the {HEADER_SIZE}-byte header")
+    (pkg, hsize, dsize, vmaj, vmin, build, num_tpb, digest, uuid, name, req_tpb, per_node, features, lnc,
+     pad) = _HEADER.unpack_from(data)  # fmt: skip
+    if pkg != PKG_VERSION_TGZ_SHA256:
+        raise _bad(f"pkg_version {pkg} is not supported (only 1 = tgz + SHA-256)")
+    if hsize != HEADER_SIZE:
+        raise _bad(f"header_size {hsize} (expected {HEADER_SIZE})")
+    if (vmaj, vmin) != NEFF_VERSION:
+        raise _bad(f"NEFF version {vmaj}.{vmin} is not supported (expected %d.%d)" % NEFF_VERSION)
+    if features:
+        raise _bad(f"feature bits {features:#x} are not supported")
+    if dsize != len(data) - HEADER_SIZE:
+        raise _bad(f"data_size {dsize} but the file holds {len(data) - HEADER_SIZE} payload bytes")
+    if hashlib.sha256(data[HEADER_SIZE:]).digest() != digest:
+        raise _bad("payload SHA-256 does not match the header hash (corrupted file)")
+    if not 1 <= num_tpb <= 64 or req_tpb != num_tpb or lnc != num_tpb:
+        raise _bad(f"inconsistent core counts: num_tpb={num_tpb} requested={req_tpb} lnc_size={lnc}")
+    if pad.strip(b"\0") or per_node.strip(b"\0"):
+        raise _bad("header tpb_per_node / padding bytes are not zero")
+    return {"name": _cstr(name, "name"), "build_version": _cstr(build, "build version"), "num_tpb": num_tpb,
+            "uuid": uuid.hex(), "hash": digest.hex()}  # fmt: skip
+
+
+def _gunzip(payload: bytes, limit: int) -> bytes:
+    """Decompress one gzip member, refusing to produce more than ``limit`` bytes (declared sizes are not trusted)."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = bytearray()
+    pending = payload
+    try:
+        while not d.eof:
+            chunk = d.decompress(pending, _CHUNK)
+            out += chunk
+            if len(out) > limit:
+                raise _bad(f"payload unpacks to more than {limit} bytes")
+            pending = d.unconsumed_tail
+            if not chunk and not pending:
+                raise _bad("gzip stream is truncated")
+    except zlib.error as e:
+        raise _bad(f"gzip stream is corrupt ({e})") from e
+    if d.unused_data:
+        raise _bad("trailing bytes after the gzip stream")
+    return bytes(out)
+
+
+def _unpack_payload(payload: bytes, limit: int) -> bytes:
+    if payload[:2] == b"\x1f\x8b":
+        return _gunzip(payload, limit)
+    # neuron-packager can store the tar uncompressed (hardware.md §3.1), so sniff for a ustar header.
+    if payload[257:262] == b"ustar":
+        if len(payload) > limit:
+            raise _bad(f"payload is larger than {limit} bytes")
+        return payload
+    raise _bad("payload is neither gzip nor tar")
+
+
+def _check_member_name(info: tarfile.TarInfo, seen: dict[str, bytes]) -> None:
+    name = info.name
+    if name.startswith("/") or "\\" in name or ".." in name.split("/"):
+        raise _bad(f"unsafe member path '{name}'")
+    if info.type not in (tarfile.REGTYPE, tarfile.AREGTYPE):
+        raise _bad(f"member '{name}' is not a regular file (links, devices and directories are refused)")
+    if not _MEMBER_RE.fullmatch(name):
+        raise _bad(f"unexpected member '{name}'")
+    if name in seen:
+        raise _bad(f"duplicate member '{name}'")
+
+
+def _untar(raw: bytes) -> dict[str, bytes]:
+    members: dict[str, bytes] = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
+            for info in tar:
+                _check_member_name(info, members)
+                f = tar.extractfile(info)
+                data = f.read() if f is not None else b""
+                if len(data) != info.size:
+                    raise _bad(f"member '{info.name}' is truncated")
+                members[info.name] = data
+    except tarfile.TarError as e:
+        raise _bad(f"tar archive is corrupt ({e})") from e
+    return members
+
+
+def _load_json(members: Mapping[str, bytes], name: str) -> dict[str, object]:
+    if name not in members:
+        raise _bad(f"missing member '{name}'")
+    try:
+        obj = json.loads(members[name].decode())
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise _bad(f"member '{name}' is not valid JSON ({type(e).__name__}: {e})") from e
+    if not isinstance(obj, dict):
+        raise _bad(f"member '{name}' must hold a JSON object")
+    return obj
+
+
+def _expect(cond: bool, msg: str) -> None:
+    if not cond:
+        raise _bad(msg)
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _parse_var(name: object, spec: object, where: str) -> Variable:
+    _expect(isinstance(name, str) and isinstance(spec, dict), f"{where}: bad variable entry")
+    assert isinstance(spec, dict) and isinstance(name, str)
+    kind, var_id, dtype, shape, size = (spec.get(k) for k in ("type", "var_id", "dtype", "shape", "size"))
+    _expect(kind in VAR_KINDS, f"{where}: variable '{name}' has bad type {kind!r}")
+    _expect(_is_int(var_id) and 0 <= var_id <= 0xFFFF, f"{where}: variable '{name}' has bad var_id")  # type: ignore
+    _expect(isinstance(dtype, str) and dtype in DTYPES, f"{where}: variable '{name}' has bad dtype {dtype!r}")
+    _expect(isinstance(shape, list) and all(_is_int(n) and n >= 0 for n in shape),  # type: ignore[union-attr]
+            f"{where}: variable '{name}' has bad shape")  # fmt: skip
+    var = Variable(name, var_id, kind, tuple(shape), dtype)  # type: ignore[arg-type]
+    _expect(size == var.size, f"{where}: variable '{name}' size {size!r} != {var.size}")
+    return var
+
+
+def _parse_vars(defn: dict[str, object], where: str) -> list[Variable]:
+    table = defn.get("var")
+    _expect(isinstance(table, dict), f"{where}: 'var' must be an object")
+    assert isinstance(table, dict)
+    variables = sorted((_parse_var(k, v, where) for k, v in table.items()), key=lambda v: v.var_id)
+    _expect(len({v.var_id for v in variables}) == len(variables), f"{where}: duplicate var_id")
+    return variables
+
+
+def _parse_kelf(members: Mapping[str, bytes], num_tpb: int) -> list[str]:
+    kelf = _load_json(members, "kelf-0.json")
+    graphs = kelf.get("graphs")
+    _expect(kelf.get("version") == KELF_VERSION, "kelf-0.json: unsupported version")
+    _expect(isinstance(graphs, list) and len(graphs) == num_tpb,
+            f"kelf-0.json: expected {num_tpb} graphs (header num_tpb)")  # fmt: skip
+    assert isinstance(graphs, list)
+    names = []
+    for i, g in enumerate(graphs):
+        name = f"sg{i:02d}"
+        _expect(isinstance(g, dict) and g.get("name") == name and g.get("definition") == f"{name}/def.json",
+                f"kelf-0.json: graph {i} must be {{'name': '{name}', 'definition': '{name}/def.json'}}")  # fmt: skip
+        names.append(name)
+    return names
+
+
+def _parse_engine(members: Mapping[str, bytes], sg: str, defn: dict[str, object], engine: str) -> list[Instr]:
+    stem = ENGINE_MEMBERS[engine]
+    _expect(defn.get(engine) == f"{stem}.json" and defn.get(f"{engine}_instr") == f"{stem}.bin",
+            f"{sg}/def.json: '{engine}' must name {stem}.json / {stem}.bin")  # fmt: skip
+    bin_name = f"{sg}/{stem}.bin"
+    _expect(bin_name in members, f"missing member '{bin_name}'")
+    try:
+        stream_engine, instrs = decode_stream(members[bin_name])
+    except NeffFormatError as e:
+        raise _bad(f"{bin_name}: {e}") from e
+    _expect(stream_engine == engine, f"{bin_name} holds a {stream_engine} stream")
+    listing = _load_json(members, f"{sg}/{stem}.json").get("instructions")
+    _expect(isinstance(listing, list) and len(listing) == len(instrs),
+            f"{sg}/{stem}.json does not list the {len(instrs)} instructions of {stem}.bin")  # fmt: skip
+    return instrs
+
+
+def _check_queues(sg: Subgraph, defn: dict[str, object]) -> None:
+    queues = defn.get("dma_queue")
+    _expect(isinstance(queues, dict), f"{sg.name}/def.json: 'dma_queue' must be an object")
+    assert isinstance(queues, dict)
+    for name in _dma_queues(sg):
+        _expect(name in queues, f"{sg.name}/def.json: DMA queue '{name}' is used but not declared")
+
+
+def _parse_subgraph(members: Mapping[str, bytes], sg: str) -> tuple[Subgraph, list[Variable]]:
+    defn = _load_json(members, f"{sg}/def.json")
+    _expect(defn.get("name") == "definition", f"{sg}/def.json: name must be 'definition'")
+    variables = _parse_vars(defn, f"{sg}/def.json")
+    subgraph = Subgraph(sg, {e: _parse_engine(members, sg, defn, e) for e in ENGINES})
+    _check_queues(subgraph, defn)
+    _check_hbm_refs(subgraph, {v.var_id for v in variables}, NeffFormatError)
+    return subgraph, variables
+
+
+def _check_io(neff_json: dict[str, object], variables: list[Variable], sgs: list[str]) -> None:
+    nodes = neff_json.get("nodes")
+    _expect(isinstance(nodes, list) and len(nodes) == len(sgs), "neff.json: expected one node per subgraph")
+    assert isinstance(nodes, list)
+    expected = {v.name: v for v in variables if v.kind != "tmp-buf"}
+    for node, sg in zip(nodes, sgs):
+        _expect(isinstance(node, dict) and node.get("subgraph") == sg and isinstance(node.get("io"), list),
+                f"neff.json: bad node for {sg}")  # fmt: skip
+        for entry in node["io"]:
+            _expect(isinstance(entry, dict), f"neff.json: bad io entry in {sg}")
+            name = entry.get("name")
+            var = expected.get(name) if isinstance(name, str) else None
+            _expect(var is not None and entry.get("size") == var.size and entry.get("dtype") == var.dtype
+                    and entry.get("usage") == ("IN" if var.kind == "input" else "OUT")
+                    and entry.get("shape") == list(var.shape),
+                    f"neff.json: io entry {name!r} of {sg} disagrees with def.json")  # fmt: skip
+
+
+def _check_member_set(members: Mapping[str, bytes], sgs: list[str]) -> None:
+    for name in members:
+        m = _MEMBER_RE.fullmatch(name)
+        _expect(m is not None and (m.group(2) is None or m.group(2) in sgs), f"member '{name}' is unexpected")
+
+
+def _read(data: bytes, limit: int) -> Neff:
+    header = parse_header(data)
+    members = _untar(_unpack_payload(data[HEADER_SIZE:], limit))
+    sgs = _parse_kelf(members, header["num_tpb"])  # type: ignore[arg-type]
+    _check_member_set(members, sgs)
+    parsed = [_parse_subgraph(members, sg) for sg in sgs]
+    variables = parsed[0][1]
+    _expect(all(p[1] == variables for p in parsed), "subgraphs disagree on the variable table")
+    neff_json = _load_json(members, "neff.json")
+    _expect(neff_json.get("name") == header["name"], "neff.json name differs from the header name")
+    _check_io(neff_json, variables, sgs)
+    info = _load_json(members, "info.json")
+    metadata = info.get("metadata", {})
+    _expect(isinstance(info.get("tool_version"), str) and isinstance(metadata, dict), "info.json: bad schema")
+    return Neff(header["name"], variables, [p[0] for p in parsed], metadata)  # type: ignore[arg-type]
+
+
+def read_neff(data: bytes, *, max_unpacked_bytes: int = 1 << 30) -> Neff:
+    """Parse and validate a NEFF. Every problem raises NeffFormatError; nothing is written to disk."""
+    try:
+        return _read(bytes(data), max_unpacked_bytes)
+    except NeffFormatError:
+        raise
+    except (tarfile.TarError, zlib.error, EOFError, OSError, ValueError, struct.error, UnicodeError, TypeError,
+            KeyError, IndexError, AttributeError, RecursionError) as e:
+        # Backstop for parser failures the checks above did not anticipate: still a format error, not a crash.
+        raise _bad(f"{type(e).__name__}: {e}") from e
+
+
+def load_neff(path: str | os.PathLike[str], *, max_unpacked_bytes: int = 1 << 30) -> Neff:
+    with open(path, "rb") as f:
+        return read_neff(f.read(), max_unpacked_bytes=max_unpacked_bytes)

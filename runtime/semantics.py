@@ -1,0 +1,233 @@
+"""Numerics of the simulated engines: ALU ops, reductions, activation functions and dtype casts.
+
+Float math is float32 (activation functions are evaluated in float64 and rounded to float32, standing in for the
+ScalarE polynomials); "integer mode" arrays are int64 holding exact integer values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from nkic.dialects.common import DTYPES
+from nkic.runtime.errors import SimulationError
+
+Array = np.ndarray
+
+BITVEC_OPS = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"})
+UNARY_OPS = frozenset({"abs", "rsqrt", "reciprocal", "square", "relu"})
+# Ops whose integer-mode result is still an exact integer; anything else is evaluated in float32.
+INT_EXACT_OPS = frozenset({
+    "bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "equal", "not_equal", "greater",
+    "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor", "abs_max", "abs_min", "mod",
+    "abs", "square", "relu",
+}) | BITVEC_OPS  # fmt: skip
+
+
+def is_int_dtype(dtype: str) -> bool:
+    return DTYPES[dtype].kind in "iu"
+
+
+def as_int(x: Array) -> Array:
+    """Integer image used by bit-vector ops: floats are truncated (NaN -> 0, saturating), ints kept exactly."""
+    x = np.asarray(x)
+    if x.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            v = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0, posinf=2.0**62, neginf=-(2.0**62))
+        return np.clip(v, -(2.0**62), 2.0**62).astype(np.int64)
+    return x.astype(np.int64)
+
+
+def cast(values: Array, dtype: str) -> Array:
+    """Convert engine results to a storage dtype.
+
+    Float -> int rounds half-to-even and saturates (NaN -> 0) [G: the hardware rule is unpublished];
+    int -> int wraps like two's-complement hardware; float -> float rounds to nearest even (ml_dtypes for bf16/fp8).
+    """
+    dt = DTYPES[dtype]
+    values = np.asarray(values)
+    if dt.kind in "iu":
+        if values.dtype.kind == "f":
+            info = np.iinfo(dt)
+            with np.errstate(invalid="ignore"):
+                v = np.nan_to_num(np.rint(values.astype(np.float64)), nan=0.0)
+            return np.clip(v, info.min, info.max).astype(dt)
+        return values.astype(np.int64).astype(dt)
+    return values.astype(dt)
+
+
+def _cmp(fn: Callable[[Array, Array], Array]) -> Callable[[Array, Array], Array]:
+    return lambda a, b: fn(a, b).astype(np.result_type(a, b))
+
+
+def _logical(fn: Callable[[Array, Array], Array]) -> Callable[[Array, Array], Array]:
+    return lambda a, b: fn(a != 0, b != 0).astype(np.result_type(a, b))
+
+
+def _divide(a: Array, b: Array) -> Array:
+    if a.dtype.kind == "f":
+        return a / b
+    # Integer division truncates toward zero like C; division by zero yields 0 [G].
+    safe = np.where(b == 0, 1, b)
+    q = np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)
+    return np.where(b == 0, 0, q)
+
+
+def _mod(a: Array, b: Array) -> Array:
+    if a.dtype.kind == "f":
+        return np.mod(a, b)
+    safe = np.where(b == 0, 1, b)
+    return np.where(b == 0, 0, np.mod(a, safe))
+
+
+def _shift_amount(b: Array) -> Array:
+    return np.clip(b, 0, 32)
+
+
+_U32 = 0xFFFFFFFF
+ALU_FUNCS: dict[str, Callable[[Array, Array], Array]] = {
+    "bypass": lambda a, b: a,
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": _divide,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "equal": _cmp(np.equal),
+    "not_equal": _cmp(np.not_equal),
+    "greater": _cmp(np.greater),
+    "greater_equal": _cmp(np.greater_equal),
+    "less": _cmp(np.less),
+    "less_equal": _cmp(np.less_equal),
+    "logical_and": _logical(np.logical_and),
+    "logical_or": _logical(np.logical_or),
+    "logical_xor": _logical(np.logical_xor),
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
+    # Shifts act on the 32-bit register image; right_shift is logical (NKI has no arithmetic shift).
+    "left_shift": lambda a, b: ((a & _U32) << _shift_amount(b)) & _U32,
+    "right_shift": lambda a, b: (a & _U32) >> _shift_amount(b),
+    "power": np.power,
+    # nki.language: the signed operand of larger / smaller magnitude, ties -> the second operand.
+    "abs_max": lambda a, b: np.where(np.abs(a) > np.abs(b), a, b),
+    "abs_min": lambda a, b: np.where(np.abs(a) < np.abs(b), a, b),
+    "mod": _mod,
+    "abs": lambda a, b: np.abs(a),
+    "rsqrt": lambda a, b: np.float32(1.0) / np.sqrt(a),
+    "reciprocal": lambda a, b: np.float32(1.0) / a,
+    "square": lambda a, b: a * a,
+    "relu": lambda a, b: np.maximum(a, np.zeros((), a.dtype)),
+}
+
+
+def alu(op: str, a: Array, b: Array) -> Array:
+    """``a op b``. Both operands are float32, or both int64 ("integer mode"); bit-vector ops always use integers."""
+    if op not in ALU_FUNCS:
+        raise SimulationError(f"unsupported ALU op '{op}'")
+    a, b = np.asarray(a), np.asarray(b)
+    if op in BITVEC_OPS:
+        a, b = as_int(a), as_int(b)
+    elif a.dtype.kind in "iu" and b.dtype.kind in "iu" and op not in INT_EXACT_OPS:
+        a, b = a.astype(np.float32), b.astype(np.float32)
+    elif a.dtype.kind != b.dtype.kind:
+        a, b = a.astype(np.float32), b.astype(np.float32)
+    with np.errstate(all="ignore"):
+        return np.asarray(ALU_FUNCS[op](a, b))
+
+
+def scalar_step(op: str, data: Array, scalar: Array, reverse: bool) -> Array:
+    """One tensor_scalar stage; ``reverse`` puts the scalar on the left. Bypass and unary ops ignore the scalar."""
+    if reverse and op != "bypass" and op not in UNARY_OPS:
+        return alu(op, scalar, data)
+    return alu(op, data, scalar)
+
+
+_UFUNC_REDUCERS: dict[str, np.ufunc] = {
+    "add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+}  # fmt: skip
+_LOGICAL_REDUCERS: dict[str, np.ufunc] = {
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+}  # fmt: skip
+REDUCE_IDENTITY: dict[str, float] = {"add": 0.0, "multiply": 1.0, "maximum": -math.inf, "minimum": math.inf}
+
+
+def reduce_last(op: str, x: Array) -> Array:
+    """Reduce the last axis of ``x`` with ALU op ``op``."""
+    if op in BITVEC_OPS:
+        x = as_int(x)
+    if op in _UFUNC_REDUCERS:
+        return _UFUNC_REDUCERS[op].reduce(x, axis=-1)
+    if op in _LOGICAL_REDUCERS:
+        return _LOGICAL_REDUCERS[op].reduce(x != 0, axis=-1).astype(x.dtype)
+    if op in ("abs_max", "abs_min"):
+        pick = np.argmax if op == "abs_max" else np.argmin
+        idx = pick(np.abs(x), axis=-1)[..., None]
+        return np.take_along_axis(x, idx, axis=-1)[..., 0]
+    raise SimulationError(f"ALU op '{op}' cannot be used as a reduction")
+
+
+def reduce_identity(op: str) -> float:
+    if op not in REDUCE_IDENTITY:
+        raise SimulationError(f"reduce op '{op}' has no identity for a register reset")
+    return REDUCE_IDENTITY[op]
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _sigmoid(x: Array) -> Array:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # tanh form does not overflow for large |x|
+
+
+# Odd Taylor polynomial through x^17: |error| < 3e-8 on [-pi, pi]. Evaluated without range reduction, so inputs
+# outside [-pi, pi] give garbage as on ScalarE (nki-api §3.2 "sin(9.0) ≈ 27.65"); the exact garbage is unknown [G].
+_SIN_COEFFS = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(9))
+
+
+def _sin_poly(x: Array) -> Array:
+    x2 = x * x
+    acc = np.zeros_like(x)
+    for c in reversed(_SIN_COEFFS):
+        acc = acc * x2 + c
+    return acc * x
+
+
+def _softplus(x: Array) -> Array:
+    return np.logaddexp(0.0, x)
+
+
+ACT_FUNCS_IMPL: dict[str, Callable[[Array], Array]] = {
+    "copy": lambda x: x,
+    "exp": np.exp,
+    "log": np.log,
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "relu": lambda x: np.maximum(x, 0.0),
+    "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),
+    "gelu_apprx_tanh": lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3))),
+    "silu": lambda x: x * _sigmoid(x),
+    "square": lambda x: x * x,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "reciprocal": lambda x: 1.0 / x,
+    "sin": _sin_poly,
+    "abs": np.abs,
+    "sign": np.sign,
+    "softplus": _softplus,
+    "erf": _erf,
+    "arctan": np.arctan,
+    "mish": lambda x: x * np.tanh(_softplus(x)),
+    "gelu_apprx_sigmoid": lambda x: x * _sigmoid(1.702 * x),
+}
+
+
+def activation(func: str, x: Array) -> Array:
+    """``func(x)`` for a float32 array, evaluated in float64 and rounded to float32."""
+    if func not in ACT_FUNCS_IMPL:
+        raise SimulationError(f"unsupported activation function '{func}'")
+    with np.errstate(all="ignore"):
+        return ACT_FUNCS_IMPL[func](np.asarray(x, np.float64)).astype(np.float32)

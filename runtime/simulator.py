@@ -1,0 +1,656 @@
+"""Event-driven NeuronCore simulator: executes a NEFF's per-engine ISA streams on numpy state.
+
+Each subgraph is one NeuronCore (own SBUF, PSUM, ScalarE reduce registers, semaphores, engines and DMA queues); all
+cores share the HBM variables. Engines run their streams in order; an instruction starts when its engine is free and
+its semaphore wait holds, applies its numerical effect at that start time, occupies the engine for its cost
+(``runtime.costs``) and signals at completion. DMA_COPY costs SP only its issue time; the transfer then runs FIFO on
+its queue and signals when it completes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+
+from nkic.dialects.common import ACT_FUNCS, ALU_OPS, DTYPES, REDUCE_CMDS
+from nkic.runtime import semantics as sem
+from nkic.runtime.costs import REFERENCE_CLOCK_GHZ, Target, dma_ns, get_target, instr_ns
+from nkic.runtime.encoding import ENGINE_IDS, ENGINES, NUM_DMA_QUEUES, Instr, Operand, bits_f32, bits_i32, sem_name
+from nkic.runtime.errors import SimulationDeadlock, SimulationError
+from nkic.runtime.neff import Neff, Variable, read_neff
+
+__all__ = [
+    "simulate", "run_neff_bytes", "RunResult", "Profile", "ProfileEvent", "SimulationError", "SimulationDeadlock",
+    "NUM_PARTITIONS", "DEFAULT_MAX_EVENTS",
+]  # fmt: skip
+
+NUM_PARTITIONS = 128
+NUM_SEMAPHORES = 8 + NUM_DMA_QUEUES
+DEFAULT_MAX_EVENTS = 10_000_000
+# Fresh memory is all-ones bytes: NaN in float32/bf16/fp16/fp8 at any alignment (a float32-NaN-only pattern would
+# read as 0.0 in half of the bf16 lanes), and -1 / max in integer dtypes. The official simulator also NaN-fills.
+_FILL_BYTE = 0xFF
+_TRACK_LABELS = {"pe": "PE (TensorE)", "act": "ACT (ScalarE)", "dve": "DVE (VectorE)", "pool": "POOL (GpSimdE)",
+                 "sp": "SP (SyncE)"}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# profile
+
+
+@dataclass(frozen=True)
+class ProfileEvent:
+    core: int
+    track: str  # engine name or DMA queue ("q3")
+    mnemonic: str
+    inst_id: int
+    start_ns: float
+    dur_ns: float
+
+    @property
+    def end_ns(self) -> float:
+        return self.start_ns + self.dur_ns
+
+
+def _track_tid(track: str) -> int:
+    # Engines use their engine id and queues their semaphore id, so tids never collide.
+    return ENGINE_IDS[track] if track in ENGINE_IDS else 8 + int(track[1:])
+
+
+@dataclass
+class Profile:
+    """Timing of one run. ``total_cycles`` is ``total_ns`` at the 1.4 GHz reference clock (``REFERENCE_CLOCK_GHZ``),
+    whatever the target's engine clocks are, so runs on different targets compare on one scale."""
+
+    target: str
+    num_cores: int
+    events: list[ProfileEvent] = field(default_factory=list)
+    total_ns: float = 0.0
+
+    @property
+    def total_cycles(self) -> int:
+        return round(self.total_ns * REFERENCE_CLOCK_GHZ)
+
+    def _tracks(self, core: int | None) -> dict[str, tuple[float, int]]:
+        out: dict[str, tuple[float, int]] = {e: (0.0, 0) for e in ENGINES}  # idle engines report zero
+        for ev in self.events:
+            if core is None or ev.core == core:
+                busy, count = out.get(ev.track, (0.0, 0))
+                out[ev.track] = (busy + ev.dur_ns, count + 1)
+        return dict(sorted(out.items(), key=lambda kv: _track_tid(kv[0])))
+
+    @property
+    def busy_ns(self) -> dict[str, float]:
+        """Busy time per engine / DMA queue, summed over cores."""
+        return {k: v[0] for k, v in self._tracks(None).items()}
+
+    @property
+    def instr_counts(self) -> dict[str, int]:
+        return {k: v[1] for k, v in self._tracks(None).items()}
+
+    def core_busy_ns(self, core: int) -> dict[str, float]:
+        return {k: v[0] for k, v in self._tracks(core).items()}
+
+    def events_for(self, track: str, core: int = 0) -> list[ProfileEvent]:
+        return [ev for ev in self.events if ev.track == track and ev.core == core]
+
+    def summary(self) -> str:
+        lines = [f"target {self.target}: {self.total_ns:.1f} ns = {self.total_cycles} cycles @ "
+                 f"{REFERENCE_CLOCK_GHZ} GHz, {self.num_cores} core(s)",
+                 f"{'core':>4} {'track':<6} {'instrs':>7} {'busy ns':>12} {'busy %':>7}"]  # fmt: skip
+        for core in range(self.num_cores):
+            for track, (busy, count) in self._tracks(core).items():
+                if not count:
+                    continue
+                pct = 100.0 * busy / self.total_ns if self.total_ns else 0.0
+                lines.append(f"{core:>4} {track:<6} {count:>7} {busy:>12.1f} {pct:>6.1f}%")
+        return "\n".join(lines)
+
+    def _metadata_events(self) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = []
+        for core in range(self.num_cores):
+            out.append({"ph": "M", "name": "process_name", "pid": core, "tid": 0,
+                        "args": {"name": f"NeuronCore {core} (sg{core:02d})"}})  # fmt: skip
+            queues = {ev.track for ev in self.events if ev.core == core and ev.track not in ENGINE_IDS}
+            for track in list(ENGINES) + sorted(queues, key=_track_tid):
+                label = _TRACK_LABELS.get(track, f"DMA {track}")
+                out.append({"ph": "M", "name": "thread_name", "pid": core, "tid": _track_tid(track),
+                            "args": {"name": label}})  # fmt: skip
+        return out
+
+    def to_chrome_trace(self) -> dict[str, object]:
+        """Chrome trace-event JSON (loads in ui.perfetto.dev / chrome://tracing); timestamps in µs."""
+        spans = [
+            {"ph": "X", "name": ev.mnemonic, "cat": "engine" if ev.track in ENGINE_IDS else "dma", "pid": ev.core,
+             "tid": _track_tid(ev.track), "ts": ev.start_ns / 1000.0, "dur": ev.dur_ns / 1000.0,
+             "args": {"inst_id": ev.inst_id}}
+            for ev in self.events
+        ]  # fmt: skip
+        return {"traceEvents": self._metadata_events() + spans, "displayTimeUnit": "ns",
+                "otherData": {"target": self.target, "total_ns": self.total_ns}}  # fmt: skip
+
+    def write_chrome_trace(self, path: str | os.PathLike[str]) -> None:
+        with open(path, "w") as f:
+            json.dump(self.to_chrome_trace(), f)
+
+
+@dataclass
+class RunResult:
+    outputs: dict[str, np.ndarray]
+    profile: Profile
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# machine state and operand access
+
+
+class _Core:
+    def __init__(self, index: int, target: Target, hbm: dict[int, np.ndarray]):
+        self.index = index
+        self.sbuf = np.full((NUM_PARTITIONS, target.sbuf_bytes_per_partition), _FILL_BYTE, np.uint8)
+        self.psum = np.full((NUM_PARTITIONS, target.psum_bytes_per_partition), _FILL_BYTE, np.uint8)
+        self.hbm = hbm
+        self.act_regs = np.zeros(NUM_PARTITIONS, np.float32)
+        self.sems = [0] * NUM_SEMAPHORES
+
+
+def _element_offsets(pairs: tuple[tuple[int, int], ...]) -> np.ndarray:
+    """Element offsets of a [step, num] pattern in row-major iteration order."""
+    off = np.zeros(1, np.int64)
+    for step, num in pairs:
+        off = (off[:, None] + step * np.arange(num, dtype=np.int64)[None, :]).ravel()
+    return off
+
+
+@dataclass
+class _View:
+    """A resolved operand: byte coordinates into ``mem`` for every element. On-chip operands are (partitions, free
+    elements); HBM operands are (outermost dim, remaining elements) of the variable's single byte row, so both
+    exchange values as 2-D (nparts, free) arrays."""
+
+    op: Operand
+    mem: np.ndarray
+    rows: np.ndarray  # broadcastable row index: (P, 1, 1) partitions, or (1, 1, 1) for HBM
+    cols: np.ndarray  # byte column of every element byte: (1 or n0, free, itemsize)
+    nparts: int
+    free: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        return DTYPES[self.op.dtype]
+
+    @property
+    def partitions(self) -> np.ndarray:
+        return self.rows.reshape(-1)
+
+    def raw(self) -> np.ndarray:
+        """Stored values, bit-exact, in the operand dtype."""
+        data = np.ascontiguousarray(self.mem[self.rows, self.cols]).reshape(self.nparts, -1)
+        return data.view(self.dtype)
+
+    def f32(self) -> np.ndarray:
+        return self.raw().astype(np.float32)
+
+    def load(self, integer: bool) -> np.ndarray:
+        return self.raw().astype(np.int64) if integer else self.f32()
+
+    def store_raw(self, values: np.ndarray) -> None:
+        values = np.ascontiguousarray(values, dtype=self.dtype).reshape(self.nparts, self.free)
+        self.mem[self.rows, self.cols] = values.view(np.uint8).reshape(self.nparts, self.free, -1)
+
+    def store(self, values: np.ndarray) -> None:
+        """Cast engine results (float32 or int64) to the operand dtype and write them."""
+        values = np.asarray(values)
+        if values.size != self.nparts * self.free:
+            raise SimulationError(f"writing {values.size} elements into an operand of shape {self.op.shape}")
+        self.store_raw(sem.cast(values, self.op.dtype))
+
+
+def _byte_cols(offsets: np.ndarray, itemsize: int) -> np.ndarray:
+    return offsets[:, None] + np.arange(itemsize, dtype=np.int64)[None, :]
+
+
+def _check_bounds(offsets: np.ndarray, itemsize: int, limit: int, what: str) -> None:
+    if len(offsets) and (offsets.min() < 0 or offsets.max() + itemsize > limit):
+        raise SimulationError(f"{what} access [{offsets.min()}, {offsets.max() + itemsize}) outside 0..{limit}")
+
+
+def _resolve_onchip(core: _Core, op: Operand) -> _View:
+    mem = core.sbuf if op.memory == "sbuf" else core.psum
+    step, nparts = op.pattern[0]
+    if step != 1:
+        raise SimulationError(f"partition pair must be [1, nparts], got [{step}, {nparts}]")
+    if nparts < 1 or op.start_partition + nparts > NUM_PARTITIONS:
+        raise SimulationError(f"partitions {op.start_partition}..{op.start_partition + nparts - 1} out of range")
+    offsets = op.address + op.itemsize * _element_offsets(op.pattern[1:])
+    _check_bounds(offsets, op.itemsize, mem.shape[1], op.memory)
+    rows = (op.start_partition + np.arange(nparts, dtype=np.int64)).reshape(-1, 1, 1)
+    return _View(op, mem, rows, _byte_cols(offsets, op.itemsize)[None], nparts, len(offsets))
+
+
+def _resolve_hbm(core: _Core, op: Operand) -> _View:
+    buf = core.hbm.get(op.var_id)
+    if buf is None:
+        raise SimulationError(f"HBM operand references unknown variable id {op.var_id}")
+    offsets = op.address + op.itemsize * _element_offsets(op.pattern)
+    _check_bounds(offsets, op.itemsize, len(buf), f"HBM variable {op.var_id}")
+    outer = max(op.pattern[0][1], 1)
+    cols = _byte_cols(offsets, op.itemsize).reshape(outer, -1, op.itemsize)
+    return _View(op, buf[None, :], np.zeros((1, 1, 1), np.int64), cols, outer, cols.shape[1])
+
+
+def _resolve(core: _Core, op: Operand | None, what: str) -> _View:
+    if op is None:
+        raise SimulationError(f"missing {what} operand")
+    if op.memory in ("sbuf", "psum"):
+        return _resolve_onchip(core, op)
+    if op.memory == "hbm":
+        return _resolve_hbm(core, op)
+    raise SimulationError(f"{what} operand cannot be a pattern-only (memory 'none') operand")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# instruction semantics
+
+
+def _enum(table: tuple[str, ...], code: int, what: str) -> str:
+    if code >= len(table):
+        raise SimulationError(f"bad {what} code {code}")
+    return table[code]
+
+
+def _same_shape(dst: _View, *srcs: _View) -> None:
+    for src in srcs:
+        if (src.nparts, src.free) != (dst.nparts, dst.free):
+            raise SimulationError(
+                f"operand shapes disagree: {src.nparts}x{src.free} vs destination {dst.nparts}x{dst.free}"
+            )
+
+
+def _scalar_operand(core: _Core, ins: Instr, slot: int, imm: int, nparts: int, integer: bool) -> np.ndarray:
+    """A (P, 1) tile from ``slot`` when present, else the f32 immediate ``imm`` (integral when ``integer``)."""
+    op = ins.operand(slot)
+    if op is None:
+        value = bits_f32(ins.imm(imm))
+        return np.asarray(int(value) if integer else value, np.int64 if integer else np.float32)
+    view = _resolve(core, op, f"scalar slot {slot}")
+    if view.free != 1 or view.nparts != nparts:
+        raise SimulationError(f"scalar operand must be ({nparts}, 1), got {view.op.shape}")
+    return view.load(integer)
+
+
+def _exec_dma(core: _Core, ins: Instr) -> None:
+    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    if dst.op.num_elements != src.op.num_elements:
+        raise SimulationError(f"DMA element counts differ: dst {dst.op.shape} vs src {src.op.shape}")
+    values = src.raw()
+    if ins.flags & 1:
+        values = values.reshape(src.nparts, -1).T
+    if dst.op.dtype == src.op.dtype:
+        dst.store_raw(values.reshape(-1))
+    else:
+        dst.store(values.astype(np.float32).reshape(-1))  # casting transfers go through fp32
+
+
+def _exec_matmul(core: _Core, ins: Instr) -> None:
+    dst = _resolve(core, ins.operand(0), "dst")
+    stat, mov = _resolve(core, ins.operand(1), "stationary"), _resolve(core, ins.operand(2), "moving")
+    if dst.op.memory != "psum":
+        raise SimulationError("MATMUL destination must be in PSUM")
+    if stat.nparts != mov.nparts or dst.nparts != stat.free or dst.free != mov.free:
+        raise SimulationError(f"MATMUL shapes: stationary {stat.nparts}x{stat.free}, moving {mov.nparts}x"
+                              f"{mov.free}, dst {dst.nparts}x{dst.free}")  # fmt: skip
+    result = np.matmul(stat.f32().T, mov.f32())
+    if ins.flags & 1:
+        result = result + dst.f32()
+    dst.store(result)
+
+
+def _exec_transpose(core: _Core, ins: Instr) -> None:
+    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    if (dst.nparts, dst.free) != (src.free, src.nparts):
+        raise SimulationError(f"TRANSPOSE of {src.nparts}x{src.free} into {dst.nparts}x{dst.free}")
+    if dst.op.dtype == src.op.dtype:
+        dst.store_raw(src.raw().T)
+    else:
+        dst.store(src.f32().T)
+
+
+def _all_int(*views: _View) -> bool:
+    return all(sem.is_int_dtype(v.op.dtype) for v in views)
+
+
+def _exec_tensor_tensor(core: _Core, ins: Instr) -> None:
+    dst = _resolve(core, ins.operand(0), "dst")
+    a, b = _resolve(core, ins.operand(1), "in0"), _resolve(core, ins.operand(2), "in1")
+    _same_shape(dst, a, b)
+    integer = _all_int(dst, a, b)  # all-integer operands: exact integer math (GpSimd/DVE int path)
+    dst.store(sem.alu(_enum(ALU_OPS, ins.imm(0), "ALU op"), a.load(integer), b.load(integer)))
+
+
+def _exec_tensor_scalar(core: _Core, ins: Instr) -> None:
+    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    _same_shape(dst, src)
+    ops = [_enum(ALU_OPS, ins.imm(0), "op0")]
+    if ins.flags & 4:
+        ops.append(_enum(ALU_OPS, ins.imm(2), "op1"))
+    # Arithmetic runs in fp32; only pure bit-vector chains on integer tensors keep integer values.
+    integer = _all_int(dst, src) and all(op in sem.BITVEC_OPS or op == "bypass" for op in ops)
+    result = src.load(integer)
+    for k, op in enumerate(ops):
+        scalar = _scalar_operand(core, ins, 2 + k, 1 + 2 * k, src.nparts, integer)
+        result = sem.scalar_step(op, result, scalar, bool(ins.flags >> k & 1))
+    dst.store(result)
+
+
+def _exec_tensor_reduce(core: _Core, ins: Instr) -> None:
+    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    free_dims = src.op.shape[1:]
+    k = ins.imm(1) or len(free_dims)  # 0 = every free dim
+    if k > len(free_dims):
+        raise SimulationError(f"TENSOR_REDUCE over {k} trailing dims of a {len(free_dims)}-free-dim operand")
+    inner = int(np.prod(free_dims[len(free_dims) - k :]))
+    integer = _all_int(dst, src)
+    values = src.load(integer).reshape(src.nparts, -1, inner)
+    result = sem.reduce_last(_enum(ALU_OPS, ins.imm(0), "ALU op"), values)
+    if ins.flags & 1:
+        result = -result
+    dst.store(result)
+
+
+def _act_reduce(core: _Core, ins: Instr, parts: np.ndarray, values: np.ndarray) -> None:
+    cmd = _enum(REDUCE_CMDS, ins.imm(3), "reduce_cmd")
+    op = _enum(ALU_OPS, ins.imm(4), "reduce op")
+    regs = core.act_regs
+    if cmd == "reset":
+        regs[parts] = sem.reduce_identity(op)
+    elif cmd == "reset_reduce":
+        regs[parts] = sem.reduce_last(op, values)
+    elif cmd in ("reduce", "load_reduce"):
+        regs[parts] = sem.alu(op, regs[parts], sem.reduce_last(op, values))
+    res = ins.operand(4)
+    if res is not None:
+        view = _resolve(core, res, "reduce_res")
+        if view.nparts != len(parts) or view.free != 1:
+            raise SimulationError(f"reduce_res must be ({len(parts)}, 1), got {res.shape}")
+        view.store(regs[parts])
+
+
+def _exec_activate(core: _Core, ins: Instr) -> None:
+    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    _same_shape(dst, src)
+    bias = _scalar_operand(core, ins, 2, 2, src.nparts, False)
+    scale = _scalar_operand(core, ins, 3, 1, src.nparts, False)
+    func = _enum(ACT_FUNCS, ins.imm(0), "activation function")
+    result = sem.activation(func, src.f32() * scale + bias)
+    dst.store(result)
+    _act_reduce(core, ins, src.partitions, result)
+
+
+def _exec_tensor_copy(core: _Core, ins: Instr) -> None:
+    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    _same_shape(dst, src)
+    if dst.op.dtype == src.op.dtype:
+        dst.store_raw(src.raw())
+    else:
+        dst.store(src.load(_all_int(dst, src)))
+
+
+def _exec_memset(core: _Core, ins: Instr) -> None:
+    dst = _resolve(core, ins.operand(0), "dst")
+    if ins.flags & 1:
+        value: np.ndarray = np.full((dst.nparts, dst.free), bits_i32(ins.imm(0)), np.int64)
+    else:
+        value = np.full((dst.nparts, dst.free), bits_f32(ins.imm(0)), np.float32)
+    dst.store(value)
+
+
+def _affine_values(ins: Instr, pattern: Operand | None, offset_imm: int) -> np.ndarray:
+    """``offset + p * channel_multiplier + Σ step·idx`` in int32 arithmetic, shaped (P, F)."""
+    if pattern is None or pattern.memory != "none":
+        raise SimulationError("pattern operand (memory 'none') required")
+    multiplier, nparts = pattern.pattern[0]
+    free = _element_offsets(pattern.pattern[1:])
+    values = bits_i32(ins.imm(offset_imm)) + multiplier * np.arange(nparts, dtype=np.int64)[:, None] + free
+    return values.astype(np.int32).astype(np.int64)  # wrap like the 32-bit hardware counters
+
+
+def _exec_iota(core: _Core, ins: Instr) -> None:
+    dst = _resolve(core, ins.operand(0), "dst")
+    values = _affine_values(ins, ins.operand(1), 0)
+    if values.shape != (dst.nparts, dst.free):
+        raise SimulationError(f"IOTA pattern {values.shape} does not match destination {dst.op.shape}")
+    dst.store(values if sem.is_int_dtype(dst.op.dtype) else values.astype(np.float32))
+
+
+def _exec_affine_select(core: _Core, ins: Instr) -> None:
+    dst, on_true = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "on_true")
+    _same_shape(dst, on_true)
+    values = _affine_values(ins, ins.operand(2), 0)
+    if values.shape != (dst.nparts, dst.free):
+        raise SimulationError(f"AFFINE_SELECT pattern {values.shape} does not match destination {dst.op.shape}")
+    cond = sem.alu(_enum(ALU_OPS, ins.imm(1), "cmp op"), values, np.zeros((), np.int64)) != 0
+    dst.store(np.where(cond, on_true.f32(), np.float32(bits_f32(ins.imm(2)))))
+
+
+def _exec_reciprocal(core: _Core, ins: Instr) -> None:
+    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    _same_shape(dst, src)
+    with np.errstate(all="ignore"):
+        dst.store(np.float32(1.0) / src.f32())
+
+
+def _exec_tensor_scalar_reduce(core: _Core, ins: Instr) -> None:
+    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    _same_shape(dst, src)
+    scalar = _scalar_operand(core, ins, 2, 1, src.nparts, False)
+    result = sem.scalar_step(_enum(ALU_OPS, ins.imm(0), "op0"), src.f32(), scalar, bool(ins.flags & 1))
+    dst.store(result)
+    res = ins.operand(3)
+    if res is not None:
+        reduced = sem.reduce_last(_enum(ALU_OPS, ins.imm(2), "reduce op"), result)
+        view = _resolve(core, res, "reduce_res")
+        if view.nparts != src.nparts or view.free != 1:
+            raise SimulationError(f"reduce_res must be ({src.nparts}, 1), got {res.shape}")
+        view.store(-reduced if ins.flags & 2 else reduced)
+
+
+def _exec_scalar_tensor_tensor(core: _Core, ins: Instr) -> None:
+    dst, data = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "data")
+    other = _resolve(core, ins.operand(3), "operand1")
+    _same_shape(dst, data, other)
+    scalar = _scalar_operand(core, ins, 2, 1, data.nparts, False)
+    result = sem.scalar_step(_enum(ALU_OPS, ins.imm(0), "op0"), data.f32(), scalar, bool(ins.flags & 1))
+    op1 = _enum(ALU_OPS, ins.imm(2), "op1")
+    t1 = other.f32()
+    dst.store(sem.alu(op1, t1, result) if ins.flags & 2 else sem.alu(op1, result, t1))
+
+
+_EXECUTORS: dict[str, Callable[[_Core, Instr], None]] = {
+    "DMA_COPY": _exec_dma,
+    "MATMUL": _exec_matmul,
+    "TRANSPOSE": _exec_transpose,
+    "TENSOR_TENSOR": _exec_tensor_tensor,
+    "TENSOR_SCALAR": _exec_tensor_scalar,
+    "TENSOR_REDUCE": _exec_tensor_reduce,
+    "ACTIVATE": _exec_activate,
+    "TENSOR_COPY": _exec_tensor_copy,
+    "MEMSET": _exec_memset,
+    "IOTA": _exec_iota,
+    "AFFINE_SELECT": _exec_affine_select,
+    "RECIPROCAL": _exec_reciprocal,
+    "TENSOR_SCALAR_REDUCE": _exec_tensor_scalar_reduce,
+    "SCALAR_TENSOR_TENSOR": _exec_scalar_tensor_tensor,
+    "SEM_WAIT": lambda core, ins: None,
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# scheduling
+
+
+@dataclass
+class _Engine:
+    core: int
+    name: str
+    instrs: list[Instr]
+    pc: int = 0
+    busy: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.pc >= len(self.instrs)
+
+
+class _Scheduler:
+    def __init__(self, neff: Neff, cores: list[_Core], target: Target, max_events: int):
+        self.cores = cores
+        self.target = target
+        self.max_events = max_events
+        self.engines = [_Engine(c, e, list(sg.engines.get(e, []))) for c, sg in enumerate(neff.subgraphs)
+                        for e in ENGINES]  # fmt: skip
+        self.queue_free = [[0.0] * NUM_DMA_QUEUES for _ in cores]
+        self.heap: list[tuple[float, int, Callable[[], None]]] = []
+        self.seq = 0
+        self.now = 0.0
+        self.handled = 0
+        self.profile = Profile(target.name, len(cores))
+
+    def run(self) -> Profile:
+        while True:
+            for eng in self.engines:
+                if self._ready(eng):
+                    self._issue(eng)
+            if not self.heap:
+                break
+            self._advance()
+        blocked = [e for e in self.engines if not e.done]
+        if blocked:
+            raise SimulationDeadlock(self._deadlock_report(blocked))
+        return self.profile
+
+    def _at(self, time: float, action: Callable[[], None]) -> None:
+        heapq.heappush(self.heap, (time, self.seq, action))
+        self.seq += 1
+
+    def _advance(self) -> None:
+        # Apply every completion at the earliest time before issuing, so same-time signals are seen together.
+        self.now = self.heap[0][0]
+        while self.heap and self.heap[0][0] == self.now:
+            heapq.heappop(self.heap)[2]()
+            self.handled += 1
+        if self.handled > self.max_events:
+            raise SimulationError(f"runaway simulation: more than {self.max_events} events")
+
+    def _ready(self, eng: _Engine) -> bool:
+        if eng.busy or eng.done:
+            return False
+        ins = eng.instrs[eng.pc]
+        return ins.wait_sem is None or self.cores[eng.core].sems[ins.wait_sem] >= ins.wait_value
+
+    def _execute(self, eng: _Engine, ins: Instr) -> None:
+        try:
+            _EXECUTORS[ins.opcode](self.cores[eng.core], ins)
+        except SimulationError as e:
+            raise SimulationError(f"core {eng.core} {eng.name}[{eng.pc}] {ins.opcode} (inst_id {ins.inst_id}): "
+                                  f"{e}") from e  # fmt: skip
+
+    def _issue(self, eng: _Engine) -> None:
+        ins = eng.instrs[eng.pc]
+        self._execute(eng, ins)
+        eng.pc += 1
+        eng.busy = True
+        dur = instr_ns(ins, self.target)
+        self._record(eng.core, eng.name, ins, self.now, dur)
+        if ins.opcode == "DMA_COPY":
+            self._at(self.now + dur, partial(self._finish, eng, None))
+            self._start_transfer(eng.core, ins, self.now + dur)
+        else:
+            self._at(self.now + dur, partial(self._finish, eng, ins.signal_sem))
+
+    def _finish(self, eng: _Engine, signal: int | None) -> None:
+        eng.busy = False
+        self._signal(eng.core, signal)
+
+    def _signal(self, core: int, signal: int | None) -> None:
+        if signal is not None:
+            self.cores[core].sems[signal] += 1
+
+    def _start_transfer(self, core: int, ins: Instr, ready: float) -> None:
+        queue = ins.imm(0)
+        if queue >= NUM_DMA_QUEUES:
+            raise SimulationError(f"core {core} DMA_COPY (inst_id {ins.inst_id}) on bad queue {queue}")
+        start = max(ready, self.queue_free[core][queue])  # FIFO within a queue
+        dur = dma_ns(ins, self.target)
+        self.queue_free[core][queue] = start + dur
+        self._record(core, f"q{queue}", ins, start, dur)
+        self._at(start + dur, partial(self._signal, core, ins.signal_sem))
+
+    def _record(self, core: int, track: str, ins: Instr, start: float, dur: float) -> None:
+        self.profile.events.append(ProfileEvent(core, track, ins.opcode, ins.inst_id, start, dur))
+        self.profile.total_ns = max(self.profile.total_ns, start + dur)
+
+    def _deadlock_report(self, blocked: list[_Engine]) -> str:
+        lines = [f"simulation deadlock at {self.now:.1f} ns: no engine can progress and nothing is in flight"]
+        for eng in blocked:
+            ins = eng.instrs[eng.pc]
+            have = self.cores[eng.core].sems[ins.wait_sem] if ins.wait_sem is not None else "-"
+            wait = sem_name(ins.wait_sem) if ins.wait_sem is not None else "nothing"
+            lines.append(f"  core {eng.core} {eng.name}[{eng.pc}] {ins.opcode} (inst_id {ins.inst_id}) waits "
+                         f"{wait} >= {ins.wait_value}, current value {have}")  # fmt: skip
+        for core in sorted({e.core for e in blocked}):
+            values = ", ".join(f"{sem_name(i)}={v}" for i, v in enumerate(self.cores[core].sems) if v)
+            lines.append(f"  core {core} semaphores: {values or 'all zero'}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# entry points
+
+
+def _input_buffer(var: Variable, value: object) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.shape != var.shape:
+        raise ValueError(f"input '{var.name}' has shape {arr.shape}, expected {var.shape}")
+    return np.ascontiguousarray(arr.astype(DTYPES[var.dtype])).reshape(-1).view(np.uint8).copy()
+
+
+def _init_hbm(neff: Neff, inputs: Mapping[str, object]) -> dict[int, np.ndarray]:
+    names = {v.name for v in neff.variables if v.kind == "input"}
+    unknown = sorted(set(inputs) - names)
+    if unknown:
+        raise ValueError(f"unknown inputs {unknown}; the kernel takes {sorted(names)}")
+    hbm: dict[int, np.ndarray] = {}
+    for var in neff.variables:
+        if var.kind == "input":
+            if var.name not in inputs:
+                raise ValueError(f"missing input '{var.name}' (shape {var.shape}, dtype {var.dtype})")
+            hbm[var.var_id] = _input_buffer(var, inputs[var.name])
+        else:
+            hbm[var.var_id] = np.full(var.size, _FILL_BYTE, np.uint8)
+    return hbm
+
+
+def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
+             max_events: int = DEFAULT_MAX_EVENTS) -> RunResult:  # fmt: skip
+    """Run ``neff`` on numpy copies of ``inputs``; returns the output variables and the timing profile."""
+    tgt = get_target(target)
+    hbm = _init_hbm(neff, inputs)
+    cores = [_Core(i, tgt, hbm) for i in range(len(neff.subgraphs))]
+    profile = _Scheduler(neff, cores, tgt, max_events).run()
+    outputs = {
+        v.name: hbm[v.var_id].view(DTYPES[v.dtype]).reshape(v.shape).copy()
+        for v in neff.variables if v.kind == "output"
+    }  # fmt: skip
+    return RunResult(outputs, profile)
+
+
+def run_neff_bytes(data: bytes, inputs: Mapping[str, object], **kwargs: object) -> RunResult:
+    """Parse a serialised NEFF and :func:`simulate` it."""
+    return simulate(read_neff(data), inputs, **kwargs)  # type: ignore[arg-type]
