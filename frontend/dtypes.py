@@ -1,0 +1,89 @@
+"""NKI dtypes (canonical strings, as in NKI 0.3+) and memory buffers.
+
+A dtype is its canonical name (``"bfloat16"``); ``str(nl.bfloat16) == "bfloat16"`` and a plain string is accepted
+wherever a dtype is expected (nki-library compares ``str(dtype)``). numpy / ml_dtypes dtypes are accepted too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nkic.dialects.common import DTYPES, dtype_from_numpy, dtype_size
+from nkic.frontend.errors import NkiError
+
+# Spellings seen in public kernels -> canonical name.
+_ALIASES = {
+    "bool": "bool_", "float8e4": "float8_e4m3", "float8e5": "float8_e5m2", "fp32": "float32", "bf16": "bfloat16",
+    "fp16": "float16", "half": "float16",
+}  # fmt: skip
+
+# Names NKI knows but nkic cannot compile (yet).
+_UNSUPPORTED = {"tfloat32", "float8_e4m3fn", "float8_e8m0fnu", "float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4"}
+
+
+def normalize_dtype(dtype: Any) -> str:
+    """The canonical NKI dtype name of ``dtype``; NkiError if nkic does not support it."""
+    if isinstance(dtype, str):
+        name = _ALIASES.get(dtype, dtype)
+        if name in DTYPES:
+            return name
+        if name in _UNSUPPORTED:
+            raise NkiError(f"unsupported dtype '{name}'", f"nkic supports: {', '.join(DTYPES)}")
+        raise NkiError(f"unknown dtype '{dtype}'", f"expected one of: {', '.join(DTYPES)}")
+    try:
+        np_dtype = np.dtype(dtype)
+    except TypeError:
+        raise NkiError(f"unknown dtype {dtype!r}", "pass an nl dtype such as nl.float32") from None
+    name = dtype_from_numpy(np_dtype)
+    if name is None:
+        raise NkiError(f"unsupported dtype '{np_dtype}'", f"nkic supports: {', '.join(DTYPES)}")
+    return name
+
+
+def itemsize(dtype: str) -> int:
+    return dtype_size(dtype)
+
+
+class Buffer:
+    """A memory region (``nl.sbuf`` …); ``str()`` gives its name, as stored on penguin allocations."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return self.name == other
+        return isinstance(other, Buffer) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    @property
+    def on_chip(self) -> bool:
+        return self.name in ("sbuf", "psum")
+
+    @property
+    def is_hbm(self) -> bool:
+        return not self.on_chip
+
+
+BUFFERS = {name: Buffer(name) for name in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")}
+
+
+def normalize_buffer(buffer: Any) -> Buffer:
+    """``nl.sbuf`` or ``'sbuf'`` (NKI 0.2 strings) -> Buffer; NkiError for anything else."""
+    if isinstance(buffer, Buffer):
+        return buffer
+    if isinstance(buffer, str) and buffer in BUFFERS:
+        return BUFFERS[buffer]
+    raise NkiError(f"unknown buffer {buffer!r}", "use nl.sbuf, nl.psum, nl.hbm, nl.private_hbm or nl.shared_hbm")

@@ -1,0 +1,552 @@
+"""``nki.isa`` (nisa): the instructions, with NKI 0.3+ dst-first signatures (nki-api.md §3.3).
+
+Each instruction validates its operands on the views it is given — so errors name the user's line — and records one
+penguin instruction through ``TraceContext.inst``. Keyword calls of every NKI version are accepted; stray keywords
+(``dtype=``, ``name=``, ``mask=None``, ``priority=`` …) are tolerated and ignored, a non-None ``mask=`` is rejected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import Enum
+from typing import Any
+
+from nkic.dialects.common import REDUCE_CMDS
+from nkic.frontend.affine import is_symbolic
+from nkic.frontend.context import active_context, nki_op
+from nkic.frontend.errors import NkiError
+from nkic.frontend.ops import act_func, alu_op
+from nkic.frontend.tensor import NkiTensor
+
+
+# -- enums --------------------------------------------------------------------------------------------------
+class engine(Enum):
+    unknown = 0
+    tensor = 1
+    scalar = 2
+    gpsimd = 3
+    dma = 4
+    vector = 5
+    sync = 6
+
+
+unknown_engine, tensor_engine, scalar_engine = engine.unknown, engine.tensor, engine.scalar
+gpsimd_engine, vector_engine = engine.gpsimd, engine.vector
+
+reduce_cmd = Enum("reduce_cmd", [(name, i) for i, name in enumerate(REDUCE_CMDS)])  # type: ignore[misc]
+
+
+_ENGINE, _REDUCE_CMD = engine, reduce_cmd  # the instruction parameters named `engine`/`reduce_cmd` shadow these
+
+
+class nc_version(Enum):
+    gen2 = 2
+    gen3 = 3
+    gen4 = 4
+
+
+class dge_mode(Enum):
+    unknown = 0
+    swdge = 1
+    hwdge = 2
+    none = 3
+
+
+class oob_mode(Enum):
+    error = 0
+    skip = 1
+
+
+class matmul_perf_mode(Enum):
+    none = 0
+    double_row = 1
+
+
+class dma_engine(Enum):
+    dma = 1
+    gpsimd_dma = 2
+
+
+def get_nc_version() -> nc_version:
+    """The compile target of the running trace (outside a trace: the default target, gen3 unless overridden)."""
+    ctx = active_context()
+    if ctx is not None:
+        return nc_version[ctx.options.target]
+    from nkic.frontend.tracer import default_target
+
+    return nc_version[default_target()]
+
+
+# -- validation helpers -------------------------------------------------------------------------------------
+PMAX, PSUM_BANK_BYTES = 128, 2048
+
+
+def _tensor(op: str, role: str, value: Any) -> NkiTensor:
+    if not isinstance(value, NkiTensor):
+        raise NkiError(f"{op}: '{role}' must be a tensor, got {type(value).__name__}")
+    return value
+
+
+def _on_chip(op: str, role: str, t: NkiTensor) -> None:
+    if not t.on_chip:
+        raise NkiError(f"{op}: '{role}' must be in SBUF or PSUM, not {t.buffer}", "dma_copy it on chip first")
+
+
+def _in(op: str, role: str, t: NkiTensor, *buffers: str) -> None:
+    if str(t.buffer) not in buffers:
+        raise NkiError(f"{op}: '{role}' must be in {' or '.join(b.upper() for b in buffers)}, not {t.buffer}")
+
+
+def _partitions_agree(op: str, tensors: dict[str, NkiTensor | None]) -> None:
+    given = [(r, t) for r, t in tensors.items() if t is not None]
+    first_role, first = given[0]
+    for role, t in given[1:]:
+        if t.partitions != first.partitions:
+            raise NkiError(
+                f"{op}: partition count mismatch: '{first_role}' has {first.partitions} partitions, "
+                f"'{role}' has {t.partitions}"
+            )
+
+
+def _free_agree(op: str, a_role: str, a: NkiTensor, b_role: str, b: NkiTensor) -> None:
+    if a.free_size != b.free_size:
+        raise NkiError(
+            f"{op}: '{a_role}' has {a.free_size} elements per partition but '{b_role}' has {b.free_size}"
+        )
+
+
+def _scalar(op: str, role: str, value: Any, dst: NkiTensor) -> tuple[NkiTensor | None, float | None]:
+    """A scalar operand: an immediate (returned as float) or a (P, 1) tile."""
+    if isinstance(value, NkiTensor):
+        _on_chip(op, role, value)
+        if value.free_size != 1 or value.partitions != dst.partitions:
+            raise NkiError(f"{op}: '{role}' must be a ({dst.partitions}, 1) tile, got shape {value.shape}")
+        return value, None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return None, float(value)
+    if is_symbolic(value):
+        return None, float(value)  # needs the concrete value: the loop unrolls
+    raise NkiError(f"{op}: '{role}' must be a number or a (P, 1) tile, got {type(value).__name__}")
+
+
+def _enum(value: Any, cls: type[Enum], what: str) -> str:
+    if isinstance(value, cls):
+        return value.name
+    if isinstance(value, str) and value in cls.__members__:
+        return value
+    if value is None and "unknown" in cls.__members__:
+        return "unknown"
+    raise NkiError(f"invalid {what} {value!r}", f"use nisa.{cls.__name__}.<member>")
+
+
+def _mask(kwargs: dict[str, Any]) -> None:
+    if kwargs.get("mask") is not None:
+        raise NkiError("mask= is not supported", "express predicates with nisa.affine_select")
+
+
+def _record(
+    ctx: Any, op: str, operands: dict[str, NkiTensor | None], attrs: dict[str, Any], engine_name: str = ""
+) -> None:
+    """Checks shared by every instruction, then one penguin instruction."""
+    for role, t in operands.items():
+        if t is None:
+            continue
+        if t.buffer == "psum" and t.free_size * t.itemsize > PSUM_BANK_BYTES:
+            raise NkiError(
+                f"{op}: PSUM tile '{role}' needs {t.free_size * t.itemsize} bytes per partition, "
+                f"more than one {PSUM_BANK_BYTES}-byte bank",
+                "split the PSUM tile into bank-sized (2 KiB per partition) views",
+            )
+        if engine_name == "gpsimd" and t.buffer == "psum":
+            raise NkiError(f"{op}: the GpSimd engine cannot access PSUM ('{role}')")
+    ctx.inst(op, {r: t for r, t in operands.items() if t is not None}, attrs)
+
+
+# -- data movement ------------------------------------------------------------------------------------------
+@nki_op
+def dma_copy(ctx: Any, dst: NkiTensor, src: NkiTensor, **kw: Any) -> None:
+    """``dst = src`` between HBM and SBUF (element counts equal, shapes may differ, dtype cast through fp32)."""
+    _mask(kw)
+    dst, src = _tensor("dma_copy", "dst", dst), _tensor("dma_copy", "src", src)
+    for role, t in (("dst", dst), ("src", src)):
+        if t.buffer == "psum":
+            raise NkiError(f"dma_copy: '{role}' cannot be in PSUM", "copy PSUM to SBUF with nisa.tensor_copy first")
+    if dst.size != src.size:
+        raise NkiError(f"dma_copy: element count mismatch: dst has {dst.size} elements, src has {src.size}")
+    _record(ctx, "dma_copy", {"dst": dst, "src": src}, {})
+
+
+@nki_op
+def dma_transpose(ctx: Any, dst: NkiTensor, src: NkiTensor, axes: Sequence[int] | None = None, **kw: Any) -> None:
+    """``dst = src.transpose(axes)`` by DMA; dst in SBUF."""
+    _mask(kw)
+    dst, src = _tensor("dma_transpose", "dst", dst), _tensor("dma_transpose", "src", src)
+    _in("dma_transpose", "dst", dst, "sbuf")
+    perm = tuple(axes) if axes is not None else tuple(reversed(range(src.ndim)))
+    if sorted(perm) != list(range(src.ndim)):
+        raise NkiError(f"dma_transpose: axes {perm} are not a permutation of a rank-{src.ndim} source")
+    expected = tuple(src.shape[a] for a in perm)
+    if dst.shape != expected:
+        raise NkiError(f"dma_transpose: dst shape {dst.shape} must equal the permuted source shape {expected}")
+    if perm != (1, 0):
+        # penguin.dma_transpose is 2-D (dst = srcᵀ) and carries no axes attribute yet.
+        raise NkiError(f"dma_transpose: only 2-D transposes (axes=(1, 0)) are supported, got axes {perm}")
+    _record(ctx, "dma_transpose", {"dst": dst, "src": src}, {})
+
+
+@nki_op
+def tensor_copy(ctx: Any, dst: NkiTensor, src: NkiTensor, engine: Any = None, **kw: Any) -> None:
+    """On-chip copy with a dtype cast."""
+    _mask(kw)
+    dst, src = _tensor("tensor_copy", "dst", dst), _tensor("tensor_copy", "src", src)
+    _elementwise("tensor_copy", {"dst": dst, "src": src})
+    eng = _enum(engine, _ENGINE, "engine")
+    _record(ctx, "tensor_copy", {"dst": dst, "src": src}, {"engine": eng}, eng)
+
+
+def _elementwise(op: str, tensors: dict[str, NkiTensor]) -> None:
+    for role, t in tensors.items():
+        _on_chip(op, role, t)
+    _partitions_agree(op, tensors)  # type: ignore[arg-type]
+    (dst_role, dst), *rest = tensors.items()
+    for role, t in rest:
+        _free_agree(op, dst_role, dst, role, t)
+
+
+# -- matmul / transpose -------------------------------------------------------------------------------------
+@nki_op
+def nc_matmul(
+    ctx: Any,
+    dst: NkiTensor,
+    stationary: NkiTensor,
+    moving: NkiTensor,
+    is_stationary_onezero: bool = False,
+    is_moving_onezero: bool = False,
+    is_transpose: bool = False,
+    accumulate: bool | None = None,
+    tile_position: Any = (),
+    tile_size: Any = (),
+    perf_mode: Any = None,
+    **kw: Any,
+) -> None:
+    """``dst[M, N] (+)= stationary[K, M]ᵀ · moving[K, N]`` on the PE array."""
+    _mask(kw)
+    op = "nc_matmul"
+    dst, st, mv = _tensor(op, "dst", dst), _tensor(op, "stationary", stationary), _tensor(op, "moving", moving)
+    if is_transpose or tile_position or tile_size:
+        raise NkiError(f"{op}: is_transpose / tile_position / tile_size are not supported yet")
+    _in(op, "dst", dst, "psum")
+    _in(op, "stationary", st, "sbuf")
+    _in(op, "moving", mv, "sbuf")
+    k, m, n = st.partitions, st.free_size, mv.free_size
+    n_max = 4096 if ctx.options.target == "gen4" else 512
+    if mv.partitions != k:
+        raise NkiError(f"{op}: partition count mismatch: stationary has K={k} partitions, moving has {mv.partitions}")
+    if k > PMAX or m > 128 or n > n_max:
+        raise NkiError(
+            f"{op}: matmul limits exceeded: K={k} (max 128), M={m} (max 128), N={n} (max {n_max})",
+            "tile the matmul: K is the partition dim of both inputs, M/N their free sizes",
+        )
+    if dst.partitions != m or dst.free_size != n:
+        raise NkiError(f"{op}: dst shape {dst.shape} does not match the [M={m}, N={n}] result")
+    attrs = {"accumulate": None if accumulate is None else bool(accumulate)}
+    _record(ctx, "matmul", {"dst": dst, "stationary": st, "moving": mv}, attrs)
+
+
+@nki_op
+def nc_transpose(ctx: Any, dst: NkiTensor, data: NkiTensor, engine: Any = None, **kw: Any) -> None:
+    """``dst[F, P] = data[P, F]`` (TensorE up to 128×128 SBUF→PSUM, VectorE up to 32×32)."""
+    _mask(kw)
+    op = "nc_transpose"
+    dst, data = _tensor(op, "dst", dst), _tensor(op, "data", data)
+    _on_chip(op, "dst", dst)
+    _on_chip(op, "data", data)
+    eng = _enum(engine, _ENGINE, "engine")
+    limit = 32 if eng == "vector" else 128
+    if data.partitions > limit or data.free_size > limit:
+        raise NkiError(f"{op}: data shape {data.shape} exceeds the {limit}x{limit} transpose limit of {eng}")
+    if dst.partitions != data.free_size or dst.free_size != data.partitions:
+        raise NkiError(f"{op}: dst shape {dst.shape} must be the transpose of data shape {data.shape}")
+    _record(ctx, "transpose", {"dst": dst, "data": data}, {"engine": eng}, eng)
+
+
+# -- element-wise arithmetic --------------------------------------------------------------------------------
+@nki_op
+def tensor_tensor(
+    ctx: Any, dst: NkiTensor, data1: NkiTensor, data2: NkiTensor, op: Any, engine: Any = None, **kw: Any
+) -> None:
+    """``dst = data1 op data2`` element-wise."""
+    _mask(kw)
+    name = "tensor_tensor"
+    t = {role: _tensor(name, role, v) for role, v in (("dst", dst), ("data1", data1), ("data2", data2))}
+    _elementwise(name, t)
+    eng = _enum(engine, _ENGINE, "engine")
+    _record(ctx, name, t, {"op": alu_op(op), "engine": eng}, eng)  # type: ignore[arg-type]
+
+
+@nki_op
+def tensor_scalar(
+    ctx: Any,
+    dst: NkiTensor,
+    data: NkiTensor,
+    op0: Any,
+    operand0: Any,
+    reverse0: bool = False,
+    op1: Any = None,
+    operand1: Any = None,
+    reverse1: bool = False,
+    engine: Any = None,
+    **kw: Any,
+) -> None:
+    """``dst = (data op0 operand0) op1 operand1``; operands are immediates or (P, 1) tiles."""
+    _mask(kw)
+    name = "tensor_scalar"
+    dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
+    _elementwise(name, {"dst": dst, "data": data})
+    t0, v0 = _scalar(name, "operand0", operand0, dst)
+    attrs: dict[str, Any] = {"op0": alu_op(op0, "op0"), "operand0": v0, "reverse0": bool(reverse0)}
+    t1 = v1 = None
+    if op1 is not None:
+        attrs["op1"] = alu_op(op1, "op1")
+        t1, v1 = _scalar(name, "operand1", operand1, dst)
+    attrs.update({"operand1": v1, "reverse1": bool(reverse1), "engine": _enum(engine, _ENGINE, "engine")})
+    _record(ctx, name, {"dst": dst, "data": data, "operand0": t0, "operand1": t1}, attrs, attrs["engine"])
+
+
+@nki_op
+def scalar_tensor_tensor(
+    ctx: Any,
+    dst: NkiTensor,
+    data: NkiTensor,
+    op0: Any,
+    operand0: Any,
+    op1: Any,
+    operand1: NkiTensor,
+    reverse0: bool = False,
+    reverse1: bool = False,
+    **kw: Any,
+) -> None:
+    """``dst = (data op0 operand0) op1 operand1``; operand0 scalar or (P, 1), operand1 a full tile."""
+    _mask(kw)
+    name = "scalar_tensor_tensor"
+    dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
+    other = _tensor(name, "operand1", operand1)
+    _elementwise(name, {"dst": dst, "data": data, "operand1": other})
+    t0, v0 = _scalar(name, "operand0", operand0, dst)
+    attrs = {"op0": alu_op(op0, "op0"), "operand0": v0, "op1": alu_op(op1, "op1"), "reverse0": bool(reverse0),
+             "reverse1": bool(reverse1)}  # fmt: skip
+    _record(ctx, name, {"dst": dst, "data": data, "operand0": t0, "operand1": other}, attrs)
+
+
+@nki_op
+def reciprocal(ctx: Any, dst: NkiTensor, data: NkiTensor, **kw: Any) -> None:
+    """``dst = 1 / data`` on VectorE."""
+    _mask(kw)
+    t = {"dst": _tensor("reciprocal", "dst", dst), "data": _tensor("reciprocal", "data", data)}
+    _elementwise("reciprocal", t)
+    _record(ctx, "reciprocal", t, {})  # type: ignore[arg-type]
+
+
+# -- reductions ---------------------------------------------------------------------------------------------
+def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    raw = [axis] if isinstance(axis, int) or is_symbolic(axis) else list(axis)
+    axes = []
+    for a in raw:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise NkiError(f"tensor_reduce: axis {a} is out of range for a rank-{ndim} tensor")
+        axes.append(a % ndim)
+    if 0 in axes:
+        raise NkiError("tensor_reduce: cannot reduce along the partition axis 0", "reduce free axes only")
+    if not axes:
+        raise NkiError("tensor_reduce: no axis given")
+    return tuple(sorted(set(axes)))
+
+
+@nki_op
+def tensor_reduce(
+    ctx: Any,
+    dst: NkiTensor,
+    op: Any,
+    data: NkiTensor,
+    axis: Any,
+    negate: bool = False,
+    keepdims: bool = False,
+    **kw: Any,
+) -> None:
+    """Reduce the given trailing free axes of ``data`` (``negate`` multiplies the result by -1)."""
+    _mask(kw)
+    name = "tensor_reduce"
+    dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
+    _on_chip(name, "dst", dst)
+    _on_chip(name, "data", data)
+    _partitions_agree(name, {"dst": dst, "data": data})
+    axes = _axes(axis, data.ndim)
+    if list(axes) != list(range(data.ndim - len(axes), data.ndim)):
+        raise NkiError(f"tensor_reduce: axes {axes} must be the trailing free axes of a rank-{data.ndim} tensor")
+    kept = 1
+    for a in range(1, data.ndim):
+        kept *= 1 if a in axes else data.shape[a]
+    if dst.free_size != kept:
+        raise NkiError(f"tensor_reduce: dst has {dst.free_size} elements per partition, the result has {kept}")
+    attrs = {"op": alu_op(op), "axes": axes, "negate": bool(negate), "keepdims": bool(keepdims)}
+    _record(ctx, name, {"dst": dst, "data": data}, attrs)
+
+
+@nki_op
+def tensor_scalar_reduce(
+    ctx: Any,
+    dst: NkiTensor,
+    data: NkiTensor,
+    op0: Any,
+    operand0: Any,
+    reduce_op: Any,
+    reduce_res: NkiTensor | None = None,
+    reverse0: bool = False,
+    reduce_cmd: Any = None,
+    reduce_init: Any = None,
+    reduce_res_negate: bool = False,
+    **kw: Any,
+) -> None:
+    """``dst = data op0 operand0`` and a row reduction of the result into ``reduce_res``."""
+    _mask(kw)
+    name = "tensor_scalar_reduce"
+    dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
+    _elementwise(name, {"dst": dst, "data": data})
+    cmd = _enum(reduce_cmd if reduce_cmd is not None else "reset_reduce", _REDUCE_CMD, "reduce_cmd")
+    if cmd != "reset_reduce" or reduce_init is not None:
+        raise NkiError(f"{name}: only reduce_cmd=reset_reduce is supported (got {cmd})")
+    res = _tensor(name, "reduce_res", reduce_res)
+    _scalar(name, "reduce_res", res, dst)
+    t0, v0 = _scalar(name, "operand0", operand0, dst)
+    attrs = {"op0": alu_op(op0, "op0"), "operand0": v0, "reduce_op": alu_op(reduce_op, "reduce_op"),
+             "reverse0": bool(reverse0), "reduce_res_negate": bool(reduce_res_negate)}  # fmt: skip
+    _record(ctx, name, {"dst": dst, "data": data, "operand0": t0, "reduce_res": res}, attrs)
+
+
+# -- activation ---------------------------------------------------------------------------------------------
+@nki_op
+def activation(
+    ctx: Any,
+    dst: NkiTensor,
+    op: Any,
+    data: NkiTensor,
+    bias: Any = None,
+    scale: Any = 1.0,
+    reduce_op: Any = None,
+    reduce_res: NkiTensor | None = None,
+    reduce_cmd: Any = None,
+    **kw: Any,
+) -> None:
+    """``dst = op(data · scale + bias)`` on ScalarE, optionally row-reducing into ``reduce_res``."""
+    _mask(kw)
+    _activation(ctx, dst, op, data, bias, scale, reduce_op, reduce_res, reduce_cmd or "idle")
+
+
+@nki_op
+def activation_reduce(
+    ctx: Any,
+    dst: NkiTensor,
+    op: Any,
+    data: NkiTensor,
+    reduce_op: Any,
+    reduce_res: NkiTensor,
+    bias: Any = None,
+    scale: Any = 1.0,
+    **kw: Any,
+) -> None:
+    """``activation`` with ``reduce_cmd=reset_reduce`` and the row reduction written to ``reduce_res``."""
+    _mask(kw)
+    _activation(ctx, dst, op, data, bias, scale, reduce_op, reduce_res, "reset_reduce")
+
+
+def _activation(
+    ctx: Any, dst: Any, op: Any, data: Any, bias: Any, scale: Any, reduce_op: Any, reduce_res: Any, cmd: Any
+) -> None:
+    name = "activation"
+    dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
+    _elementwise(name, {"dst": dst, "data": data})
+    attrs: dict[str, Any] = {"func": act_func(op)}
+    tb = ts = tr = None
+    if bias is not None:
+        tb, attrs["bias"] = _scalar(name, "bias", bias, dst)
+    ts, attrs["scale"] = _scalar(name, "scale", scale, dst)
+    if reduce_res is not None:
+        tr, _ = _scalar(name, "reduce_res", _tensor(name, "reduce_res", reduce_res), dst)
+        if reduce_op is None:
+            raise NkiError(f"{name}: reduce_res needs a reduce_op", "pass reduce_op=nl.add")
+    attrs["reduce_op"] = alu_op(reduce_op, "reduce_op") if reduce_op is not None else None
+    attrs["reduce_cmd"] = _enum(cmd, _REDUCE_CMD, "reduce_cmd")
+    _record(ctx, name, {"dst": dst, "data": data, "bias": tb, "scale": ts, "reduce_res": tr}, attrs)
+
+
+# -- fills and predicates -----------------------------------------------------------------------------------
+@nki_op
+def memset(ctx: Any, dst: NkiTensor, value: Any, engine: Any = None, **kw: Any) -> None:
+    """Fill ``dst`` with ``value``."""
+    _mask(kw)
+    dst = _tensor("memset", "dst", dst)
+    _on_chip("memset", "dst", dst)
+    if not isinstance(value, (int, float)):
+        raise NkiError(f"memset: value must be a number, got {type(value).__name__}")
+    is_float = dst.dtype.startswith(("float", "bfloat"))
+    if not is_float and float(value) != int(value):
+        raise NkiError(f"memset: value {value} does not fit the integer dtype {dst.dtype}")
+    eng = _enum(engine, _ENGINE, "engine")
+    _record(ctx, "memset", {"dst": dst}, {"value": float(value) if is_float else int(value), "engine": eng}, eng)
+
+
+def _pattern(op: str, pattern: Any) -> tuple[tuple[int, int], ...]:
+    try:
+        pairs = tuple((int(s), int(n)) for s, n in pattern)
+    except (TypeError, ValueError):
+        raise NkiError(f"{op}: pattern must be a list of [step, num] pairs, got {pattern!r}") from None
+    if not pairs or len(pairs) > 4 or any(n <= 0 for _, n in pairs):
+        raise NkiError(f"{op}: pattern {[list(p) for p in pairs]} needs 1 to 4 pairs with positive sizes")
+    return pairs
+
+
+def _pattern_fits(op: str, pairs: tuple[tuple[int, int], ...], dst: NkiTensor) -> None:
+    count = 1
+    for _, n in pairs:
+        count *= n
+    if count != dst.free_size:
+        raise NkiError(f"{op}: pattern covers {count} elements per partition, dst has {dst.free_size}")
+
+
+@nki_op
+def iota(ctx: Any, dst: NkiTensor, pattern: Any, offset: Any = 0, channel_multiplier: Any = 0, **kw: Any) -> None:
+    """``dst[p, i…] = offset + p·channel_multiplier + Σ step·i``."""
+    _mask(kw)
+    dst = _tensor("iota", "dst", dst)
+    _in("iota", "dst", dst, "sbuf")
+    pairs = _pattern("iota", pattern)
+    _pattern_fits("iota", pairs, dst)
+    attrs = {"pattern": pairs, "offset": int(offset), "channel_multiplier": int(channel_multiplier)}
+    _record(ctx, "iota", {"dst": dst}, attrs)
+
+
+@nki_op
+def affine_select(
+    ctx: Any,
+    dst: NkiTensor,
+    pattern: Any,
+    channel_multiplier: Any,
+    on_true_tile: NkiTensor,
+    on_false_value: Any,
+    cmp_op: Any = "equal",
+    offset: Any = 0,
+    **kw: Any,
+) -> None:
+    """``dst = on_true if cmp_op(offset + p·channel_multiplier + Σ step·i, 0) else on_false_value``."""
+    _mask(kw)
+    name = "affine_select"
+    dst, on_true = _tensor(name, "dst", dst), _tensor(name, "on_true_tile", on_true_tile)
+    _in(name, "dst", dst, "sbuf")
+    _in(name, "on_true_tile", on_true, "sbuf")
+    _elementwise(name, {"dst": dst, "on_true_tile": on_true})
+    pairs = _pattern(name, pattern)
+    _pattern_fits(name, pairs, dst)
+    attrs = {"pattern": pairs, "channel_multiplier": int(channel_multiplier), "cmp_op": alu_op(cmp_op, "cmp_op"),
+             "on_false_value": float(on_false_value), "offset": int(offset)}  # fmt: skip
+    _record(ctx, name, {"dst": dst, "on_true": on_true}, attrs)

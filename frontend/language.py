@@ -1,0 +1,280 @@
+"""``nki.language`` (nl): buffers, dtypes, tile sizes, allocation, loops, SPMD queries and operator tokens.
+
+Every function here is an nki op (see ``context.nki_op``): it only works while a kernel is being traced. Constants
+(dtypes, buffers, ``tile_size``, operator tokens, ``fp32``) are plain values usable anywhere.
+"""
+
+from __future__ import annotations
+
+import copy as _copy  # `copy` itself is the nl.copy token in this namespace
+import dataclasses
+from collections.abc import Sequence
+from contextlib import nullcontext
+from typing import Any
+
+from nkic.frontend.affine import DynSlice
+from nkic.frontend.context import active_context, nki_op
+from nkic.frontend.dtypes import BUFFERS, Buffer, normalize_buffer
+from nkic.frontend.errors import NkiError
+from nkic.frontend.ops import ALIASES, TOKENS, OpToken
+from nkic.frontend.tensor import NkiTensor
+
+# -- buffers ----------------------------------------------------------------------------------------------
+sbuf: Buffer = BUFFERS["sbuf"]
+psum: Buffer = BUFFERS["psum"]
+hbm: Buffer = BUFFERS["hbm"]
+shared_hbm: Buffer = BUFFERS["shared_hbm"]
+private_hbm: Buffer = BUFFERS["private_hbm"]
+
+
+def is_hbm(buffer: Any) -> bool:
+    return normalize_buffer(buffer).is_hbm
+
+
+def is_sbuf(buffer: Any) -> bool:
+    return normalize_buffer(buffer) == sbuf
+
+
+def is_psum(buffer: Any) -> bool:
+    return normalize_buffer(buffer) == psum
+
+
+def is_on_chip(buffer: Any) -> bool:
+    return normalize_buffer(buffer).on_chip
+
+
+# -- dtypes: canonical strings ------------------------------------------------------------------------------
+float32 = "float32"
+bfloat16 = "bfloat16"
+float16 = "float16"
+tfloat32 = "tfloat32"  # known to NKI; nkic rejects it when it is used
+int32 = "int32"
+uint32 = "uint32"
+int16 = "int16"
+uint16 = "uint16"
+int8 = "int8"
+uint8 = "uint8"
+float8_e4m3 = "float8_e4m3"
+float8_e5m2 = "float8_e5m2"
+bool_ = "bool_"
+bool = bool_  # noqa: A001 — nki-library spells it nl.bool
+
+
+class _Finfo:
+    def __init__(self, min: float, max: float):  # noqa: A002
+        self.min, self.max = min, max
+
+
+fp32 = _Finfo(-3.4028235e38, 3.4028235e38)
+bfp16 = _Finfo(float("-inf"), float("inf"))
+
+
+# -- tile sizes (nki-api.md §2.1) -----------------------------------------------------------------------------
+_SBUF_BYTES = {"gen2": 180224, "gen3": 212984, "gen4": 245752}
+_SBUF_PHYSICAL = {"gen2": 24 << 20, "gen3": 28 << 20, "gen4": 32 << 20}
+
+
+def _target() -> str:
+    ctx = active_context()
+    if ctx is not None:
+        return ctx.options.target
+    from nkic.frontend.tracer import default_target
+
+    return default_target()
+
+
+class _TileSize:
+    """``nl.tile_size``: hardware tile limits; the SBUF sizes follow the compile target."""
+
+    pmax = 128
+    psum_fmax = 512
+    psum_bank_fmax = 512
+    psum_bank_fmax_bytes = 2048
+    psum_num_banks = 8
+    gemm_stationary_fmax = 128
+    gemm_moving_fmax = 512
+    bn_stats_fmax = 512
+    psum_min_align = 4
+    sbuf_min_align = 1
+
+    @property
+    def total_available_sbuf_size(self) -> int:
+        return _SBUF_BYTES[_target()]
+
+    sbuf_fmax_bytes = total_available_sbuf_size
+
+    @property
+    def sbuf_fmax(self) -> int:
+        return self.total_available_sbuf_size // 4
+
+    @property
+    def sbuf_size_bytes(self) -> int:
+        return _SBUF_PHYSICAL[_target()]
+
+
+tile_size = _TileSize()
+
+
+# -- operator tokens ----------------------------------------------------------------------------------------
+def _export_tokens() -> None:
+    g = globals()
+    for name, token in {**TOKENS, **ALIASES}.items():
+        g[name] = token
+
+
+_export_tokens()
+add: OpToken
+exp: OpToken  # (all tokens are exported by _export_tokens; two listed for readers and type checkers)
+
+
+# -- allocation ---------------------------------------------------------------------------------------------
+@nki_op
+def ndarray(
+    ctx: Any, shape: Sequence[int], dtype: Any, buffer: Any = sbuf, name: str = "", address: Any = None, **_: Any
+) -> NkiTensor:
+    """A new tensor with undefined contents."""
+    return ctx.allocate(shape, dtype, buffer, name, address)
+
+
+@nki_op
+def empty_like(ctx: Any, x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **_: Any) -> NkiTensor:
+    return ctx.allocate(x.shape, dtype or x.dtype, buffer or sbuf, name, None)
+
+
+def _filled(ctx: Any, shape: Any, value: float, dtype: Any, buffer: Any, name: str) -> NkiTensor:
+    t = ctx.allocate(shape, dtype, buffer, name, None)
+    if not t.on_chip:
+        raise NkiError("initial values on HBM tensors are not supported", "fill an SBUF tile and dma_copy it")
+    from nkic.frontend import isa
+
+    isa.memset.__nki_impl__(ctx, t, value)
+    return t
+
+
+@nki_op
+def zeros(ctx: Any, shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", **_: Any) -> NkiTensor:
+    return _filled(ctx, shape, 0, dtype, buffer, name)
+
+
+@nki_op
+def ones(ctx: Any, shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", **_: Any) -> NkiTensor:
+    return _filled(ctx, shape, 1, dtype, buffer, name)
+
+
+@nki_op
+def full(
+    ctx: Any, shape: Any, fill_value: float, dtype: Any, buffer: Any = sbuf, name: str = "", **_: Any
+) -> NkiTensor:
+    return _filled(ctx, shape, fill_value, dtype, buffer, name)
+
+
+@nki_op
+def zeros_like(ctx: Any, x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **_: Any) -> NkiTensor:
+    return _filled(ctx, x.shape, 0, dtype or x.dtype, buffer or sbuf, name)
+
+
+# -- indexing and loops -------------------------------------------------------------------------------------
+@nki_op
+def ds(ctx: Any, start: Any, size: int) -> DynSlice:
+    """The slice ``start:start+size``; ``start`` may be a loop-variable expression."""
+    return DynSlice(start, size)
+
+
+@nki_op
+def affine_range(ctx: Any, start: Any, stop: Any = None, step: Any = 1, **_: Any) -> Any:
+    """A loop without carried dependencies, kept as a symbolic loop unless the body needs the value."""
+    return ctx.loop("affine", start, stop, step)
+
+
+@nki_op
+def sequential_range(ctx: Any, start: Any, stop: Any = None, step: Any = 1, **_: Any) -> Any:
+    """A loop with carried dependencies, kept as a symbolic loop unless the body needs the value."""
+    return ctx.loop("sequential", start, stop, step)
+
+
+@nki_op
+def static_range(ctx: Any, start: Any, stop: Any = None, step: Any = 1, **_: Any) -> range:
+    """A loop unrolled at trace time."""
+    return ctx.loop("static", start, stop, step)
+
+
+def no_reorder() -> Any:
+    """Scheduling directive (``sequential_range(directives=…)`` or ``with``); a no-op for nkic."""
+    return nullcontext()
+
+
+# -- SPMD ---------------------------------------------------------------------------------------------------
+@nki_op
+def program_id(ctx: Any, axis: int = 0) -> int:
+    return ctx.program_id(axis)
+
+
+@nki_op
+def num_programs(ctx: Any, axes: Any = 0) -> int:
+    return ctx.num_programs(axes)
+
+
+@nki_op
+def program_ndim(ctx: Any) -> int:
+    return ctx.program_ndim()
+
+
+@nki_op
+def device_print(ctx: Any, prefix: str, tensor: Any = None, **_: Any) -> None:
+    """Prints only when simulating; compiles to nothing."""
+
+
+# -- NKIObject ----------------------------------------------------------------------------------------------
+class NKIObject:
+    """Base of kernel configuration classes: every class-body field becomes a keyword constructor argument.
+
+    nki-library declares fields as plain class attributes (``section_idx = 0``) and constructs with keywords, which
+    CPython dataclasses would reject; like KLR's rule, every non-callable, non-dunder class attribute is turned into
+    an annotated field before ``dataclass`` runs. Instances are compile-time constants (hashable by value through
+    ``tracer.constant_key``).
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        annotations = cls.__dict__.get("__annotations__", {})
+        if "__annotations__" not in cls.__dict__:
+            cls.__annotations__ = annotations
+        for name, value in list(cls.__dict__.items()):
+            if name.startswith("__") or name in annotations or _is_method_like(value):
+                continue
+            annotations[name] = Any
+        for name in annotations:
+            value = cls.__dict__.get(name, dataclasses.MISSING)
+            if isinstance(value, (list, dict, set)):
+                setattr(cls, name, dataclasses.field(default_factory=lambda v=value: _copy.deepcopy(v)))
+        # init=False: NKIObject.__init__ (keywords only) serves every subclass, and a stacked @dataclass(frozen=True)
+        # can still install its own __init__ (dataclass never replaces a method defined in the class body).
+        dataclasses.dataclass(cls, init=False, kw_only=True)
+        for f in dataclasses.fields(cls):
+            if f.name in annotations and f.name not in cls.__dict__:
+                # dataclass dropped the class attribute (no default / a factory): put a Field back so that a
+                # stacked @dataclass(frozen=True) sees the same keyword-only field instead of a bare annotation.
+                setattr(cls, f.name, dataclasses.field(default_factory=f.default_factory, kw_only=True))
+
+
+    def __init__(self, **kwargs: Any) -> None:
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            if f.name in kwargs:
+                value = kwargs.pop(f.name)
+            elif f.default is not dataclasses.MISSING:
+                value = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                value = f.default_factory()
+            else:
+                raise TypeError(f"{type(self).__name__}() missing keyword argument '{f.name}'")
+            object.__setattr__(self, f.name, value)
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments {sorted(kwargs)}")
+        post_init = getattr(self, "__post_init__", None)
+        if post_init is not None:
+            post_init()
+
+
+def _is_method_like(value: Any) -> bool:
+    return callable(value) or isinstance(value, (staticmethod, classmethod, property)) or hasattr(value, "__get__")
+

@@ -1,0 +1,97 @@
+"""Operator tokens (``nl.add``, ``nl.exp`` …) and their resolution to the NKI opcode names stored on penguin ops.
+
+Kernels pass operators as values (``op=nl.add``, ``op=nl.exp``, D1 code also ``np.add``/``np.exp``). A token is an
+``OpToken`` whose ``str()`` is the NKI name; resolution dispatches on identity, like the official frontend, and
+checks the name against the ALU / activation vocabularies of ``nkic.dialects.common``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nkic.dialects.common import ACT_FUNCS, ALU_OPS
+from nkic.frontend.context import current_context
+from nkic.frontend.errors import NkiError
+
+
+class OpToken:
+    """An ``nl`` operator usable as ``op=`` of nisa instructions."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        current_context()  # outside a kernel this is the "nki API called outside" error
+        raise NkiError(
+            f"nl.{self.name}(...) as a tensor function is not supported yet",
+            f"allocate a dst and use a nisa instruction with op=nl.{self.name}",
+        )
+
+
+ALU_TOKENS = (
+    "add subtract multiply divide maximum minimum equal not_equal greater greater_equal less less_equal "
+    "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor left_shift right_shift power "
+    "abs_max abs_min mod bypass"
+).split()
+ACT_TOKENS = (
+    "exp log tanh sigmoid relu gelu gelu_apprx_tanh silu square sqrt rsqrt reciprocal sin abs sign softplus "
+    "erf arctan mish copy gelu_apprx_sigmoid"
+).split()
+
+TOKENS: dict[str, OpToken] = {name: OpToken(name) for name in dict.fromkeys(ALU_TOKENS + ACT_TOKENS)}
+ALIASES: dict[str, OpToken] = {"max": TOKENS["maximum"], "min": TOKENS["minimum"], "sum": TOKENS["add"]}
+
+_NUMPY: dict[Any, str] = {
+    np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.divide: "divide",
+    np.maximum: "maximum", np.minimum: "minimum", np.max: "maximum", np.amax: "maximum", np.min: "minimum",
+    np.amin: "minimum", np.sum: "add", np.equal: "equal", np.not_equal: "not_equal", np.greater: "greater",
+    np.greater_equal: "greater_equal", np.less: "less", np.less_equal: "less_equal",
+    np.logical_and: "logical_and", np.logical_or: "logical_or", np.logical_xor: "logical_xor",
+    np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or", np.bitwise_xor: "bitwise_xor",
+    np.left_shift: "left_shift", np.right_shift: "right_shift", np.power: "power", np.mod: "mod",
+    np.exp: "exp", np.log: "log", np.tanh: "tanh", np.sqrt: "sqrt", np.square: "square",
+    np.reciprocal: "reciprocal", np.sin: "sin", np.abs: "abs", np.sign: "sign", np.arctan: "arctan",
+    np.copy: "copy",
+}  # fmt: skip
+
+
+def _name_of(op: Any) -> str | None:
+    if isinstance(op, OpToken):
+        return op.name
+    if isinstance(op, str):
+        return op
+    try:
+        return _NUMPY.get(op)
+    except TypeError:  # unhashable
+        return None
+
+
+def alu_op(op: Any, what: str = "op") -> str:
+    """The ALU opcode name of ``op``; NkiError when it is not an ALU operation."""
+    name = _name_of(op)
+    if name not in ALU_OPS:
+        raise NkiError(f"unsupported ALU operation {_show(op)} for {what}", f"expected one of: {', '.join(ALU_OPS)}")
+    return name  # type: ignore[return-value]
+
+
+def act_func(op: Any) -> str:
+    """The activation function name of ``op``; NkiError when it is not in the activation table."""
+    name = _name_of(op)
+    if name not in ACT_FUNCS:
+        raise NkiError(f"unsupported activation function {_show(op)}", f"expected one of: {', '.join(ACT_FUNCS)}")
+    return name  # type: ignore[return-value]
+
+
+def _show(op: Any) -> str:
+    name = _name_of(op)
+    return f"'{name}'" if name else repr(op)

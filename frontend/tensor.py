@@ -1,0 +1,401 @@
+"""The abstract tensor a kernel body manipulates: storage + a strided view of it.
+
+An ``NkiTensor`` is a view ``(offset, [[step, num], …])`` over the row-major flat storage of one allocation (a
+kernel parameter or an ``nl.ndarray``). Element ``(i0, …, ik)`` of the view is storage element
+``offset + Σ step_j·i_j``; ``offset`` may be affine in the induction variables of symbolic loops. For on-chip tensors
+(SBUF/PSUM) pair 0 is the partition pair ``[row_elems·k, nparts]``, matching NKI's ``.ap`` semantics, so the view is
+exactly the operand pattern the emitter records.
+
+Indexing follows NKI 0.3+ (nki-api.md §2.2): ints, slices with steps, negative indices, ``...``, ``nl.ds`` and loop
+variable expressions. On-chip views keep the partition dim and stay ≥2-D; HBM views drop int-indexed dims.
+Tensor values are unknown at trace time, so ``bool()``, comparisons and ``int()`` on a tensor raise the dynamic
+control flow error.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nkic.frontend.affine import DynSlice, IndexExpr, is_symbolic, value_bounds
+from nkic.frontend.dtypes import Buffer, itemsize, normalize_dtype
+from nkic.frontend.errors import NkiError
+
+Pairs = tuple[tuple[int, int], ...]
+
+
+@dataclass(eq=False)
+class Storage:
+    """One allocation: what the emitter's ``param``/``alloc`` returned a handle for."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    buffer: Buffer
+    address: tuple[int, int] | None
+    handle: object
+    owner: object  # the (context, program) that created it; a tensor must not leak into another trace
+    loc: tuple[str, int, int] = ("<unknown>", 0, 0)
+    is_param: bool = False
+    written: bool = field(default=False)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+def contiguous_pairs(shape: Sequence[int]) -> Pairs:
+    pairs: list[tuple[int, int]] = []
+    step = 1
+    for n in reversed(shape):
+        pairs.append((step, n))
+        step *= n
+    return tuple(reversed(pairs))
+
+
+def _dense(pairs: Pairs) -> bool:
+    """True if the pairs enumerate consecutive elements (ignoring size-1 dims)."""
+    expected = 1
+    for step, num in reversed(pairs):
+        if num == 1:
+            continue
+        if step != expected:
+            return False
+        expected *= num
+    return True
+
+
+_DYNAMIC_CF = (
+    "dynamic control flow on a tensor is not supported; use nisa.affine_select / static bounds",
+    "Python if/while/comparisons run at trace time, when tensor values are unknown",
+)
+
+
+class NkiTensor:
+    """A view of a Storage; see the module docstring for the addressing model."""
+
+    __array_ufunc__ = None  # keep numpy from treating a tensor as an array-like
+
+    def __init__(self, storage: Storage, offset: IndexExpr | int, pairs: Pairs, dtype: str | None = None):
+        self.storage = storage
+        self.offset = offset
+        self.pairs = tuple((int(s), int(n)) for s, n in pairs)
+        self.dtype = dtype or storage.dtype
+
+    # -- properties -----------------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(n for _, n in self.pairs)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return tuple(s for s, _ in self.pairs)
+
+    @property
+    def buffer(self) -> Buffer:
+        return self.storage.buffer
+
+    @property
+    def name(self) -> str:
+        return self.storage.name
+
+    @property
+    def ndim(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return itemsize(self.dtype)
+
+    @property
+    def on_chip(self) -> bool:
+        return self.buffer.on_chip
+
+    @property
+    def partitions(self) -> int:
+        return self.shape[0] if self.pairs else 1
+
+    @property
+    def free_size(self) -> int:
+        return math.prod(self.shape[1:])
+
+    def get_pattern(self) -> list[list[int]]:
+        return [[s, n] for s, n in self.pairs]
+
+    def is_contiguous(self) -> bool:
+        return _dense(self.pairs)
+
+    def is_indirect(self) -> bool:
+        return False
+
+    def storage_elems(self) -> int:
+        """Storage size counted in elements of this view's dtype."""
+        return self.storage.size * itemsize(self.storage.dtype) // self.itemsize
+
+    def _view(self, offset: IndexExpr | int, pairs: Pairs, dtype: str | None = None) -> NkiTensor:
+        return NkiTensor(self.storage, offset, pairs, dtype or self.dtype)
+
+    def __repr__(self) -> str:
+        return f"NkiTensor({self.name}, shape={self.shape}, {self.dtype}, {self.buffer}, offset={self.offset})"
+
+    # -- indexing -------------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> NkiTensor:
+        keys = _expand_key(key, self.ndim)
+        offset: IndexExpr | int = self.offset
+        pairs: list[tuple[int, int]] = []
+        int_dims: list[int] = []
+        for dim, (k, (step, num)) in enumerate(zip(keys, self.pairs)):
+            if isinstance(k, DynSlice):
+                k = slice(k.start, k.start + _static_int(k.size, "nl.ds size"), 1)
+            if isinstance(k, slice):
+                start, length, kstep = _resolve_slice(k, num, dim)
+                offset = offset + start * step
+                pairs.append((step * kstep, length))
+            else:
+                idx = _resolve_index(k, num, dim)
+                offset = offset + idx * step
+                pairs.append((step, 1))
+                int_dims.append(dim)
+        return self._view(offset, _drop_int_dims(pairs, int_dims, self.on_chip))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        from nkic.frontend import isa  # isa imports this module
+
+        dst = self[key]
+        if isinstance(value, NkiTensor):
+            if dst.on_chip and value.on_chip:
+                isa.tensor_copy(dst, value)
+            else:
+                isa.dma_copy(dst, value)
+        elif isinstance(value, (int, float)):
+            isa.memset(dst, value)
+        else:
+            raise NkiError(f"cannot assign a {type(value).__name__} to a tensor view", "assign a tensor or a number")
+
+    # -- reshaping and reinterpretation ---------------------------------------------------------------
+    def reshape(self, *shape: Any) -> NkiTensor:
+        dims = _shape_arg(shape)
+        dims = _infer_minus_one(dims, self.size)
+        if math.prod(dims) != self.size:
+            raise NkiError(f"cannot reshape a tensor of shape {self.shape} into {tuple(dims)}", "element counts differ")
+        if not self.on_chip:
+            if not _dense(self.pairs):
+                raise NkiError("reshape of a non-contiguous HBM view is not supported", "reshape the full tensor")
+            return self._view(self.offset, contiguous_pairs(dims))
+        if not dims or dims[0] != self.partitions:
+            raise NkiError(
+                f"reshape of an on-chip tensor must keep the partition dim {self.partitions}, got {tuple(dims)}"
+            )
+        if not _dense(self.pairs[1:]):
+            raise NkiError("reshape of a non-contiguous on-chip view is not supported", "reshape the full tensor")
+        return self._view(self.offset, (self.pairs[0], *contiguous_pairs(dims[1:])))
+
+    def view(self, dtype: Any) -> NkiTensor:
+        """Reinterpret the bytes as ``dtype``; the last dim scales by the size ratio."""
+        new = normalize_dtype(dtype)
+        old_size, new_size = self.itemsize, itemsize(new)
+        if old_size == new_size:
+            return self._view(self.offset, self.pairs, new)
+        if not self.pairs or self.pairs[-1][0] != 1:
+            raise NkiError("view(dtype) needs a view whose last dim is contiguous")
+        scale = (old_size, new_size)
+
+        def conv(x: int, what: str) -> int:
+            if (x * scale[0]) % scale[1]:
+                raise NkiError(f"view({new}): {what} {x} is not a whole number of {new} elements")
+            return x * scale[0] // scale[1]
+
+        pairs = [(conv(s, "stride"), n) for s, n in self.pairs[:-1]]
+        pairs.append((1, conv(self.pairs[-1][1], "last dim")))
+        offset = _reinterpret_offset(self, new)
+        return self._view(offset, tuple(pairs), new)
+
+    def ap(
+        self,
+        pattern: Sequence[Sequence[int]],
+        offset: Any = None,
+        scalar_offset: Any = None,
+        vector_offset: Any = None,
+        indirect_dim: int = 0,
+        dtype: Any = None,
+    ) -> NkiTensor:
+        """A raw access pattern over the storage (ignores this view's pattern; ``offset=None`` inherits it)."""
+        if scalar_offset is not None or vector_offset is not None:
+            raise NkiError("dynamic access patterns (scalar_offset/vector_offset) are not supported yet")
+        new = normalize_dtype(dtype) if dtype is not None else self.dtype
+        pairs = tuple((_static_int(s, "pattern step"), _static_int(n, "pattern size")) for s, n in pattern)
+        if not pairs or any(n <= 0 for _, n in pairs):
+            raise NkiError(f"invalid access pattern {[list(p) for p in pairs]}", "sizes must be positive")
+        base = NkiTensor(self.storage, 0, (), new)
+        if offset is None:
+            off = self.offset if new == self.dtype else _reinterpret_offset(self, new)
+        else:
+            off = offset if is_symbolic(offset) else _static_int(offset, "offset")
+        if self.on_chip:
+            row = math.prod(self.storage.shape[1:]) * itemsize(self.storage.dtype) // itemsize(new)
+            if pairs[0][0] != row:
+                raise NkiError(
+                    f"the first pair of an on-chip access pattern must be [{row}, nparts], got {list(pairs[0])}",
+                    "on-chip patterns start with the partition step (elements per partition)",
+                )
+            if pairs[0][1] > 128:
+                raise NkiError(f"access pattern spans {pairs[0][1]} partitions, the limit is 128")
+        view = base._view(off, pairs, new)
+        lo, hi = _flat_bounds(view)
+        if lo < 0 or hi >= base.storage_elems():
+            raise NkiError(
+                f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {base.storage_elems()}"
+            )
+        return view
+
+    # -- values are unknown at trace time -------------------------------------------------------------
+    def __bool__(self) -> bool:
+        raise NkiError(*_DYNAMIC_CF)
+
+    def _dynamic(self, *_: Any) -> Any:
+        raise NkiError(*_DYNAMIC_CF)
+
+    __lt__ = __le__ = __gt__ = __ge__ = __index__ = __int__ = __float__ = _dynamic
+
+    def __eq__(self, other: object) -> Any:
+        if other is None:
+            return False
+        return self._dynamic()
+
+    def __ne__(self, other: object) -> Any:
+        if other is None:
+            return True
+        return self._dynamic()
+
+    __hash__ = object.__hash__
+
+    def _operator(self, *_: Any) -> Any:
+        raise NkiError(
+            "arithmetic operators on tensors are not supported",
+            "use nisa.tensor_tensor / nisa.tensor_scalar with a dst tensor",
+        )
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _operator
+    __neg__ = __pow__ = __matmul__ = __iadd__ = __isub__ = __imul__ = _operator
+
+    def __len__(self) -> int:
+        return self.shape[0] if self.pairs else 0
+
+    def __iter__(self) -> Any:
+        raise NkiError("iterating over a tensor is not supported", "index it with nl.affine_range / static_range")
+
+
+# -- helpers ----------------------------------------------------------------------------------------------
+def _static_int(value: Any, what: str) -> int:
+    """An int known at trace time (a loop variable here forces its loop to unroll)."""
+    if isinstance(value, bool):
+        return int(value)
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise NkiError(f"{what} must be an int, got {type(value).__name__}") from None
+
+
+def _shape_arg(shape: tuple[Any, ...]) -> list[int]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return [_static_int(d, "shape entry") for d in shape]
+
+
+def _infer_minus_one(dims: list[int], size: int) -> list[int]:
+    if dims.count(-1) == 1:
+        rest = math.prod(d for d in dims if d != -1)
+        if rest and size % rest == 0:
+            dims = [size // rest if d == -1 else d for d in dims]
+    return dims
+
+
+def _expand_key(key: Any, ndim: int) -> list[Any]:
+    keys = list(key) if isinstance(key, tuple) else [key]
+    if sum(k is Ellipsis for k in keys) > 1:
+        raise NkiError("an index can only have a single ellipsis ('...')")
+    i = next((i for i, k in enumerate(keys) if k is Ellipsis), None)
+    if i is not None:
+        keys[i : i + 1] = [slice(None)] * (ndim - len(keys) + 1)
+    if len(keys) > ndim:
+        raise NkiError(f"too many indices: {len(keys)} for a tensor with {ndim} dims")
+    return keys + [slice(None)] * (ndim - len(keys))
+
+
+def _resolve_index(k: Any, num: int, dim: int) -> IndexExpr | int:
+    if is_symbolic(k):
+        lo, hi = value_bounds(k)
+        if lo < 0 or hi >= num:
+            raise NkiError(f"index {k} ranges over {lo}..{hi}, out of bounds for dim {dim} of size {num}")
+        return k
+    if not isinstance(k, int):
+        try:
+            k = operator.index(k)
+        except TypeError:
+            raise NkiError(f"unsupported index {k!r} of type {type(k).__name__}", "use ints, slices or nl.ds") from None
+    if not -num <= k < num:
+        raise NkiError(f"index {k} is out of bounds for dim {dim} of size {num}")
+    return k + num if k < 0 else k
+
+
+def _resolve_slice(k: slice, num: int, dim: int) -> tuple[IndexExpr | int, int, int]:
+    """(start, length, step) of a slice of a dim of size ``num``."""
+    step = 1 if k.step is None else _static_int(k.step, "slice step")
+    if step == 0:
+        raise NkiError("slice step cannot be zero")
+    if is_symbolic(k.start) or is_symbolic(k.stop):
+        if step < 0:
+            raise NkiError("a slice with a loop-variable bound needs a positive step")
+        start = 0 if k.start is None else k.start
+        stop = num if k.stop is None else k.stop
+        length = -(-_static_int(stop - start, "slice length") // step)
+        if length <= 0:
+            raise NkiError(f"empty slice {k.start}:{k.stop} on dim {dim}")
+        lo, hi = value_bounds(start)
+        if lo < 0 or hi + (length - 1) * step >= num:
+            raise NkiError(f"slice {k.start}:{k.stop} is out of bounds for dim {dim} of size {num}")
+        return start, length, step
+    bounds = [None if v is None else _static_int(v, "slice bound") for v in (k.start, k.stop)]
+    for v in bounds:
+        if v is not None and not -num <= v <= num:
+            raise NkiError(f"slice bound {v} is out of bounds for dim {dim} of size {num}")
+    start, stop, step = slice(bounds[0], bounds[1], step).indices(num)
+    length = len(range(start, stop, step))
+    if length == 0:
+        raise NkiError(f"empty slice {k.start}:{k.stop}:{k.step} on dim {dim} of size {num}")
+    return start, length, step
+
+
+def _drop_int_dims(pairs: list[tuple[int, int]], int_dims: list[int], on_chip: bool) -> Pairs:
+    """HBM views drop int-indexed dims; on-chip views keep dim 0 and never go below 2-D."""
+    if not on_chip:
+        return tuple(p for d, p in enumerate(pairs) if d not in int_dims)
+    kept = [p for d, p in enumerate(pairs) if d == 0 or d not in int_dims]
+    if len(kept) == 1 and len(pairs) > 1:
+        kept.append(pairs[-1])  # an int-indexed last dim stays as size 1
+    return tuple(kept)
+
+
+def _flat_bounds(t: NkiTensor) -> tuple[int, int]:
+    lo, hi = value_bounds(t.offset)
+    for step, num in t.pairs:
+        span = step * (num - 1)
+        lo += min(0, span)
+        hi += max(0, span)
+    return lo, hi
+
+
+def _reinterpret_offset(t: NkiTensor, new: str) -> IndexExpr | int:
+    old, size = t.itemsize, itemsize(new)
+    if is_symbolic(t.offset):
+        return (t.offset * old) // size
+    if (t.offset * old) % size:
+        raise NkiError(f"offset {t.offset} is not a whole number of {new} elements")
+    return t.offset * old // size

@@ -1,0 +1,648 @@
+"""Kernels and tracing: ``@nki.jit`` → ``Kernel`` → (specialize, cached) → ``TraceContext`` re-executes the body.
+
+Tracing is re-execution of the Python kernel body under an ambient ``TraceContext`` (``context.py``). Python cannot
+intercept every call without rewriting the AST, so the official ``TraceContext.call`` dispatch is applied where it
+is observable:
+
+* nki ops (``nl.*`` / ``nisa.*``, marked by ``context.nki_op``) route through ``TraceContext.call`` and are recorded;
+  called with no running trace they raise "nki API called outside of an NKI kernel".
+* a function marked ``__nki_dont_trace__`` and wrapped by :func:`dont_trace` runs concretely: loop-variable
+  arguments are made concrete (their loops unroll) and loops inside run as plain Python loops.
+* calling a ``Kernel`` (a nested ``@nki.jit``) during a trace traces its body inline into the current kernel, and
+  enforces "function without nki data as input should not return nki data".
+* excluded modules (nkic.frontend, numpy, math) are library code that simply runs; any symbolic loop variable they
+  need as a number (``math.ceil(i / 2)``) makes its loop unroll.
+* every other user helper is just executed — that is inline tracing.
+
+Control flow is resolved at trace time: Python ``if``/``while`` on a tensor raise the dynamic-control-flow error;
+``affine_range``/``sequential_range`` become symbolic loops traced once unless the body needs the induction value, in
+which case the internal ``NeedsUnroll`` makes the tracer mark the loop site unrolled and re-trace the whole kernel
+(kernels are pure). ``static_range`` and ``range`` unroll. A grid launch ``kernel[2]`` traces the body once per
+program; the k-th ``shared_hbm`` allocation of every program is the same tensor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import operator
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from nkic.frontend.affine import IndexExpr, LoopVar
+from nkic.frontend.context import active_context, is_nki_op, set_active
+from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_dtype
+from nkic.frontend.emit import Affine, Loc, Operand
+from nkic.frontend.errors import NeedsUnroll, NkiError, user_location
+from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
+
+MAX_RETRACES = 64
+PSUM_PARTITION_BYTES = 16384
+
+# Replaced by tests to record instead of building penguin IR: factory(kernel_name, grid, kind) -> emitter.
+emitter_factory: Callable[[str, int, str], Any] | None = None
+
+_TARGETS = {
+    "trn1": "gen2", "inf2": "gen2", "gen2": "gen2", "trn2": "gen3", "gen3": "gen3", "trn3": "gen4", "gen4": "gen4",
+}  # fmt: skip
+
+
+def default_target() -> str:
+    """The compile target: ``NEURON_PLATFORM_TARGET_OVERRIDE`` if set, else gen3 (trn2)."""
+    value = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "gen3")
+    if value not in _TARGETS:
+        raise NkiError(f"unknown platform target '{value}'", f"expected one of: {', '.join(_TARGETS)}")
+    return _TARGETS[value]
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    target: str = field(default_factory=default_target)
+    skip_middle_end_transformations: bool = False
+    enable_stack_allocator: bool = False
+    carrier_format: str = "bir"
+    extra: tuple[tuple[str, Any], ...] = ()  # tolerated options nkic does not interpret (mode=, …)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A compile-only placeholder for an array argument."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
+
+
+@dataclass
+class TracedKernel:
+    module: Any
+    name: str
+    inputs: list[tuple[str, tuple[int, ...], str]]
+    outputs: list[tuple[str, tuple[int, ...], str]]
+    grid: int
+    options: CompileOptions
+    returns_tuple: bool
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Kernel
+# ------------------------------------------------------------------------------------------------------------
+class Kernel:
+    """A ``@nki.jit`` function: the callable, its signature, grid and compile options, plus the trace cache."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        grid: int | None = None,
+        options: CompileOptions | None = None,
+        cache: dict[Any, TracedKernel] | None = None,
+    ):
+        self.func = func
+        self.signature = inspect.signature(func)
+        self.grid = grid
+        self.options = options or CompileOptions()
+        self.cache: dict[Any, TracedKernel] = {} if cache is None else cache  # shared by grid/option clones
+        functools.update_wrapper(self, func)
+
+    @property
+    def name(self) -> str:
+        return self.func.__name__
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.name}, grid={self.grid})"
+
+    def __getitem__(self, grid: Any) -> Kernel:
+        if isinstance(grid, tuple) and len(grid) == 1:
+            grid = grid[0]
+        if not isinstance(grid, int) or grid not in (1, 2):
+            raise NkiError(f"unsupported launch grid {grid!r}", "launch with kernel[1] or kernel[2] (the LNC degree)")
+        return Kernel(self.func, grid, self.options, self.cache)
+
+    def with_options(self, **changes: Any) -> Kernel:
+        return Kernel(self.func, self.grid, dataclasses.replace(self.options, **changes), self.cache)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        ctx = active_context()
+        if ctx is not None:
+            return ctx.call(self, *args, **kwargs)
+        return _execute(self, args, kwargs)
+
+    def trace(self, *args: Any, **kwargs: Any) -> TracedKernel:
+        """Trace for these arguments (arrays/TensorSpecs become params, the rest constants); cached."""
+        bound = self._bind(args, kwargs)
+        arrays, key = _specialize(bound)
+        full_key = (self.grid, self.options, key)
+        traced = self.cache.get(full_key)
+        if traced is None:
+            traced = _trace(self, bound, arrays)
+            self.cache[full_key] = traced
+        return traced
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise NkiError(f"cannot call kernel '{self.name}': {e}") from None
+        bound.apply_defaults()
+        return bound
+
+
+def jit(fn: Callable[..., Any] | None = None, **opts: Any) -> Any:
+    """``@nki.jit`` / ``@nki.jit(**options)`` → Kernel."""
+    if fn is None:
+        return lambda f: jit(f, **opts)
+    if isinstance(fn, Kernel):
+        return Kernel(fn.func, fn.grid, _options(opts), fn.cache) if opts else fn
+    return Kernel(fn, None, _options(opts))
+
+
+def _options(opts: dict[str, Any]) -> CompileOptions:
+    known = {f.name for f in dataclasses.fields(CompileOptions)} - {"extra"}
+    values = {k: v for k, v in opts.items() if k in known}
+    if "platform_target" in opts:  # NKI 0.2 spelling; the target normally comes from the environment
+        values.setdefault("target", _TARGETS.get(str(opts["platform_target"]), "gen3"))
+    extra = tuple(sorted((k, v) for k, v in opts.items() if k not in known and k != "platform_target"))
+    return CompileOptions(**values, extra=extra)
+
+
+def simulate(kernel: Any) -> Callable[..., Any]:
+    """``nki.simulate(kernel)(*arrays, **kwargs)``: trace, then run on nkic's simulator."""
+    k = kernel if isinstance(kernel, Kernel) else jit(kernel)
+    return lambda *args, **kwargs: _execute(k, args, kwargs)
+
+
+def dont_trace(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a helper to run concretely during a trace (``__nki_dont_trace__``)."""
+    fn.__nki_dont_trace__ = True  # type: ignore[attr-defined]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = active_context()
+        return fn(*args, **kwargs) if ctx is None else ctx.call(fn, *args, **kwargs)
+
+    return wrapper
+
+
+def _execute(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    traced = kernel.trace(*args, **kwargs)
+    arrays, _ = _specialize(kernel._bind(args, kwargs))
+    inputs: dict[str, np.ndarray] = {}
+    for name, value in arrays:
+        if isinstance(value, TensorSpec):
+            raise NkiError(f"cannot run kernel '{kernel.name}' on a TensorSpec placeholder ('{name}')")
+        inputs[name] = value
+    from nkic.driver import run_traced
+
+    results = run_traced(traced, inputs)
+    if traced.returns_tuple:
+        return tuple(results)
+    return results[0] if results else None
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Specialization: which arguments are kernel params, and the cache key
+# ------------------------------------------------------------------------------------------------------------
+def _specialize(bound: inspect.BoundArguments) -> tuple[list[tuple[str, Any]], tuple[Any, ...]]:
+    arrays: list[tuple[str, Any]] = []
+    key: list[Any] = []
+    for name, value in _flat_arguments(bound):
+        if isinstance(value, (np.ndarray, TensorSpec)):
+            arrays.append((name, value))
+            key.append((name, "array", tuple(value.shape), _array_dtype(name, value)))
+        else:
+            key.append((name, "const", constant_key(value)))
+    return arrays, tuple(key)
+
+
+def _flat_arguments(bound: inspect.BoundArguments) -> Iterator[tuple[str, Any]]:
+    params = bound.signature.parameters
+    for name, value in bound.arguments.items():
+        kind = params[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            yield from ((f"{name}_{i}", v) for i, v in enumerate(value))
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            yield from value.items()
+        else:
+            yield name, value
+
+
+def _array_dtype(name: str, value: Any) -> str:
+    if isinstance(value, TensorSpec):
+        return value.dtype
+    try:
+        return normalize_dtype(value.dtype)
+    except NkiError as e:
+        raise NkiError(f"{e.what} for kernel argument '{name}'", e.hint) from None
+
+
+def constant_key(value: Any) -> Any:
+    """A hashable, value-based key for a compile-time constant argument."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return (type(value).__name__, value)
+    if isinstance(value, Enum):
+        return ("enum", type(value), value.name)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(constant_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((repr(k), constant_key(v)) for k, v in value.items())))
+    if isinstance(value, (np.ndarray, TensorSpec, NkiTensor)):
+        raise NkiError("array arguments must be top-level kernel parameters", "pass each array as its own argument")
+    if isinstance(value, np.generic):
+        return ("np", value.dtype.str, value.item())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = tuple((f.name, constant_key(getattr(value, f.name))) for f in dataclasses.fields(value))
+        return ("object", type(value), fields)
+    try:
+        hash(value)
+    except TypeError:
+        return ("id", id(value))
+    return ("hashable", type(value), value)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The trace driver: retry with more loops unrolled until the body no longer needs a concrete induction value
+# ------------------------------------------------------------------------------------------------------------
+def _trace(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[tuple[str, Any]]) -> TracedKernel:
+    unrolled: set[tuple[str, int, int]] = set()
+    for _ in range(MAX_RETRACES):
+        factory = emitter_factory
+        if factory is None:
+            from nkic.frontend.emit import PenguinEmitter as factory  # noqa: N813
+        ctx = TraceContext(kernel, factory(kernel.name, kernel.grid or 1, "external"), unrolled)
+        try:
+            traced = ctx.run(bound, arrays)
+        except NeedsUnroll as e:
+            _mark_unrolled(unrolled, e.sites)
+            continue
+        if ctx.pending_unroll:
+            _mark_unrolled(unrolled, ctx.pending_unroll)
+            continue
+        return traced
+    raise NkiError(f"kernel '{kernel.name}' needed more than {MAX_RETRACES} re-traces to unroll its loops")
+
+
+def _mark_unrolled(unrolled: set[tuple[str, int, int]], sites: Any) -> None:
+    for file, line, occ in sites:
+        # The same loop line needing unrolling at a second occurrence (a loop nested in an unrolled loop): unroll
+        # every occurrence at once instead of re-tracing once per occurrence.
+        if any(s[:2] == (file, line) for s in unrolled):
+            unrolled.add((file, line, -1))
+        unrolled.add((file, line, occ))
+
+
+class TraceContext:
+    """The state of one trace attempt: the emitter, open symbolic loops, names, and SPMD bookkeeping."""
+
+    def __init__(self, kernel: Kernel, emitter: Any, unrolled: set[tuple[str, int, int]]):
+        self.kernel = kernel
+        self.emitter = emitter
+        self.options = kernel.options
+        self.grid = kernel.grid or 1
+        self.unrolled = unrolled
+        self.pending_unroll: set[tuple[str, int, int]] = set()
+        self.loops: list[LoopVar] = []  # open symbolic loops, outermost first (index = loop depth)
+        self.concrete_depth = 0  # > 0 while a dont_trace helper runs
+        self.live = False
+        self._pid = 0
+        self._owner: object = None
+        self._names: set[str] = set()
+        self._shared: list[Storage] = []  # program 0's shared_hbm allocations, in order
+        self._shared_seen = 0
+        self._site_counts: dict[tuple[str, int], int] = {}
+        self._signatures: dict[Any, inspect.Signature] = {}
+
+    # -- driving ----------------------------------------------------------------------------------------
+    def run(self, bound: inspect.BoundArguments, arrays: list[tuple[str, Any]]) -> TracedKernel:
+        previous = set_active(self)
+        self.live = True
+        try:
+            outputs: list[Storage] = []
+            returns_tuple = False
+            for pid in range(self.grid):
+                outs, returns_tuple = self._run_program(pid, bound)
+                if pid == 0:
+                    outputs = outs
+                elif [s.name for s in outs] != [s.name for s in outputs]:
+                    raise NkiError("every SPMD program must return the same shared_hbm tensors")
+            module = self.emitter.finish()
+        finally:
+            self.live = False
+            set_active(previous)
+        inputs = [(n, tuple(v.shape), _array_dtype(n, v)) for n, v in arrays]
+        outs_info = [(s.name, s.shape, s.dtype) for s in outputs]
+        return TracedKernel(module, self.kernel.name, inputs, outs_info, self.grid, self.options, returns_tuple)
+
+    def _run_program(self, pid: int, bound: inspect.BoundArguments) -> tuple[list[Storage], bool]:
+        self._pid, self._owner = pid, object()
+        self._names = {s.name for s in self._shared}
+        self._shared_seen = 0
+        self._site_counts = {}
+        self.emitter.begin_program(pid)
+        arguments = dict(bound.arguments)
+        params = bound.signature.parameters
+        for name, value in bound.arguments.items():
+            kind = params[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                arguments[name] = tuple(self._arg(f"{name}_{i}", v) for i, v in enumerate(value))
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                arguments[name] = {k: self._arg(k, v) for k, v in value.items()}
+            else:
+                arguments[name] = self._arg(name, value)
+        call = inspect.BoundArguments(bound.signature, arguments)  # type: ignore[arg-type]
+        result = self.kernel.func(*call.args, **call.kwargs)
+        assert not self.loops, "symbolic loop left open"
+        outputs, returns_tuple = self._outputs(result)
+        self.emitter.end_program([s.handle for s in outputs])
+        return outputs, returns_tuple
+
+    def _arg(self, name: str, value: Any) -> Any:
+        if not isinstance(value, (np.ndarray, TensorSpec)):
+            return value
+        shape, dtype = tuple(int(d) for d in value.shape), _array_dtype(name, value)
+        self._names.add(name)
+        handle = self.emitter.param(name, shape, dtype)
+        code = self.kernel.func.__code__
+        storage = Storage(name, shape, dtype, BUFFERS["shared_hbm"], None, handle, self._owner,
+                          (code.co_filename, code.co_firstlineno, 0), is_param=True)  # fmt: skip
+        return NkiTensor(storage, 0, contiguous_pairs(shape))
+
+    def _outputs(self, result: Any) -> tuple[list[Storage], bool]:
+        if result is None:
+            return [], False
+        is_tuple = isinstance(result, (tuple, list))
+        storages = []
+        code = self.kernel.func.__code__
+        for t in result if is_tuple else [result]:
+            if not isinstance(t, NkiTensor):
+                raise NkiError(
+                    f"kernel '{self.kernel.name}' returned a {type(t).__name__}",
+                    "return a shared_hbm tensor or a tuple of them",
+                    where=(code.co_filename, code.co_firstlineno),
+                )
+            if t.buffer != "shared_hbm":
+                raise NkiError(
+                    "The input and output tensor of a NKI kernel must be in shared_hbm address space",
+                    f"'{t.name}' is in {t.buffer}; allocate outputs with buffer=nl.shared_hbm",
+                    where=t.storage.loc[:2],
+                )
+            whole = not isinstance(t.offset, IndexExpr) and t.offset == 0 and t.dtype == t.storage.dtype
+            if not whole or t.pairs != contiguous_pairs(t.storage.shape):
+                raise NkiError(f"kernel '{self.kernel.name}' must return whole tensors, not views of '{t.name}'")
+            storages.append(t.storage)
+        return storages, is_tuple
+
+    # -- TraceContext.call: trace-vs-concrete dispatch --------------------------------------------------
+    def call(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if is_nki_op(func):
+            impl = func.__nki_impl__  # type: ignore[attr-defined]
+            self._check_call(func, impl, args, kwargs)
+            return impl(self, *args, **kwargs)
+        if getattr(func, "__nki_dont_trace__", False):
+            return self._call_concrete(func, args, kwargs)
+        if isinstance(func, Kernel):
+            return self._inline(func.func, args, kwargs)
+        module = inspect.getmodule(func)
+        if module is not None and _excluded(module.__name__):
+            return func(*args, **kwargs)
+        return self._inline(func, args, kwargs)
+
+    def _check_call(self, func: Any, impl: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        sig = self._signatures.get(impl)
+        if sig is None:
+            sig = self._signatures[impl] = inspect.signature(impl)
+        try:
+            sig.bind(self, *args, **kwargs)
+        except TypeError as e:
+            raise NkiError(f"bad call of {func.__module__.rsplit('.', 1)[-1]}.{func.__name__}: {e}") from None
+
+    def _call_concrete(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        args, kwargs = _concretize(args), _concretize(kwargs)
+        self.concrete_depth += 1
+        try:
+            return func(*args, **kwargs)
+        finally:
+            self.concrete_depth -= 1
+
+    def _inline(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        result = func(*args, **kwargs)
+        if not has_nki_data((args, kwargs)) and has_nki_data(result):
+            raise NkiError(
+                "function without nki data as input should not return nki data",
+                f"'{getattr(func, '__name__', func)}' must receive the tensors it returns (e.g. pass the output)",
+            )
+        return result
+
+    # -- allocation -------------------------------------------------------------------------------------
+    def allocate(self, shape: Any, dtype: Any, buffer: Any, name: str, address: Any) -> NkiTensor:
+        dims = _shape(shape)
+        dtype, buf = normalize_dtype(dtype), normalize_buffer(buffer)
+        if buf.on_chip:
+            _check_on_chip_shape(dims, dtype, buf.name, self.options.target)
+        addr = _address(address)
+        loc = user_location()
+        if buf.name == "shared_hbm":
+            name = self._shared_name(name, dims, dtype)
+        else:
+            name = self._unique(name or buf.name)
+        handle = self.emitter.alloc(name, dims, dtype, buf.name, addr, Loc(*loc))
+        storage = Storage(name, dims, dtype, buf, addr, handle, self._owner, loc)
+        if buf.name == "shared_hbm" and self._pid == 0:
+            self._shared.append(storage)
+        return NkiTensor(storage, 0, contiguous_pairs(dims))
+
+    def _shared_name(self, name: str, dims: tuple[int, ...], dtype: str) -> str:
+        """The k-th shared_hbm allocation of every SPMD program is one tensor: reuse program 0's name."""
+        k, self._shared_seen = self._shared_seen, self._shared_seen + 1
+        if self._pid == 0 or k >= len(self._shared):
+            return self._unique(name or "out")
+        first = self._shared[k]
+        if (first.shape, first.dtype) != (dims, dtype):
+            raise NkiError(
+                f"shared_hbm tensor #{k} is {dims} {dtype} in program {self._pid} but {first.shape} {first.dtype} "
+                "in program 0",
+                "SPMD programs share their shared_hbm outputs and must allocate them identically",
+            )
+        return first.name
+
+    def _unique(self, base: str) -> str:
+        name, k = base, 0
+        while name in self._names:
+            k += 1
+            name = f"{base}_{k}"
+        self._names.add(name)
+        return name
+
+    # -- instructions -----------------------------------------------------------------------------------
+    def inst(self, op: str, operands: dict[str, NkiTensor], attrs: dict[str, Any]) -> None:
+        loc = Loc(*user_location())
+        emitted = {role: self._operand(role, t) for role, t in operands.items()}
+        self.emitter.inst(op, emitted, attrs, loc)
+
+    def _operand(self, role: str, t: NkiTensor) -> Operand:
+        if t.storage.owner is not self._owner:
+            raise NkiError(f"tensor '{t.name}' belongs to another trace or SPMD program", "do not cache tensors")
+        if t.dtype != t.storage.dtype:
+            raise NkiError(
+                f"'{role}' reinterprets '{t.name}' ({t.storage.dtype}) as {t.dtype}",
+                "view(dtype) / ap(dtype=) operands cannot be emitted yet",
+            )
+        return Operand(t.storage.handle, self.affine(t.offset), t.pairs or ((1, 1),))
+
+    def affine(self, value: IndexExpr | int) -> Affine:
+        if not isinstance(value, IndexExpr):
+            return Affine(int(value))
+        coeffs = [0] * len(self.loops)
+        for var, c in value.terms:
+            depth = next((d for d, v in enumerate(self.loops) if v is var), None)
+            if depth is None:
+                raise NkiError(f"loop variable {var.name} is used outside its loop")
+            coeffs[depth] += c
+        while coeffs and coeffs[-1] == 0:
+            coeffs.pop()
+        return Affine(value.const, tuple(coeffs))
+
+    # -- loops ------------------------------------------------------------------------------------------
+    def loop(self, kind: str, start: Any, stop: Any, step: Any) -> Any:
+        if stop is None:
+            start, stop = 0, start
+        start, stop, step = (_loop_bound(v) for v in (start, stop, step))
+        if step == 0:
+            raise NkiError("loop step cannot be zero")
+        if kind == "static" or self.concrete_depth:
+            return range(start, stop, step)
+        file, line, col = user_location()
+        occurrence = self._site_counts.get((file, line), 0)
+        self._site_counts[(file, line)] = occurrence + 1
+        site = (file, line, occurrence)
+        if site in self.unrolled or (file, line, -1) in self.unrolled or not range(start, stop, step):
+            return range(start, stop, step)
+        return self._symbolic_loop(kind, start, stop, step, site, Loc(file, line, col))
+
+    def _symbolic_loop(self, kind: str, start: int, stop: int, step: int, site: Any, loc: Loc) -> Iterator[Any]:
+        """Yield the LoopVar once; the body between begin_loop/end_loop is traced a single time."""
+        var = LoopVar(site, start, stop, step, self)
+        self.emitter.begin_loop(kind, start, stop, step, loc)
+        self.loops.append(var)
+        finished = False
+        try:
+            yield var
+            finished = True
+        finally:
+            if self.live:  # a dead context belongs to an abandoned attempt: leave it alone
+                if not finished:
+                    # `break` out of a symbolic loop: the body's control flow depends on the iteration.
+                    self.pending_unroll.add(site)
+                del self.loops[next(d for d, v in enumerate(self.loops) if v is var)]  # `is`: == needs values
+                self.emitter.end_loop()
+
+    # -- SPMD ------------------------------------------------------------------------------------------
+    def program_id(self, axis: Any) -> int:
+        if operator.index(axis) != 0:
+            raise NkiError(f"program_id axis {axis} does not exist", "NKI 0.3+ grids are 1-D: use axis=0")
+        return self._pid
+
+    def num_programs(self, axes: Any) -> int:
+        if axes is not None and operator.index(axes) != 0:
+            raise NkiError(f"num_programs axes {axes} does not exist", "NKI 0.3+ grids are 1-D: use axes=0")
+        return self.grid
+
+    def program_ndim(self) -> int:
+        return 0 if self.kernel.grid is None else 1
+
+
+# ------------------------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------------------------
+_EXCLUDED = ("nkic.frontend", "numpy", "math", "ml_dtypes")
+
+
+def _excluded(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in _EXCLUDED)
+
+
+def has_nki_data(value: Any, _depth: int = 0) -> bool:
+    """True if ``value`` (recursively through containers and NKIObjects) holds a tensor."""
+    if isinstance(value, NkiTensor):
+        return True
+    if _depth > 8:
+        return False
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return any(has_nki_data(v, _depth + 1) for v in value)
+    if isinstance(value, dict):
+        return any(has_nki_data(v, _depth + 1) for v in value.values())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(has_nki_data(getattr(value, f.name), _depth + 1) for f in dataclasses.fields(value))
+    return False
+
+
+def _concretize(value: Any) -> Any:
+    """Loop-variable expressions -> ints (their loops unroll); containers are rebuilt."""
+    if isinstance(value, IndexExpr):
+        return int(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_concretize(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _concretize(v) for k, v in value.items()}
+    return value
+
+
+def _loop_bound(value: Any) -> int:
+    if isinstance(value, IndexExpr):
+        return int(value)  # an outer loop's variable as a bound: unroll that loop
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise NkiError(f"loop bounds must be int, got {type(value).__name__} {value!r}") from None
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    out = []
+    for d in dims:
+        if isinstance(d, IndexExpr):
+            d = int(d)
+        try:
+            d = operator.index(d)
+        except TypeError:
+            raise NkiError(f"tensor shape entries must be int, got {type(d).__name__}") from None
+        if d <= 0:
+            raise NkiError(f"tensor shape {tuple(dims)} has a non-positive dimension")
+        out.append(d)
+    return tuple(out)
+
+
+def _check_on_chip_shape(dims: tuple[int, ...], dtype: str, buffer: str, target: str) -> None:
+    if not dims:
+        raise NkiError(f"a {buffer} tensor needs at least a partition dimension")
+    if dims[0] > 128:
+        raise NkiError(
+            f"Size of partition dimension {dims[0]} exceeds architecture limitation of 128",
+            "the first dim of an SBUF/PSUM tensor is the partition dim; tile it to at most 128",
+        )
+    row = itemsize(dtype)
+    for d in dims[1:]:
+        row *= d
+    from nkic.frontend.language import _SBUF_BYTES
+
+    limit = PSUM_PARTITION_BYTES if buffer == "psum" else _SBUF_BYTES[target]
+    if row > limit:
+        raise NkiError(f"{buffer} tensor needs {row} bytes per partition, {buffer} has {limit}")
+
+
+def _address(address: Any) -> tuple[int, int] | None:
+    if address is None:
+        return None
+    try:
+        p, b = address
+        return (operator.index(p), operator.index(b))
+    except (TypeError, ValueError):
+        raise NkiError(f"address must be a (partition, byte_offset) pair, got {address!r}") from None
