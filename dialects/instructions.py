@@ -75,6 +75,7 @@ class DmaCopyFields(RoleOperandOp):
 class DmaTransposeFields(RoleOperandOp):
     ROLES: ClassVar[tuple[str, ...]] = ("dst", "src")
     REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "src")
+    axes = opt_prop_def(DenseArrayBase)
 
     def verify_fields(self) -> None:
         dst, src = self.ap("dst").shape, self.ap("src").shape
@@ -308,11 +309,12 @@ def _scalar_shape(op: RoleOperandOp, *roles: str) -> None:
 
 
 def _pattern_matches(op: RoleOperandOp, role: str) -> None:
+    # The pattern lists free dims only; the partition index enters through channel_multiplier.
     pat: Attribute = op.properties["pattern"]
     assert isinstance(pat, AccessPatternAttr)
-    if _free(pat.shape) != _free(op.ap(role).shape) and len(pat.shape) > 1:
+    if pat.num_elements != _free(op.ap(role).shape):
         raise VerifyException(
-            f"pattern covers {_free(pat.shape)} elements per partition, {role} has {_free(op.ap(role).shape)}"
+            f"pattern covers {pat.num_elements} elements per partition, {role} has {_free(op.ap(role).shape)}"
         )
 
 
