@@ -15,7 +15,7 @@ def matmul(lhsT, rhs):
     k_total, m_total = lhsT.shape
     _, n_total = rhs.shape
     tile_n = min(n_total, 512)
-    out = nl.ndarray((m_total, n_total), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray((m_total, n_total), dtype=lhsT.dtype, buffer=nl.shared_hbm, name="out")
     for m in nl.affine_range(m_total // 128):
         for n in nl.affine_range(n_total // tile_n):
             acc = nl.ndarray((128, tile_n), dtype=nl.float32, buffer=nl.psum)

@@ -13,7 +13,7 @@ nisa = nki.isa
 @nki.jit
 def rmsnorm(x, w, eps=1e-6):
     rows, d = x.shape
-    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name="out")
     w_tile = nl.ndarray((128, d), dtype=w.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=w_tile, src=w.ap(pattern=[[0, 128], [1, d]], offset=0))
     for i in nl.affine_range(rows // 128):

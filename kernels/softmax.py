@@ -10,7 +10,7 @@ nisa = nki.isa
 @nki.jit
 def softmax(x):
     rows, cols = x.shape
-    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name="out")
     for i in nl.affine_range(rows // 128):
         t = nl.ndarray((128, cols), dtype=nl.float32, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=x[i * 128 : (i + 1) * 128, :])

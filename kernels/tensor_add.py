@@ -24,7 +24,7 @@ def _add_rows(a, b, out, row0, rows, cols):
 @nki.jit
 def tensor_add(a, b):
     rows, cols = a.shape
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm, name="out")
     _add_rows(a, b, out, 0, rows, cols)
     return out
 
@@ -33,7 +33,7 @@ def tensor_add(a, b):
 def tensor_add_spmd(a, b):
     """Launch as ``tensor_add_spmd[2](a, b)``: program p adds rows [p*R/2, (p+1)*R/2)."""
     rows, cols = a.shape
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm, name="out")
     share = rows // nl.num_programs(axes=0)
     _add_rows(a, b, out, nl.program_id(axis=0) * share, share, cols)
     return out

@@ -29,8 +29,8 @@ def isa_module_to_neff(module: ModuleOp, name: str, metadata: Mapping[str, Any] 
     variables: dict[str, Variable] = {}
     subgraphs = []
     for core in cores:
-        for var in program.core_vars(core):
-            v = Variable(var.sym_name.data, var.id_value, var.kind.data, var.dims, var.dtype.data)
+        for var in program.core_vars(core).values():
+            v = Variable(var.sym_name.data, var.id, var.kind.data, var.dims, var.dtype.data)
             if variables.setdefault(v.name, v) != v:
                 raise DiagnosticException(f"variable '{v.name}' differs between subgraphs")
         streams = program.core_streams(core)
