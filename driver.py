@@ -71,8 +71,12 @@ def compile_module(
     dump_dir: str | Path | None = None,
     metadata: Mapping[str, Any] | None = None,
     on_stage: Callable[[StageRecord], None] | None = None,
+    verify: bool = True,
 ) -> CompileResult:
-    """Run the whole pipeline on a penguin module (modified in place) and print the NEFF."""
+    """Run the whole pipeline on a penguin module (modified in place) and print the NEFF.
+
+    ``verify`` checks the module after every pass (as nkic-opt does); its cost is part of each stage's time.
+    """
     from nkic.runtime.neff import write_neff
     from nkic.tools.targets import isa_module_to_neff
 
@@ -92,6 +96,8 @@ def compile_module(
     for i, p in enumerate(pipeline_passes(target), start=1):
         t0 = time.perf_counter()
         p.apply(ctx, module)
+        if verify:
+            module.verify()
         record(p.name, t0)
         if dump is not None:
             (dump / f"{i:02d}-{p.name}.mlir").write_text(str(module) + "\n")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr, i1
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -110,7 +110,7 @@ def _py(attr: Attribute) -> Any:
     if isinstance(attr, FloatAttr):
         return float(attr.value.data)
     if isinstance(attr, IntegerAttr):
-        return int(attr.value.data)
+        return bool(attr.value.data) if attr.type == i1 else int(attr.value.data)
     raise PassFailedException(f"unexpected field attribute {attr}")
 
 
