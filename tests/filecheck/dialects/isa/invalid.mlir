@@ -1,0 +1,233 @@
+// RUN: nkic-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+// POOL has no PSUM port.
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pool" {
+      isa_pool.tensor_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: 'src': engine pool cannot access PSUM
+
+// -----
+
+// PE writes only PSUM.
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pe" {
+      isa_pe.matmul dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: 'dst': PE MATMUL dst must be in psum, got sbuf
+
+// -----
+
+// 512 float32 starting at 0x400 end at 0xc00: across the bank boundary at 0x800.
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pe" {
+      isa_pe.matmul dst psum(p0, 0x400, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: matmul dst bytes [0x400, 0xc00) cross a 2048-byte PSUM bank
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.tensor_copy dst sbuf(p100, 0x0, float32)[0 : [1, 64], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 64], [1, 512]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: 'dst': partitions 100..163 exceed the 128 partitions
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.memset dst psum(p0, 0x3000, float32)[0 : [1, 128], [1, 2048]] {id = 0 : i64, value = 0.000000e+00 : f32}
+    }
+  }
+}
+// CHECK: 'dst': bytes [0x3000, 0x5000) outside the 16384-byte psum partition
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "act" {
+      isa_act.activate dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64, func = "exp"}
+    }
+  }
+}
+// CHECK: 'isa_act.activate' requires a 'src' operand
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "act" {
+      isa_act.activate dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64, func = "expo"}
+    }
+  }
+}
+// CHECK: unknown activation function 'expo'
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64, op = "plus"}
+    }
+  }
+}
+// CHECK: unknown ALU opcode 'plus'
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "act" {
+      isa_dve.reciprocal dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: 'isa_dve.reciprocal' (engine dve) cannot be in the "act" stream
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "sp" {
+      isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64, queue = 0 : i64}
+    }
+  }
+}
+// CHECK: 'src': engine sp cannot access PSUM
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "sp" {
+      isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src hbm(var 3, 0x0, float32)[0 : [512, 128], [1, 512]] {id = 7 : i64, queue = 0 : i64}
+    }
+  }
+}
+// CHECK: 'isa_sp.dma_copy' (id 7) 'src' uses undeclared var 3
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.var @a : input [128, 256] float32 {var_id = 0 : i64}
+    isa.stream "sp" {
+      isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src hbm(var 0, 0x0, float32)[0 : [512, 128], [1, 512]] {id = 7 : i64, queue = 0 : i64}
+    }
+  }
+}
+// CHECK: 'isa_sp.dma_copy' (id 7) 'src' bytes [0x0, 0x40000) outside var 0 (131072 bytes)
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "sp" {
+      isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64, queue = 3 : i64, signal_sem = 8 : i64}
+    }
+  }
+}
+// CHECK: 'isa_sp.dma_copy' may only signal semaphore 11, not 8
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pe" {
+      isa_pe.sem_wait {id = 0 : i64}
+    }
+  }
+}
+// CHECK: 'isa_pe.sem_wait' requires wait_sem
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.tensor_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64, wait_sem = 5 : i64, wait_value = 1 : i64}
+    }
+  }
+}
+// CHECK: wait_sem 5 is not an engine (0..4) or DMA queue (8..23) semaphore
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 0 : i64, op0 = "add", operand0 = 1.000000e+00 : f32}
+    }
+  }
+}
+// CHECK: 'operand0' is given both as a tensor and as an immediate
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pool" {
+      isa_pool.iota dst sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 64]], pattern sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 64]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: 'pattern': only the 'pattern' slot is pattern-only (none), got sbuf
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pe" {
+      isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 256]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: matmul shapes: stationary 128x128, moving 128x512, dst 128x256
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "act" {
+      isa_act.tensor_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[5 : [1, 128], [1, 512]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: 'src': ISA patterns have offset 0 and no loop terms (use the address)
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "act" {
+    }
+    isa.stream "act" {
+    }
+  }
+}
+// CHECK: isa.core @sg00 has two 'act' streams
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.var @a : scratch [4] float32 {var_id = 0 : i64}
+  }
+}
+// CHECK: unknown variable kind 'scratch'

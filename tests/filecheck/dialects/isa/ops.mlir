@@ -1,0 +1,131 @@
+// RUN: nkic-opt %s --split-input-file --print-op-generic | nkic-opt --split-input-file | filecheck %s
+
+// Every op of every ISA engine dialect, printed in its custom syntax and read back through the generic form.
+
+// CHECK: builtin.module {
+// CHECK-NEXT: isa.core @sg00 {
+// CHECK-NEXT: isa.var @a : input [128, 512] float32 {var_id = 0 : i64}
+// CHECK-NEXT: isa.var @out : output [128, 512] float32 {var_id = 1 : i64}
+// CHECK-NEXT: isa.var @scratch : tmp-buf [64] int32 {var_id = 2 : i64}
+// CHECK-NEXT: isa.stream "sp" {
+// CHECK-NEXT: isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src hbm(var 0, 0x0, float32)[0 : [512, 128], [1, 512]] {id = 0 : i64, queue = 0 : i64, signal_sem = 8 : i64}
+// CHECK-NEXT: isa_sp.dma_copy dst sbuf(p0, 0x4000, float32)[0 : [1, 64], [1, 32]], src hbm(var 0, 0x80, float32)[0 : [512, 32], [1, 64]] {id = 1 : i64, queue = 1 : i64, transpose = true, signal_sem = 9 : i64}
+// CHECK-NEXT: isa_sp.sem_wait {id = 2 : i64, wait_sem = 2 : i64, wait_value = 3 : i64}
+// CHECK-NEXT: isa_sp.dma_copy dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src sbuf(p0, 0x2000, float32)[0 : [1, 128], [1, 512]] {id = 3 : i64, queue = 2 : i64, signal_sem = 10 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "pe" {
+// CHECK-NEXT: isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
+// CHECK-NEXT: isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 5 : i64, accumulate = true, signal_sem = 0 : i64}
+// CHECK-NEXT: isa_pe.transpose dst psum(p0, 0x800, float32)[0 : [1, 64], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 6 : i64, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 0 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "act" {
+// CHECK-NEXT: isa_act.activate dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 7 : i64, func = "exp", scale = 5.000000e-01 : f32, bias = -1.000000e+00 : f32, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 1 : i64}
+// CHECK-NEXT: isa_act.activate dst sbuf(p0, 0x800, bfloat16)[0 : [1, 128], [2, 256]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 256]], bias sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], scale sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 8 : i64, func = "gelu_apprx_tanh", reduce_cmd = "reset_reduce", reduce_op = "add", signal_sem = 1 : i64}
+// CHECK-NEXT: isa_act.tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 9 : i64, op = "add"}
+// CHECK-NEXT: isa_act.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 10 : i64, op0 = "multiply", operand0 = 2.000000e+00 : f32, op1 = "add", operand1 = 0.000000e+00 : f32, reverse1 = true}
+// CHECK-NEXT: isa_act.tensor_copy dst sbuf(p64, 0x800, bfloat16)[0 : [1, 64], [1, 16], [1, 32]], src sbuf(p0, 0x0, float32)[0 : [1, 64], [32, 16], [1, 32]] {id = 11 : i64}
+// CHECK-NEXT: isa_act.memset dst sbuf(p0, 0x3000, int32)[0 : [1, 128], [1, 4]] {id = 12 : i64, value = -7 : i64}
+// CHECK-NEXT: isa_act.sem_wait {id = 13 : i64, wait_sem = 0 : i64, wait_value = 2 : i64, signal_sem = 1 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "dve" {
+// CHECK-NEXT: isa_dve.tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 14 : i64, op = "maximum", signal_sem = 2 : i64}
+// CHECK-NEXT: isa_dve.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 15 : i64, op0 = "subtract", reverse0 = true}
+// CHECK-NEXT: isa_dve.tensor_reduce dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 4]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [128, 4], [1, 128]] {id = 16 : i64, op = "maximum", num_reduced_dims = 1 : i64, negate = true}
+// CHECK-NEXT: isa_dve.tensor_copy dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 17 : i64}
+// CHECK-NEXT: isa_dve.memset dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 18 : i64, value = 0.000000e+00 : f32}
+// CHECK-NEXT: isa_dve.reciprocal dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 19 : i64}
+// CHECK-NEXT: isa_dve.tensor_scalar_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 20 : i64, op0 = "multiply", operand0 = 2.500000e-01 : f32, reduce_op = "add", negate = true}
+// CHECK-NEXT: isa_dve.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], operand1 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 21 : i64, op0 = "subtract", op1 = "multiply", reverse0 = true, reverse1 = true}
+// CHECK-NEXT: isa_dve.transpose dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 32]], src sbuf(p32, 0x0, float32)[0 : [1, 32], [1, 32]] {id = 22 : i64}
+// CHECK-NEXT: isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "pool" {
+// CHECK-NEXT: isa_pool.tensor_tensor dst sbuf(p0, 0x800, int32)[0 : [1, 128], [1, 512]], in0 sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 512]], in1 sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 512]] {id = 24 : i64, op = "bitwise_xor", signal_sem = 3 : i64}
+// CHECK-NEXT: isa_pool.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], operand1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 25 : i64, op0 = "add", op1 = "maximum"}
+// CHECK-NEXT: isa_pool.tensor_reduce dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 26 : i64, op = "add"}
+// CHECK-NEXT: isa_pool.tensor_copy dst sbuf(p0, 0x800, float16)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 27 : i64}
+// CHECK-NEXT: isa_pool.memset dst sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 512]] {id = 28 : i64, value = 1.000000e+00 : f32}
+// CHECK-NEXT: isa_pool.iota dst sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 64]], pattern none(int32)[0 : [64, 128], [1, 64]] {id = 29 : i64, offset = -3 : i64}
+// CHECK-NEXT: isa_pool.affine_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = 30 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f32}
+// CHECK-NEXT: isa_pool.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 31 : i64, op0 = "multiply", operand0 = 3.000000e+00 : f32, op1 = "add"}
+// CHECK-NEXT: isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+
+builtin.module {
+  isa.core @sg00 {
+    isa.var @a : input [128, 512] float32 {var_id = 0 : i64}
+    isa.var @out : output [128, 512] float32 {var_id = 1 : i64}
+    isa.var @scratch : tmp-buf [64] int32 {var_id = 2 : i64}
+    isa.stream "sp" {
+      isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src hbm(var 0, 0x0, float32)[0 : [512, 128], [1, 512]] {id = 0 : i64, queue = 0 : i64, signal_sem = 8 : i64}
+      isa_sp.dma_copy dst sbuf(p0, 0x4000, float32)[0 : [1, 64], [1, 32]], src hbm(var 0, 0x80, float32)[0 : [512, 32], [1, 64]] {id = 1 : i64, queue = 1 : i64, transpose = true, signal_sem = 9 : i64}
+      isa_sp.sem_wait {id = 2 : i64, wait_sem = 2 : i64, wait_value = 3 : i64}
+      isa_sp.dma_copy dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src sbuf(p0, 0x2000, float32)[0 : [1, 128], [1, 512]] {id = 3 : i64, queue = 2 : i64, signal_sem = 10 : i64}
+    }
+    isa.stream "pe" {
+      isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
+      isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 5 : i64, accumulate = true, signal_sem = 0 : i64}
+      isa_pe.transpose dst psum(p0, 0x800, float32)[0 : [1, 64], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 6 : i64, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 0 : i64}
+    }
+    isa.stream "act" {
+      isa_act.activate dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 7 : i64, func = "exp", scale = 5.000000e-01 : f32, bias = -1.000000e+00 : f32, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 1 : i64}
+      isa_act.activate dst sbuf(p0, 0x800, bfloat16)[0 : [1, 128], [2, 256]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 256]], bias sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], scale sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 8 : i64, func = "gelu_apprx_tanh", reduce_cmd = "reset_reduce", reduce_op = "add", signal_sem = 1 : i64}
+      isa_act.tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 9 : i64, op = "add"}
+      isa_act.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 10 : i64, op0 = "multiply", operand0 = 2.000000e+00 : f32, op1 = "add", operand1 = 0.000000e+00 : f32, reverse1 = true}
+      isa_act.tensor_copy dst sbuf(p64, 0x800, bfloat16)[0 : [1, 64], [1, 16], [1, 32]], src sbuf(p0, 0x0, float32)[0 : [1, 64], [32, 16], [1, 32]] {id = 11 : i64}
+      isa_act.memset dst sbuf(p0, 0x3000, int32)[0 : [1, 128], [1, 4]] {id = 12 : i64, value = -7 : i64}
+      isa_act.sem_wait {id = 13 : i64, wait_sem = 0 : i64, wait_value = 2 : i64, signal_sem = 1 : i64}
+    }
+    isa.stream "dve" {
+      isa_dve.tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 14 : i64, op = "maximum", signal_sem = 2 : i64}
+      isa_dve.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 15 : i64, op0 = "subtract", reverse0 = true}
+      isa_dve.tensor_reduce dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 4]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [128, 4], [1, 128]] {id = 16 : i64, op = "maximum", num_reduced_dims = 1 : i64, negate = true}
+      isa_dve.tensor_copy dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 17 : i64}
+      isa_dve.memset dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 18 : i64, value = 0.000000e+00 : f32}
+      isa_dve.reciprocal dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 19 : i64}
+      isa_dve.tensor_scalar_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 20 : i64, op0 = "multiply", operand0 = 2.500000e-01 : f32, reduce_op = "add", negate = true}
+      isa_dve.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], operand1 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 21 : i64, op0 = "subtract", op1 = "multiply", reverse0 = true, reverse1 = true}
+      isa_dve.transpose dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 32]], src sbuf(p32, 0x0, float32)[0 : [1, 32], [1, 32]] {id = 22 : i64}
+      isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
+    }
+    isa.stream "pool" {
+      isa_pool.tensor_tensor dst sbuf(p0, 0x800, int32)[0 : [1, 128], [1, 512]], in0 sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 512]], in1 sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 512]] {id = 24 : i64, op = "bitwise_xor", signal_sem = 3 : i64}
+      isa_pool.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], operand1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 25 : i64, op0 = "add", op1 = "maximum"}
+      isa_pool.tensor_reduce dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 26 : i64, op = "add"}
+      isa_pool.tensor_copy dst sbuf(p0, 0x800, float16)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 27 : i64}
+      isa_pool.memset dst sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 512]] {id = 28 : i64, value = 1.000000e+00 : f32}
+      isa_pool.iota dst sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 64]], pattern none(int32)[0 : [64, 128], [1, 64]] {id = 29 : i64, offset = -3 : i64}
+      isa_pool.affine_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = 30 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f32}
+      isa_pool.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 31 : i64, op0 = "multiply", operand0 = 3.000000e+00 : f32, op1 = "add"}
+      isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
+    }
+  }
+}
+
+// -----
+
+// Boundary values: the last partition / SBUF byte, the last DMA queue, u32 ids and wait values, an empty stream.
+
+// CHECK: builtin.module {
+// CHECK-NEXT: isa.core @sg01 {
+// CHECK-NEXT: isa.stream "pe" {
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "sp" {
+// CHECK-NEXT: isa_sp.sem_wait {id = 0 : i64, wait_sem = 23 : i64, wait_value = 4294967295 : i64, signal_sem = 4 : i64}
+// CHECK-NEXT: isa_sp.dma_copy dst sbuf(p127, 0x2fffc, int8)[0 : [1, 1], [1, 4]], src sbuf(p0, 0x0, uint8)[0 : [1, 4], [1, 1]] {id = 4294967295 : i64, queue = 15 : i64, signal_sem = 23 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+
+builtin.module {
+  isa.core @sg01 {
+    isa.stream "pe" {
+    }
+    isa.stream "sp" {
+      isa_sp.sem_wait {id = 0 : i64, wait_sem = 23 : i64, wait_value = 4294967295 : i64, signal_sem = 4 : i64}
+      isa_sp.dma_copy dst sbuf(p127, 0x2fffc, int8)[0 : [1, 1], [1, 4]], src sbuf(p0, 0x0, uint8)[0 : [1, 4], [1, 1]] {id = 4294967295 : i64, queue = 15 : i64, signal_sem = 23 : i64}
+    }
+  }
+}

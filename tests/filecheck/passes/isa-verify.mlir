@@ -1,0 +1,31 @@
+// RUN: nkic-opt %s -p isa-verify --split-input-file --verify-diagnostics | filecheck %s
+
+// A schedule where ACT waits for DVE's first instruction while DVE waits for ACT's: both engines stall.
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "act" {
+      isa_act.memset dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 16]] {id = 0 : i64, value = 0.0 : f32, wait_sem = 2 : i64, wait_value = 1 : i64, signal_sem = 1 : i64}
+    }
+    isa.stream "dve" {
+      isa_dve.memset dst sbuf(p0, 0x40, float32)[0 : [1, 128], [1, 16]] {id = 1 : i64, value = 0.0 : f32, wait_sem = 1 : i64, wait_value = 1 : i64, signal_sem = 2 : i64}
+    }
+  }
+}
+
+// CHECK: @sg00: the semaphore schedule deadlocks: act: instruction 0 waits for semaphore 2 >= 1 (it reaches 0); dve: instruction 1 waits for semaphore 1 >= 1 (it reaches 0)
+
+// -----
+
+// The same two instructions ordered through one semaphore are fine.
+// CHECK: isa_act.memset
+// CHECK: isa_dve.memset {{.*}} wait_sem = 1 : i64, wait_value = 1 : i64
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "act" {
+      isa_act.memset dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 16]] {id = 0 : i64, value = 0.0 : f32, signal_sem = 1 : i64}
+    }
+    isa.stream "dve" {
+      isa_dve.memset dst sbuf(p0, 0x40, float32)[0 : [1, 128], [1, 16]] {id = 1 : i64, value = 0.0 : f32, wait_sem = 1 : i64, wait_value = 1 : i64, signal_sem = 2 : i64}
+    }
+  }
+}
