@@ -1,8 +1,9 @@
 """``allocate-memory``: give every SBUF/PSUM memloc a (partition, byte offset) address.
 
 Explicit ``address=`` placements from the kernel are honoured as they are. Every other tensor is placed by a
-linear scan over its live range (first to last instruction using it, in program order): first fit among the
-bytes not used by overlapping live tensors, 64-byte aligned in SBUF; in PSUM a tensor never straddles a 2 KiB
+linear scan over its live range (first to last instruction using it, in program order): the first fit after the
+previous allocation (wrapping around) among the bytes not used by overlapping live tensors, 64-byte aligned in
+SBUF; in PSUM a tensor never straddles a 2 KiB
 bank (larger ones start on a bank). A kernel that does not fit fails with the tensor, its size and what is live.
 """
 
@@ -16,8 +17,9 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.runtime.costs import TARGETS
 
-SBUF_BYTES = {"gen2": 180224, "gen3": 212984, "gen4": 245752}
+SBUF_BYTES = {name: t.sbuf_bytes_per_partition for name, t in TARGETS.items() if name.startswith("gen")}
 PSUM_BYTES = 16384
 PSUM_BANK = 2048
 SBUF_ALIGN = 64
@@ -36,13 +38,20 @@ def _fits_psum(off: int, size: int) -> bool:
     return (off % PSUM_BANK) + size <= PSUM_BANK if size <= PSUM_BANK else off % PSUM_BANK == 0
 
 
-def first_fit(busy: list[tuple[int, int]], size: int, capacity: int, memory: str) -> int | None:
-    """Lowest legal offset where [off, off+size) overlaps none of ``busy``."""
+def first_fit(
+    busy: list[tuple[int, int]], size: int, capacity: int, memory: str, cursor: int = 0
+) -> int | None:
+    """First legal offset at or after ``cursor`` (wrapping around) where [off, off+size) overlaps none of ``busy``.
+
+    Starting after the previous allocation rather than at 0 rotates tiles through free memory, so a tile freed by
+    one loop iteration is not immediately reused by the next: that reuse would serialise the iterations through
+    anti-dependencies when there is room to overlap them.
+    """
     align = SBUF_ALIGN if memory == "sbuf" else 4
-    starts = {0, *(hi for _, hi in busy)}
+    starts = {0, cursor, *(hi for _, hi in busy)}
     if memory == "psum":
         starts |= set(range(0, capacity, PSUM_BANK))
-    for start in sorted(starts):
+    for start in sorted(starts, key=lambda s: (s < cursor, s)):
         off = -(-start // align) * align
         if memory == "psum" and not _fits_psum(off, size):
             continue
@@ -77,13 +86,14 @@ class AllocateMemoryPass(ModulePass):
                 todo.append(loc)
         todo.sort(key=lambda m: ranges[m.sym_name.data][0])
         live: dict[str, list[tuple[int, int, int]]] = {"sbuf": [], "psum": []}  # (last use, lo, hi)
+        cursor = {"sbuf": 0, "psum": 0}
         for loc in todo:
             mem, name = loc.mem, loc.sym_name.data
             first, last = ranges[name]
             live[mem] = [x for x in live[mem] if x[0] >= first]
             busy = fixed[mem] + [(lo, hi) for _, lo, hi in live[mem]]
             size = loc.bytes_per_partition
-            off = first_fit(busy, size, capacity[mem], mem)
+            off = first_fit(busy, size, capacity[mem], mem, cursor[mem])
             if off is None:
                 used = sum(hi - lo for lo, hi in busy)
                 raise PassFailedException(
@@ -91,4 +101,5 @@ class AllocateMemoryPass(ModulePass):
                     f"{used} of {capacity[mem]} bytes per partition are live (at instruction {first})"
                 )
             live[mem].append((last, off, off + size))
+            cursor[mem] = off + size
             loc.properties["address"] = DenseArrayBase.from_list(i64, [0, off])

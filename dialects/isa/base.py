@@ -39,6 +39,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects.common import ACT_FUNCS, ALU_OPS, DTYPES, REDUCE_CMDS, AccessPatternAttr, check_member, dtype_size
 from nkic.dialects.inst import RoleOperandOp
+from nkic.runtime.costs import TARGETS
 from nkic.runtime.encoding import (
     ENGINES,
     MEMORIES,
@@ -57,7 +58,7 @@ from nkic.runtime.encoding import (
 
 NUM_PARTITIONS = 128
 # Static per-partition bounds; the simulator's target may be smaller, but no target is larger.
-CAPACITY: dict[str, int] = {"sbuf": 196608, "psum": 16384}
+CAPACITY: dict[str, int] = {"sbuf": max(t.sbuf_bytes_per_partition for t in TARGETS.values()), "psum": 16384}
 PSUM_BANK_BYTES = 2048
 MAX_PAIRS = 5  # partition pair + at most 4 free dims (operand table entry)
 MAX_MATMUL_N = 512
@@ -87,7 +88,9 @@ class IsaLocAttr(ParametrizedAttribute):
     var_id: IntAttr
 
     def __init__(self, memory: str, dtype: str, start_partition: int = 0, address: int = 0, var_id: int = 0):
-        super().__init__(StringAttr(memory), IntAttr(start_partition), IntAttr(address), StringAttr(dtype), IntAttr(var_id))
+        super().__init__(
+            StringAttr(memory), IntAttr(start_partition), IntAttr(address), StringAttr(dtype), IntAttr(var_id)
+        )
 
     @classmethod
     def of(cls, op: Operand) -> IsaLocAttr:
@@ -323,11 +326,15 @@ class IsaInst(RoleOperandOp):
             "locs": ArrayAttr([IsaLocAttr.of(given[r]) for r in roles]),
             "id": IntegerAttr(inst_id, i64),
         }
-        # None and False mean "absent" so that built ops are canonical (as decoded ops are).
-        props.update({k: to_attr(v) for k, v in fields.items() if v is not None and v is not False})
+        # None, and False for a flag, mean "absent" so that built ops are canonical (as decoded ops are).
+        props.update({k: to_attr(v) for k, v in fields.items() if v is not None and not cls._is_clear_flag(k, v)})
         sems = {"wait_sem": wait_sem, "wait_value": wait_value, "signal_sem": signal_sem}
         props.update({k: IntegerAttr(v, i64) for k, v in sems.items() if v is not None})
         return cls.create(properties=cls._ordered(props))
+
+    @classmethod
+    def _is_clear_flag(cls, name: str, value: object) -> bool:
+        return name in cls.FLAGS and name not in cls.DERIVED_FLAGS and value is False
 
     @classmethod
     def _ordered(cls, props: dict[str, Attribute]) -> dict[str, Attribute]:
@@ -569,7 +576,7 @@ class IsaInst(RoleOperandOp):
 
 
 class DmaCopyFormat(IsaInst):
-    """``DMA_COPY`` (SP): ``dst = src`` on DMA queue ``queue``; ``transpose`` swaps a 2-D copy's axes."""
+    """``DMA_COPY`` (SP): ``dst = src`` on DMA queue ``queue``; ``transpose`` swaps src's first and last dims."""
 
     MNEMONIC: ClassVar[str] = "DMA_COPY"
     ROLES: ClassVar[tuple[str, ...]] = ("dst", "src")
@@ -579,18 +586,27 @@ class DmaCopyFormat(IsaInst):
     queue = prop_def(IntegerAttr[I64])
     transpose = opt_prop_def(BoolAttr)
 
-    def signalled_sem(self) -> int:
-        return queue_sem(int(self.field("queue")))
-
-    def verify_format(self) -> None:
+    def queue_index(self) -> int:
         queue = int(self.field("queue"))
         if not 0 <= queue < NUM_DMA_QUEUES:
             raise VerifyException(f"DMA queue {queue} outside 0..{NUM_DMA_QUEUES - 1}")
+        return queue
+
+    def signalled_sem(self) -> int:
+        return queue_sem(self.queue_index())  # the queue signals when the transfer completes
+
+    def verify_format(self) -> None:
+        self.queue_index()
         dst, src = self.ap("dst"), self.ap("src")
         if dst.num_elements != src.num_elements:
             raise VerifyException(f"DMA element counts differ: dst {dst.shape}, src {src.shape}")
-        if self.flag("transpose") and (len(src.shape) != 2 or dst.shape != src.shape[::-1]):
-            raise VerifyException(f"transposing DMA needs 2-D operands with dst = src^T, got {dst.shape}, {src.shape}")
+        if self.flag("transpose"):
+            want = (src.shape[-1], *src.shape[1:-1], src.shape[0])
+            if not 2 <= len(src.shape) <= 4 or dst.shape != want:
+                raise VerifyException(
+                    f"transposing DMA needs 2-D to 4-D operands with dst = src with its first and last dims "
+                    f"swapped, got {dst.shape}, {src.shape}"
+                )
 
 
 class MatmulFormat(IsaInst):
@@ -747,6 +763,8 @@ class MemsetFormat(IsaInst):
     MNEMONIC: ClassVar[str] = "MEMSET"
     ROLES: ClassVar[tuple[str, ...]] = ("dst",)
     REQUIRED: ClassVar[tuple[str, ...]] = ("dst",)
+    # The word is i32 when the int_value flag is set, else f32 (see encode_imms / decode_fields).
+    IMMS: ClassVar[tuple[Imm, ...]] = (Imm("value", "f32"),)
     FLAGS: ClassVar[tuple[str, ...]] = ("int_value",)
     DERIVED_FLAGS: ClassVar[frozenset[str]] = frozenset({"int_value"})
     value = prop_def(AnyOf((base(FloatAttr), base(IntegerAttr))))

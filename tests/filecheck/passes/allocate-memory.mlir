@@ -1,11 +1,13 @@
 // RUN: nkic-opt %s -p allocate-memory --split-input-file --verify-diagnostics | filecheck %s
 
-// @a and @b are live together, @c reuses @a's bytes once @a is dead, the explicit @fixed stays where the
-// kernel put it and nothing else lands on it; PSUM tiles never straddle a 2 KiB bank.
+// @a and @b are live together; @c goes after @b (rotation: no reuse while free memory remains); @d does not fit
+// after @c, wraps around and reuses @a's bytes once @a is dead; the explicit @fixed stays where the kernel put
+// it and nothing lands on it; PSUM tiles never straddle a 2 KiB bank.
 // CHECK-DAG: bir.memloc @fixed : sbuf [128, 16] float32 {address = array<i64: 0, 0>}
 // CHECK-DAG: bir.memloc @a : sbuf [128, 512] float32 {address = array<i64: 0, 64>}
 // CHECK-DAG: bir.memloc @b : sbuf [128, 512] float32 {address = array<i64: 0, 2112>}
-// CHECK-DAG: bir.memloc @c : sbuf [128, 512] float32 {address = array<i64: 0, 64>}
+// CHECK-DAG: bir.memloc @c : sbuf [128, 512] float32 {address = array<i64: 0, 4160>}
+// CHECK-DAG: bir.memloc @d : sbuf [128, 52000] float32 {address = array<i64: 0, 64>}
 // CHECK-DAG: bir.memloc @p : psum [128, 384] float32 {address = array<i64: 0, 0>}
 // CHECK-DAG: bir.memloc @q : psum [128, 384] float32 {address = array<i64: 0, 2048>}
 
@@ -15,6 +17,7 @@ builtin.module {
     bir.memloc @a : sbuf [128, 512] float32
     bir.memloc @b : sbuf [128, 512] float32
     bir.memloc @c : sbuf [128, 512] float32
+    bir.memloc @d : sbuf [128, 52000] float32
     bir.memloc @p : psum [128, 384] float32
     bir.memloc @q : psum [128, 384] float32
     bir.memset dst @fixed[0 : [16, 128], [1, 16]] {id = 0 : i64, engine = "dve", value = 0.0 : f32}
@@ -24,6 +27,7 @@ builtin.module {
     bir.memset dst @p[0 : [384, 128], [1, 384]] {id = 4 : i64, engine = "dve", value = 0.0 : f32}
     bir.tensor_copy dst @q[0 : [384, 128], [1, 384]], src @p[0 : [384, 128], [1, 384]] {id = 5 : i64, engine = "dve"}
     bir.tensor_copy dst @fixed[0 : [16, 128], [1, 16]], src @c[0 : [16, 128], [1, 16]] {id = 6 : i64, engine = "dve"}
+    bir.memset dst @d[0 : [52000, 128], [1, 52000]] {id = 7 : i64, engine = "dve", value = 0.0 : f32}
   }
 }
 
