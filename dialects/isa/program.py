@@ -6,7 +6,7 @@ One ``isa.core`` per NeuronCore subgraph (``sg00`` ...) declares the HBM variabl
     isa.core @sg00 {
       isa.var @a : input [256, 512] float32 {var_id = 0 : i64}
       isa.stream "sp" {
-        isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[...], src hbm(var 0, 0x0, float32)[...] {id = 0 : i64, queue = 0 : i64}
+        isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[...], src hbm(var 0, 0x0, float32)[...] {id = 0 : i64, ...}
       }
     }
 """
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Self
 
 from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, StringAttr, SymbolNameConstraint, i64
-from xdsl.ir import Block, Dialect, Region
+from xdsl.ir import Block, Dialect, Operation, Region
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -79,9 +79,8 @@ class CoreOp(IRDLOperation):
         for stream in self.body.block.ops:
             if not isinstance(stream, StreamOp):
                 continue
-            for inst in stream.body.block.ops:
-                if isinstance(inst, IsaInst):
-                    _check_hbm(inst, sizes)
+            for inst in stream.instructions:
+                _check_hbm(inst, sizes)
 
 
 def _check_hbm(inst: IsaInst, sizes: dict[int, int]) -> None:
@@ -170,7 +169,8 @@ class StreamOp(IRDLOperation):
 
     name = "isa.stream"
     engine = prop_def(StringAttr)
-    body = region_def("single_block")
+    # Not "single_block": xDSL parses an empty `{ }` as a region without blocks, and an idle engine is legal.
+    body = region_def()
     traits = lazy_traits_def(lambda: (NoTerminator(), HasParent(CoreOp)))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$engine attr-dict-with-keyword $body"
@@ -185,15 +185,23 @@ class StreamOp(IRDLOperation):
     def engine_name(self) -> str:
         return self.engine.data
 
+    def body_ops(self) -> list[Operation]:
+        """The stream's ops, also when the region was parsed from `{ }` (no block)."""
+        return [op for block in self.body.blocks for op in block.ops]
+
     @property
     def instructions(self) -> list[IsaInst]:
-        return [op for op in self.body.block.ops if isinstance(op, IsaInst)]
+        return [op for op in self.body_ops() if isinstance(op, IsaInst)]
 
     def verify_(self) -> None:
         check_member("engine", self.engine_name, ENGINES)
-        for op in self.body.block.ops:
+        if len(self.body.blocks) > 1:
+            raise VerifyException(f"isa.stream \"{self.engine_name}\" must have at most one block")
+        for op in self.body_ops():
             if not isinstance(op, IsaInst):
-                raise VerifyException(f"isa.stream \"{self.engine_name}\" may only hold ISA instructions, not '{op.name}'")
+                raise VerifyException(
+                    f"isa.stream \"{self.engine_name}\" may only hold ISA instructions, not '{op.name}'"
+                )
             if op.ENGINE != self.engine_name:
                 raise VerifyException(
                     f"'{op.name}' (engine {op.ENGINE}) cannot be in the \"{self.engine_name}\" stream"

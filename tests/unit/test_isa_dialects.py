@@ -321,7 +321,7 @@ INVALID: list[tuple[str, str, str]] = [
      "engine sp cannot access PSUM"),
     ("dve", f"isa_dve.tensor_copy dst {_sb(0, ap='[0 : [1, 64], [1, 512]]', part=100)}, "
      f"src {_sb(0, ap='[0 : [1, 64], [1, 512]]')} {{id = 0 : i64}}", "exceed the 128 partitions"),
-    ("dve", f"isa_dve.tensor_copy dst {_sb(0x2fffc)}, src {_sb(0)} {{id = 0 : i64}}", "196608-byte sbuf partition"),
+    ("dve", f"isa_dve.tensor_copy dst {_sb(0x3bffc)}, src {_sb(0)} {{id = 0 : i64}}", "245752-byte sbuf partition"),
     ("act", f"isa_act.activate dst {_sb(0)} {{id = 0 : i64, func = \"exp\"}}", "requires a 'src' operand"),
     ("pe", f"isa_pe.matmul dst {_ps(0)}, moving {MM_MV} {{id = 0 : i64}}", "requires a 'stationary' operand"),
     ("act", f"isa_act.activate dst {_sb(0)}, src {_sb(0)} {{id = 0 : i64, func = \"expo\"}}",

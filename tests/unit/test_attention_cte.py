@@ -1,0 +1,190 @@
+"""The public nki-library ``attention_cte`` kernel, unmodified, traced, compiled and simulated by nkic.
+
+The nki-library source is not part of nkic: set ``NKILIB_SRC`` to the directory that contains its ``nkilib/``
+package (``src/nkilib_src`` of aws-neuron/nki-library); without it every test here is skipped.
+
+The kernel module is imported by path (the package ``__init__`` imports every subpackage, some of which do not
+parse), under synthetic ``nkilib`` / ``nkilib.core`` / ``nkilib.core.utils`` packages that point at the source
+directories so that its relative imports (``from ..utils.allocator import align_to``) resolve.
+
+Numerics. The kernel computes in a documented mixed precision: Q, K and V are cast to bfloat16 by the loading
+DMAs, QKᵀ accumulates in fp32 PSUM, the softmax (scale, mask, max, exp, row sum) is fp32, the exponentials are cast
+to bfloat16 for the PV matmul (fp32 PSUM), and the fp32 result is cast to q.dtype by the final DMA. Two references:
+
+* ``exact``: float64 ``softmax(scale·QKᵀ + causal mask)·V`` on the inputs as given. Against it the bf16 roundings
+  of the kernel dominate (about 2^-9 relative per rounded value), for fp32 inputs too — the kernel never runs its
+  matmuls in fp32 — so both dtypes are held to the nkilib tests' rtol of 2e-2.
+* ``emulated``: the same math with the kernel's roundings applied (inputs and exp rounded to bf16, scores and exp
+  in fp32, PV and the normalisation in float64). For fp32 inputs the remaining error is fp32 accumulation order
+  (~1e-7); a bf16 rounding of an exponential can still flip where the fp32 exp lands within an fp32 ulp of a bf16
+  rounding boundary, which with O(1) scores happens a handful of times per million elements, so 1e-4 holds with
+  a wide margin. For bf16 inputs the output itself is rounded to bf16: at most half a bf16 ulp (2^-9 relative) plus
+  the fp32 noise, checked at 4e-3 of the largest output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import math
+import os
+import sys
+import time
+import types
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+NKILIB_SRC = os.environ.get("NKILIB_SRC")
+pytestmark = pytest.mark.skipif(not NKILIB_SRC, reason="NKILIB_SRC (the nki-library nkilib_src directory) is not set")
+
+BF16 = ml_dtypes.bfloat16
+_PACKAGES = ("nkilib", "nkilib.core", "nkilib.core.utils", "nkilib.core.attention")
+_MODULE = "nkilib.core.attention.attention_cte"
+
+
+@pytest.fixture(scope="module")
+def attention_cte():
+    """Load ``attention_cte`` from ``$NKILIB_SRC`` by path; the synthetic packages are removed afterwards."""
+    import nkic
+
+    root = Path(NKILIB_SRC) / "nkilib"  # type: ignore[arg-type]
+    path = root / "core" / "attention" / "attention_cte.py"
+    if not path.is_file():
+        pytest.skip(f"{path} does not exist")
+    nkic.install_nki_alias()
+    saved = {n: m for n, m in sys.modules.items() if n == "nkilib" or n.startswith("nkilib.")}
+    try:
+        for name in _PACKAGES:
+            pkg = types.ModuleType(name)
+            pkg.__path__ = [str(root.joinpath(*name.split(".")[1:]))]
+            sys.modules[name] = pkg
+        spec = importlib.util.spec_from_file_location(_MODULE, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[_MODULE] = module
+        spec.loader.exec_module(module)
+        yield module.attention_cte
+    finally:
+        for name in [n for n in sys.modules if n == "nkilib" or n.startswith("nkilib.")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def _inputs(bs: int, s: int, d: int, dtype: type, tp_q: bool, seed: int = 0) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((bs, s, d) if tp_q else (bs, d, s)).astype(dtype)
+    k = rng.standard_normal((bs, d, s)).astype(dtype)  # tp_k=False (default): k is (bs, d, seqlen)
+    v = rng.standard_normal((bs, s, d)).astype(dtype)
+    return q, k, v
+
+
+def reference(q, k, v, scale: float, causal: bool, tp_q: bool, emulate: bool) -> np.ndarray:
+    """(bs, seqlen_q, d) float64; ``emulate`` applies the kernel's roundings (module docstring)."""
+    if emulate:
+        qf, kf, vf = (x.astype(BF16).astype(np.float32) for x in (q, k, v))
+    else:
+        qf, kf, vf = (x.astype(np.float64) for x in (q, k, v))
+    if not tp_q:
+        qf = qf.transpose(0, 2, 1)
+    s = _tiled_scores(qf, kf) if emulate else np.matmul(qf, kf)
+    if emulate:
+        s = s * np.float32(scale)  # fp32 PSUM scores, scaled in fp32 by tensor_scalar_reduce
+    else:
+        s = s * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[1:], bool)), s, -np.inf)
+    x = s - s.max(axis=-1, keepdims=True)
+    if emulate:
+        e = np.exp(x.astype(np.float64)).astype(np.float32)  # ScalarE exp: float64 math rounded to fp32
+        p = e.astype(BF16).astype(np.float64)  # exp tiles are bf16 for the PV matmul
+        return (p @ vf.astype(np.float64)) / e.astype(np.float64).sum(axis=-1, keepdims=True)
+    e = np.exp(x)
+    return (e @ vf) / e.sum(axis=-1, keepdims=True)
+
+
+def _tiled_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """fp32 QKᵀ computed like the kernel's matmuls: one (128 × d)·(d × 512) product per tile, with the operand
+    layouts the simulator uses, so that fp32 summation order (and hence the bf16 rounding of exp) matches."""
+    bs, sq, _ = q.shape
+    sk = k.shape[2]
+    out = np.empty((bs, sq, sk), np.float32)
+    for b in range(bs):
+        qt = np.ascontiguousarray(q[b].T)  # (d, seqlen_q): the stationary operand, partition dim d
+        for i in range(0, sq, 128):
+            stationary = np.ascontiguousarray(qt[:, i : i + 128])
+            for j in range(0, sk, 512):
+                moving = np.ascontiguousarray(k[b][:, j : j + 512])
+                out[b, i : i + 128, j : j + 512] = np.matmul(stationary.T, moving)
+    return out
+
+
+def rel_err(got: np.ndarray, want: np.ndarray) -> float:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+
+
+CASES = [
+    # (seqlen, d, dtype, causal, scale, tp_q)
+    pytest.param(256, 64, "bfloat16", True, None, True, id="bf16-s256-d64-causal"),
+    pytest.param(512, 128, "bfloat16", True, None, True, id="bf16-s512-d128-causal"),
+    pytest.param(512, 64, "bfloat16", False, None, True, id="bf16-s512-d64-noncausal"),
+    pytest.param(512, 64, "bfloat16", True, None, False, id="bf16-s512-d64-causal-tp_q=False"),
+    pytest.param(128, 64, "bfloat16", True, None, True, id="bf16-s128-d64-causal"),  # one group: nc_transpose Q
+    pytest.param(256, 128, "float32", True, None, True, id="fp32-s256-d128-causal"),
+    pytest.param(512, 64, "float32", True, 1.0, True, id="fp32-s512-d64-causal-scale1"),
+    pytest.param(512, 128, "float32", False, None, True, id="fp32-s512-d128-noncausal"),
+    pytest.param(2048, 128, "bfloat16", True, None, True, id="bf16-s2048-d128-causal"),
+    pytest.param(2048, 64, "float32", False, None, True, id="fp32-s2048-d64-noncausal"),
+]
+
+
+@pytest.mark.parametrize("seqlen,d,dtype,causal,scale,tp_q", CASES)
+def test_attention_cte_matches_numpy(attention_cte, seqlen, d, dtype, causal, scale, tp_q) -> None:
+    from nkic.frontend import simulate
+
+    np_dtype = BF16 if dtype == "bfloat16" else np.float32
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    q, k, v = _inputs(1, seqlen, d, np_dtype, tp_q)
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):  # the kernel prints a [WARN] line on every call
+        out = simulate(attention_cte)(q, k, v, scale=scale, causal_mask=causal, tp_q=tp_q)
+    elapsed = time.perf_counter() - start
+    assert out.shape == (1, seqlen, d) and out.dtype == np.dtype(np_dtype)
+    assert np.isfinite(out.astype(np.float32)).all()
+    exact = rel_err(out, reference(q, k, v, scale, causal, tp_q, emulate=False))
+    emulated = rel_err(out, reference(q, k, v, scale, causal, tp_q, emulate=True))
+    print(f"{dtype} s{seqlen} d{d} causal={causal}: exact {exact:.2e} emulated {emulated:.2e} ({elapsed:.2f} s)")
+    assert exact < 2e-2
+    assert emulated < (4e-3 if dtype == "bfloat16" else 1e-4)
+
+
+def test_attention_cte_batches_and_gqa(attention_cte) -> None:
+    """bs=4 query batches over bs_kv=2 K/V batches (GQA: q batch b uses kv batch b // 2)."""
+    from nkic.frontend import simulate
+
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((4, 256, 64)).astype(BF16)
+    k = rng.standard_normal((2, 64, 256)).astype(BF16)
+    v = rng.standard_normal((2, 256, 64)).astype(BF16)
+    with contextlib.redirect_stdout(io.StringIO()):
+        out = simulate(attention_cte)(q, k, v, scale=0.125)
+    kk, vv = np.repeat(k, 2, axis=0), np.repeat(v, 2, axis=0)
+    assert rel_err(out, reference(q, kk, vv, 0.125, True, True, emulate=False)) < 2e-2
+    assert rel_err(out, reference(q, kk, vv, 0.125, True, True, emulate=True)) < 4e-3
+
+
+def test_attention_cte_trace_uses_the_default_path(attention_cte) -> None:
+    """The causal default path: DMA transposes of Q and of the exp tiles, masks on the diagonal tiles only."""
+    from nkic.frontend.tracer import TensorSpec
+
+    q, k, v = TensorSpec((1, 512, 64), "bfloat16"), TensorSpec((1, 64, 512), "bfloat16"), TensorSpec((1, 512, 64), "bfloat16")
+    with contextlib.redirect_stdout(io.StringIO()):
+        text = str(attention_cte.trace(q, k, v, scale=0.125).module)
+    counts = {op: text.count(f"penguin.{op} ") for op in ("dma_transpose", "affine_select", "matmul", "activation")}
+    assert counts["dma_transpose"] == 5  # one 4-D Q transpose + one per kept exp tile (4 diagonal groups)
+    assert counts["affine_select"] == 4  # one diagonal 128x512 tile per Q group
+    assert counts["matmul"] == 14  # 4 QK (one 512 K tile) + 1+2+3+4 PV tiles of 128
