@@ -53,10 +53,12 @@ class CompileResult:
         return sum(s.seconds for s in self.stages)
 
 
-def pipeline_passes(target: str = "gen3", num_queues: int = 4) -> list[ModulePass]:
+def pipeline_passes(
+    target: str = "gen3", num_queues: int = 4, kernel_format: str = "bir", alloc_policy: str = "rotate"
+) -> list[ModulePass]:
     from nkic.passes.pipelines import backend, frontend_lowering
 
-    return [*frontend_lowering(), *backend(target, num_queues)]
+    return [*frontend_lowering(kernel_format), *backend(target, num_queues, alloc_policy)]
 
 
 def _count_ops(module: ModuleOp) -> int:
@@ -72,6 +74,8 @@ def compile_module(
     metadata: Mapping[str, Any] | None = None,
     on_stage: Callable[[StageRecord], None] | None = None,
     verify: bool = True,
+    kernel_format: str = "bir",
+    alloc_policy: str = "rotate",
 ) -> CompileResult:
     """Run the whole pipeline on a penguin module (modified in place) and print the NEFF.
 
@@ -93,7 +97,7 @@ def compile_module(
         if on_stage is not None:
             on_stage(rec)
 
-    for i, p in enumerate(pipeline_passes(target), start=1):
+    for i, p in enumerate(pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy), start=1):
         t0 = time.perf_counter()
         p.apply(ctx, module)
         if verify:
@@ -112,9 +116,22 @@ def compile_module(
 
 def compile_traced(traced: Any, *, dump_dir: str | Path | None = None, **kw: Any) -> CompileResult:
     """Compile a ``TracedKernel`` (see ``nkic.frontend.tracer``)."""
-    meta = {"inputs": [list(i) for i in traced.inputs], "outputs": [list(o) for o in traced.outputs]}
-    target = getattr(traced.options, "target", "gen3")
-    return compile_module(traced.module.clone(), name=traced.name, target=target, dump_dir=dump_dir, metadata=meta, **kw)
+    meta = {
+        "inputs": [list(i) for i in traced.inputs],
+        "outputs": [list(o) for o in traced.outputs],
+        "options": {k: v for k, v in vars(traced.options).items() if k != "extra"},
+    }
+    options = traced.options
+    return compile_module(
+        traced.module.clone(),
+        name=traced.name,
+        target=getattr(options, "target", "gen3"),
+        kernel_format=getattr(options, "carrier_format", "bir"),
+        alloc_policy="stack" if getattr(options, "enable_stack_allocator", False) else "rotate",
+        dump_dir=dump_dir,
+        metadata=meta,
+        **kw,
+    )
 
 
 def run_neff(neff: bytes, inputs: Mapping[str, np.ndarray], *, target: str = "gen3") -> RunResult:

@@ -78,9 +78,22 @@ class DmaTransposeFields(RoleOperandOp):
     axes = opt_prop_def(DenseArrayBase)
 
     def verify_fields(self) -> None:
+        # dst = src with its outermost and innermost dims swapped (NKI's (1, 0) / (2, 1, 0) / (3, 1, 2, 0)).
         dst, src = self.ap("dst").shape, self.ap("src").shape
-        if len(dst) != 2 or len(src) != 2 or dst != src[::-1]:
-            raise VerifyException(f"dma_transpose needs 2-D operands with dst = src^T, got {dst} and {src}")
+        if not 2 <= len(src) <= 4 or dst != transposed_shape(src):
+            raise VerifyException(
+                f"dma_transpose needs 2-D to 4-D operands with dst = src with its first and last dims swapped, "
+                f"got {dst} and {src}"
+            )
+        if self.axes is not None:
+            axes = tuple(int(a) for a in self.axes.get_values())
+            if axes != tuple([len(src) - 1, *range(1, len(src) - 1), 0]):
+                raise VerifyException(f"dma_transpose axes {axes} are not the rank-{len(src)} permutation")
+
+
+def transposed_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` with its first and last dims swapped (the DMA transpose of every rank)."""
+    return (shape[-1], *shape[1:-1], shape[0]) if len(shape) >= 2 else shape
 
 
 class MatmulFields(RoleOperandOp):

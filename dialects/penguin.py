@@ -168,6 +168,8 @@ class KernelNodeOp(IRDLOperation):
     callee = prop_def(SymbolRefAttr)
     kind = prop_def(StringAttr)
     grid = prop_def(IntegerAttr)
+    # internal kernels: compile-time arguments for the registry kernel, as JSON
+    kernel_attrs = opt_prop_def(StringAttr)
     args = var_operand_def(TensorType)
     outs = var_result_def(TensorType)
     irdl_options = (ParsePropInAttrDict(),)

@@ -20,10 +20,20 @@ def skip_middle_end_transformations(kernel: Any) -> Kernel:
 
 
 def enable_stack_allocator(kernel: Any = None, log_level: int = 0) -> Any:
-    """Usable bare (``@enable_stack_allocator``) or with arguments (``@enable_stack_allocator(log_level=1)``)."""
+    """Usable bare (``@enable_stack_allocator``) or with arguments (``@enable_stack_allocator(log_level=1)``).
+
+    nkic's allocator then places each tensor at the lowest free offset (stack-like immediate reuse) instead of
+    rotating through free memory."""
     if kernel is None:
         return lambda k: _kernel(k).with_options(enable_stack_allocator=True)
     return _kernel(kernel).with_options(enable_stack_allocator=True)
+
+
+def kernel_format(fmt: str) -> Any:
+    """nkic's carrier choice: ``"bir"`` (IT56 FORM B, embedded BIR JSON) or ``"klir"`` (FORM A, NKAB binary)."""
+    if fmt not in ("bir", "klir"):
+        raise ValueError(f"kernel_format must be 'bir' or 'klir', not {fmt!r}")
+    return lambda k: _kernel(k).with_options(carrier_format=fmt)
 
 
 def force_auto_alloc(kernel: Any) -> Kernel:

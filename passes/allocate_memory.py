@@ -64,10 +64,14 @@ def first_fit(
 class AllocateMemoryPass(ModulePass):
     name = "allocate-memory"
     target: str = "gen3"
+    # "rotate": first fit after the previous allocation; "stack": lowest free offset (immediate reuse)
+    policy: str = "rotate"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.target not in SBUF_BYTES:
             raise PassFailedException(f"unknown target '{self.target}' (expected gen2, gen3 or gen4)")
+        if self.policy not in ("rotate", "stack"):
+            raise PassFailedException(f"unknown allocation policy '{self.policy}' (expected rotate or stack)")
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             self.run_function(fn)
 
@@ -101,5 +105,5 @@ class AllocateMemoryPass(ModulePass):
                     f"{used} of {capacity[mem]} bytes per partition are live (at instruction {first})"
                 )
             live[mem].append((last, off, off + size))
-            cursor[mem] = off + size
+            cursor[mem] = off + size if self.policy == "rotate" else 0
             loc.properties["address"] = DenseArrayBase.from_list(i64, [0, off])

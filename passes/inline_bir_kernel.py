@@ -38,5 +38,7 @@ class InlineBirKernelPass(ModulePass):
                 attrs = json.loads(node.kernel_attrs.data or "{}")
             except json.JSONDecodeError as e:
                 raise PassFailedException(f"bir.bir_kernel '{node.kernel_name.data}': bad kernel_attrs: {e}") from e
+            if node.is_causal is not None:
+                attrs["is_causal"] = bool(node.is_causal.value.data)
             fn = library.resolve(node.kernel_name.data, _shapes(node.srcs_shape), _shapes(node.dsts_shape), attrs)
             inline_function(node, fn, node.arg_map, node.out_map)

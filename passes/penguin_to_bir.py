@@ -9,6 +9,7 @@ as embedded BIR JSON (FORM B, ``kernel_format = "bir"``).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -18,7 +19,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 import nkic
-from nkic.dialects import bir, bir_json, penguin
+from nkic.dialects import bir, bir_json, klir_binary, penguin
 from nkic.dialects.instructions import ENGINE_OF_HINT, WRITE_ROLES, reads_dst
 
 NKI_BINARY_VERSION = f"nkic-{nkic.__version__}"
@@ -139,6 +140,18 @@ class _ProgramLowering:
         return bir.INSTRUCTION_OPS[op.OPNAME].create(properties=props)
 
 
+def _internal_kernel(node: penguin.KernelNodeOp) -> penguin.KernelOp:
+    """An ``internal`` node names a registry kernel (the spec's InternalMaterializedNkiKernel): trace it now."""
+    from nkic.kernels import library
+
+    name = node.callee.root_reference.data
+    if node.kind.data != "internal":
+        raise PassFailedException(f"kernel node calls @{name}, which is not in the module")
+    attrs = json.loads(node.kernel_attrs.data) if node.kernel_attrs is not None else {}
+    shapes = [(penguin.tensor_type(a).dims, penguin.tensor_type(a).dtype) for a in node.args]
+    return library.resolve_penguin(name, shapes, attrs)
+
+
 def _buf_shape(fn: bir.FunctionOp, memory: str) -> DenseArrayBase:
     per_part = sum(m.bytes_per_partition for m in fn.memlocs().values() if m.mem == memory)
     return DenseArrayBase.from_list(i64, [128, per_part])
@@ -160,9 +173,20 @@ def kernel_functions(kernel: penguin.KernelOp) -> list[bir.FunctionOp]:
 
 
 def make_klir_carrier(
-    fn: bir.FunctionOp, arg_map: dict[str, str], out_map: dict[str, str], grid: int, pid: int, fmt: str
+    fn: bir.FunctionOp,
+    arg_map: dict[str, str],
+    out_map: dict[str, str],
+    grid: int,
+    pid: int,
+    fmt: str,
+    kernel: penguin.KernelOp | None = None,
 ) -> bir.NkiKlirKernelOp:
-    payload = bir_json.dumps(bir_json.function_to_json(fn))
+    """An IT56 holding ``fn`` as BIR JSON (FORM B), or ``kernel`` as an NKAB kernel-AST binary (FORM A)."""
+    if fmt == "bir":
+        payload = bir_json.dumps(bir_json.function_to_json(fn))
+    else:
+        assert kernel is not None
+        payload = klir_binary.to_carrier_string(klir_binary.encode_kernel(kernel))
     props: dict[str, Attribute] = {
         "kernel_name": StringAttr(fn.sym_name.data),
         "kernel_format": StringAttr(fmt),
@@ -180,7 +204,12 @@ def make_klir_carrier(
 
 
 def _host_function(
-    graph: penguin.GraphOp, kernels: dict[str, list[bir.FunctionOp]], pid: int, grid: int, fmt: str
+    graph: penguin.GraphOp,
+    kernels: dict[str, penguin.KernelOp],
+    lowered: dict[str, list[bir.FunctionOp]],
+    pid: int,
+    grid: int,
+    fmt: str,
 ) -> bir.FunctionOp:
     block = graph.body.block
     names: dict[SSAValue, str] = {a: a.name_hint or f"in{i}" for i, a in enumerate(block.args)}
@@ -191,14 +220,15 @@ def _host_function(
     carriers: list[Operation] = []
     for node in block.ops:
         if isinstance(node, penguin.KernelNodeOp):
-            fn = kernels[node.callee.root_reference.data][pid]
+            name = node.callee.root_reference.data
+            fn = lowered[name][pid]
             for res, out_name in zip(node.outs, fn.output_names):
                 names[res] = out_name
                 t = penguin.tensor_type(res)
                 memlocs.append(bir.MemLocOp(out_name, t.mem, t.dims, t.dtype, "output"))
             arg_map = dict(zip(fn.input_names, (names[a] for a in node.args)))
             out_map = {n: n for n in fn.output_names}
-            carriers.append(make_klir_carrier(fn, arg_map, out_map, grid, pid, fmt))
+            carriers.append(make_klir_carrier(fn, arg_map, out_map, grid, pid, fmt, kernels[name]))
     ret = block.last_op
     assert isinstance(ret, penguin.GraphReturnOp)
     name = graph.sym_name.data if pid == 0 else f"{graph.sym_name.data}.p{pid}"
@@ -216,21 +246,26 @@ class PenguinToBirPass(ModulePass):
 
     name = "penguin-to-bir"
 
-    # "bir" embeds BIR JSON in the carrier (FORM B), the only form implemented so far.
+    # "bir": the carrier embeds BIR JSON (FORM B); "klir": an NKAB kernel-AST binary (FORM A).
     kernel_format: str = "bir"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.kernel_format != "bir":
-            raise PassFailedException(f"kernel_format '{self.kernel_format}' is not supported (use 'bir')")
-        kernels = {k.sym_name.data: k for k in op.ops if isinstance(k, penguin.KernelOp)}
+        if self.kernel_format not in ("bir", "klir"):
+            raise PassFailedException(f"kernel_format must be 'bir' or 'klir', not '{self.kernel_format}'")
         graphs = [g for g in op.ops if isinstance(g, penguin.GraphOp)]
+        if not graphs and not any(isinstance(k, penguin.KernelOp) for k in op.ops):
+            return  # nothing at penguin level (e.g. a module that starts in BIR)
         if len(graphs) != 1:
             raise PassFailedException("penguin-to-bir expects exactly one penguin.graph")
         graph = graphs[0]
+        kernels = {k.sym_name.data: k for k in op.ops if isinstance(k, penguin.KernelOp)}
+        for node in graph.body.block.ops:
+            if isinstance(node, penguin.KernelNodeOp) and node.callee.root_reference.data not in kernels:
+                kernels[node.callee.root_reference.data] = _internal_kernel(node)
         grid = max((k.grid for k in kernels.values()), default=1)
         lowered = {name: kernel_functions(k) for name, k in kernels.items()}
-        hosts = [_host_function(graph, lowered, pid, grid, self.kernel_format) for pid in range(grid)]
-        for old in [graph, *kernels.values()]:
+        hosts = [_host_function(graph, kernels, lowered, pid, grid, self.kernel_format) for pid in range(grid)]
+        for old in [graph, *(k for k in kernels.values() if k.parent is not None)]:
             old.detach()
             old.erase()
         op.body.block.add_ops(hosts)

@@ -15,16 +15,21 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 
-def frontend_lowering() -> tuple[ModulePass, ...]:
+def frontend_lowering(kernel_format: str = "bir") -> tuple[ModulePass, ...]:
     from nkic.passes.inline_bir_kernel import InlineBirKernelPass
     from nkic.passes.inline_nki_kernel import InlineNkiKernelPass
     from nkic.passes.penguin_to_bir import PenguinToBirPass
     from nkic.passes.translate_nki_ast_to_bir import TranslateNkiAstToBirPass
 
-    return (PenguinToBirPass(), TranslateNkiAstToBirPass(), InlineNkiKernelPass(), InlineBirKernelPass())
+    return (
+        PenguinToBirPass(kernel_format=kernel_format),
+        TranslateNkiAstToBirPass(),
+        InlineNkiKernelPass(),
+        InlineBirKernelPass(),
+    )
 
 
-def backend(target: str = "gen3", num_queues: int = 4) -> tuple[ModulePass, ...]:
+def backend(target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate") -> tuple[ModulePass, ...]:
     from nkic.passes.allocate_memory import AllocateMemoryPass
     from nkic.passes.assign_engines import AssignEnginesPass
     from nkic.passes.bir_to_isa import BirToIsaPass
@@ -38,7 +43,7 @@ def backend(target: str = "gen3", num_queues: int = 4) -> tuple[ModulePass, ...]
     return (
         BirUnrollPass(),
         ResolvePsumAccumulatePass(),
-        AllocateMemoryPass(target=target),
+        AllocateMemoryPass(target=target, policy=alloc_policy),
         AssignEnginesPass(),
         DependencyAnalysisPass(),
         InsertSemaphoresPass(num_queues=num_queues),
@@ -56,9 +61,10 @@ def _run(passes: tuple[ModulePass, ...], ctx: Context, op: ModuleOp) -> None:
 @dataclass(frozen=True)
 class FrontendLoweringPipeline(ModulePass):
     name = "nkic-frontend-lowering"
+    kernel_format: str = "bir"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _run(frontend_lowering(), ctx, op)
+        _run(frontend_lowering(self.kernel_format), ctx, op)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class FullPipeline(ModulePass):
     name = "nkic-pipeline"
     target: str = "gen3"
     num_queues: int = 4
+    kernel_format: str = "bir"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _run(frontend_lowering() + backend(self.target, self.num_queues), ctx, op)
+        _run(frontend_lowering(self.kernel_format) + backend(self.target, self.num_queues), ctx, op)

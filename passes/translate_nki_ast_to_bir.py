@@ -2,7 +2,8 @@
 
 Every IT56 carrier (``bir.nki_klir_kernel``) becomes a separate BIR function plus an IT55 call-site
 (``bir.nki_kernel``) bound through the same argument maps; the carrier is removed. FORM B (``kernel_format =
-"bir"``) is loaded from its embedded BIR JSON and recorded as ``kernel_source = "Beta3"``.
+"bir"``) is loaded from its embedded BIR JSON (``kernel_source = "Beta3"``); FORM A (``"klir"``) is an NKAB
+kernel-AST binary walked into BIR (``kernel_source = "Beta2"``).
 """
 
 from __future__ import annotations
@@ -16,19 +17,29 @@ from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from nkic.dialects import bir, bir_json
+from nkic.dialects import bir, bir_json, klir_binary
 
 
 def load_carrier(carrier: bir.NkiKlirKernelOp) -> tuple[bir.FunctionOp, str]:
-    """The kernel function a carrier holds and the kernel source it came from."""
+    """The kernel function a carrier holds and the kernel source it came from.
+
+    FORM B (``bir``): the two-pass BIR JSON load (Beta3). FORM A (``klir``): decode the NKAB kernel-AST binary and
+    walk it into a fresh BIR function with the same codegen as ``penguin-to-bir`` (Beta2).
+    """
     name = carrier.kernel_name.data
-    if carrier.kernel_format.data != "bir":
-        raise PassFailedException(f"kernel '{name}': kernel_format '{carrier.kernel_format.data}' is not supported")
+    if carrier.kernel_format.data == "bir":
+        try:
+            return bir_json.function_from_json(json.loads(carrier.klir_binary.data)), "Beta3"
+        except (ValueError, TypeError, KeyError) as e:
+            raise PassFailedException(f"kernel '{name}': the embedded BIR JSON is malformed: {e}") from e
+    from nkic.passes.penguin_to_bir import kernel_functions
+
     try:
-        fn = bir_json.function_from_json(json.loads(carrier.klir_binary.data))
-    except (ValueError, TypeError, KeyError) as e:
-        raise PassFailedException(f"kernel '{name}': the embedded BIR JSON is malformed: {e}") from e
-    return fn, "Beta3"
+        kernel = klir_binary.decode_kernel(klir_binary.from_carrier_string(carrier.klir_binary.data))
+    except klir_binary.KlirBinaryError as e:
+        raise PassFailedException(f"kernel '{name}': {e}") from e
+    pid = carrier.program_id.value.data if carrier.program_id is not None else 0
+    return kernel_functions(kernel)[pid], "Beta2"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,285 @@
+"""Causal / sliding-window / GQA flash attention ``out = softmax(scale · Q·Kᵀ + mask) · V`` (prefill).
+
+The online-softmax algorithm of nkilib's ``attention_cte`` (worked example B, Stage 4b), re-derived for nkic:
+
+* 128 query rows (a *Q group*) sit on the partitions; Qᵀ ``[d, q]`` and Kᵀ ``[d, k]`` come from HBM through
+  transposing DMA access patterns, V ``[kv, d]`` through plain ones. K and V stream in 512-column *KV tiles*.
+* MM1 ``S = Qᵀᵀ·Kᵀ`` lands in one PSUM bank per KV tile; tiles wholly above the diagonal (or wholly outside the
+  sliding window) are skipped at trace time; the tiles straddling a boundary are copied to SBUF and masked by
+  ``affine_select`` (iota triangle ``q - k >= 0``; window ``(W - 1) - (q - k) >= 0``) with FLOAT32_MIN.
+* ``tensor_scalar_reduce`` multiplies by ``scale`` and yields each tile's partial row max; ``tensor_reduce(maximum,
+  negate=True)`` folds them into the *negated* section max. Across KV sections the negated running max is updated by
+  ``tensor_tensor(minimum)`` and the rescale ``α = exp(m_old - m_new)`` is one ``activation(exp, data=-m_old,
+  scale=-1, bias=-m_new)``.
+* ``exp(S - m)`` and its row sum are ONE ``activation(exp, bias=-m, reduce_op=add)``; the exp tile is transposed on
+  the PE (``nc_transpose`` → PSUM → copy) so KV lands on the partitions and MM2 ``O += Pᵀᵀ·V`` accumulates the
+  128-row KV blocks of a section in one PSUM bank.
+* When ``seqlen_kv > 10240`` KV is processed in 8192-wide *sections*: ``l = α·l + l_section`` (``tensor_scalar``)
+  and ``O = α·O_prev + O_section`` (``scalar_tensor_tensor``), the partial O round-tripping through an HBM scratch
+  tensor while the running max and sum stay in SBUF.
+* Finally ``reciprocal(l)`` and ``activation(copy, scale=1/l)``; the store DMA casts to q's dtype.
+
+Every skip / diagonal / ragged decision is a Python-level (trace-time) choice, so those loops are plain ``range``;
+the uniform K/V loads are ``nl.affine_range`` loops.
+"""
+
+from nkic.frontend import api as nki
+
+nl = nki.language
+nisa = nki.isa
+
+Q_GROUP = 128  # query rows per group (the partitions)
+KV_TILE = 512  # MM1 free size: one fp32 PSUM bank
+KV_BLOCK = 128  # MM2 contraction block (the partitions of the transposed exp tile)
+SECTION_THRESHOLD = 10 * 1024  # above this many KV positions, process KV in sections ...
+SECTION_SIZE = 8 * 1024  # ... of this many positions
+FLOAT32_MIN = -3.4028235e38
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _tile_kind(q0, nq, k0, nk, causal, window):
+    """Trace-time classification of the (q group, KV tile) pair: None (skip) or the masks it needs."""
+    q_last, k_last = q0 + nq - 1, k0 + nk - 1
+    if causal and k0 > q_last:
+        return None  # wholly above the diagonal
+    if window > 0 and q0 - k_last >= window:
+        return None  # wholly outside the sliding window
+    return {"causal": causal and k_last > q0, "window": window if window > 0 and q_last - k0 >= window else 0}
+
+
+def _kept_blocks(q0, nq, k0, nk, kind):
+    """The 128-row KV blocks of a kept tile that hold any unmasked score (a contiguous range)."""
+    kept = []
+    for i in range(_cdiv(nk, KV_BLOCK)):
+        b0 = k0 + i * KV_BLOCK
+        b_last = min(k0 + nk, b0 + KV_BLOCK) - 1
+        if kind["causal"] and b0 > q0 + nq - 1:
+            continue
+        if kind["window"] and q0 - b_last >= kind["window"]:
+            continue
+        kept.append(i)
+    return kept
+
+
+@nki.jit
+def flash_attention(q, k, v, scale=1.0, causal_mask=True, sliding_window=0):
+    bs, seqlen_q, d = q.shape
+    bs_kv, seqlen_kv, d_kv = k.shape
+    assert v.shape == k.shape and d_kv == d, "k and v must be (bs_kv, seqlen_kv, d) like q's d"
+    assert d <= 128, "head dim must be at most 128"
+    assert bs % bs_kv == 0, "bs must be a multiple of bs_kv (GQA)"
+    window = int(sliding_window or 0)
+    causal = bool(causal_mask)
+    dt = q.dtype
+    f32 = nl.float32
+    out = nl.ndarray((bs, seqlen_q, d), dtype=dt, buffer=nl.shared_hbm, name="out")
+
+    q_per_kv = bs // bs_kv
+    n_groups = _cdiv(seqlen_q, Q_GROUP)
+    sec_size = SECTION_SIZE if seqlen_kv > SECTION_THRESHOLD else seqlen_kv
+    sections = [(s0, min(sec_size, seqlen_kv - s0)) for s0 in range(0, seqlen_kv, sec_size)]
+    # False when the masked value times scale could overflow fp32 to -inf (exp(-inf + inf) = NaN)
+    on_false = FLOAT32_MIN / max(1.0, float(scale))
+
+    # Per group: the kept KV tiles of each section, and which sections have any compute at all.
+    plan = {}
+    for g in range(n_groups):
+        q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
+        for si, (s0, slen) in enumerate(sections):
+            tiles = []
+            for t in range(_cdiv(slen, KV_TILE)):
+                k0, nk = s0 + t * KV_TILE, min(KV_TILE, slen - t * KV_TILE)
+                kind = _tile_kind(q0, nq, k0, nk, causal, window)
+                if kind is not None:
+                    tiles.append((t, k0, nk, kind))
+            plan[g, si] = tiles
+    active = {g: [si for si in range(len(sections)) if plan[g, si]] for g in range(n_groups)}
+
+    scratch = None
+    if len(sections) > 1:
+        scratch = nl.ndarray((bs, seqlen_q, d), dtype=f32, buffer=nl.hbm, name="o_partial")
+
+    for kb in range(bs_kv):
+        batches = range(kb * q_per_kv, (kb + 1) * q_per_kv)
+        # running statistics (negated max, exp sum) of every group of every query batch reading this KV batch,
+        # resident in SBUF across the sections; one (128, 1) tile each keeps the groups independent
+        run_neg_max = {}
+        run_sum = {}
+        for b in batches:
+            for g in range(n_groups):
+                run_neg_max[b, g] = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name=f"neg_max_b{b}_g{g}")
+                run_sum[b, g] = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name=f"sum_b{b}_g{g}")
+
+        for si, (s0, slen) in enumerate(sections):
+            n_tiles = _cdiv(slen, KV_TILE)
+            n_blocks = _cdiv(slen, KV_BLOCK)
+            needed = [any(t == kt[0] for g in range(n_groups) for kt in plan[g, si]) for t in range(n_tiles)]
+            if not any(needed):
+                continue
+            # -- K (transposed, d on partitions) and V (KV on partitions) of the section --------------------
+            k_t = nl.ndarray((d, slen), dtype=dt, buffer=nl.sbuf, name="kT")
+            v_sb = nl.ndarray((KV_BLOCK, n_blocks, d), dtype=dt, buffer=nl.sbuf, name="v")
+            _load_kv(k, v, k_t, v_sb, kb, s0, slen, seqlen_kv, d, needed)
+
+            for b in batches:
+                # Qᵀ [d, q] of every group that computes in this section, by transposing DMAs issued up front (the
+                # SP queue is in order: a load behind a group's output store would wait for that group)
+                groups = [g for g in range(n_groups) if si in active[g]]
+                q_t = nl.ndarray((d, n_groups, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="qT")
+                for g in groups:
+                    q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
+                    nisa.dma_transpose(dst=q_t[:, g, :nq], src=q[b, q0 : q0 + nq, :])
+                for g in groups:
+                    _group_section(
+                        q_t[:, g, :], out, scratch, k_t, v_sb, run_neg_max[b, g], run_sum[b, g], b, g, si, s0, slen,
+                        plan[g, si], active[g], seqlen_q, d, dt, scale, on_false, window,
+                    )  # fmt: skip
+    return out
+
+
+def _load_kv(k, v, k_t, v_sb, kb, s0, slen, seqlen_kv, d, needed):
+    """DMA the section's Kᵀ tiles ``[d, 512]`` and V blocks ``[128, d]`` (only tiles some group uses)."""
+    base = kb * seqlen_kv * d + s0 * d
+    n_full = slen // KV_TILE
+    if all(needed[:n_full]):
+        for t in nl.affine_range(n_full):
+            nisa.dma_transpose(dst=k_t[:, t * KV_TILE : (t + 1) * KV_TILE], src=k[kb, s0 + t * KV_TILE : s0 + (t + 1) * KV_TILE, :])
+            nisa.dma_copy(
+                dst=v_sb[:, t * 4 : (t + 1) * 4, :],
+                src=v.ap(pattern=[[d, KV_BLOCK], [KV_BLOCK * d, 4], [1, d]], offset=base + t * KV_TILE * d),
+            )
+        first = n_full
+    else:
+        first = 0
+    for t in range(first, _cdiv(slen, KV_TILE)):
+        if not needed[t]:
+            continue
+        k0, nk = t * KV_TILE, min(KV_TILE, slen - t * KV_TILE)
+        nisa.dma_transpose(dst=k_t[:, k0 : k0 + nk], src=k[kb, s0 + k0 : s0 + k0 + nk, :])
+        full, rest = nk // KV_BLOCK, nk % KV_BLOCK
+        if full:
+            nisa.dma_copy(
+                dst=v_sb[:, t * 4 : t * 4 + full, :],
+                src=v.ap(pattern=[[d, KV_BLOCK], [KV_BLOCK * d, full], [1, d]], offset=base + k0 * d),
+            )
+        if rest:
+            nisa.dma_copy(
+                dst=v_sb[:rest, t * 4 + full, :],
+                src=v.ap(pattern=[[d, rest], [1, d]], offset=base + (k0 + full * KV_BLOCK) * d),
+            )
+
+
+def _group_section(
+    q_t, out, scratch, k_t, v_sb, run_neg_max, run_sum, b, g, si, s0, slen, tiles, active, seqlen_q, d, dt, scale,
+    on_false, window,
+):  # fmt: skip
+    """One Q group against one KV section: MM1 + mask + max, running max, exp + sum, transpose, MM2, merge."""
+    f32 = nl.float32
+    q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
+    first, last = si == active[0], si == active[-1]
+    n_kept = len(tiles)
+
+    # -- MM1, mask, scale + partial row max per KV tile ------------------------------------------------------
+    scores = nl.ndarray((Q_GROUP, slen), dtype=f32, buffer=nl.sbuf, name="scores")
+    partial_max = nl.ndarray((Q_GROUP, n_kept), dtype=f32, buffer=nl.sbuf, name="partial_max")
+    for j, (t, k0, nk, kind) in enumerate(tiles):
+        c0 = k0 - s0
+        s_psum = nl.ndarray((Q_GROUP, KV_TILE), dtype=f32, buffer=nl.psum, name="qk_psum")
+        nisa.nc_matmul(s_psum[:nq, :nk], stationary=q_t[:, :nq], moving=k_t[:, c0 : c0 + nk])
+        s_tile = scores[:nq, c0 : c0 + nk]
+        src = s_psum[:nq, :nk]
+        if kind["causal"] or kind["window"]:
+            nisa.tensor_copy(dst=s_tile, src=src)
+            src = s_tile
+        if kind["causal"]:
+            # keep q - k >= 0: channel (q0 + p) - free (k0 + i)
+            nisa.affine_select(
+                dst=s_tile, pattern=[[-1, nk]], channel_multiplier=1, on_true_tile=s_tile,
+                on_false_value=on_false, cmp_op=nl.greater_equal, offset=q0 - k0,
+            )  # fmt: skip
+        if kind["window"]:
+            # keep q - k < W, i.e. (W - 1) - (q0 + p) + (k0 + i) >= 0
+            nisa.affine_select(
+                dst=s_tile, pattern=[[1, nk]], channel_multiplier=-1, on_true_tile=s_tile,
+                on_false_value=on_false, cmp_op=nl.greater_equal, offset=window - 1 - q0 + k0,
+            )  # fmt: skip
+        nisa.tensor_scalar_reduce(
+            dst=s_tile, data=src, op0=nl.multiply, operand0=float(scale), reduce_op=nl.maximum,
+            reduce_res=partial_max[:nq, j],
+        )  # fmt: skip
+
+    # -- negated section max, running max and α ----------------------------------------------------------------
+    neg_max = run_neg_max[:nq]
+    alpha = None
+    if first:
+        nisa.tensor_reduce(dst=neg_max, op=nl.maximum, data=partial_max[:nq, :n_kept], axis=1, negate=True)
+    else:
+        sec_neg_max = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="sec_neg_max")
+        nisa.tensor_reduce(dst=sec_neg_max[:nq], op=nl.maximum, data=partial_max[:nq, :n_kept], axis=1, negate=True)
+        prev_neg_max = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="prev_neg_max")
+        nisa.tensor_copy(dst=prev_neg_max[:nq], src=neg_max)
+        nisa.tensor_tensor(dst=neg_max, data1=prev_neg_max[:nq], data2=sec_neg_max[:nq], op=nl.minimum)
+        # α = exp(m_old - m_new) = exp(-(-m_old) + (-m_new))
+        alpha = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="alpha")
+        nisa.activation(dst=alpha[:nq], op=nl.exp, data=prev_neg_max[:nq], bias=neg_max, scale=-1.0)
+
+    # -- exp + row sum in one activation, PE transpose, MM2 ----------------------------------------------------
+    sums = nl.ndarray((Q_GROUP, n_kept), dtype=f32, buffer=nl.sbuf, name="exp_partial_sum")
+    o_psum = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.psum, name="pv_psum")
+    for j, (t, k0, nk, kind) in enumerate(tiles):
+        c0 = k0 - s0
+        e = nl.ndarray((Q_GROUP, KV_TILE), dtype=dt, buffer=nl.sbuf, name="exp")
+        nisa.activation(
+            dst=e[:nq, :nk], op=nl.exp, data=scores[:nq, c0 : c0 + nk], bias=neg_max, scale=1.0,
+            reduce_op=nl.add, reduce_res=sums[:nq, j], reduce_cmd=nisa.reduce_cmd.reset_reduce,
+        )  # fmt: skip
+        # 128-row KV blocks whose exp is all zero (above the diagonal / outside the window) skip PE work
+        blocks = _kept_blocks(q0, nq, k0, nk, kind)
+        lo, hi = blocks[0], blocks[-1] + 1
+        e_psum = nl.ndarray((KV_BLOCK, 4, Q_GROUP), dtype=f32, buffer=nl.psum, name="expT_psum")
+        for i in blocks:
+            kbk = min(KV_BLOCK, nk - i * KV_BLOCK)
+            nisa.nc_transpose(dst=e_psum[:kbk, i, :nq], data=e[:nq, i * KV_BLOCK : i * KV_BLOCK + kbk])
+        e_t = nl.ndarray((KV_BLOCK, 4, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="expT")
+        full_hi = min(hi, nk // KV_BLOCK)
+        if full_hi > lo:
+            nisa.tensor_copy(dst=e_t[:, lo:full_hi, :nq], src=e_psum[:, lo:full_hi, :nq])
+        if hi > full_hi:
+            rest = nk - full_hi * KV_BLOCK
+            nisa.tensor_copy(dst=e_t[:rest, full_hi, :nq], src=e_psum[:rest, full_hi, :nq])
+        for i in blocks:
+            kbk = min(KV_BLOCK, nk - i * KV_BLOCK)
+            nisa.nc_matmul(o_psum[:nq, :], stationary=e_t[:kbk, i, :nq], moving=v_sb[:kbk, t * 4 + i, :])
+
+    # -- running sum and output accumulator ----------------------------------------------------------------------
+    l_run = run_sum[:nq]
+    o_acc = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_acc")
+    if first:
+        nisa.tensor_reduce(dst=l_run, op=nl.add, data=sums[:nq, :n_kept], axis=1)
+        nisa.tensor_copy(dst=o_acc[:nq], src=o_psum[:nq, :])
+    else:
+        l_sec = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="sec_sum")
+        nisa.tensor_reduce(dst=l_sec[:nq], op=nl.add, data=sums[:nq, :n_kept], axis=1)
+        # l = α·l + l_section
+        nisa.tensor_scalar(dst=l_run, data=l_run, op0=nl.multiply, operand0=alpha[:nq], op1=nl.add,
+                           operand1=l_sec[:nq])  # fmt: skip
+        o_prev = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_prev")
+        nisa.dma_copy(dst=o_prev[:nq], src=scratch[b, q0 : q0 + nq, :])
+        # O = α·O_prev + O_section
+        nisa.scalar_tensor_tensor(
+            dst=o_acc[:nq], data=o_prev[:nq], op0=nl.multiply, operand0=alpha[:nq], op1=nl.add,
+            operand1=o_psum[:nq, :],
+        )  # fmt: skip
+
+    if not last:
+        nisa.dma_copy(dst=scratch[b, q0 : q0 + nq, :], src=o_acc[:nq])
+        return
+    # -- normalise and store --------------------------------------------------------------------------------------
+    inv = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="inv_sum")
+    nisa.reciprocal(dst=inv[:nq], data=l_run)
+    o_fin = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_final")
+    nisa.activation(dst=o_fin[:nq], op=nl.copy, data=o_acc[:nq], scale=inv[:nq])
+    nisa.dma_copy(dst=out[b, q0 : q0 + nq, :], src=o_fin[:nq])

@@ -1,0 +1,115 @@
+"""The kernel-node paths through BIR: FORM A vs FORM B carriers, internal registry kernels, IT54 macro kernels,
+and compile-option decorators — each compiled to a NEFF and simulated."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nkic.dialects import bir, klir_binary, penguin
+from nkic.driver import compile_module, compile_traced, make_context, run_neff
+from nkic.frontend import TensorSpec, api as nki, simulate
+from nkic.kernels import library
+from nkic.kernels.softmax import softmax
+from nkic.passes.penguin_to_bir import PenguinToBirPass
+from nkic.passes.translate_nki_ast_to_bir import TranslateNkiAstToBirPass
+
+X = np.random.default_rng(7).standard_normal((256, 384), dtype=np.float32)
+
+
+def _ops(module: object, cls: type) -> list:
+    return [o for o in module.walk() if isinstance(o, cls)]  # type: ignore[attr-defined]
+
+
+def test_form_a_and_form_b_carriers_lower_to_the_same_numbers() -> None:
+    traced = softmax.trace(X)
+    kinds = {}
+    outs = {}
+    for fmt in ("bir", "klir"):
+        m = traced.module.clone()
+        ctx = make_context()
+        PenguinToBirPass(kernel_format=fmt).apply(ctx, m)
+        (carrier,) = _ops(m, bir.NkiKlirKernelOp)
+        assert carrier.kernel_format.data == fmt
+        if fmt == "klir":
+            assert carrier.klir_binary.data.startswith(klir_binary.DATA_PREFIX)
+        TranslateNkiAstToBirPass().apply(ctx, m)
+        (call,) = _ops(m, bir.NkiKernelOp)
+        kinds[fmt] = call.kernel_source.data
+        outs[fmt] = run_neff(compile_module(traced.module.clone(), kernel_format=fmt).neff, {"x": X}).outputs["out"]
+    assert kinds == {"bir": "Beta3", "klir": "Beta2"}
+    np.testing.assert_array_equal(outs["bir"], outs["klir"])
+
+
+def test_nkab_round_trip_and_corruption() -> None:
+    kernel = next(o for o in softmax.trace(X).module.ops if isinstance(o, penguin.KernelOp))
+    data = klir_binary.encode_kernel(kernel)
+    assert data[:4] == b"NKAB"
+    assert str(klir_binary.decode_kernel(data)) == str(kernel)
+    with pytest.raises(klir_binary.KlirBinaryError, match="truncated or corrupt"):
+        klir_binary.decode_kernel(data[:-3])
+    flipped = bytearray(data)
+    flipped[40] ^= 0xFF
+    with pytest.raises(klir_binary.KlirBinaryError):
+        klir_binary.decode_kernel(bytes(flipped))
+
+
+def test_kernel_format_decorator_selects_form_a() -> None:
+    form_a = nki.compiler.kernel_format("klir")(softmax)
+    assert form_a.options.carrier_format == "klir" and softmax.options.carrier_format == "bir"
+    np.testing.assert_allclose(simulate(form_a)(X), simulate(softmax)(X), rtol=0, atol=0)
+
+
+def test_enable_stack_allocator_reuses_memory_immediately() -> None:
+    stacked = nki.compiler.enable_stack_allocator(softmax)
+    assert stacked.options.enable_stack_allocator and stacked.func is softmax.func
+
+    def sbuf_addresses(kernel: object) -> set[int]:
+        m = compile_traced(kernel.trace(X)).module  # type: ignore[attr-defined]
+        from nkic.dialects.isa import core_streams
+
+        streams = core_streams(next(iter(m.ops)))  # type: ignore[arg-type]
+        return {loc.addr for ops in streams.values() for op in ops for loc in op.locs.data if loc.mem == "sbuf"}
+
+    assert len(sbuf_addresses(stacked)) < len(sbuf_addresses(softmax))
+    np.testing.assert_array_equal(simulate(stacked)(X), simulate(softmax)(X))
+
+
+def test_internal_kernel_node_resolves_from_the_registry() -> None:
+    """A host graph node of kind "internal" names a registry kernel; penguin-to-bir traces it on demand."""
+    t = "!penguin.tensor<shared_hbm, 256x384xf32>"
+    text = f"""builtin.module {{
+      penguin.graph @main {{
+      ^bb0(%x: {t}):
+        %y = penguin.kernel_node @softmax(%x) {{kind = "internal", grid = 1 : i64}} : ({t}) -> {t}
+        penguin.graph_return %y : {t}
+      }}
+    }}"""
+    from xdsl.parser import Parser
+
+    module = Parser(make_context(), text).parse_module()
+    out = run_neff(compile_module(module).neff, {"x": X}).outputs["out"]
+    np.testing.assert_array_equal(out, simulate(softmax)(X))
+
+
+def test_macro_it54_and_traced_it56_paths_agree() -> None:
+    module = library.macro_module("softmax", [("x", X.shape, "float32")], [("y", X.shape, "float32")])
+    (node,) = _ops(module, bir.BirKernelOp)
+    assert node.kernel_name.data == "softmax"
+    out = run_neff(compile_module(module).neff, {"x": X}).outputs["y"]
+    np.testing.assert_array_equal(out, simulate(softmax)(X))
+
+
+def test_unknown_library_kernel_is_a_clear_error() -> None:
+    from xdsl.utils.exceptions import PassFailedException
+
+    module = library.macro_module("softmax", [("x", X.shape, "float32")], [("y", X.shape, "float32")])
+    (node,) = _ops(module, bir.BirKernelOp)
+    node.properties["kernel_name"] = bir.StringAttr("nope")
+    with pytest.raises(PassFailedException, match="unknown library kernel 'nope'"):
+        compile_module(module)
+
+
+def test_tracespec_inputs_compile_without_data() -> None:
+    traced = softmax.trace(TensorSpec((128, 64), "float32"))
+    assert compile_traced(traced).neff[:8] != b""
