@@ -130,4 +130,4 @@ def function_from_json(d: Any) -> bir.FunctionOp:
 
 
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return json.dumps(obj, separators=(",", ":"))  # key order kept: the round trip preserves print order

@@ -1,6 +1,6 @@
 """``nkic``: compile an NKI kernel file to a NEFF, run a NEFF in the simulator, describe a NEFF.
 
-    nkic compile kernel.py:my_kernel --arg a=float32[256,512] --arg scale=0.5 -o k.neff --dump-dir ir/
+    nkic compile kernel.py:my_kernel --arg a=float32[256,512] --arg scale=0.5 [--grid 2] -o k.neff --dump-dir ir/
     nkic run k.neff --input a=a.npy --output-dir out/ --profile trace.json
     nkic info k.neff
     nkic demo [--out-dir DIR]
@@ -70,6 +70,8 @@ def cmd_compile(args: argparse.Namespace) -> None:
     from nkic.driver import compile_traced
 
     kernel = load_kernel(args.kernel)
+    if args.grid != 1:
+        kernel = kernel[args.grid]
     kwargs = dict(parse_arg(a) for a in args.arg)
     traced = kernel.trace(**kwargs)
     result = compile_traced(traced, dump_dir=args.dump_dir)
@@ -102,8 +104,11 @@ def cmd_run(args: argparse.Namespace) -> None:
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name, value in result.outputs.items():
-        np.save(out / f"{name}.npy", value)
-        print(f"output {name}: {value.dtype}{list(value.shape)} -> {out / (name + '.npy')}")
+        # .npy has no bfloat16/float8: such outputs are stored as float32, which holds them exactly.
+        stored = value.astype(np.float32) if value.dtype.kind == "V" else value
+        np.save(out / f"{name}.npy", stored)
+        note = f" (stored as {stored.dtype})" if stored is not value else ""
+        print(f"output {name}: {value.dtype}{list(value.shape)} -> {out / (name + '.npy')}{note}")
     print(result.profile.summary())
     if args.profile:
         result.profile.write_chrome_trace(args.profile)
@@ -144,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compile", help="compile FILE.py:KERNEL to a NEFF")
     c.add_argument("kernel")
     c.add_argument("--arg", action="append", default=[], help="NAME=DTYPE[D0,D1,...] or NAME=VALUE")
+    c.add_argument("--grid", type=int, default=1, help="SPMD programs to launch (kernel[N])")
     c.add_argument("-o", "--output", required=True)
     c.add_argument("--dump-dir", help="write the IR after every stage here")
     c.set_defaults(func=cmd_compile)

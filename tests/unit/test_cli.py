@@ -42,6 +42,40 @@ def test_compile_run_info_matmul(tmp_path: Path) -> None:
     assert r.returncode == 0 and "var lhsT: input float32[256, 128]" in r.stdout
 
 
+@pytest.mark.parametrize(
+    "kernel,args,grid",
+    [
+        ("tensor_add.py:tensor_add", ["a=float32[256,512]", "b=float32[256,512]"], 1),
+        ("tensor_add.py:tensor_add_spmd", ["a=float32[256,512]", "b=float32[256,512]"], 2),
+        ("rmsnorm.py:rmsnorm", ["x=bfloat16[128,256]", "w=bfloat16[256]", "eps=1e-5"], 1),
+    ],
+)
+def test_cli_kernels_match_numpy(tmp_path: Path, kernel: str, args: list[str], grid: int) -> None:
+    rng = np.random.default_rng(3)
+    arrays = {}
+    for spec in args:
+        name, value = spec.split("=")
+        if "[" in value:
+            shape = tuple(int(d) for d in value[value.index("[") + 1 : -1].split(","))
+            # bf16 inputs travel as float32 .npy holding bf16-exact values; the runtime casts them exactly
+            arrays[name] = rng.standard_normal(shape).astype(ml_dtypes.bfloat16).astype(np.float32)
+            np.save(tmp_path / f"{name}.npy", arrays[name])
+    flags = [f for a in args for f in ("--arg", a)]
+    r = nkic("compile", str(KERNELS / kernel), *flags, "--grid", str(grid), "-o", "k.neff", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    inputs = [f for n in arrays for f in ("--input", f"{n}={n}.npy")]
+    r = nkic("run", "k.neff", *inputs, "--output-dir", "out", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    got = np.load(tmp_path / "out" / "out.npy")
+    if "rmsnorm" in kernel:
+        x, w = arrays["x"].astype(np.float64), arrays["w"].astype(np.float64)
+        want = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-5) * w
+        assert "stored as float32" in r.stdout
+        assert np.max(np.abs(got - want)) / np.max(np.abs(want)) < 2**-7
+    else:
+        np.testing.assert_array_equal(got, arrays["a"] + arrays["b"])
+
+
 def test_every_dumped_stage_reruns_through_nkic_opt(tmp_path: Path) -> None:
     r = nkic("compile", f"{KERNELS / 'softmax.py'}:softmax", "--arg", "x=float32[128,256]", "-o", "k.neff",
              "--dump-dir", "ir", cwd=tmp_path)  # fmt: skip

@@ -13,10 +13,10 @@
 // KERNEL-DAG: bir.memloc @x : sbuf [128, 512] float32 {scope = "L0"}
 // KERNEL-DAG: bir.memloc @y : sbuf [128, 512] float32 {scope = "L0"}
 // KERNEL: bir.loop "L0" "affine" 0 to 2 step 1 {
-// KERNEL-NEXT: bir.dma_copy dst @x[0 : [512, 128], [1, 512]], src @a[0 + 65536*i0 : [512, 128], [1, 512]] {engine = "sp", id = 0 : i64, loc = "k.py:5"}
-// KERNEL-NEXT: bir.activation dst @y[0 : [512, 128], [1, 512]], data @x[0 : [512, 128], [1, 512]] {deps = [#bir.dep<flow, 0>], engine = "unassigned", func = "exp", id = 1 : i64, loc = "k.py:6"}
-// KERNEL-NEXT: bir.tensor_tensor dst @x[0 : [512, 128], [1, 512]], data1 @x[0 : [512, 128], [1, 512]], data2 @y[0 : [512, 128], [1, 512]] {deps = [#bir.dep<flow, 0>, #bir.dep<flow, 1>, #bir.dep<output, 0>, #bir.dep<anti, 1>], engine = "pool", id = 2 : i64, op = "add"}
-// KERNEL-NEXT: bir.dma_copy dst @out[0 + 65536*i0 : [512, 128], [1, 512]], src @x[0 : [512, 128], [1, 512]] {deps = [#bir.dep<flow, 2>], engine = "sp", id = 3 : i64}
+// KERNEL-NEXT: bir.dma_copy dst @x[0 : [512, 128], [1, 512]], src @a[0 + 65536*i0 : [512, 128], [1, 512]] {loc = "k.py:5", id = 0 : i64, engine = "sp"}
+// KERNEL-NEXT: bir.activation dst @y[0 : [512, 128], [1, 512]], data @x[0 : [512, 128], [1, 512]] {func = "exp", loc = "k.py:6", id = 1 : i64, engine = "unassigned", deps = [#bir.dep<flow, 0>]}
+// KERNEL-NEXT: bir.tensor_tensor dst @x[0 : [512, 128], [1, 512]], data1 @x[0 : [512, 128], [1, 512]], data2 @y[0 : [512, 128], [1, 512]] {op = "add", id = 2 : i64, engine = "pool", deps = [#bir.dep<flow, 0>, #bir.dep<flow, 1>, #bir.dep<output, 0>, #bir.dep<anti, 1>]}
+// KERNEL-NEXT: bir.dma_copy dst @out[0 + 65536*i0 : [512, 128], [1, 512]], src @x[0 : [512, 128], [1, 512]] {id = 3 : i64, engine = "sp", deps = [#bir.dep<flow, 2>]}
 
 builtin.module {
   penguin.graph @main {
