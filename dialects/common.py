@@ -240,3 +240,36 @@ def ap_indices(offset: int, pairs: Sequence[tuple[int, int]]) -> np.ndarray:
     for step, num in pairs:
         idx = idx[..., None] + step * np.arange(num, dtype=np.int64)
     return idx
+
+
+def attr_of(value: object) -> "Attribute":
+    """A Python field value as a property attribute: bool -> i1, int -> i64, float -> f32, str -> string."""
+    from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, f32, i1, i64
+    from xdsl.ir import Attribute
+
+    if isinstance(value, Attribute):
+        return value
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), i1)
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, f32)
+    if isinstance(value, str):
+        return StringAttr(value)
+    raise TypeError(f"cannot store {value!r} as an op field")
+
+
+def value_of(attr: "Attribute | None") -> "str | int | float | bool | None":
+    """The Python value of a field attribute (inverse of ``attr_of``)."""
+    from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, i1
+
+    if attr is None:
+        return None
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
+    if isinstance(attr, IntegerAttr):
+        return bool(attr.value.data) if attr.type == i1 else int(attr.value.data)
+    raise TypeError(f"unexpected field attribute {attr}")

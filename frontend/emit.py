@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import (
-    BoolAttr,
     DenseArrayBase,
     FloatAttr,
     FunctionType,
@@ -24,7 +23,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from nkic.dialects import penguin
-from nkic.dialects.common import AccessPatternAttr, element_type
+from nkic.dialects.common import AccessPatternAttr, attr_of, element_type
 
 
 @dataclass(frozen=True)
@@ -50,19 +49,6 @@ class Operand:
     tensor: object
     offset: Affine
     pattern: tuple[tuple[int, int], ...]
-
-
-def attr_of(value: object) -> Attribute:
-    """Python trace-time value -> property attribute (floats as f32, ints as i64, enums by NKI name)."""
-    if isinstance(value, bool):
-        return BoolAttr.from_bool(value)
-    if isinstance(value, int):
-        return IntegerAttr(value, i64)
-    if isinstance(value, float):
-        return FloatAttr(value, f32)
-    if isinstance(value, str):
-        return StringAttr(value)
-    raise TypeError(f"cannot store {value!r} on a penguin op")
 
 
 def _pattern_attr(pattern: Sequence[Sequence[int]], offset: int = 0) -> AccessPatternAttr:

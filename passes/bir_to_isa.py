@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr, i1
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.common import AccessPatternAttr
+from nkic.dialects.common import AccessPatternAttr, value_of
 from nkic.passes.physical import place
 from nkic.runtime.encoding import Operand
 
@@ -104,16 +104,6 @@ def _pattern(inst: bir.BirInst) -> AccessPatternAttr:
     return p
 
 
-def _py(attr: Attribute) -> Any:
-    if isinstance(attr, StringAttr):
-        return attr.data
-    if isinstance(attr, FloatAttr):
-        return float(attr.value.data)
-    if isinstance(attr, IntegerAttr):
-        return bool(attr.value.data) if attr.type == i1 else int(attr.value.data)
-    raise PassFailedException(f"unexpected field attribute {attr}")
-
-
 class _VarTable:
     """HBM variables of the NEFF: shared tensors keep one id across cores, per-program scratch gets its own."""
 
@@ -156,7 +146,7 @@ def lower_instruction(
     operands = {slot: _operand(inst, role, locs, var_ids) for role, slot in low.roles.items() if inst.has(role)}
     if low.format_key in ("iota", "affine_select"):
         operands["pattern"] = _pattern_operand(inst)
-    fields = {f: _py(inst.properties[f]) for f in low.fields if f in inst.properties}
+    fields = {f: value_of(inst.properties[f]) for f in low.fields if f in inst.properties}
     if low.extra is not None:
         fields.update(low.extra(inst))
     waits = [] if inst.waits is None else [int(v) for v in inst.waits.get_values()]

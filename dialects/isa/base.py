@@ -37,7 +37,17 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import ACT_FUNCS, ALU_OPS, DTYPES, REDUCE_CMDS, AccessPatternAttr, check_member, dtype_size
+from nkic.dialects.common import (
+    ACT_FUNCS,
+    ALU_OPS,
+    DTYPES,
+    REDUCE_CMDS,
+    AccessPatternAttr,
+    attr_of,
+    check_member,
+    dtype_size,
+    value_of,
+)
 from nkic.dialects.inst import RoleOperandOp
 from nkic.runtime.costs import TARGETS
 from nkic.runtime.encoding import (
@@ -224,32 +234,9 @@ def decode_imm(kind: str, raw: int) -> Attribute:
     return IntegerAttr(raw, i64)
 
 
-def to_attr(value: object) -> Attribute:
-    """Python value -> property attribute (str enum, bool flag, i64 integer, f32 float)."""
-    if isinstance(value, Attribute):
-        return value
-    if isinstance(value, bool):
-        return IntegerAttr.from_bool(value)
-    if isinstance(value, int):
-        return IntegerAttr(value, i64)
-    if isinstance(value, float):
-        return FloatAttr(value, f32)
-    if isinstance(value, str):
-        return StringAttr(value)
-    raise TypeError(f"cannot store {value!r} as an ISA field")
-
-
-def attr_value(attr: Attribute | None) -> str | int | float | bool | None:
-    """The Python value of a property attribute (inverse of ``to_attr``)."""
-    if attr is None:
-        return None
-    if isinstance(attr, StringAttr):
-        return attr.data
-    if isinstance(attr, FloatAttr):
-        return float(attr.value.data)
-    if isinstance(attr, IntegerAttr):
-        return int(attr.value.data)
-    raise TypeError(f"unexpected ISA field attribute {attr}")
+# Field values <-> attributes are shared with the other levels (``common.attr_of`` / ``common.value_of``).
+to_attr = attr_of
+attr_value = value_of
 
 
 def _free_size(pairs: Sequence[tuple[int, int]]) -> int:
