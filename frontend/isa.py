@@ -182,16 +182,30 @@ def dma_transpose(ctx: Any, dst: NkiTensor, src: NkiTensor, axes: Sequence[int] 
     _mask(kw)
     dst, src = _tensor("dma_transpose", "dst", dst), _tensor("dma_transpose", "src", src)
     _in("dma_transpose", "dst", dst, "sbuf")
-    perm = tuple(axes) if axes is not None else tuple(reversed(range(src.ndim)))
-    if sorted(perm) != list(range(src.ndim)):
-        raise NkiError(f"dma_transpose: axes {perm} are not a permutation of a rank-{src.ndim} source")
+    if src.ndim not in _DMA_TRANSPOSE_AXES:
+        raise NkiError(f"dma_transpose: the source must be 2-D, 3-D or 4-D, got shape {src.shape}")
+    canonical = _DMA_TRANSPOSE_AXES[src.ndim]
+    perm = tuple(int(a) for a in axes) if axes is not None else canonical
+    if perm != canonical:
+        raise NkiError(
+            f"dma_transpose: axes {perm} are not supported for a rank-{src.ndim} source",
+            "the supported permutations are (1, 0), (2, 1, 0) and (3, 1, 2, 0)",
+        )
     expected = tuple(src.shape[a] for a in perm)
     if dst.shape != expected:
         raise NkiError(f"dma_transpose: dst shape {dst.shape} must equal the permuted source shape {expected}")
-    if perm != (1, 0):
-        # penguin.dma_transpose is 2-D (dst = srcᵀ) and carries no axes attribute yet.
-        raise NkiError(f"dma_transpose: only 2-D transposes (axes=(1, 0)) are supported, got axes {perm}")
+    if dst.dtype != src.dtype:
+        raise NkiError(
+            f"dma_transpose: dst is {dst.dtype} but src is {src.dtype}",
+            "a DMA transpose cannot cast: transpose into a same-dtype tile, then tensor_copy",
+        )
+    # Every supported permutation swaps the outermost and innermost dims and keeps the middle ones, which is what
+    # penguin.dma_transpose means for operands of any rank; no axes attribute is needed.
     _record(ctx, "dma_transpose", {"dst": dst, "src": src}, {})
+
+
+# The NKI permutations by source rank (dst axis i = src axis axes[i]).
+_DMA_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
 
 @nki_op

@@ -48,6 +48,12 @@ float32 = "float32"
 bfloat16 = "bfloat16"
 float16 = "float16"
 tfloat32 = "tfloat32"  # known to NKI; nkic rejects it when it is used
+# Also known-but-unsupported: nki-library builds import-time tables keyed by these (kernel_helpers.py).
+float8_e4m3fn = "float8_e4m3fn"
+float8_e8m0fnu = "float8_e8m0fnu"
+float8_e5m2_x4 = "float8_e5m2_x4"
+float8_e4m3fn_x4 = "float8_e4m3fn_x4"
+float4_e2m1fn_x4 = "float4_e2m1fn_x4"
 int32 = "int32"
 uint32 = "uint32"
 int16 = "int16"

@@ -290,8 +290,11 @@ def _exec_dma(core: _Core, ins: Instr) -> None:
     if dst.op.num_elements != src.op.num_elements:
         raise SimulationError(f"DMA element counts differ: dst {dst.op.shape} vs src {src.op.shape}")
     values = src.raw()
-    if ins.flags & 1:
-        values = values.reshape(src.nparts, -1).T
+    if ins.flags & 1:  # transpose: swap the outermost and innermost dims of src's pattern, keep the middle ones
+        shape = src.op.shape
+        if len(shape) < 2:
+            raise SimulationError(f"transposing DMA needs a source of rank >= 2, got {shape}")
+        values = np.swapaxes(values.reshape(shape), 0, -1)
     if dst.op.dtype == src.op.dtype:
         dst.store_raw(values.reshape(-1))
     else:

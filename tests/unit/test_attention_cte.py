@@ -12,8 +12,8 @@ DMAs, QKᵀ accumulates in fp32 PSUM, the softmax (scale, mask, max, exp, row su
 to bfloat16 for the PV matmul (fp32 PSUM), and the fp32 result is cast to q.dtype by the final DMA. Two references:
 
 * ``exact``: float64 ``softmax(scale·QKᵀ + causal mask)·V`` on the inputs as given. Against it the bf16 roundings
-  of the kernel dominate (up to 2^-8 relative per rounded value: bf16 keeps 8 significant bits), for fp32 inputs too — the kernel never runs its
-  matmuls in fp32 — so both dtypes are held to the nkilib tests' rtol of 2e-2.
+  of the kernel dominate (up to 2^-8 relative per rounded value: bf16 keeps 8 significant bits), for fp32 inputs
+  too — the kernel never runs its matmuls in fp32 — so both dtypes are held to the nkilib tests' rtol of 2e-2.
 * ``emulated``: the same math with the kernel's roundings applied: inputs rounded to bf16, the scores as fp32
   products of the kernel's (128 × d)·(d × 512) tiles (so the fp32 summation order matches and the bf16 rounding of
   every exponential lands on the same side), scale/max/exp in fp32, exp rounded to bf16 for PV, PV and the
@@ -196,7 +196,7 @@ def test_attention_cte_trace_uses_the_default_path(attention_cte) -> None:
     """The causal default path: DMA transposes of Q and of the exp tiles, masks on the diagonal tiles only."""
     from nkic.frontend.tracer import TensorSpec
 
-    q, k, v = TensorSpec((1, 512, 64), "bfloat16"), TensorSpec((1, 64, 512), "bfloat16"), TensorSpec((1, 512, 64), "bfloat16")
+    q, k, v = (TensorSpec(shape, "bfloat16") for shape in ((1, 512, 64), (1, 64, 512), (1, 512, 64)))
     with contextlib.redirect_stdout(io.StringIO()):
         text = str(attention_cte.trace(q, k, v, scale=0.125).module)
     counts = {op: text.count(f"penguin.{op} ") for op in ("dma_transpose", "affine_select", "matmul", "activation")}

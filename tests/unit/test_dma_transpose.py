@@ -153,7 +153,8 @@ def _isa(dst: str, src: str) -> str:
 
 
 def test_isa_verifier(ctx: Context) -> None:
-    Parser(ctx, _isa("[0 : [1, 128], [1, 1], [1, 1], [1, 64]]", "[0 : [128, 64], [1, 1], [1, 1], [1, 128]]")).parse_module().verify()
+    ok = _isa("[0 : [1, 128], [1, 1], [1, 1], [1, 64]]", "[0 : [128, 64], [1, 1], [1, 1], [1, 128]]")
+    Parser(ctx, ok).parse_module().verify()
     bad = _isa("[0 : [1, 128], [1, 1], [1, 64], [1, 1]]", "[0 : [128, 64], [1, 1], [1, 1], [1, 128]]")
     with pytest.raises(VerifyException, match="first and last dims"):
         Parser(ctx, bad).parse_module().verify()
@@ -170,7 +171,8 @@ def test_encoding_round_trips_rank_4_transpose() -> None:
 def test_simulator_swaps_first_and_last_dims() -> None:
     a, b, c, e = 5, 2, 3, 7
     x = RNG.standard_normal((a, b, c, e)).astype(np.float32)
-    src_var, out_var = Variable("x", 0, "input", x.shape, "float32"), Variable("y", 1, "output", (e, b, c, a), "float32")
+    src_var = Variable("x", 0, "input", x.shape, "float32")
+    out_var = Variable("y", 1, "output", (e, b, c, a), "float32")
     src = Operand("hbm", "float32", tuple(contiguous_pattern(x.shape)), var_id=0)
     tile = Operand("sbuf", "float32", ((1, e), *contiguous_pattern((b, c, a))), 0, 0)
     out = Operand("hbm", "float32", tuple(contiguous_pattern((e, b, c, a))), var_id=1)
