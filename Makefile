@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lit pytest bench clean
 
+# see __init__.py: small simulator matmuls are slower with a threaded BLAS
+export OPENBLAS_NUM_THREADS ?= 1
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip

@@ -5,6 +5,10 @@ as Chrome trace JSON (``out/bench/attention-<S>.trace.json``, opens in Perfetto)
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: see nkic/__init__.py
+
 import sys
 import time
 from pathlib import Path

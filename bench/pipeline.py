@@ -3,6 +3,10 @@ simulator wall time, and the ratio to a plain numpy reference. Run with ``make b
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: see nkic/__init__.py
+
 import sys
 import time
 from collections.abc import Callable
