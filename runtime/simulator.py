@@ -180,6 +180,8 @@ class _View:
     cols: np.ndarray  # byte column of every element byte: (1 or n0, free, itemsize)
     nparts: int
     free: int
+    # Fast path: a strided (nparts, free * itemsize) byte view of ``mem`` when the pattern is dense per row.
+    window: np.ndarray | None = None
 
     @property
     def dtype(self) -> np.dtype:
@@ -191,6 +193,8 @@ class _View:
 
     def raw(self) -> np.ndarray:
         """Stored values, bit-exact, in the operand dtype."""
+        if self.window is not None:
+            return np.ascontiguousarray(self.window).view(self.dtype)
         data = np.ascontiguousarray(self.mem[self.rows, self.cols]).reshape(self.nparts, -1)
         return data.view(self.dtype)
 
@@ -202,6 +206,9 @@ class _View:
 
     def store_raw(self, values: np.ndarray) -> None:
         values = np.ascontiguousarray(values, dtype=self.dtype).reshape(self.nparts, self.free)
+        if self.window is not None:
+            self.window[...] = values.view(np.uint8).reshape(self.nparts, -1)
+            return
         self.mem[self.rows, self.cols] = values.view(np.uint8).reshape(self.nparts, self.free, -1)
 
     def store(self, values: np.ndarray) -> None:
@@ -231,7 +238,16 @@ def _resolve_onchip(core: _Core, op: Operand) -> _View:
     offsets = op.address + op.itemsize * _element_offsets(op.pattern[1:])
     _check_bounds(offsets, op.itemsize, mem.shape[1], op.memory)
     rows = (op.start_partition + np.arange(nparts, dtype=np.int64)).reshape(-1, 1, 1)
-    return _View(op, mem, rows, _byte_cols(offsets, op.itemsize)[None], nparts, len(offsets))
+    view = _View(op, mem, rows, _byte_cols(offsets, op.itemsize)[None], nparts, len(offsets))
+    if _dense(offsets, op.itemsize):
+        lo = int(offsets[0])
+        view.window = mem[op.start_partition : op.start_partition + nparts, lo : lo + len(offsets) * op.itemsize]
+    return view
+
+
+def _dense(offsets: np.ndarray, itemsize: int) -> bool:
+    """Whether byte offsets are consecutive elements (so a slice can stand for the fancy index)."""
+    return len(offsets) > 0 and bool(np.all(np.diff(offsets) == itemsize))
 
 
 def _resolve_hbm(core: _Core, op: Operand) -> _View:
@@ -242,7 +258,15 @@ def _resolve_hbm(core: _Core, op: Operand) -> _View:
     _check_bounds(offsets, op.itemsize, len(buf), f"HBM variable {op.var_id}")
     outer = max(op.pattern[0][1], 1)
     cols = _byte_cols(offsets, op.itemsize).reshape(outer, -1, op.itemsize)
-    return _View(op, buf[None, :], np.zeros((1, 1, 1), np.int64), cols, outer, cols.shape[1])
+    view = _View(op, buf[None, :], np.zeros((1, 1, 1), np.int64), cols, outer, cols.shape[1])
+    row = offsets[: cols.shape[1]]
+    step = op.pattern[0][0] * op.itemsize
+    if _dense(row, op.itemsize) and (outer == 1 or step >= len(row) * op.itemsize):
+        # rows do not overlap, so writing through the strided view is exact
+        view.window = np.lib.stride_tricks.as_strided(
+            buf[int(row[0]) :], shape=(outer, len(row) * op.itemsize), strides=(max(step, 1), 1)
+        )
+    return view
 
 
 def _resolve(core: _Core, op: Operand | None, what: str) -> _View:
