@@ -2,18 +2,21 @@
 
 The online-softmax algorithm of nkilib's ``attention_cte`` (worked example B, Stage 4b), re-derived for nkic:
 
-* 128 query rows (a *Q group*) sit on the partitions; Qᵀ ``[d, q]`` and Kᵀ ``[d, k]`` come from HBM through
-  transposing DMA access patterns, V ``[kv, d]`` through plain ones. K and V stream in 512-column *KV tiles*.
-* MM1 ``S = Qᵀᵀ·Kᵀ`` lands in one PSUM bank per KV tile; tiles wholly above the diagonal (or wholly outside the
-  sliding window) are skipped at trace time; the tiles straddling a boundary are copied to SBUF and masked by
-  ``affine_select`` (iota triangle ``q - k >= 0``; window ``(W - 1) - (q - k) >= 0``) with FLOAT32_MIN.
+* 128 query rows (a *Q group*) sit on the partitions; Qᵀ ``[d, q]`` and Kᵀ ``[d, k]`` come from HBM by
+  ``dma_transpose``, V ``[kv, d]`` by ``dma_copy``. K and V come in 512-column *KV tiles*; GQA query batch ``b``
+  reads KV batch ``b // (bs // bs_kv)``, whose K/V tiles are loaded once for all its query batches.
+* MM1 ``S = Q·Kᵀ = nc_matmul(stationary=Qᵀ, moving=Kᵀ)`` lands in one PSUM bank per KV tile; tiles wholly above
+  the diagonal (or wholly outside the sliding window) are skipped at trace time; the tiles straddling a boundary
+  are copied to SBUF and masked by ``affine_select`` (iota triangle ``q - k >= 0``; window ``(W - 1) - (q - k) >= 0``)
+  with FLOAT32_MIN.
 * ``tensor_scalar_reduce`` multiplies by ``scale`` and yields each tile's partial row max; ``tensor_reduce(maximum,
   negate=True)`` folds them into the *negated* section max. Across KV sections the negated running max is updated by
   ``tensor_tensor(minimum)`` and the rescale ``α = exp(m_old - m_new)`` is one ``activation(exp, data=-m_old,
   scale=-1, bias=-m_new)``.
 * ``exp(S - m)`` and its row sum are ONE ``activation(exp, bias=-m, reduce_op=add)``; the exp tile is transposed on
-  the PE (``nc_transpose`` → PSUM → copy) so KV lands on the partitions and MM2 ``O += Pᵀᵀ·V`` accumulates the
-  128-row KV blocks of a section in one PSUM bank.
+  the PE (``nc_transpose`` → PSUM → copy) so KV lands on the partitions and MM2 ``O = nc_matmul(stationary=Pᵀ,
+  moving=V)`` accumulates the 128-row KV blocks of a section in one PSUM bank (blocks whose exp is all zero —
+  above the diagonal or outside the window — are skipped too).
 * When ``seqlen_kv > 10240`` KV is processed in 8192-wide *sections*: ``l = α·l + l_section`` (``tensor_scalar``)
   and ``O = α·O_prev + O_section`` (``scalar_tensor_tensor``), the partial O round-tripping through an HBM scratch
   tensor while the running max and sum stay in SBUF.
@@ -31,6 +34,7 @@ nisa = nki.isa
 Q_GROUP = 128  # query rows per group (the partitions)
 KV_TILE = 512  # MM1 free size: one fp32 PSUM bank
 KV_BLOCK = 128  # MM2 contraction block (the partitions of the transposed exp tile)
+BLOCKS = KV_TILE // KV_BLOCK
 SECTION_THRESHOLD = 10 * 1024  # above this many KV positions, process KV in sections ...
 SECTION_SIZE = 8 * 1024  # ... of this many positions
 FLOAT32_MIN = -3.4028235e38
@@ -81,7 +85,8 @@ def flash_attention(q, k, v, scale=1.0, causal_mask=True, sliding_window=0):
     n_groups = _cdiv(seqlen_q, Q_GROUP)
     sec_size = SECTION_SIZE if seqlen_kv > SECTION_THRESHOLD else seqlen_kv
     sections = [(s0, min(sec_size, seqlen_kv - s0)) for s0 in range(0, seqlen_kv, sec_size)]
-    # False when the masked value times scale could overflow fp32 to -inf (exp(-inf + inf) = NaN)
+    # The masked value: FLOAT32_MIN, divided by scale when scale > 1 so that ×scale stays finite (a row with no key
+    # in a section would otherwise get max = -inf and exp(-inf + inf) = NaN).
     on_false = FLOAT32_MIN / max(1.0, float(scale))
 
     # Per group: the kept KV tiles of each section, and which sections have any compute at all.
@@ -97,9 +102,10 @@ def flash_attention(q, k, v, scale=1.0, causal_mask=True, sliding_window=0):
                     tiles.append((t, k0, nk, kind))
             plan[g, si] = tiles
     active = {g: [si for si in range(len(sections)) if plan[g, si]] for g in range(n_groups)}
+    assert all(active.values()), "every query group must see at least one key"
 
     scratch = None
-    if len(sections) > 1:
+    if any(len(a) > 1 for a in active.values()):
         scratch = nl.ndarray((bs, seqlen_q, d), dtype=f32, buffer=nl.hbm, name="o_partial")
 
     for kb in range(bs_kv):
@@ -146,10 +152,11 @@ def _load_kv(k, v, k_t, v_sb, kb, s0, slen, seqlen_kv, d, needed):
     n_full = slen // KV_TILE
     if all(needed[:n_full]):
         for t in nl.affine_range(n_full):
-            nisa.dma_transpose(dst=k_t[:, t * KV_TILE : (t + 1) * KV_TILE], src=k[kb, s0 + t * KV_TILE : s0 + (t + 1) * KV_TILE, :])
+            k0 = t * KV_TILE
+            nisa.dma_transpose(dst=k_t[:, k0 : k0 + KV_TILE], src=k[kb, s0 + k0 : s0 + k0 + KV_TILE, :])
             nisa.dma_copy(
-                dst=v_sb[:, t * 4 : (t + 1) * 4, :],
-                src=v.ap(pattern=[[d, KV_BLOCK], [KV_BLOCK * d, 4], [1, d]], offset=base + t * KV_TILE * d),
+                dst=v_sb[:, t * BLOCKS : (t + 1) * BLOCKS, :],
+                src=v.ap(pattern=[[d, KV_BLOCK], [KV_BLOCK * d, BLOCKS], [1, d]], offset=base + k0 * d),
             )
         first = n_full
     else:
@@ -162,12 +169,12 @@ def _load_kv(k, v, k_t, v_sb, kb, s0, slen, seqlen_kv, d, needed):
         full, rest = nk // KV_BLOCK, nk % KV_BLOCK
         if full:
             nisa.dma_copy(
-                dst=v_sb[:, t * 4 : t * 4 + full, :],
+                dst=v_sb[:, t * BLOCKS : t * BLOCKS + full, :],
                 src=v.ap(pattern=[[d, KV_BLOCK], [KV_BLOCK * d, full], [1, d]], offset=base + k0 * d),
             )
         if rest:
             nisa.dma_copy(
-                dst=v_sb[:rest, t * 4 + full, :],
+                dst=v_sb[:rest, t * BLOCKS + full, :],
                 src=v.ap(pattern=[[d, rest], [1, d]], offset=base + (k0 + full * KV_BLOCK) * d),
             )
 
@@ -239,11 +246,11 @@ def _group_section(
         # 128-row KV blocks whose exp is all zero (above the diagonal / outside the window) skip PE work
         blocks = _kept_blocks(q0, nq, k0, nk, kind)
         lo, hi = blocks[0], blocks[-1] + 1
-        e_psum = nl.ndarray((KV_BLOCK, 4, Q_GROUP), dtype=f32, buffer=nl.psum, name="expT_psum")
+        e_psum = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=f32, buffer=nl.psum, name="expT_psum")
         for i in blocks:
             kbk = min(KV_BLOCK, nk - i * KV_BLOCK)
             nisa.nc_transpose(dst=e_psum[:kbk, i, :nq], data=e[:nq, i * KV_BLOCK : i * KV_BLOCK + kbk])
-        e_t = nl.ndarray((KV_BLOCK, 4, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="expT")
+        e_t = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="expT")
         full_hi = min(hi, nk // KV_BLOCK)
         if full_hi > lo:
             nisa.tensor_copy(dst=e_t[:, lo:full_hi, :nq], src=e_psum[:, lo:full_hi, :nq])
@@ -252,7 +259,7 @@ def _group_section(
             nisa.tensor_copy(dst=e_t[:rest, full_hi, :nq], src=e_psum[:rest, full_hi, :nq])
         for i in blocks:
             kbk = min(KV_BLOCK, nk - i * KV_BLOCK)
-            nisa.nc_matmul(o_psum[:nq, :], stationary=e_t[:kbk, i, :nq], moving=v_sb[:kbk, t * 4 + i, :])
+            nisa.nc_matmul(o_psum[:nq, :], stationary=e_t[:kbk, i, :nq], moving=v_sb[:kbk, t * BLOCKS + i, :])
 
     # -- running sum and output accumulator ----------------------------------------------------------------------
     l_run = run_sum[:nq]

@@ -67,7 +67,8 @@ def test_fp32(causal: bool) -> None:
 
 @pytest.mark.parametrize("causal", [True, False])
 def test_ragged_lengths(causal: bool) -> None:
-    # 200 query rows = a full and a 72-row group; 700 KV = a full 512 tile and a 188-wide one (1 + 60 rows in MM2)
+    # 200 query rows = a full and a 72-row group; 700 KV = a full 512 tile and a 188-wide one (MM2 blocks of 128
+    # and 60 rows)
     assert run_case(1, 1, 200, 700, 64, np.float32, causal=causal) < FP32_TOL
 
 
@@ -98,9 +99,11 @@ def test_sliding_window(causal: bool) -> None:
     assert run_case(1, 1, 700, 700, 64, np.float32, causal=causal, window=200) < FP32_TOL
 
 
-def test_kv_sections_fp32() -> None:
-    # 12000 > 10240 KV positions: two sections (8192 + 3808) merged through the HBM scratch
-    assert run_case(1, 1, 128, 12000, 16, np.float32, causal=False) < FP32_TOL
+@pytest.mark.parametrize("causal", [False, True])
+def test_kv_sections_fp32(causal: bool) -> None:
+    # 12000 > 10240 KV positions: two sections (8192 + 3808) merged through the HBM scratch. Causal with 128 query
+    # rows only ever reaches KV tile 0: the second section (and all K/V loads of it) is skipped.
+    assert run_case(1, 1, 128, 12000, 16, np.float32, causal=causal) < FP32_TOL
 
 
 def test_kv_sections_bf16_ragged_three_sections() -> None:
