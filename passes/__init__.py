@@ -18,6 +18,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "allocate-memory": ("allocate_memory", "AllocateMemoryPass"),
     "assign-engines": ("assign_engines", "AssignEnginesPass"),
     "dependency-analysis": ("dependency_analysis", "DependencyAnalysisPass"),
+    "schedule-instructions": ("schedule_instructions", "ScheduleInstructionsPass"),
     "insert-semaphores": ("insert_semaphores", "InsertSemaphoresPass"),
     "bir-to-isa": ("bir_to_isa", "BirToIsaPass"),
     "bir-verify": ("bir_verify", "BirVerifyPass"),

@@ -1,7 +1,7 @@
 """``dependency-analysis``: flow/output/anti edges from the physical bytes each instruction touches.
 
 Runs after allocation, so tensors that share addresses (reused memory) are ordered too. Each operand's footprint
-is its partition-independent byte span, tracked in chunks (256 B in SBUF, 512 B in PSUM, 4 KiB in HBM): a coarse
+is its partition-independent byte span, tracked in chunks (64 B in SBUF — the allocation alignment, so distinct small tiles never share one — 512 B in PSUM, 4 KiB in HBM): a coarse
 chunk can only add an edge, never lose one. For every chunk we keep the last writer and the readers since.
 """
 
@@ -18,7 +18,7 @@ from nkic.dialects import bir
 from nkic.dialects.instructions import WRITE_ROLES, reads_dst
 from nkic.passes.physical import place
 
-CHUNK = {"sbuf": 256, "psum": 512, "hbm": 4096}
+CHUNK = {"sbuf": 64, "psum": 512, "hbm": 4096}
 
 
 def footprint_chunks(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]) -> list[tuple[str, str, int]]:

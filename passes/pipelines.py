@@ -2,7 +2,7 @@
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
 * ``nkic-backend``: bir-unroll, resolve-psum-accumulate, allocate-memory, assign-engines, dependency-analysis,
-  insert-semaphores, bir-verify, bir-to-isa, isa-verify;
+  schedule-instructions, insert-semaphores, bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
 """
 
@@ -39,6 +39,7 @@ def backend(target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rota
     from nkic.passes.insert_semaphores import InsertSemaphoresPass
     from nkic.passes.isa_verify import IsaVerifyPass
     from nkic.passes.resolve_psum_accumulate import ResolvePsumAccumulatePass
+    from nkic.passes.schedule_instructions import ScheduleInstructionsPass
 
     return (
         BirUnrollPass(),
@@ -46,6 +47,7 @@ def backend(target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rota
         AllocateMemoryPass(target=target, policy=alloc_policy),
         AssignEnginesPass(),
         DependencyAnalysisPass(),
+        ScheduleInstructionsPass(),
         InsertSemaphoresPass(num_queues=num_queues),
         BirVerifyPass(),
         BirToIsaPass(),

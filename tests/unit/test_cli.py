@@ -29,7 +29,7 @@ def test_compile_run_info_matmul(tmp_path: Path) -> None:
              "--arg", "rhs=float32[256,512]", "-o", "mm.neff", "--dump-dir", "ir", cwd=tmp_path)  # fmt: skip
     assert r.returncode == 0, r.stderr
     dumps = sorted(p.name for p in (tmp_path / "ir").iterdir())
-    assert dumps[0] == "00-penguin.mlir" and "01-penguin-to-bir.mlir" in dumps and "12-bir-to-isa.mlir" in dumps
+    assert dumps[0] == "00-penguin.mlir" and "01-penguin-to-bir.mlir" in dumps and any(d.endswith("-bir-to-isa.mlir") for d in dumps)
     r = nkic("run", "mm.neff", "--input", "lhsT=lhsT.npy", "--input", "rhs=rhs.npy", "--output-dir", "out",
              "--profile", "trace.json", cwd=tmp_path)  # fmt: skip
     assert r.returncode == 0, r.stderr

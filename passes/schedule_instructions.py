@@ -1,0 +1,122 @@
+"""``schedule-instructions``: list scheduling of the flat instruction stream onto the engines.
+
+Engines execute in order, so the order instructions are emitted in *is* the schedule. Program order serialises
+independent work (e.g. one attention Q group's softmax blocks the next group's QK^T on PE). This pass replays the
+dependency graph of ``dependency-analysis`` against a simple cost model: repeatedly emit, among the instructions
+whose dependencies are all emitted, the one that can start earliest (its engine free and its producers finished),
+ties broken by program order. Any topological order of the edges is correct; instructions are then renumbered in
+the new order (dependency edges follow).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i64
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from nkic.dialects import bir
+from nkic.dialects.common import dtype_size
+
+CLOCK_GHZ = {"pe": 2.4, "act": 1.2, "dve": 0.96, "pool": 1.2, "sp": 1.2}
+DMA_FIXED_NS = 1300.0
+DMA_BYTES_PER_NS = 23.0 * 16  # 16 engines at the gen3 table rate (hardware.md §4.4)
+DMA_QUEUES = 4
+
+
+def estimate_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> float:
+    """A coarse duration (ns): enough to rank candidates, not the simulator's cost model."""
+    dst = inst.ap("dst")
+    assert dst is not None
+    free = max(1, dst.num_elements // dst.shape[0])
+    if inst.OPNAME.startswith("dma_"):
+        name = inst.ref("dst")
+        assert name is not None
+        return DMA_FIXED_NS + dst.num_elements * dtype_size(locs[name].dtype.data) / DMA_BYTES_PER_NS
+    if inst.OPNAME == "matmul":
+        mov = inst.ap("moving")
+        assert mov is not None
+        return max(64, mov.num_elements // mov.shape[0]) / CLOCK_GHZ["pe"]
+    return (max(64, free) + 64) / CLOCK_GHZ[inst.engine.data]
+
+
+def schedule(fn: bir.FunctionOp) -> None:
+    insts = list(fn.instructions())
+    if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+        raise PassFailedException("schedule-instructions needs unrolled BIR (run bir-unroll first)")
+    locs = fn.memlocs()
+    index = {inst.inst_id: i for i, inst in enumerate(insts)}
+    preds: list[list[int]] = [[index[d] for _, d in inst.dep_list] for inst in insts]
+    succs: list[list[int]] = [[] for _ in insts]
+    for i, ps in enumerate(preds):
+        for p in ps:
+            succs[p].append(i)
+    waiting = [len(ps) for ps in preds]
+    finish = [0.0] * len(insts)
+    engine_free: dict[str, float] = {}
+    queue_free = [0.0] * DMA_QUEUES
+    ready: list[tuple[float, int]] = []
+
+    def resource_free(i: int) -> float:
+        inst = insts[i]
+        if inst.OPNAME.startswith("dma_"):
+            return min(queue_free)
+        return engine_free.get(inst.engine.data, 0.0)
+
+    def push(i: int) -> None:
+        earliest = max([finish[p] for p in preds[i]], default=0.0)
+        heapq.heappush(ready, (earliest, i))
+
+    for i in range(len(insts)):
+        if waiting[i] == 0:
+            push(i)
+    order: list[int] = []
+    while ready:
+        # the heap key is the data-ready time; re-rank the few best by when their engine is free
+        cands = [heapq.heappop(ready) for _ in range(min(len(ready), 16))]
+        best = min(cands, key=lambda c: (max(c[0], resource_free(c[1])), c[1]))
+        for c in cands:
+            if c is not best:
+                heapq.heappush(ready, c)
+        t, i = best
+        start = max(t, resource_free(i))
+        finish[i] = start + estimate_ns(insts[i], locs)
+        if insts[i].OPNAME.startswith("dma_"):
+            q = queue_free.index(min(queue_free))
+            queue_free[q] = finish[i]
+        else:
+            engine_free[insts[i].engine.data] = finish[i]
+        order.append(i)
+        for s in succs[i]:
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                push(s)
+    if len(order) != len(insts):
+        raise PassFailedException(f"@{fn.sym_name.data}: dependency edges form a cycle")
+    _reorder(fn, [insts[i] for i in order])
+
+
+def _reorder(fn: bir.FunctionOp, new_order: list[bir.BirInst]) -> None:
+    renumber = {inst.inst_id: n for n, inst in enumerate(new_order)}
+    block = fn.body.block
+    for inst in new_order:
+        inst.detach()
+    block.add_ops(new_order)
+    for inst in new_order:
+        inst.properties["id"] = IntegerAttr(renumber[inst.inst_id], i64)
+        if inst.deps is not None:
+            inst.properties["deps"] = ArrayAttr(
+                [bir.DepAttr(k, renumber[d]) for k, d in sorted(inst.dep_list, key=lambda e: renumber[e[1]])]
+            )
+
+
+@dataclass(frozen=True)
+class ScheduleInstructionsPass(ModulePass):
+    name = "schedule-instructions"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
+            schedule(fn)
