@@ -46,8 +46,8 @@ def itemsize(dtype: str) -> int:
     return dtype_size(dtype)
 
 
-class Buffer:
-    """A memory region (``nl.sbuf`` …); ``str()`` gives its name, as stored on penguin allocations."""
+class NamedToken:
+    """An ``nl`` constant known by its NKI name: ``str()`` gives the name, ``repr()`` the ``nl.`` spelling."""
 
     __slots__ = ("name",)
 
@@ -59,6 +59,12 @@ class Buffer:
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"
+
+
+class Buffer(NamedToken):
+    """A memory region (``nl.sbuf`` …), named as stored on penguin allocations."""
+
+    __slots__ = ()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):

@@ -13,22 +13,14 @@ import numpy as np
 
 from nkic.dialects.common import ACT_FUNCS, ALU_OPS
 from nkic.frontend.context import current_context
+from nkic.frontend.dtypes import NamedToken
 from nkic.frontend.errors import NkiError
 
 
-class OpToken:
+class OpToken(NamedToken):
     """An ``nl`` operator usable as ``op=`` of nisa instructions."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __str__(self) -> str:
-        return self.name
-
-    def __repr__(self) -> str:
-        return f"nl.{self.name}"
+    __slots__ = ()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         current_context()  # outside a kernel this is the "nki API called outside" error
