@@ -193,3 +193,22 @@ def test_causal_kv_sections_at_small_scale(monkeypatch: pytest.MonkeyPatch, wind
     assert run_case(1, 1, 1100, 1100, 16, np.float32, window=window, scale=2.0) < FP32_TOL
     module = _trace(1100, 1100, d=16, sliding_window=window)
     assert _ops(module, "scalar_tensor_tensor")  # sections were merged
+
+
+def test_attention_profile_is_a_chrome_trace_with_a_row_per_engine_and_queue(tmp_path) -> None:
+    import json
+
+    from nkic.driver import compile_traced, run_neff
+
+    spec = TensorSpec((1, 256, 64), "bfloat16")
+    neff = compile_traced(flash_attention.trace(spec, spec, spec, scale=0.125)).neff
+    rng = np.random.default_rng(5)
+    arrays = {n: rng.standard_normal((1, 256, 64)).astype(ml_dtypes.bfloat16) for n in ("q", "k", "v")}
+    profile = run_neff(neff, arrays).profile
+    profile.write_chrome_trace(tmp_path / "trace.json")
+    events = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    rows = {e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    assert {"PE (TensorE)", "ACT (ScalarE)", "DVE (VectorE)", "POOL (GpSimdE)", "SP (SyncE)", "DMA q0"} <= rows
+    spans = [e for e in events if e.get("ph") == "X"]
+    assert {e["name"] for e in spans} >= {"MATMUL", "ACTIVATE", "AFFINE_SELECT", "DMA_COPY"}
+    assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
