@@ -60,7 +60,7 @@ def run(seqlen: int, d: int = 128, target: str = "gen3", profile_dir: Path | Non
         "seqlen": seqlen, "err": err, "trace_s": trace_s, "stages": compiled.stages,
         "compile_s": compiled.total_seconds, "neff_bytes": len(compiled.neff), "cycles": p.total_cycles,
         "ns": p.total_ns, "busy": {k: v / p.total_ns for k, v in sorted(p.busy_ns.items()) if v},
-        "pe_util": pe_util, "sim_s": sim_s, "numpy_s": np_s,
+        "pe_util": pe_util, "sim_s": sim_s, "numpy_s": np_s, "instructions": {k: v for k, v in sorted(p.instr_counts.items()) if not k.startswith("q")},
     }  # fmt: skip
 
 
@@ -72,6 +72,8 @@ def report(r: dict[str, object]) -> None:
     print(f"   compile total {r['compile_s']:.2f} s; NEFF {r['neff_bytes']} bytes")
     busy = ", ".join(f"{k} {v:.0%}" for k, v in r["busy"].items())  # type: ignore[attr-defined]
     print(f"   simulated {r['cycles']} cycles ({r['ns'] / 1e3:.1f} us); busy: {busy}")  # type: ignore[operator]
+    counts = r["instructions"]  # per engine (DMAs counted on SP, not again on their queues)
+    print(f"   ISA instructions: {sum(counts.values())} ({', '.join(f'{k} {v}' for k, v in counts.items())})")  # type: ignore[attr-defined]
     print(f"   PE utilisation vs bf16 roofline: {r['pe_util']:.1%}")
     print(f"   simulator wall {r['sim_s']:.2f} s vs numpy {r['numpy_s']:.3f} s "
           f"(x{r['sim_s'] / max(r['numpy_s'], 1e-9):.0f})")  # type: ignore[operator]  # fmt: skip
