@@ -113,3 +113,24 @@ def test_unknown_library_kernel_is_a_clear_error() -> None:
 def test_tracespec_inputs_compile_without_data() -> None:
     traced = softmax.trace(TensorSpec((128, 64), "float32"))
     assert compile_traced(traced).neff[:8] != b""
+
+
+def test_attention_macro_it54_and_traced_nki_kernel_agree() -> None:
+    """The same flash attention as a library macro (IT54, inline-bir-kernel) and as a traced @nki.jit kernel
+    (IT56 -> IT55 -> inline-nki-kernel) gives identical numbers."""
+    import ml_dtypes
+
+    from nkic.kernels.flash_attention import flash_attention
+
+    rng = np.random.default_rng(11)
+    q, k, v = (rng.standard_normal((1, 256, 64)).astype(ml_dtypes.bfloat16) for _ in range(3))
+    shape = (1, 256, 64)
+    module = library.macro_module(
+        "flash_attention", [(n, shape, "bfloat16") for n in "qkv"], [("o", shape, "bfloat16")],
+        scale=0.125, is_causal=True,
+    )  # fmt: skip
+    (node,) = _ops(module, bir.BirKernelOp)
+    assert node.is_causal is not None and node.is_causal.value.data == 1
+    macro = run_neff(compile_module(module).neff, {"q": q, "k": k, "v": v}).outputs["o"]
+    traced = simulate(flash_attention)(q, k, v, scale=0.125, causal_mask=True)
+    np.testing.assert_array_equal(macro, traced)
