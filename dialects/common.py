@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, IntAttr
-from xdsl.ir import ParametrizedAttribute
+from xdsl.ir import Dialect, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
@@ -225,13 +225,7 @@ def dtype_of_element_type(t: "Attribute") -> str:
     raise VerifyException(f"element type {t} is not an NKI dtype")
 
 
-def _nkic_dialect() -> "Dialect":
-    from xdsl.ir import Dialect
-
-    return Dialect("nkic", [], [AccessPatternAttr])
-
-
-NkicAttrs = _nkic_dialect()
+NkicAttrs = Dialect("nkic", [], [AccessPatternAttr])
 
 
 def ap_indices(offset: int, pairs: Sequence[tuple[int, int]]) -> np.ndarray:

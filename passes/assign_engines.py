@@ -17,6 +17,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.instructions import str_field
+from nkic.runtime.costs import DEFAULT_TARGET, TARGETS
 
 # op -> engines able to run it, preferred first.
 CAPABLE: dict[str, tuple[str, ...]] = {
@@ -36,7 +37,7 @@ CAPABLE: dict[str, tuple[str, ...]] = {
     "memset": ("dve", "pool", "act"),
     "transpose": ("pe", "dve"),
 }
-CLOCK_GHZ = {"pe": 2.4, "act": 1.2, "dve": 0.96, "pool": 1.2, "sp": 1.2}
+CLOCK_GHZ = TARGETS[DEFAULT_TARGET].clock_ghz  # the cost model's clocks
 ACT_TENSOR_SCALAR_OPS = {"multiply", "add", "subtract", "bypass"}
 
 

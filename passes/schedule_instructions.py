@@ -20,10 +20,11 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import dtype_size
+from nkic.runtime.costs import DEFAULT_TARGET, DMA_FIXED_NS, TARGETS
 
-CLOCK_GHZ = {"pe": 2.4, "act": 1.2, "dve": 0.96, "pool": 1.2, "sp": 1.2}
-DMA_FIXED_NS = 1300.0
-DMA_BYTES_PER_NS = 23.0 * 16  # 16 engines at the gen3 table rate (hardware.md §4.4)
+# The cost model's own numbers (default target), so ranking and simulation agree on clocks and DMA rates.
+CLOCK_GHZ = TARGETS[DEFAULT_TARGET].clock_ghz
+DMA_BYTES_PER_NS = TARGETS[DEFAULT_TARGET].dma_bytes_per_ns * 16  # all 16 DMA engines of a core
 DMA_QUEUES = 4
 
 
