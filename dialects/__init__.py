@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 from xdsl.ir import Dialect
 
+from nkic.target.machine import ENGINE_NAMES
+
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     def penguin() -> Dialect:
@@ -35,5 +37,5 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         "penguin": penguin,
         "bir": bir,
         "nkic": nkic_attrs,
-        **{n: isa(n) for n in ("isa", "isa_pe", "isa_act", "isa_dve", "isa_pool", "isa_sp")},
+        **{n: isa(n) for n in ("isa", *(f"isa_{e}" for e in ENGINE_NAMES))},
     }

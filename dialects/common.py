@@ -1,14 +1,13 @@
-"""Pieces shared by the penguin, bir and ISA dialects: dtypes, opcode vocabularies and access patterns.
+"""Pieces shared by the penguin, bir and ISA dialects: access patterns, element types, field attributes.
 
-The opcode vocabularies are stored verbatim (as NKI names) on penguin and bir ops; numeric codes only appear in the
-ISA binary encoding (see ``runtime/ISA_FORMAT.md``).
+The vocabularies (dtypes, opcodes, engines, memories) come from ``nkic.target``; the IR stores their names, and
+numeric codes only appear in the ISA binary encoding (see ``runtime/ISA_FORMAT.md``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, IntAttr
 from xdsl.ir import Dialect, ParametrizedAttribute
@@ -17,65 +16,23 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-# NKI dtype name -> numpy dtype. Order is the ISA dtype code.
-DTYPES: dict[str, np.dtype] = {
-    "float32": np.dtype(np.float32),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
-    "float16": np.dtype(np.float16),
-    "int32": np.dtype(np.int32),
-    "uint32": np.dtype(np.uint32),
-    "int16": np.dtype(np.int16),
-    "uint16": np.dtype(np.uint16),
-    "int8": np.dtype(np.int8),
-    "uint8": np.dtype(np.uint8),
-    "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
-    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
-    "bool_": np.dtype(np.uint8),
-}
+from nkic.target.machine import ENGINE_NAMES, NKI_ENGINES
+from nkic.target.vocab import (  # noqa: F401  (re-exported for the dialects)
+    ACT_FUNCS,
+    ALU_OPS,
+    DTYPES,
+    FLOAT_DTYPES,
+    IR_MEMORIES,
+    REDUCE_CMDS,
+    dtype_from_numpy,
+    dtype_size,
+    numpy_dtype,
+)
 
-FLOAT_DTYPES = frozenset({"float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2"})
-
-
-def dtype_size(dtype: str) -> int:
-    return DTYPES[dtype].itemsize
-
-
-def numpy_dtype(dtype: str) -> np.dtype:
-    return DTYPES[dtype]
-
-
-def dtype_from_numpy(dt: np.dtype) -> str | None:
-    """The NKI dtype name of a numpy dtype, or None when nkic has no such dtype."""
-    dt = np.dtype(dt)
-    for name, cand in DTYPES.items():
-        if cand == dt and name != "bool_":
-            return name
-    if dt == np.dtype(ml_dtypes.float8_e4m3):
-        return "float8_e4m3"
-    if dt == np.dtype(np.bool_):
-        return "bool_"
-    return None
-
-
-ALU_OPS: tuple[str, ...] = (
-    "bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "equal", "not_equal",
-    "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "power", "abs_max", "abs_min",
-    "mod", "abs", "rsqrt", "reciprocal", "square", "relu",
-)  # fmt: skip
-
-ACT_FUNCS: tuple[str, ...] = (
-    "copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu", "square", "sqrt",
-    "rsqrt", "reciprocal", "sin", "abs", "sign", "softplus", "erf", "arctan", "mish", "gelu_apprx_sigmoid",
-)  # fmt: skip
-
-REDUCE_CMDS: tuple[str, ...] = ("idle", "reset", "reduce", "reset_reduce", "load_reduce")
-
-# Engines as NKI names them (nki.isa.engine), plus "unassigned" before engine assignment.
-ENGINES: tuple[str, ...] = ("unknown", "tensor", "scalar", "gpsimd", "dma", "vector", "sync")
-BIR_ENGINES: tuple[str, ...] = ("unassigned", "pe", "act", "dve", "pool", "sp")
-
-MEMORIES: tuple[str, ...] = ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")
+# Engines as NKI names them (nki.isa.engine), and as BIR names them ("unassigned" before engine assignment).
+ENGINES: tuple[str, ...] = NKI_ENGINES.names
+BIR_ENGINES: tuple[str, ...] = ("unassigned", *ENGINE_NAMES)
+MEMORIES: tuple[str, ...] = IR_MEMORIES
 
 
 def check_member(what: str, value: str, allowed: Sequence[str]) -> None:

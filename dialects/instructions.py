@@ -1,21 +1,28 @@
-"""The NKI instruction catalogue: operand roles and scalar fields of every instruction, shared by penguin and bir.
+"""The instruction ops shared by penguin and bir, generated from the declarations in ``nkic.target.instructions``.
 
-Each ``*Fields`` class is a mixin over ``RoleOperandOp``; ``penguin.py`` and ``bir.py`` combine it with their
-operand kind. Opcode enums are stored verbatim as strings (``op = "add"``, ``func = "exp"``) and checked against the
-vocabularies in ``common.py``; numeric renumbering happens only in the ISA encoder.
+For every ``InstrSpec`` this module builds a mixin over ``RoleOperandOp``: its roles, its fields as IRDL properties
+(by kind: ALU op / activation / reduce command / engine names are strings, ``f32`` a float, ``axes`` a dense
+array, ``pattern`` an access pattern, ...), its traits, and verification. The generic checks come from the
+declaration (enum members, a scalar given as a tensor or an immediate but not both, (P, 1) scalar tiles, elementwise
+shapes, patterns that cover dst); rules beyond those are ``@shape_rule`` functions below. ``penguin.py`` and
+``bir.py`` combine each mixin with their operand kind.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, FloatAttr, IntegerAttr, StringAttr
 from xdsl.ir import Attribute
-from xdsl.irdl import AnyAttr, opt_prop_def, prop_def
+from xdsl.irdl import AnyAttr, opt_prop_def, prop_def, traits_def
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects.common import ACT_FUNCS, ALU_OPS, BIR_ENGINES, ENGINES, REDUCE_CMDS, AccessPatternAttr, check_member
 from nkic.dialects.inst import RoleOperandOp
+from nkic.dialects.traits import TRAITS, AccumulatesDst
+from nkic.target.instructions import INSTRUCTIONS, Field, InstrSpec
+from nkic.target.machine import MAX_MATMUL_N
 
 
 def str_field(op: RoleOperandOp, name: str) -> str | None:
@@ -38,19 +45,6 @@ def int_field(op: RoleOperandOp, name: str, default: int = 0) -> int:
     return int(v.value.data) if isinstance(v, IntegerAttr) else default
 
 
-def _check_engine(op: RoleOperandOp) -> None:
-    e = str_field(op, "engine")
-    if e is not None:
-        check_member("engine", e, ENGINES + BIR_ENGINES)
-
-
-def _check_alu(op: RoleOperandOp, *names: str) -> None:
-    for n in names:
-        v = str_field(op, n)
-        if v is not None:
-            check_member("ALU opcode", v, ALU_OPS)
-
-
 def _scalar_xor_tensor(op: RoleOperandOp, role: str, required: bool) -> None:
     """A scalar operand is either a (P, 1) tensor operand or an immediate float, never both."""
     has_t, has_v = op.has(role), float_field(op, role) is not None
@@ -60,35 +54,103 @@ def _scalar_xor_tensor(op: RoleOperandOp, role: str, required: bool) -> None:
         raise VerifyException(f"'{op.name}' requires '{role}' (a tensor or an immediate)")
 
 
-class DmaCopyFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "src")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "src")
+
+_ENUM_VOCABS = {"alu": ALU_OPS, "act": ACT_FUNCS, "reduce_cmd": REDUCE_CMDS}
+_CONSTRAINTS: dict[str, object] = {
+    "alu": StringAttr, "act": StringAttr, "reduce_cmd": StringAttr, "engine": StringAttr, "f32": FloatAttr,
+    "bool": BoolAttr, "int": IntegerAttr, "axes": DenseArrayBase, "pattern": AccessPatternAttr, "value": AnyAttr(),
+}  # fmt: skip
+
+ShapeRule = Callable[["InstructionFields"], None]
+SHAPE_RULES: dict[str, ShapeRule] = {}
+
+
+def shape_rule(name: str) -> Callable[[ShapeRule], ShapeRule]:
+    """Register a verification rule of instruction ``name`` beyond the generic checks."""
+
+    def register(fn: ShapeRule) -> ShapeRule:
+        if name not in INSTRUCTIONS:
+            raise ValueError(f"shape rule for undeclared instruction '{name}'")
+        SHAPE_RULES[name] = fn
+        return fn
+
+    return register
+
+
+class InstructionFields(RoleOperandOp):
+    """Verification shared by every generated instruction op; ``SPEC`` is its declaration."""
+
+    SPEC: ClassVar[InstrSpec]
 
     def verify_fields(self) -> None:
-        dst, src = self.ap("dst"), self.ap("src")
-        if dst.num_elements != src.num_elements:
-            raise VerifyException(
-                f"dma_copy element counts differ: dst {dst.num_elements}, src {src.num_elements}"
-            )
+        spec = self.SPEC
+        for f in spec.fields:
+            _check_field(self, f)
+        for role in spec.elementwise:
+            _same_elements(self, "dst", role)
+        _scalar_shape(self, *spec.scalar_roles)
+        for f in spec.fields:
+            if f.kind == "pattern":
+                _pattern_matches(self, "dst", f.name)
+        rule = SHAPE_RULES.get(spec.name)
+        if rule is not None:
+            rule(self)
 
 
-class DmaTransposeFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "src")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "src")
-    axes = opt_prop_def(DenseArrayBase)
+def _check_field(op: RoleOperandOp, f: Field) -> None:
+    value = op.properties.get(f.name)
+    if f.kind == "engine" and isinstance(value, StringAttr):
+        check_member("engine", value.data, ENGINES + BIR_ENGINES)
+    elif f.kind in _ENUM_VOCABS and isinstance(value, StringAttr):
+        vocab = _ENUM_VOCABS[f.kind]
+        check_member(vocab.what, value.data, vocab.names)
+    elif f.kind == "value" and value is not None and not isinstance(value, FloatAttr | IntegerAttr):
+        raise VerifyException(f"{f.name} must be a float or integer attribute")
+    if f.tensor_role is not None:
+        _scalar_xor_tensor(op, f.tensor_role, f.required)
 
-    def verify_fields(self) -> None:
-        # dst = src with its outermost and innermost dims swapped (NKI's (1, 0) / (2, 1, 0) / (3, 1, 2, 0)).
-        dst, src = self.ap("dst").shape, self.ap("src").shape
-        if not 2 <= len(src) <= 4 or dst != transposed_shape(src):
-            raise VerifyException(
-                f"dma_transpose needs 2-D to 4-D operands with dst = src with its first and last dims swapped, "
-                f"got {dst} and {src}"
-            )
-        if self.axes is not None:
-            axes = tuple(int(a) for a in self.axes.get_values())
-            if axes != tuple([len(src) - 1, *range(1, len(src) - 1), 0]):
-                raise VerifyException(f"dma_transpose axes {axes} are not the rank-{len(src)} permutation")
+
+def _fields_mixin(spec: InstrSpec) -> type[InstructionFields]:
+    body: dict[str, object] = {
+        "SPEC": spec,
+        "ROLES": spec.role_names,
+        "REQUIRED": spec.required_roles,
+        "__annotations__": {"SPEC": ClassVar[InstrSpec], "ROLES": ClassVar[object], "REQUIRED": ClassVar[object]},
+        "traits": traits_def(*(TRAITS[t]() for t in sorted(spec.traits))),
+    }
+    for f in spec.fields:
+        constraint = _CONSTRAINTS[f.kind]
+        stored = f.required and f.tensor_role is None
+        body[f.name] = prop_def(constraint) if stored else opt_prop_def(constraint)  # type: ignore[arg-type]
+    name = "".join(p.capitalize() for p in spec.name.split("_")) + "Fields"
+    return type(name, (InstructionFields,), body)
+
+
+
+# -- rules beyond the declarations ---------------------------------------------------------------------------------
+
+
+@shape_rule("dma_copy")
+def _dma_copy(op: InstructionFields) -> None:
+    dst, src = op.ap("dst"), op.ap("src")
+    if dst.num_elements != src.num_elements:
+        raise VerifyException(f"dma_copy element counts differ: dst {dst.num_elements}, src {src.num_elements}")
+
+
+@shape_rule("dma_transpose")
+def _dma_transpose(op: InstructionFields) -> None:
+    # dst = src with its outermost and innermost dims swapped (NKI's (1, 0) / (2, 1, 0) / (3, 1, 2, 0)).
+    dst, src = op.ap("dst").shape, op.ap("src").shape
+    if not 2 <= len(src) <= 4 or dst != transposed_shape(src):
+        raise VerifyException(
+            f"dma_transpose needs 2-D to 4-D operands with dst = src with its first and last dims swapped, "
+            f"got {dst} and {src}"
+        )
+    axes_attr = op.properties.get("axes")
+    if isinstance(axes_attr, DenseArrayBase):
+        axes = tuple(int(a) for a in axes_attr.get_values())
+        if axes != tuple([len(src) - 1, *range(1, len(src) - 1), 0]):
+            raise VerifyException(f"dma_transpose axes {axes} are not the rank-{len(src)} permutation")
 
 
 def transposed_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -96,202 +158,58 @@ def transposed_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     return (shape[-1], *shape[1:-1], shape[0]) if len(shape) >= 2 else shape
 
 
-class MatmulFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "stationary", "moving")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "stationary", "moving")
-    # Absent = NKI's accumulate=None: the first matmul write to a PSUM location overwrites, later ones add.
-    accumulate = opt_prop_def(BoolAttr)
-
-    def verify_fields(self) -> None:
-        dst, st, mv = (self.ap(r).shape for r in self.ROLES)
-        k, m = st[0], _free(st)
-        if mv[0] != k:
-            raise VerifyException(f"matmul contraction mismatch: stationary K={k}, moving K={mv[0]}")
-        if dst[0] != m or _free(dst) != _free(mv):
-            raise VerifyException(f"matmul dst shape {dst} does not match [{m}, {_free(mv)}]")
-        if k > 128 or m > 128 or _free(mv) > 512:
-            raise VerifyException(f"matmul limits exceeded: K={k} (<=128), M={m} (<=128), N={_free(mv)} (<=512)")
+@shape_rule("matmul")
+def _matmul(op: InstructionFields) -> None:
+    dst, st, mv = (op.ap(r).shape for r in ("dst", "stationary", "moving"))
+    k, m = st[0], _free(st)
+    if mv[0] != k:
+        raise VerifyException(f"matmul contraction mismatch: stationary K={k}, moving K={mv[0]}")
+    if dst[0] != m or _free(dst) != _free(mv):
+        raise VerifyException(f"matmul dst shape {dst} does not match [{m}, {_free(mv)}]")
+    if k > 128 or m > 128 or _free(mv) > MAX_MATMUL_N:
+        raise VerifyException(
+            f"matmul limits exceeded: K={k} (<=128), M={m} (<=128), N={_free(mv)} (<={MAX_MATMUL_N})"
+        )
 
 
-class TransposeFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "data")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "data")
-    engine = opt_prop_def(StringAttr)
-
-    def verify_fields(self) -> None:
-        _check_engine(self)
-        d, s = self.ap("dst").shape, self.ap("data").shape
-        if d[0] != _free(s) or _free(d) != s[0]:
-            raise VerifyException(f"transpose shapes do not match: dst {d}, data {s}")
+@shape_rule("transpose")
+def _transpose(op: InstructionFields) -> None:
+    d, s = op.ap("dst").shape, op.ap("data").shape
+    if d[0] != _free(s) or _free(d) != s[0]:
+        raise VerifyException(f"transpose shapes do not match: dst {d}, data {s}")
 
 
-class TensorCopyFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "src")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "src")
-    engine = opt_prop_def(StringAttr)
-
-    def verify_fields(self) -> None:
-        _check_engine(self)
-        _same_elements(self, "dst", "src")
+@shape_rule("tensor_scalar")
+def _tensor_scalar(op: InstructionFields) -> None:
+    if str_field(op, "op1") is not None and not (op.has("operand1") or float_field(op, "operand1") is not None):
+        raise VerifyException(f"'{op.name}' requires 'operand1' (a tensor or an immediate)")
 
 
-class TensorTensorFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "data1", "data2")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "data1", "data2")
-    op = prop_def(StringAttr)
-    engine = opt_prop_def(StringAttr)
-
-    def verify_fields(self) -> None:
-        _check_engine(self)
-        _check_alu(self, "op")
-        _same_elements(self, "dst", "data1")
-        _same_elements(self, "dst", "data2")
-
-
-class TensorScalarFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "data", "operand0", "operand1")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "data")
-    op0 = prop_def(StringAttr)
-    operand0 = opt_prop_def(FloatAttr)
-    reverse0 = opt_prop_def(BoolAttr)
-    op1 = opt_prop_def(StringAttr)
-    operand1 = opt_prop_def(FloatAttr)
-    reverse1 = opt_prop_def(BoolAttr)
-    engine = opt_prop_def(StringAttr)
-
-    def verify_fields(self) -> None:
-        _check_engine(self)
-        _check_alu(self, "op0", "op1")
-        _scalar_xor_tensor(self, "operand0", required=True)
-        _scalar_xor_tensor(self, "operand1", required=str_field(self, "op1") is not None)
-        _same_elements(self, "dst", "data")
-        _scalar_shape(self, "operand0", "operand1")
+@shape_rule("tensor_reduce")
+def _tensor_reduce(op: InstructionFields) -> None:
+    data = op.ap("data").shape
+    axes = axis_list(op)
+    if not axes or any(a <= 0 or a >= len(data) for a in axes):
+        raise VerifyException(f"tensor_reduce axes {axes} must be free axes of a rank-{len(data)} operand")
+    if sorted(axes) != list(range(len(data) - len(axes), len(data))):
+        raise VerifyException(f"tensor_reduce axes {axes} must be the trailing free axes")
+    kept = 1
+    for a in range(len(data)):
+        kept *= 1 if a in axes else data[a]
+    if op.ap("dst").num_elements != kept:
+        raise VerifyException(f"tensor_reduce dst has {op.ap('dst').num_elements} elements, expected {kept}")
 
 
-class ScalarTensorTensorFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "data", "operand0", "operand1")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "data", "operand1")
-    op0 = prop_def(StringAttr)
-    operand0 = opt_prop_def(FloatAttr)
-    op1 = prop_def(StringAttr)
-    reverse0 = opt_prop_def(BoolAttr)
-    reverse1 = opt_prop_def(BoolAttr)
-
-    def verify_fields(self) -> None:
-        _check_alu(self, "op0", "op1")
-        _scalar_xor_tensor(self, "operand0", required=True)
-        _same_elements(self, "dst", "data")
-        _same_elements(self, "dst", "operand1")
-        _scalar_shape(self, "operand0")
+def axis_list(op: RoleOperandOp) -> list[int]:
+    axes = op.properties["axes"]
+    assert isinstance(axes, DenseArrayBase)
+    return [int(a) for a in axes.get_values()]
 
 
-class TensorReduceFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "data")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "data")
-    op = prop_def(StringAttr)
-    axes = prop_def(DenseArrayBase)
-    negate = opt_prop_def(BoolAttr)
-    keepdims = opt_prop_def(BoolAttr)
-
-    @property
-    def axis_list(self) -> list[int]:
-        return [int(a) for a in self.axes.get_values()]
-
-    def verify_fields(self) -> None:
-        _check_alu(self, "op")
-        data = self.ap("data").shape
-        axes = self.axis_list
-        if not axes or any(a <= 0 or a >= len(data) for a in axes):
-            raise VerifyException(f"tensor_reduce axes {axes} must be free axes of a rank-{len(data)} operand")
-        if sorted(axes) != list(range(len(data) - len(axes), len(data))):
-            raise VerifyException(f"tensor_reduce axes {axes} must be the trailing free axes")
-        kept = 1
-        for a in range(len(data)):
-            kept *= 1 if a in axes else data[a]
-        if self.ap("dst").num_elements != kept:
-            raise VerifyException(f"tensor_reduce dst has {self.ap('dst').num_elements} elements, expected {kept}")
-
-
-class TensorScalarReduceFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "data", "operand0", "reduce_res")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "data", "reduce_res")
-    op0 = prop_def(StringAttr)
-    operand0 = opt_prop_def(FloatAttr)
-    reduce_op = prop_def(StringAttr)
-    reverse0 = opt_prop_def(BoolAttr)
-    reduce_res_negate = opt_prop_def(BoolAttr)
-
-    def verify_fields(self) -> None:
-        _check_alu(self, "op0", "reduce_op")
-        _scalar_xor_tensor(self, "operand0", required=True)
-        _same_elements(self, "dst", "data")
-        _scalar_shape(self, "operand0", "reduce_res")
-
-
-class ActivationFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "data", "bias", "scale", "reduce_res")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "data")
-    func = prop_def(StringAttr)
-    bias = opt_prop_def(FloatAttr)
-    scale = opt_prop_def(FloatAttr)
-    reduce_op = opt_prop_def(StringAttr)
-    reduce_cmd = opt_prop_def(StringAttr)
-
-    def verify_fields(self) -> None:
-        check_member("activation function", str_field(self, "func") or "", ACT_FUNCS)
-        _check_alu(self, "reduce_op")
-        cmd = str_field(self, "reduce_cmd")
-        if cmd is not None:
-            check_member("reduce command", cmd, REDUCE_CMDS)
-        _scalar_xor_tensor(self, "bias", required=False)
-        _scalar_xor_tensor(self, "scale", required=False)
-        _same_elements(self, "dst", "data")
-        _scalar_shape(self, "bias", "scale", "reduce_res")
-        if self.has("reduce_res") and str_field(self, "reduce_op") is None:
-            raise VerifyException("activation with reduce_res needs a reduce_op")
-
-
-class MemsetFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst",)
-    value = prop_def(AnyAttr())
-    engine = opt_prop_def(StringAttr)
-
-    def verify_fields(self) -> None:
-        _check_engine(self)
-        if not isinstance(self.value, FloatAttr | IntegerAttr):
-            raise VerifyException("memset value must be a float or integer attribute")
-
-
-class IotaFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst",)
-    # value[p, i…] = pattern.offset + p·channel_multiplier + Σ step·i over pattern's free pairs
-    pattern = prop_def(AccessPatternAttr)
-    channel_multiplier = opt_prop_def(IntegerAttr)
-
-    def verify_fields(self) -> None:
-        _pattern_matches(self, "dst")
-
-
-class AffineSelectFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "on_true")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "on_true")
-    pattern = prop_def(AccessPatternAttr)
-    channel_multiplier = opt_prop_def(IntegerAttr)
-    cmp_op = prop_def(StringAttr)
-    on_false_value = prop_def(FloatAttr)
-
-    def verify_fields(self) -> None:
-        _check_alu(self, "cmp_op")
-        _same_elements(self, "dst", "on_true")
-        _pattern_matches(self, "dst")
-
-
-class ReciprocalFields(RoleOperandOp):
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "data")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "data")
-
-    def verify_fields(self) -> None:
-        _same_elements(self, "dst", "data")
+@shape_rule("activation")
+def _activation(op: InstructionFields) -> None:
+    if op.has("reduce_res") and str_field(op, "reduce_op") is None:
+        raise VerifyException("activation with reduce_res needs a reduce_op")
 
 
 def _free(shape: tuple[int, ...]) -> int:
@@ -321,43 +239,21 @@ def _scalar_shape(op: RoleOperandOp, *roles: str) -> None:
             raise VerifyException(f"'{r}' must be a ({dst.shape[0]}, 1) tile, got {ap.shape}")
 
 
-def _pattern_matches(op: RoleOperandOp, role: str) -> None:
+def _pattern_matches(op: RoleOperandOp, role: str, field: str) -> None:
     # The pattern lists free dims only; the partition index enters through channel_multiplier.
-    pat: Attribute = op.properties["pattern"]
+    pat: Attribute = op.properties[field]
     assert isinstance(pat, AccessPatternAttr)
     if pat.num_elements != _free(op.ap(role).shape):
         raise VerifyException(
-            f"pattern covers {pat.num_elements} elements per partition, {role} has {_free(op.ap(role).shape)}"
+            f"{field} covers {pat.num_elements} elements per partition, {role} has {_free(op.ap(role).shape)}"
         )
 
 
-# Penguin/bir op name -> fields mixin. The order is the ISA-independent instruction vocabulary.
-INSTRUCTION_FIELDS: dict[str, type[RoleOperandOp]] = {
-    "dma_copy": DmaCopyFields,
-    "dma_transpose": DmaTransposeFields,
-    "matmul": MatmulFields,
-    "transpose": TransposeFields,
-    "tensor_copy": TensorCopyFields,
-    "tensor_tensor": TensorTensorFields,
-    "tensor_scalar": TensorScalarFields,
-    "scalar_tensor_tensor": ScalarTensorTensorFields,
-    "tensor_reduce": TensorReduceFields,
-    "tensor_scalar_reduce": TensorScalarReduceFields,
-    "activation": ActivationFields,
-    "memset": MemsetFields,
-    "iota": IotaFields,
-    "affine_select": AffineSelectFields,
-    "reciprocal": ReciprocalFields,
-}
-
-# Operand roles an instruction writes; every other role is read.
-WRITE_ROLES = frozenset({"dst", "reduce_res"})
-
-# NKI engine hint (nki.isa.engine) -> BIR engine.
-ENGINE_OF_HINT = {"tensor": "pe", "scalar": "act", "vector": "dve", "gpsimd": "pool", "sync": "sp", "dma": "sp"}
+# Penguin/bir op name -> fields mixin, in declaration order (the ISA-independent instruction vocabulary).
+INSTRUCTION_FIELDS: dict[str, type[InstructionFields]] = {n: _fields_mixin(s) for n, s in INSTRUCTIONS.items()}
 
 
 def reads_dst(op: RoleOperandOp) -> bool:
-    """Whether the destination is also read (PSUM accumulation)."""
+    """Whether the destination is also read (PSUM accumulation unless ``accumulate = false``)."""
     acc = op.properties.get("accumulate")
-    return op.name.endswith(".matmul") and not (isinstance(acc, IntegerAttr) and acc.value.data == 0)
+    return op.has_trait(AccumulatesDst) and not (isinstance(acc, IntegerAttr) and acc.value.data == 0)

@@ -53,9 +53,9 @@ from xdsl.utils.exceptions import VerifyException
 from nkic.dialects import instructions as fields
 from nkic.dialects.common import MEMORIES, AccessPatternAttr, check_member, dtype_of_element_type, dtype_size
 from nkic.dialects.inst import RoleOperandOp
+from nkic.target.machine import MAX_PSUM_BYTES, NUM_PARTITIONS
+from nkic.target.vocab import ON_CHIP
 
-PSUM_BYTES_PER_PARTITION = 16384
-ON_CHIP = ("sbuf", "psum")
 
 
 @irdl_attr_definition
@@ -85,16 +85,16 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
     def verify(self) -> None:
         check_member("memory space", self.mem, MEMORIES)
         dtype_of_element_type(self.element_type)
-        if self.mem in ON_CHIP and self.dims and self.dims[0] > 128:
+        if self.mem in ON_CHIP and self.dims and self.dims[0] > NUM_PARTITIONS:
             raise VerifyException(
-                f"partition dimension {self.dims[0]} exceeds the architecture limit of 128"
+                f"partition dimension {self.dims[0]} exceeds the architecture limit of {NUM_PARTITIONS}"
             )
         if self.mem == "psum":
             per_part = dtype_size(self.dtype)
             for d in self.dims[1:]:
                 per_part *= d
-            if per_part > PSUM_BYTES_PER_PARTITION:
-                raise VerifyException(f"PSUM tensor needs {per_part} bytes per partition, PSUM has 16384")
+            if per_part > MAX_PSUM_BYTES:
+                raise VerifyException(f"PSUM tensor needs {per_part} bytes per partition, PSUM has {MAX_PSUM_BYTES}")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -341,17 +341,6 @@ def loop_depth(op: IRDLOperation) -> int:
 # Instructions
 # ------------------------------------------------------------------------------------------------------------------
 
-# Which memory spaces an operand role may live in, per op (checked on the SSA tensor types).
-HBM = ("hbm", "shared_hbm", "private_hbm")
-MEMORY_RULES: dict[str, dict[str, tuple[str, ...]]] = {
-    "dma_copy": {"dst": ("sbuf", *HBM), "src": ("sbuf", *HBM)},
-    "dma_transpose": {"dst": ("sbuf",), "src": ("sbuf", *HBM)},
-    "matmul": {"dst": ("psum",), "stationary": ("sbuf",), "moving": ("sbuf",)},
-    "iota": {"dst": ("sbuf",)},
-    "affine_select": {"dst": ("sbuf",), "on_true": ("sbuf",)},
-}
-
-
 class PenguinInst(RoleOperandOp):
     """A traced instruction: operands are SSA tensors, each with an access pattern."""
 
@@ -384,19 +373,19 @@ class PenguinInst(RoleOperandOp):
 
     def verify_(self) -> None:
         super().verify_()
-        rules = MEMORY_RULES.get(self.OPNAME, {})
+        spec = self.SPEC
         depth = loop_depth(self)
         for role, value, ap in zip(self.role_names, self.tensors, self.aps.data):
             t = tensor_type(value)
-            allowed = rules.get(role, ON_CHIP)
+            allowed = spec.role(role).memories
             if t.mem not in allowed:
                 raise VerifyException(f"{self.OPNAME} {role} cannot be in {t.mem} (allowed: {', '.join(allowed)})")
-            if self.OPNAME not in ("dma_copy", "dma_transpose") and t.mem == "psum" and self._on_gpsimd():
+            if not spec.is_dma and t.mem == "psum" and self._on_gpsimd():
                 raise VerifyException(f"{self.OPNAME} on gpsimd cannot access psum")
             if len(ap.iv_coeffs) > depth:
                 raise VerifyException(f"{role} access pattern uses i{len(ap.iv_coeffs) - 1} outside its loop")
-            if t.mem in ON_CHIP and ap.shape[0] > 128:
-                raise VerifyException(f"{role} spans {ap.shape[0]} partitions, the limit is 128")
+            if t.mem in ON_CHIP and ap.shape[0] > NUM_PARTITIONS:
+                raise VerifyException(f"{role} spans {ap.shape[0]} partitions, the limit is {NUM_PARTITIONS}")
 
     def _on_gpsimd(self) -> bool:
         e = self.properties.get("engine")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from nkic.dialects.common import DTYPES, dtype_from_numpy, dtype_size
+from nkic.target.vocab import DTYPES, dtype_from_numpy, dtype_size
 from nkic.frontend.errors import NkiError
 
 # Spellings seen in public kernels -> canonical name.

@@ -1,4 +1,4 @@
-"""``nki.isa`` (nisa): the instructions, with NKI 0.3+ dst-first signatures (nki-api.md §3.3).
+"""``nki.isa`` (nisa): the instructions, with NKI 0.3+ dst-first signatures.
 
 Each instruction validates its operands on the views it is given — so errors name the user's line — and records one
 penguin instruction through ``TraceContext.inst``. Keyword calls of every NKI version are accepted; stray keywords
@@ -11,29 +11,23 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
-from nkic.dialects.common import REDUCE_CMDS
 from nkic.frontend.affine import is_symbolic
 from nkic.frontend.context import active_context, nki_op
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import act_func, alu_op
 from nkic.frontend.tensor import NkiTensor
+from nkic.target.instructions import INSTRUCTIONS
+from nkic.target.machine import NKI_ENGINES, Target, get_target
+from nkic.target.vocab import REDUCE_CMDS
 
 
 # -- enums --------------------------------------------------------------------------------------------------
-class engine(Enum):
-    unknown = 0
-    tensor = 1
-    scalar = 2
-    gpsimd = 3
-    dma = 4
-    vector = 5
-    sync = 6
-
+engine = Enum("engine", [(name, NKI_ENGINES.code(name)) for name in NKI_ENGINES])  # type: ignore[misc]
 
 unknown_engine, tensor_engine, scalar_engine = engine.unknown, engine.tensor, engine.scalar
 gpsimd_engine, vector_engine = engine.gpsimd, engine.vector
 
-reduce_cmd = Enum("reduce_cmd", [(name, i) for i, name in enumerate(REDUCE_CMDS)])  # type: ignore[misc]
+reduce_cmd = Enum("reduce_cmd", [(name, REDUCE_CMDS.code(name)) for name in REDUCE_CMDS])  # type: ignore[misc]
 
 
 _ENGINE, _REDUCE_CMD = engine, reduce_cmd  # the instruction parameters named `engine`/`reduce_cmd` shadow these
@@ -78,7 +72,9 @@ def get_nc_version() -> nc_version:
 
 
 # -- validation helpers -------------------------------------------------------------------------------------
-PMAX, PSUM_BANK_BYTES = 128, 2048
+def _target(ctx: Any) -> Target:
+    return get_target(ctx.options.target)
+
 
 
 def _tensor(op: str, role: str, value: Any) -> NkiTensor:
@@ -148,14 +144,23 @@ def _record(
     ctx: Any, op: str, operands: dict[str, NkiTensor | None], attrs: dict[str, Any], engine_name: str = ""
 ) -> None:
     """Checks shared by every instruction, then one penguin instruction."""
+    target = _target(ctx)
+    if not target.has(op):
+        first = target.first_with(op)
+        raise NkiError(
+            f"nisa.{INSTRUCTIONS[op].nki_name or op} is not available on {target.name}",
+            f"it needs {first} or newer" if first else "",
+        )
+    bank = target.psum_bank_bytes
     for role, t in operands.items():
         if t is None:
             continue
-        if t.buffer == "psum" and t.free_size * t.itemsize > PSUM_BANK_BYTES:
+        spans_banks = op == "matmul" and role == "dst" and target.matmul_spans_banks
+        if t.buffer == "psum" and t.free_size * t.itemsize > bank and not spans_banks:
             raise NkiError(
                 f"{op}: PSUM tile '{role}' needs {t.free_size * t.itemsize} bytes per partition, "
-                f"more than one {PSUM_BANK_BYTES}-byte bank",
-                "split the PSUM tile into bank-sized (2 KiB per partition) views",
+                f"more than one {bank}-byte bank",
+                f"split the PSUM tile into bank-sized ({bank} bytes per partition) views",
             )
         if engine_name == "gpsimd" and t.buffer == "psum":
             raise NkiError(f"{op}: the GpSimd engine cannot access PSUM ('{role}')")
@@ -253,12 +258,13 @@ def nc_matmul(
     _in(op, "stationary", st, "sbuf")
     _in(op, "moving", mv, "sbuf")
     k, m, n = st.partitions, st.free_size, mv.free_size
-    n_max = 4096 if ctx.options.target == "gen4" else 512
+    t = _target(ctx)
     if mv.partitions != k:
         raise NkiError(f"{op}: partition count mismatch: stationary has K={k} partitions, moving has {mv.partitions}")
-    if k > PMAX or m > 128 or n > n_max:
+    if k > t.matmul_max_k or m > t.matmul_max_m or n > t.matmul_max_n:
         raise NkiError(
-            f"{op}: matmul limits exceeded: K={k} (max 128), M={m} (max 128), N={n} (max {n_max})",
+            f"{op}: matmul limits exceeded on {t.name}: K={k} (max {t.matmul_max_k}), M={m} (max {t.matmul_max_m}), "
+            f"N={n} (max {t.matmul_max_n})",
             "tile the matmul: K is the partition dim of both inputs, M/N their free sizes",
         )
     if dst.partitions != m or dst.free_size != n:

@@ -18,6 +18,7 @@ from nkic.frontend.dtypes import BUFFERS, Buffer, normalize_buffer
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import ALIASES, TOKENS, OpToken
 from nkic.frontend.tensor import NkiTensor
+from nkic.target.machine import DEFAULT_TARGET, Target, get_target
 
 # -- buffers ----------------------------------------------------------------------------------------------
 sbuf: Buffer = BUFFERS["sbuf"]
@@ -75,37 +76,36 @@ fp32 = _Finfo(-3.4028235e38, 3.4028235e38)
 bfp16 = _Finfo(float("-inf"), float("inf"))
 
 
-# -- tile sizes (nki-api.md §2.1) -----------------------------------------------------------------------------
-_SBUF_BYTES = {"gen2": 180224, "gen3": 212984, "gen4": 245752}
-_SBUF_PHYSICAL = {"gen2": 24 << 20, "gen3": 28 << 20, "gen4": 32 << 20}
-
-
-def _target() -> str:
+# -- tile sizes --------------------------------------------------------------------------------------------------
+def _target() -> Target:
     ctx = active_context()
     if ctx is not None:
-        return ctx.options.target
+        return get_target(ctx.options.target)
     from nkic.frontend.tracer import default_target
 
-    return default_target()
+    return get_target(default_target())
+
+
+_GEN = get_target(DEFAULT_TARGET)  # the tile constants that do not depend on the generation
 
 
 class _TileSize:
     """``nl.tile_size``: hardware tile limits; the SBUF sizes follow the compile target."""
 
-    pmax = 128
-    psum_fmax = 512
-    psum_bank_fmax = 512
-    psum_bank_fmax_bytes = 2048
-    psum_num_banks = 8
-    gemm_stationary_fmax = 128
-    gemm_moving_fmax = 512
+    pmax = _GEN.num_partitions
+    psum_fmax = _GEN.psum_bank_bytes // 4
+    psum_bank_fmax = _GEN.psum_bank_bytes // 4
+    psum_bank_fmax_bytes = _GEN.psum_bank_bytes
+    psum_num_banks = _GEN.psum_banks
+    gemm_stationary_fmax = _GEN.matmul_max_m
+    gemm_moving_fmax = _GEN.matmul_max_n  # stays 512 on gen4 too, although gen4 matmuls accept more
     bn_stats_fmax = 512
     psum_min_align = 4
     sbuf_min_align = 1
 
     @property
     def total_available_sbuf_size(self) -> int:
-        return _SBUF_BYTES[_target()]
+        return _target().sbuf_bytes_per_partition
 
     sbuf_fmax_bytes = total_available_sbuf_size
 
@@ -115,7 +115,7 @@ class _TileSize:
 
     @property
     def sbuf_size_bytes(self) -> int:
-        return _SBUF_PHYSICAL[_target()]
+        return _target().sbuf_physical_bytes
 
 
 tile_size = _TileSize()

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from nkic.dialects.common import ACT_FUNCS, ALU_OPS
+from nkic.target.vocab import ACT_FUNCS, ALU_OPS
 from nkic.frontend.context import current_context
 from nkic.frontend.dtypes import NamedToken
 from nkic.frontend.errors import NkiError

@@ -41,16 +41,14 @@ from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_
 from nkic.frontend.emit import Affine, Loc, Operand
 from nkic.frontend.errors import NeedsUnroll, NkiError, user_location
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
+from nkic.target.machine import TARGET_ALIASES, get_target
 
 MAX_RETRACES = 64
-PSUM_PARTITION_BYTES = 16384
 
 # Replaced by tests to record instead of building penguin IR: factory(kernel_name, grid, kind) -> emitter.
 emitter_factory: Callable[[str, int, str], Any] | None = None
 
-_TARGETS = {
-    "trn1": "gen2", "inf2": "gen2", "gen2": "gen2", "trn2": "gen3", "gen3": "gen3", "trn3": "gen4", "gen4": "gen4",
-}  # fmt: skip
+_TARGETS = TARGET_ALIASES
 
 
 def default_target() -> str:
@@ -623,17 +621,16 @@ def _shape(shape: Any) -> tuple[int, ...]:
 def _check_on_chip_shape(dims: tuple[int, ...], dtype: str, buffer: str, target: str) -> None:
     if not dims:
         raise NkiError(f"a {buffer} tensor needs at least a partition dimension")
-    if dims[0] > 128:
+    t = get_target(target)
+    if dims[0] > t.num_partitions:
         raise NkiError(
-            f"Size of partition dimension {dims[0]} exceeds architecture limitation of 128",
+            f"Size of partition dimension {dims[0]} exceeds architecture limitation of {t.num_partitions}",
             "the first dim of an SBUF/PSUM tensor is the partition dim; tile it to at most 128",
         )
     row = itemsize(dtype)
     for d in dims[1:]:
         row *= d
-    from nkic.frontend.language import _SBUF_BYTES
-
-    limit = PSUM_PARTITION_BYTES if buffer == "psum" else _SBUF_BYTES[target]
+    limit = t.psum_bytes_per_partition if buffer == "psum" else t.sbuf_bytes_per_partition
     if row > limit:
         raise NkiError(f"{buffer} tensor needs {row} bytes per partition, {buffer} has {limit}")
 

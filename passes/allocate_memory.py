@@ -17,12 +17,12 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.runtime.costs import TARGETS
+from nkic.target.machine import TARGETS, get_target
 
-SBUF_BYTES = {name: t.sbuf_bytes_per_partition for name, t in TARGETS.items() if name.startswith("gen")}
-PSUM_BYTES = 16384
-PSUM_BANK = 2048
 SBUF_ALIGN = 64
+# The PSUM geometry is the same on every generation.
+PSUM_BANK = TARGETS["gen3"].psum_bank_bytes
+assert all(t.psum_bank_bytes == PSUM_BANK for t in TARGETS.values())
 
 
 def live_ranges(fn: bir.FunctionOp) -> dict[str, tuple[int, int]]:
@@ -68,8 +68,8 @@ class AllocateMemoryPass(ModulePass):
     policy: str = "rotate"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.target not in SBUF_BYTES:
-            raise PassFailedException(f"unknown target '{self.target}' (expected gen2, gen3 or gen4)")
+        if self.target not in TARGETS:
+            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         if self.policy not in ("rotate", "stack"):
             raise PassFailedException(f"unknown allocation policy '{self.policy}' (expected rotate or stack)")
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
@@ -77,7 +77,8 @@ class AllocateMemoryPass(ModulePass):
 
     def run_function(self, fn: bir.FunctionOp) -> None:
         ranges = live_ranges(fn)
-        capacity = {"sbuf": SBUF_BYTES[self.target], "psum": PSUM_BYTES}
+        target = get_target(self.target)
+        capacity = {"sbuf": target.sbuf_bytes_per_partition, "psum": target.psum_bytes_per_partition}
         fixed: dict[str, list[tuple[int, int]]] = {"sbuf": [], "psum": []}
         todo: list[bir.MemLocOp] = []
         for loc in fn.memlocs().values():

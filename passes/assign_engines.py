@@ -17,27 +17,9 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.instructions import str_field
-from nkic.runtime.costs import DEFAULT_TARGET, TARGETS
+from nkic.target.machine import DEFAULT_TARGET, get_target
 
-# op -> engines able to run it, preferred first.
-CAPABLE: dict[str, tuple[str, ...]] = {
-    "dma_copy": ("sp",),
-    "dma_transpose": ("sp",),
-    "matmul": ("pe",),
-    "activation": ("act",),
-    "iota": ("pool",),
-    "affine_select": ("pool",),
-    "reciprocal": ("dve",),
-    "tensor_scalar_reduce": ("dve",),
-    "scalar_tensor_tensor": ("dve", "pool"),
-    "tensor_reduce": ("dve", "pool"),
-    "tensor_tensor": ("dve", "pool", "act"),
-    "tensor_scalar": ("dve", "act", "pool"),
-    "tensor_copy": ("dve", "act", "pool"),
-    "memset": ("dve", "pool", "act"),
-    "transpose": ("pe", "dve"),
-}
-CLOCK_GHZ = TARGETS[DEFAULT_TARGET].clock_ghz  # the cost model's clocks
+CLOCK_GHZ = get_target(DEFAULT_TARGET).clock_ghz  # the cost model's clocks
 ACT_TENSOR_SCALAR_OPS = {"multiply", "add", "subtract", "bypass"}
 
 
@@ -48,7 +30,7 @@ def _free_elems(inst: bir.BirInst) -> int:
 
 
 def legal_engines(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> tuple[str, ...]:
-    engines = CAPABLE[inst.OPNAME]
+    engines = inst.SPEC.engines
     mems = {locs[r].mem for r in inst.ref_names}
     if "psum" in mems:
         engines = tuple(e for e in engines if e != "pool")

@@ -15,7 +15,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.instructions import WRITE_ROLES, reads_dst
+from nkic.dialects.instructions import reads_dst
 from nkic.passes.physical import place
 
 CHUNK = {"sbuf": 64, "psum": 512, "hbm": 4096}
@@ -39,7 +39,7 @@ def analyse(fn: bir.FunctionOp) -> None:
         writes: set[tuple[str, str, int]] = set()
         for role in inst.role_names:
             chunks = footprint_chunks(inst, role, locs)
-            (writes if role in WRITE_ROLES else reads).update(chunks)
+            (writes if role in inst.SPEC.write_roles else reads).update(chunks)
             if role == "dst" and reads_dst(inst):
                 reads.update(chunks)
         edges: dict[int, str] = {}

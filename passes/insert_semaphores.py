@@ -18,10 +18,11 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects.traits import IsDma
+from nkic.target.machine import ENGINE_NAMES, NUM_DMA_QUEUES, engine_sem, queue_sem
 
-ENGINE_SEM = {"pe": 0, "act": 1, "dve": 2, "pool": 3, "sp": 4}
-QUEUE_SEM_BASE = 8
-MAX_QUEUES = 16
+ENGINE_SEM = {e: engine_sem(e) for e in ENGINE_NAMES}
+MAX_QUEUES = NUM_DMA_QUEUES
 
 
 def schedule(fn: bir.FunctionOp, num_queues: int) -> None:
@@ -34,10 +35,10 @@ def schedule(fn: bir.FunctionOp, num_queues: int) -> None:
         engine = inst.engine.data
         if engine not in ENGINE_SEM:
             raise PassFailedException(f"instruction {inst.inst_id} has no engine (run assign-engines first)")
-        if inst.OPNAME.startswith("dma_"):
+        if inst.has_trait(IsDma):
             queue = dmas % num_queues
             dmas += 1
-            sem = QUEUE_SEM_BASE + queue
+            sem = queue_sem(queue)
             inst.properties["queue"] = IntegerAttr(queue, i64)
         else:
             sem = ENGINE_SEM[engine]

@@ -20,7 +20,8 @@ from xdsl.utils.exceptions import PassFailedException
 
 import nkic
 from nkic.dialects import bir, bir_json, klir_binary, penguin
-from nkic.dialects.instructions import ENGINE_OF_HINT, WRITE_ROLES, reads_dst
+from nkic.dialects.instructions import reads_dst
+from nkic.target.machine import ENGINE_OF_HINT
 
 NKI_BINARY_VERSION = f"nkic-{nkic.__version__}"
 
@@ -120,12 +121,13 @@ class _ProgramLowering:
         props: dict[str, Attribute] = {k: v for k, v in op.properties.items() if k != "engine"}
         hint = op.properties.get("engine")
         engine = ENGINE_OF_HINT.get(hint.data, "unassigned") if isinstance(hint, StringAttr) else "unassigned"
-        if op.OPNAME in ("dma_copy", "dma_transpose"):
-            engine = "sp"
+        if op.SPEC.is_dma:
+            engine = ENGINE_OF_HINT["dma"]
         inst_id = self.next_id
         self.next_id += 1
-        reads = {n for r, n in zip(op.role_names, refs) if r not in WRITE_ROLES}
-        writes = {n for r, n in zip(op.role_names, refs) if r in WRITE_ROLES}
+        write_roles = op.SPEC.write_roles
+        reads = {n for r, n in zip(op.role_names, refs) if r not in write_roles}
+        writes = {n for r, n in zip(op.role_names, refs) if r in write_roles}
         if reads_dst(op):
             reads.add(refs[op.role_names.index("dst")])
         edges = self.deps.edges(reads, writes)

@@ -17,6 +17,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import ap_indices
+from nkic.dialects.traits import AccumulatesDst
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class ResolvePsumAccumulatePass(ModulePass):
         locs = fn.memlocs()
         written: dict[str, np.ndarray] = {}
         for inst in fn.instructions():
-            if inst.OPNAME != "matmul":
+            if not inst.has_trait(AccumulatesDst):
                 continue
             name, ap = inst.ref("dst"), inst.ap("dst")
             assert name is not None and ap is not None

@@ -20,11 +20,13 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import dtype_size
-from nkic.runtime.costs import DEFAULT_TARGET, DMA_FIXED_NS, TARGETS
+from nkic.dialects.traits import IsDma
+from nkic.target.costs import DMA_FIXED_NS, DMA_MAX_ENGINES
+from nkic.target.machine import DEFAULT_TARGET, get_target
 
 # The cost model's own numbers (default target), so ranking and simulation agree on clocks and DMA rates.
-CLOCK_GHZ = TARGETS[DEFAULT_TARGET].clock_ghz
-DMA_BYTES_PER_NS = TARGETS[DEFAULT_TARGET].dma_bytes_per_ns * 16  # all 16 DMA engines of a core
+CLOCK_GHZ = get_target(DEFAULT_TARGET).clock_ghz
+DMA_BYTES_PER_NS = get_target(DEFAULT_TARGET).dma_bytes_per_ns * DMA_MAX_ENGINES  # every DMA engine of a core
 DMA_QUEUES = 4
 
 
@@ -33,7 +35,7 @@ def estimate_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> float:
     dst = inst.ap("dst")
     assert dst is not None
     free = max(1, dst.num_elements // dst.shape[0])
-    if inst.OPNAME.startswith("dma_"):
+    if inst.has_trait(IsDma):
         name = inst.ref("dst")
         assert name is not None
         return DMA_FIXED_NS + dst.num_elements * dtype_size(locs[name].dtype.data) / DMA_BYTES_PER_NS
@@ -63,7 +65,7 @@ def schedule(fn: bir.FunctionOp) -> None:
 
     def resource_free(i: int) -> float:
         inst = insts[i]
-        if inst.OPNAME.startswith("dma_"):
+        if inst.has_trait(IsDma):
             return min(queue_free)
         return engine_free.get(inst.engine.data, 0.0)
 
@@ -85,7 +87,7 @@ def schedule(fn: bir.FunctionOp) -> None:
         t, i = best
         start = max(t, resource_free(i))
         finish[i] = start + estimate_ns(insts[i], locs)
-        if insts[i].OPNAME.startswith("dma_"):
+        if insts[i].has_trait(IsDma):
             q = queue_free.index(min(queue_free))
             queue_free[q] = finish[i]
         else:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nkic.dialects.common import DTYPES
+from nkic.target.vocab import DTYPES
 from nkic.runtime.errors import SimulationError
 
 Array = np.ndarray

@@ -3,7 +3,7 @@
 Each subgraph is one NeuronCore (own SBUF, PSUM, ScalarE reduce registers, semaphores, engines and DMA queues); all
 cores share the HBM variables. Engines run their streams in order; an instruction starts when its engine is free and
 its semaphore wait holds, applies its numerical effect at that start time, occupies the engine for its cost
-(``runtime.costs``) and signals at completion. DMA_COPY costs SP only its issue time; the transfer then runs FIFO on
+(``nkic.target.costs``) and signals at completion. DMA_COPY costs SP only its issue time; the transfer then runs FIFO on
 its queue and signals when it completes.
 """
 
@@ -18,26 +18,36 @@ from functools import partial
 
 import numpy as np
 
-from nkic.dialects.common import ACT_FUNCS, ALU_OPS, DTYPES, REDUCE_CMDS
 from nkic.runtime import semantics as sem
-from nkic.runtime.costs import REFERENCE_CLOCK_GHZ, Target, dma_ns, get_target, instr_ns
-from nkic.runtime.encoding import ENGINE_IDS, ENGINES, NUM_DMA_QUEUES, Instr, Operand, bits_f32, bits_i32, sem_name
 from nkic.runtime.errors import SimulationDeadlock, SimulationError
 from nkic.runtime.neff import Neff, Variable, read_neff
+from nkic.target.costs import dma_ns, instr_ns
+from nkic.target.isa import OPCODES, Instr, Operand, bits_f32
+from nkic.target.machine import (
+    ENGINE_NAMES,
+    ENGINES,
+    NUM_DMA_QUEUES,
+    NUM_PARTITIONS,
+    NUM_SEMAPHORES,
+    QUEUE_SEM_BASE,
+    REFERENCE_CLOCK_GHZ,
+    Target,
+    get_target,
+    sem_name,
+)
+from nkic.target.vocab import DTYPES
 
 __all__ = [
     "simulate", "run_neff_bytes", "RunResult", "Profile", "ProfileEvent", "SimulationError", "SimulationDeadlock",
     "NUM_PARTITIONS", "DEFAULT_MAX_EVENTS",
 ]  # fmt: skip
 
-NUM_PARTITIONS = 128
-NUM_SEMAPHORES = 8 + NUM_DMA_QUEUES
 DEFAULT_MAX_EVENTS = 10_000_000
 # Fresh memory is all-ones bytes: NaN in float32/bf16/fp16/fp8 at any alignment (a float32-NaN-only pattern would
 # read as 0.0 in half of the bf16 lanes), and -1 / max in integer dtypes. The official simulator also NaN-fills.
 _FILL_BYTE = 0xFF
-_TRACK_LABELS = {"pe": "PE (TensorE)", "act": "ACT (ScalarE)", "dve": "DVE (VectorE)", "pool": "POOL (GpSimdE)",
-                 "sp": "SP (SyncE)"}  # fmt: skip
+_TRACK_LABELS = {e.name: e.label for e in ENGINES}
+_ENGINE_IDS = {e.name: e.code for e in ENGINES}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -60,7 +70,7 @@ class ProfileEvent:
 
 def _track_tid(track: str) -> int:
     # Engines use their engine id and queues their semaphore id, so tids never collide.
-    return ENGINE_IDS[track] if track in ENGINE_IDS else 8 + int(track[1:])
+    return _ENGINE_IDS[track] if track in _ENGINE_IDS else QUEUE_SEM_BASE + int(track[1:])
 
 
 @dataclass
@@ -78,7 +88,7 @@ class Profile:
         return round(self.total_ns * REFERENCE_CLOCK_GHZ)
 
     def _tracks(self, core: int | None) -> dict[str, tuple[float, int]]:
-        out: dict[str, tuple[float, int]] = {e: (0.0, 0) for e in ENGINES}  # idle engines report zero
+        out: dict[str, tuple[float, int]] = {e: (0.0, 0) for e in ENGINE_NAMES}  # idle engines report zero
         for ev in self.events:
             if core is None or ev.core == core:
                 busy, count = out.get(ev.track, (0.0, 0))
@@ -117,8 +127,8 @@ class Profile:
         for core in range(self.num_cores):
             out.append({"ph": "M", "name": "process_name", "pid": core, "tid": 0,
                         "args": {"name": f"NeuronCore {core} (sg{core:02d})"}})  # fmt: skip
-            queues = {ev.track for ev in self.events if ev.core == core and ev.track not in ENGINE_IDS}
-            for track in list(ENGINES) + sorted(queues, key=_track_tid):
+            queues = {ev.track for ev in self.events if ev.core == core and ev.track not in _ENGINE_IDS}
+            for track in list(ENGINE_NAMES) + sorted(queues, key=_track_tid):
                 label = _TRACK_LABELS.get(track, f"DMA {track}")
                 out.append({"ph": "M", "name": "thread_name", "pid": core, "tid": _track_tid(track),
                             "args": {"name": label}})  # fmt: skip
@@ -127,7 +137,7 @@ class Profile:
     def to_chrome_trace(self) -> dict[str, object]:
         """Chrome trace-event JSON (loads in ui.perfetto.dev / chrome://tracing); timestamps in µs."""
         spans = [
-            {"ph": "X", "name": ev.mnemonic, "cat": "engine" if ev.track in ENGINE_IDS else "dma", "pid": ev.core,
+            {"ph": "X", "name": ev.mnemonic, "cat": "engine" if ev.track in _ENGINE_IDS else "dma", "pid": ev.core,
              "tid": _track_tid(ev.track), "ts": ev.start_ns / 1000.0, "dur": ev.dur_ns / 1000.0,
              "args": {"inst_id": ev.inst_id}}
             for ev in self.events
@@ -280,13 +290,39 @@ def _resolve(core: _Core, op: Operand | None, what: str) -> _View:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# instruction semantics
+# instruction semantics: one executor per opcode, registered like xDSL's ``@impl(Op)``
+
+Executor = Callable[["_Core", Instr], None]
+EXECUTORS: dict[str, Executor] = {}
 
 
-def _enum(table: tuple[str, ...], code: int, what: str) -> str:
-    if code >= len(table):
-        raise SimulationError(f"bad {what} code {code}")
-    return table[code]
+def execute(*opcodes: str) -> Callable[[Executor], Executor]:
+    """Register the numerical effect of ``opcodes``: ``fn(core, instr)``."""
+
+    def register(fn: Executor) -> Executor:
+        for op in opcodes:
+            if op not in OPCODES:
+                raise ValueError(f"executor for undeclared opcode {op}")
+            EXECUTORS[op] = fn
+        return fn
+
+    return register
+
+
+def _value(ins: Instr, prop: str) -> str | int | float:
+    """A decoded immediate; a corrupt enum code is a SimulationError."""
+    try:
+        return ins.value(prop)
+    except ValueError as e:
+        raise SimulationError(f"bad {prop}: {e}") from None
+
+
+def _alu_op(ins: Instr, prop: str) -> str:
+    return str(_value(ins, prop))
+
+
+def _view(core: _Core, ins: Instr, slot: str) -> _View:
+    return _resolve(core, ins.operand(slot), slot)
 
 
 def _same_shape(dst: _View, *srcs: _View) -> None:
@@ -297,24 +333,30 @@ def _same_shape(dst: _View, *srcs: _View) -> None:
             )
 
 
-def _scalar_operand(core: _Core, ins: Instr, slot: int, imm: int, nparts: int, integer: bool) -> np.ndarray:
-    """A (P, 1) tile from ``slot`` when present, else the f32 immediate ``imm`` (integral when ``integer``)."""
+def _scalar_operand(core: _Core, ins: Instr, slot: str, nparts: int, integer: bool) -> np.ndarray:
+    """A (P, 1) tile from ``slot`` when present, else the f32 immediate of the same name (integral if ``integer``)."""
     op = ins.operand(slot)
     if op is None:
-        value = bits_f32(ins.imm(imm))
+        value = bits_f32(ins.imm(slot))
         return np.asarray(int(value) if integer else value, np.int64 if integer else np.float32)
-    view = _resolve(core, op, f"scalar slot {slot}")
+    view = _resolve(core, op, slot)
     if view.free != 1 or view.nparts != nparts:
         raise SimulationError(f"scalar operand must be ({nparts}, 1), got {view.op.shape}")
     return view.load(integer)
 
 
+@execute("SEM_WAIT")
+def _exec_sem_wait(core: _Core, ins: Instr) -> None:
+    """No data effect: the wait itself is the scheduler's."""
+
+
+@execute("DMA_COPY")
 def _exec_dma(core: _Core, ins: Instr) -> None:
-    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
     if dst.op.num_elements != src.op.num_elements:
         raise SimulationError(f"DMA element counts differ: dst {dst.op.shape} vs src {src.op.shape}")
     values = src.raw()
-    if ins.flags & 1:  # transpose: swap the outermost and innermost dims of src's pattern, keep the middle ones
+    if ins.flag("transpose"):  # swap the outermost and innermost dims of src's pattern, keep the middle ones
         shape = src.op.shape
         if len(shape) < 2:
             raise SimulationError(f"transposing DMA needs a source of rank >= 2, got {shape}")
@@ -325,22 +367,24 @@ def _exec_dma(core: _Core, ins: Instr) -> None:
         dst.store(values.astype(np.float32).reshape(-1))  # casting transfers go through fp32
 
 
+@execute("MATMUL")
 def _exec_matmul(core: _Core, ins: Instr) -> None:
-    dst = _resolve(core, ins.operand(0), "dst")
-    stat, mov = _resolve(core, ins.operand(1), "stationary"), _resolve(core, ins.operand(2), "moving")
+    dst = _view(core, ins, "dst")
+    stat, mov = _view(core, ins, "stationary"), _view(core, ins, "moving")
     if dst.op.memory != "psum":
         raise SimulationError("MATMUL destination must be in PSUM")
     if stat.nparts != mov.nparts or dst.nparts != stat.free or dst.free != mov.free:
         raise SimulationError(f"MATMUL shapes: stationary {stat.nparts}x{stat.free}, moving {mov.nparts}x"
                               f"{mov.free}, dst {dst.nparts}x{dst.free}")  # fmt: skip
     result = np.matmul(stat.f32().T, mov.f32())
-    if ins.flags & 1:
+    if ins.flag("accumulate"):
         result = result + dst.f32()
     dst.store(result)
 
 
+@execute("TRANSPOSE")
 def _exec_transpose(core: _Core, ins: Instr) -> None:
-    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
     if (dst.nparts, dst.free) != (src.free, src.nparts):
         raise SimulationError(f"TRANSPOSE of {src.nparts}x{src.free} into {dst.nparts}x{dst.free}")
     if dst.op.dtype == src.op.dtype:
@@ -353,47 +397,48 @@ def _all_int(*views: _View) -> bool:
     return all(sem.is_int_dtype(v.op.dtype) for v in views)
 
 
+@execute("TENSOR_TENSOR")
 def _exec_tensor_tensor(core: _Core, ins: Instr) -> None:
-    dst = _resolve(core, ins.operand(0), "dst")
-    a, b = _resolve(core, ins.operand(1), "in0"), _resolve(core, ins.operand(2), "in1")
+    dst, a, b = _view(core, ins, "dst"), _view(core, ins, "in0"), _view(core, ins, "in1")
     _same_shape(dst, a, b)
     integer = _all_int(dst, a, b)  # all-integer operands: exact integer math (GpSimd/DVE int path)
-    dst.store(sem.alu(_enum(ALU_OPS, ins.imm(0), "ALU op"), a.load(integer), b.load(integer)))
+    dst.store(sem.alu(_alu_op(ins, "op"), a.load(integer), b.load(integer)))
 
 
+@execute("TENSOR_SCALAR")
 def _exec_tensor_scalar(core: _Core, ins: Instr) -> None:
-    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
     _same_shape(dst, src)
-    ops = [_enum(ALU_OPS, ins.imm(0), "op0")]
-    if ins.flags & 4:
-        ops.append(_enum(ALU_OPS, ins.imm(2), "op1"))
+    ops = [_alu_op(ins, "op0")]
+    if ins.flag("has_op1"):
+        ops.append(_alu_op(ins, "op1"))
     # Arithmetic runs in fp32; only pure bit-vector chains on integer tensors keep integer values.
     integer = _all_int(dst, src) and all(op in sem.BITVEC_OPS or op == "bypass" for op in ops)
     result = src.load(integer)
     for k, op in enumerate(ops):
-        scalar = _scalar_operand(core, ins, 2 + k, 1 + 2 * k, src.nparts, integer)
-        result = sem.scalar_step(op, result, scalar, bool(ins.flags >> k & 1))
+        scalar = _scalar_operand(core, ins, f"operand{k}", src.nparts, integer)
+        result = sem.scalar_step(op, result, scalar, ins.flag(f"reverse{k}"))
     dst.store(result)
 
 
+@execute("TENSOR_REDUCE")
 def _exec_tensor_reduce(core: _Core, ins: Instr) -> None:
-    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
     free_dims = src.op.shape[1:]
-    k = ins.imm(1) or len(free_dims)  # 0 = every free dim
+    k = ins.imm("num_reduced_dims") or len(free_dims)  # 0 = every free dim
     if k > len(free_dims):
         raise SimulationError(f"TENSOR_REDUCE over {k} trailing dims of a {len(free_dims)}-free-dim operand")
     inner = int(np.prod(free_dims[len(free_dims) - k :]))
     integer = _all_int(dst, src)
     values = src.load(integer).reshape(src.nparts, -1, inner)
-    result = sem.reduce_last(_enum(ALU_OPS, ins.imm(0), "ALU op"), values)
-    if ins.flags & 1:
+    result = sem.reduce_last(_alu_op(ins, "op"), values)
+    if ins.flag("negate"):
         result = -result
     dst.store(result)
 
 
 def _act_reduce(core: _Core, ins: Instr, parts: np.ndarray, values: np.ndarray) -> None:
-    cmd = _enum(REDUCE_CMDS, ins.imm(3), "reduce_cmd")
-    op = _enum(ALU_OPS, ins.imm(4), "reduce op")
+    cmd, op = _alu_op(ins, "reduce_cmd"), _alu_op(ins, "reduce_op")
     regs = core.act_regs
     if cmd == "reset":
         regs[parts] = sem.reduce_identity(op)
@@ -401,7 +446,7 @@ def _act_reduce(core: _Core, ins: Instr, parts: np.ndarray, values: np.ndarray) 
         regs[parts] = sem.reduce_last(op, values)
     elif cmd in ("reduce", "load_reduce"):
         regs[parts] = sem.alu(op, regs[parts], sem.reduce_last(op, values))
-    res = ins.operand(4)
+    res = ins.operand("reduce_res")
     if res is not None:
         view = _resolve(core, res, "reduce_res")
         if view.nparts != len(parts) or view.free != 1:
@@ -409,19 +454,20 @@ def _act_reduce(core: _Core, ins: Instr, parts: np.ndarray, values: np.ndarray) 
         view.store(regs[parts])
 
 
+@execute("ACTIVATE")
 def _exec_activate(core: _Core, ins: Instr) -> None:
-    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
     _same_shape(dst, src)
-    bias = _scalar_operand(core, ins, 2, 2, src.nparts, False)
-    scale = _scalar_operand(core, ins, 3, 1, src.nparts, False)
-    func = _enum(ACT_FUNCS, ins.imm(0), "activation function")
-    result = sem.activation(func, src.f32() * scale + bias)
+    bias = _scalar_operand(core, ins, "bias", src.nparts, False)
+    scale = _scalar_operand(core, ins, "scale", src.nparts, False)
+    result = sem.activation(_alu_op(ins, "func"), src.f32() * scale + bias)
     dst.store(result)
     _act_reduce(core, ins, src.partitions, result)
 
 
+@execute("TENSOR_COPY")
 def _exec_tensor_copy(core: _Core, ins: Instr) -> None:
-    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
     _same_shape(dst, src)
     if dst.op.dtype == src.op.dtype:
         dst.store_raw(src.raw())
@@ -429,93 +475,76 @@ def _exec_tensor_copy(core: _Core, ins: Instr) -> None:
         dst.store(src.load(_all_int(dst, src)))
 
 
+@execute("MEMSET")
 def _exec_memset(core: _Core, ins: Instr) -> None:
-    dst = _resolve(core, ins.operand(0), "dst")
-    if ins.flags & 1:
-        value: np.ndarray = np.full((dst.nparts, dst.free), bits_i32(ins.imm(0)), np.int64)
-    else:
-        value = np.full((dst.nparts, dst.free), bits_f32(ins.imm(0)), np.float32)
-    dst.store(value)
+    dst = _view(core, ins, "dst")
+    integer = ins.flag("int_value")
+    dst.store(np.full((dst.nparts, dst.free), _value(ins, "value"), np.int64 if integer else np.float32))
 
 
-def _affine_values(ins: Instr, pattern: Operand | None, offset_imm: int) -> np.ndarray:
+def _affine_values(ins: Instr) -> np.ndarray:
     """``offset + p * channel_multiplier + Σ step·idx`` in int32 arithmetic, shaped (P, F)."""
+    pattern = ins.operand("pattern")
     if pattern is None or pattern.memory != "none":
         raise SimulationError("pattern operand (memory 'none') required")
     multiplier, nparts = pattern.pattern[0]
     free = _element_offsets(pattern.pattern[1:])
-    values = bits_i32(ins.imm(offset_imm)) + multiplier * np.arange(nparts, dtype=np.int64)[:, None] + free
+    values = int(_value(ins, "offset")) + multiplier * np.arange(nparts, dtype=np.int64)[:, None] + free
     return values.astype(np.int32).astype(np.int64)  # wrap like the 32-bit hardware counters
 
 
+@execute("IOTA")
 def _exec_iota(core: _Core, ins: Instr) -> None:
-    dst = _resolve(core, ins.operand(0), "dst")
-    values = _affine_values(ins, ins.operand(1), 0)
+    dst = _view(core, ins, "dst")
+    values = _affine_values(ins)
     if values.shape != (dst.nparts, dst.free):
         raise SimulationError(f"IOTA pattern {values.shape} does not match destination {dst.op.shape}")
     dst.store(values if sem.is_int_dtype(dst.op.dtype) else values.astype(np.float32))
 
 
+@execute("AFFINE_SELECT")
 def _exec_affine_select(core: _Core, ins: Instr) -> None:
-    dst, on_true = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "on_true")
+    dst, on_true = _view(core, ins, "dst"), _view(core, ins, "on_true")
     _same_shape(dst, on_true)
-    values = _affine_values(ins, ins.operand(2), 0)
+    values = _affine_values(ins)
     if values.shape != (dst.nparts, dst.free):
         raise SimulationError(f"AFFINE_SELECT pattern {values.shape} does not match destination {dst.op.shape}")
-    cond = sem.alu(_enum(ALU_OPS, ins.imm(1), "cmp op"), values, np.zeros((), np.int64)) != 0
-    dst.store(np.where(cond, on_true.f32(), np.float32(bits_f32(ins.imm(2)))))
+    cond = sem.alu(_alu_op(ins, "cmp_op"), values, np.zeros((), np.int64)) != 0
+    dst.store(np.where(cond, on_true.f32(), np.float32(_value(ins, "on_false_value"))))
 
 
+@execute("RECIPROCAL")
 def _exec_reciprocal(core: _Core, ins: Instr) -> None:
-    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
     _same_shape(dst, src)
     with np.errstate(all="ignore"):
         dst.store(np.float32(1.0) / src.f32())
 
 
+@execute("TENSOR_SCALAR_REDUCE")
 def _exec_tensor_scalar_reduce(core: _Core, ins: Instr) -> None:
-    dst, src = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "src")
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
     _same_shape(dst, src)
-    scalar = _scalar_operand(core, ins, 2, 1, src.nparts, False)
-    result = sem.scalar_step(_enum(ALU_OPS, ins.imm(0), "op0"), src.f32(), scalar, bool(ins.flags & 1))
+    scalar = _scalar_operand(core, ins, "operand0", src.nparts, False)
+    result = sem.scalar_step(_alu_op(ins, "op0"), src.f32(), scalar, ins.flag("reverse0"))
     dst.store(result)
-    res = ins.operand(3)
+    res = ins.operand("reduce_res")
     if res is not None:
-        reduced = sem.reduce_last(_enum(ALU_OPS, ins.imm(2), "reduce op"), result)
+        reduced = sem.reduce_last(_alu_op(ins, "reduce_op"), result)
         view = _resolve(core, res, "reduce_res")
         if view.nparts != src.nparts or view.free != 1:
             raise SimulationError(f"reduce_res must be ({src.nparts}, 1), got {res.shape}")
-        view.store(-reduced if ins.flags & 2 else reduced)
+        view.store(-reduced if ins.flag("negate") else reduced)
 
 
+@execute("SCALAR_TENSOR_TENSOR")
 def _exec_scalar_tensor_tensor(core: _Core, ins: Instr) -> None:
-    dst, data = _resolve(core, ins.operand(0), "dst"), _resolve(core, ins.operand(1), "data")
-    other = _resolve(core, ins.operand(3), "operand1")
+    dst, data, other = _view(core, ins, "dst"), _view(core, ins, "data"), _view(core, ins, "operand1")
     _same_shape(dst, data, other)
-    scalar = _scalar_operand(core, ins, 2, 1, data.nparts, False)
-    result = sem.scalar_step(_enum(ALU_OPS, ins.imm(0), "op0"), data.f32(), scalar, bool(ins.flags & 1))
-    op1 = _enum(ALU_OPS, ins.imm(2), "op1")
-    t1 = other.f32()
-    dst.store(sem.alu(op1, t1, result) if ins.flags & 2 else sem.alu(op1, result, t1))
-
-
-_EXECUTORS: dict[str, Callable[[_Core, Instr], None]] = {
-    "DMA_COPY": _exec_dma,
-    "MATMUL": _exec_matmul,
-    "TRANSPOSE": _exec_transpose,
-    "TENSOR_TENSOR": _exec_tensor_tensor,
-    "TENSOR_SCALAR": _exec_tensor_scalar,
-    "TENSOR_REDUCE": _exec_tensor_reduce,
-    "ACTIVATE": _exec_activate,
-    "TENSOR_COPY": _exec_tensor_copy,
-    "MEMSET": _exec_memset,
-    "IOTA": _exec_iota,
-    "AFFINE_SELECT": _exec_affine_select,
-    "RECIPROCAL": _exec_reciprocal,
-    "TENSOR_SCALAR_REDUCE": _exec_tensor_scalar_reduce,
-    "SCALAR_TENSOR_TENSOR": _exec_scalar_tensor_tensor,
-    "SEM_WAIT": lambda core, ins: None,
-}
+    scalar = _scalar_operand(core, ins, "operand0", data.nparts, False)
+    result = sem.scalar_step(_alu_op(ins, "op0"), data.f32(), scalar, ins.flag("reverse0"))
+    op1, t1 = _alu_op(ins, "op1"), other.f32()
+    dst.store(sem.alu(op1, t1, result) if ins.flag("reverse1") else sem.alu(op1, result, t1))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -541,7 +570,7 @@ class _Scheduler:
         self.target = target
         self.max_events = max_events
         self.engines = [_Engine(c, e, list(sg.engines.get(e, []))) for c, sg in enumerate(neff.subgraphs)
-                        for e in ENGINES]  # fmt: skip
+                        for e in ENGINE_NAMES]  # fmt: skip
         self.queue_free = [[0.0] * NUM_DMA_QUEUES for _ in cores]
         self.heap: list[tuple[float, int, Callable[[], None]]] = []
         self.seq = 0
@@ -583,7 +612,7 @@ class _Scheduler:
 
     def _execute(self, eng: _Engine, ins: Instr) -> None:
         try:
-            _EXECUTORS[ins.opcode](self.cores[eng.core], ins)
+            EXECUTORS[ins.opcode](self.cores[eng.core], ins)
         except SimulationError as e:
             raise SimulationError(f"core {eng.core} {eng.name}[{eng.pc}] {ins.opcode} (inst_id {ins.inst_id}): "
                                   f"{e}") from e  # fmt: skip
@@ -610,7 +639,7 @@ class _Scheduler:
             self.cores[core].sems[signal] += 1
 
     def _start_transfer(self, core: int, ins: Instr, ready: float) -> None:
-        queue = ins.imm(0)
+        queue = ins.imm("queue")
         if queue >= NUM_DMA_QUEUES:
             raise SimulationError(f"core {core} DMA_COPY (inst_id {ins.inst_id}) on bad queue {queue}")
         start = max(ready, self.queue_free[core][queue])  # FIFO within a queue

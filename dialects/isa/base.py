@@ -1,14 +1,15 @@
 """Physical-location instruction ops shared by the per-engine ISA dialects (``isa_pe``, ``isa_act``, ...).
 
 An ISA op is one record of ``runtime/ISA_FORMAT.md``: every operand is a physical location (``IsaLocAttr``) plus the
-record's ``[step, num]`` pattern, and every immediate / flag bit is a named property. Each instruction format is one
-base class below (roles = the opcode's operand slots in slot order, ``IMMS`` / ``FLAGS`` = its immediate and flag
-tables); the engine modules only attach a name and an engine to a format::
+record's ``[step, num]`` pattern, and every immediate / flag bit is a named property. ``IsaInst`` derives all of it
+from the opcode's ``nkic.target.isa.OpSpec`` (``SPEC``): the slots, the immediates (one property each, named as in
+the spec), the flags, and the generic checks (engine, semaphores, memories, bounds, (P, 1) scalar tiles, shapes
+shared with dst). ``ops.py`` generates one op class per (opcode, engine)::
 
     isa_act.activate dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]],
                      src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 1 : i64, func = "exp"}
 
-``to_instr`` / ``from_instr`` convert to and from ``runtime.encoding.Instr``. The decoded form is canonical:
+``to_instr`` / ``from_instr`` convert to and from ``nkic.target.isa.Instr``. The decoded form is canonical:
 properties equal to their encoding default (``scale = 1.0``, ``bias = 0.0``, false flags, ...) are left out.
 """
 
@@ -37,44 +38,17 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import (
-    ACT_FUNCS,
-    ALU_OPS,
-    DTYPES,
-    REDUCE_CMDS,
-    AccessPatternAttr,
-    attr_of,
-    check_member,
-    dtype_size,
-    value_of,
-)
+from nkic.dialects.common import DTYPES, AccessPatternAttr, attr_of, check_member, dtype_size, value_of
 from nkic.dialects.inst import RoleOperandOp
-from nkic.runtime.costs import TARGETS
-from nkic.runtime.encoding import (
-    ENGINES,
-    MEMORIES,
-    NUM_DMA_QUEUES,
-    OP_SPECS,
-    Instr,
-    Operand,
-    bits_f32,
-    bits_i32,
-    engine_sem,
-    f32_bits,
-    i32_bits,
-    queue_sem,
-    valid_sem,
-)
+from nkic.target.isa import ENUM_KINDS, Imm, Instr, Operand, OpSpec, decode_imm, encode_imm
+from nkic.target.machine import MAX_PSUM_BYTES, MAX_SBUF_BYTES, NUM_PARTITIONS, engine_sem, valid_sem
+from nkic.target.vocab import ISA_MEMORIES
 
-NUM_PARTITIONS = 128
+MEMORIES = ISA_MEMORIES.names
 # Static per-partition bounds; the simulator's target may be smaller, but no target is larger.
-CAPACITY: dict[str, int] = {"sbuf": max(t.sbuf_bytes_per_partition for t in TARGETS.values()), "psum": 16384}
-PSUM_BANK_BYTES = 2048
+CAPACITY: dict[str, int] = {"sbuf": MAX_SBUF_BYTES, "psum": MAX_PSUM_BYTES}
 MAX_PAIRS = 5  # partition pair + at most 4 free dims (operand table entry)
-MAX_MATMUL_N = 512
 U32_MAX = 0xFFFFFFFF
-ENUMS: dict[str, tuple[str, ...]] = {"alu": ALU_OPS, "act": ACT_FUNCS, "reduce_cmd": REDUCE_CMDS}
-_ENUM_WHAT = {"alu": "ALU opcode", "act": "activation function", "reduce_cmd": "reduce command"}
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -193,50 +167,30 @@ def parse_loc_body(parser: AttrParser) -> IsaLocAttr:
 # ------------------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Imm:
-    """One immediate word of a format, named after the property that holds it.
-
-    ``kind``: ``alu`` / ``act`` / ``reduce_cmd`` (enum code of a string), ``u32``, ``i32`` or ``f32``.
-    ``default``: encoded when the property is absent; decoding omits the property when it equals the default.
-    ``tensor_role``: the operand slot that replaces this immediate (the scalar is a tensor or an immediate, never
-    both); ``required`` means one of the two must be given.
-    """
-
-    prop: str
-    kind: str
-    default: str | int | float | None = None
-    tensor_role: str | None = None
-    required: bool = False
-
-
-def encode_imm(kind: str, value: str | int | float | None) -> int:
-    if value is None:
-        return 0
-    if kind in ENUMS:
-        return ENUMS[kind].index(str(value))
+def imm_attr(kind: str, raw: int) -> Attribute:
+    """The property attribute of a raw immediate word (ValueError for a bad enum code)."""
+    value = decode_imm(kind, raw)
+    if kind in ENUM_KINDS:
+        return StringAttr(str(value))
     if kind == "f32":
-        return f32_bits(float(value))
-    if kind == "i32":
-        return i32_bits(int(value))
-    return int(value)
+        return FloatAttr(float(value), f32)
+    return IntegerAttr(int(value), i64)
 
 
-def decode_imm(kind: str, raw: int) -> Attribute:
-    if kind in ENUMS:
-        if raw >= len(ENUMS[kind]):
-            raise ValueError(f"{kind} code {raw} out of range")
-        return StringAttr(ENUMS[kind][raw])
-    if kind == "f32":
-        return FloatAttr(bits_f32(raw), f32)
-    if kind == "i32":
-        return IntegerAttr(bits_i32(raw), i64)
-    return IntegerAttr(raw, i64)
+def imm_prop_def(imm: Imm) -> object:
+    """The IRDL property of an immediate: enums are strings, f32 a float, integers i64."""
+    if imm.kind in ENUM_KINDS:
+        constraint: object = StringAttr
+    elif imm.kind == "f32":
+        constraint = FloatAttr[Float32Type]
+    elif imm.kind == "value":
+        constraint = AnyOf((base(FloatAttr), base(IntegerAttr)))
+    else:
+        constraint = IntegerAttr[I64]
+    optional = imm.default is not None or imm.tensor_role is not None or imm.optional
+    return opt_prop_def(constraint) if optional else prop_def(constraint)  # type: ignore[arg-type]
 
 
-# Field values <-> attributes are shared with the other levels (``common.attr_of`` / ``common.value_of``).
-to_attr = attr_of
-attr_value = value_of
 
 
 def _free_size(pairs: Sequence[tuple[int, int]]) -> int:
@@ -267,9 +221,20 @@ def byte_range(loc: IsaLocAttr, ap: AccessPatternAttr) -> tuple[int, int]:
 _BASE_PROPS = ("roles", "aps", "locs", "id", "wait_sem", "wait_value", "signal_sem")
 
 
-class IsaInst(RoleOperandOp):
-    """One ISA instruction of engine ``ENGINE`` with opcode ``MNEMONIC`` (see ``runtime/ISA_FORMAT.md``)."""
+# Flags computed from other fields rather than stored: their value on a built op.
+DERIVED_FLAG_RULES = {
+    "has_op1": lambda op: "op1" in op.properties,
+    "int_value": lambda op: isinstance(op.properties.get("value"), IntegerAttr),
+}
 
+
+class IsaInst(RoleOperandOp):
+    """One ISA instruction of engine ``ENGINE`` with opcode spec ``SPEC`` (see ``runtime/ISA_FORMAT.md``).
+
+    ``ops.py`` sets the class variables below from the spec; formats with rules of their own subclass this.
+    """
+
+    SPEC: ClassVar[OpSpec]
     ENGINE: ClassVar[str] = ""
     MNEMONIC: ClassVar[str] = ""
     REQUIRED: ClassVar[tuple[str, ...]] = ()
@@ -314,7 +279,7 @@ class IsaInst(RoleOperandOp):
             "id": IntegerAttr(inst_id, i64),
         }
         # None, and False for a flag, mean "absent" so that built ops are canonical (as decoded ops are).
-        props.update({k: to_attr(v) for k, v in fields.items() if v is not None and not cls._is_clear_flag(k, v)})
+        props.update({k: attr_of(v) for k, v in fields.items() if v is not None and not cls._is_clear_flag(k, v)})
         sems = {"wait_sem": wait_sem, "wait_value": wait_value, "signal_sem": signal_sem}
         props.update({k: IntegerAttr(v, i64) for k, v in sems.items() if v is not None})
         return cls.create(properties=cls._ordered(props))
@@ -364,7 +329,7 @@ class IsaInst(RoleOperandOp):
         return Operand(loc.mem, loc.dt, tuple(ap.pairs), loc.start, loc.addr, loc.var)
 
     def field(self, name: str) -> str | int | float | bool | None:
-        return attr_value(self.properties.get(name))
+        return value_of(self.properties.get(name))
 
     def dims(self, role: str) -> tuple[int, int]:
         """(partitions, elements per partition) of an on-chip or pattern operand."""
@@ -396,13 +361,22 @@ class IsaInst(RoleOperandOp):
         if imm.tensor_role is not None and self.has(imm.tensor_role):
             return 0  # the slot carries the scalar; the immediate word is unused
         value = self.field(imm.prop)
-        return encode_imm(imm.kind, imm.default if value is None else value)
+        return encode_imm(self._word_kind(imm, self.flag), imm.default if value is None else value)
+
+    @staticmethod
+    def _word_kind(imm: Imm, flag: object) -> str:
+        """``value`` words are i32 when the int_value flag is set, else f32."""
+        if imm.kind != "value":
+            return imm.kind
+        return "i32" if flag("int_value") else "f32"  # type: ignore[operator]
 
     def encode_flags(self) -> int:
         return sum(1 << bit for bit, name in enumerate(self.FLAGS) if self.flag(name))
 
     def flag(self, name: str) -> bool:
-        """Value of flag ``name``; formats with DERIVED_FLAGS override this for those names."""
+        """Value of flag ``name`` (derived flags are computed from the fields they stand for)."""
+        if name in self.DERIVED_FLAGS:
+            return bool(DERIVED_FLAG_RULES[name](self))
         return bool(self.field(name))
 
     @classmethod
@@ -443,7 +417,7 @@ class IsaInst(RoleOperandOp):
             raw = instr.imm(index)
             if imm.default is not None and raw == encode_imm(imm.kind, imm.default):
                 continue
-            fields[imm.prop] = decode_imm(imm.kind, raw)
+            fields[imm.prop] = imm_attr(cls._word_kind(imm, instr.flag), raw)
         for bit, name in enumerate(cls.FLAGS):
             if name not in cls.DERIVED_FLAGS and instr.flags >> bit & 1:
                 fields[name] = IntegerAttr.from_bool(True)
@@ -458,10 +432,12 @@ class IsaInst(RoleOperandOp):
         self.verify_format()
 
     def verify_format(self) -> None:
-        """Format-specific shape and field checks; formats override."""
+        """Shape checks the spec declares; formats with rules of their own extend this."""
+        self.same_dims(*self.SPEC.same_shape)
+        self.scalar_tiles(*self.SPEC.scalar_slots)
 
     def _verify_header(self) -> None:
-        spec = OP_SPECS[self.MNEMONIC]
+        spec = self.SPEC
         if self.ENGINE not in spec.engines:
             raise VerifyException(f"{self.MNEMONIC} cannot run on engine '{self.ENGINE}'")
         if not 0 <= self.inst_id <= U32_MAX:
@@ -481,7 +457,7 @@ class IsaInst(RoleOperandOp):
             raise VerifyException(f"'{self.name}' may only signal semaphore {expected}, not {signal}")
 
     def signalled_sem(self) -> int:
-        """The semaphore this instruction signals at completion (ISA_FORMAT: its own engine's)."""
+        """The semaphore this instruction signals at completion (ISA_FORMAT: its own engine's, a DMA its queue's)."""
         return engine_sem(self.ENGINE)
 
     def _verify_operand(self, role: str) -> None:
@@ -525,8 +501,9 @@ class IsaInst(RoleOperandOp):
     def _verify_imms(self) -> None:
         for imm in self.IMMS:
             value = self.field(imm.prop)
-            if imm.kind in ENUMS and value is not None:
-                check_member(_ENUM_WHAT[imm.kind], str(value), ENUMS[imm.kind])
+            if imm.kind in ENUM_KINDS and value is not None:
+                vocab = ENUM_KINDS[imm.kind]
+                check_member(vocab.what, str(value), vocab.names)
             if imm.kind == "u32" and value is not None and not 0 <= int(value) <= U32_MAX:
                 raise VerifyException(f"{imm.prop} = {value} does not fit in 32 bits")
             if imm.kind == "i32" and value is not None and not -(1 << 31) <= int(value) < (1 << 31):
@@ -555,330 +532,3 @@ class IsaInst(RoleOperandOp):
         for r in roles:
             if self.has(r) and self.dims(r) != (nparts, 1):
                 raise VerifyException(f"'{r}' must be a ({nparts}, 1) tile, got {self.dims(r)}")
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# One base class per instruction format (ISA_FORMAT.md "Opcodes" table)
-# ------------------------------------------------------------------------------------------------------------------
-
-
-class DmaCopyFormat(IsaInst):
-    """``DMA_COPY`` (SP): ``dst = src`` on DMA queue ``queue``; ``transpose`` swaps src's first and last dims."""
-
-    MNEMONIC: ClassVar[str] = "DMA_COPY"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "src")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "src")
-    IMMS: ClassVar[tuple[Imm, ...]] = (Imm("queue", "u32"),)
-    FLAGS: ClassVar[tuple[str, ...]] = ("transpose",)
-    queue = prop_def(IntegerAttr[I64])
-    transpose = opt_prop_def(BoolAttr)
-
-    def queue_index(self) -> int:
-        queue = int(self.field("queue"))
-        if not 0 <= queue < NUM_DMA_QUEUES:
-            raise VerifyException(f"DMA queue {queue} outside 0..{NUM_DMA_QUEUES - 1}")
-        return queue
-
-    def signalled_sem(self) -> int:
-        return queue_sem(self.queue_index())  # the queue signals when the transfer completes
-
-    def verify_format(self) -> None:
-        self.queue_index()
-        dst, src = self.ap("dst"), self.ap("src")
-        if dst.num_elements != src.num_elements:
-            raise VerifyException(f"DMA element counts differ: dst {dst.shape}, src {src.shape}")
-        if self.flag("transpose"):
-            want = (src.shape[-1], *src.shape[1:-1], src.shape[0])
-            if not 2 <= len(src.shape) <= 4 or dst.shape != want:
-                raise VerifyException(
-                    f"transposing DMA needs 2-D to 4-D operands with dst = src with its first and last dims "
-                    f"swapped, got {dst.shape}, {src.shape}"
-                )
-
-
-class MatmulFormat(IsaInst):
-    """``MATMUL`` (PE): ``dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]`` into one PSUM bank."""
-
-    MNEMONIC: ClassVar[str] = "MATMUL"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "stationary", "moving")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "stationary", "moving")
-    FLAGS: ClassVar[tuple[str, ...]] = ("accumulate",)
-    accumulate = opt_prop_def(BoolAttr)
-
-    def verify_format(self) -> None:
-        (m, n), (k, m_st), (k_mv, n_mv) = self.dims("dst"), self.dims("stationary"), self.dims("moving")
-        if k != k_mv or m != m_st or n != n_mv:
-            raise VerifyException(
-                f"matmul shapes: stationary {k}x{m_st}, moving {k_mv}x{n_mv}, dst {m}x{n}"
-            )
-        if n > MAX_MATMUL_N:
-            raise VerifyException(f"matmul free size {n} exceeds {MAX_MATMUL_N}")
-        lo, hi = byte_range(self.loc("dst"), self.ap("dst"))
-        if lo // PSUM_BANK_BYTES != (hi - 1) // PSUM_BANK_BYTES:
-            raise VerifyException(f"matmul dst bytes [{lo:#x}, {hi:#x}) cross a {PSUM_BANK_BYTES}-byte PSUM bank")
-
-
-class TransposeFormat(IsaInst):
-    """``TRANSPOSE`` (PE, DVE): ``dst[F, P] = src[P, F]``."""
-
-    MNEMONIC: ClassVar[str] = "TRANSPOSE"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "src")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "src")
-
-    def verify_format(self) -> None:
-        if self.dims("dst") != self.dims("src")[::-1]:
-            raise VerifyException(f"transpose of {self.dims('src')} cannot produce {self.dims('dst')}")
-
-
-class TensorTensorFormat(IsaInst):
-    """``TENSOR_TENSOR``: ``dst = in0 <op> in1`` elementwise."""
-
-    MNEMONIC: ClassVar[str] = "TENSOR_TENSOR"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "in0", "in1")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "in0", "in1")
-    IMMS: ClassVar[tuple[Imm, ...]] = (Imm("op", "alu"),)
-    op = prop_def(StringAttr)
-
-    def verify_format(self) -> None:
-        self.same_dims("in0", "in1")
-
-
-class TensorScalarFormat(IsaInst):
-    """``TENSOR_SCALAR``: ``dst = (src <op0> operand0) <op1> operand1``; each operand a (P, 1) tile or an f32."""
-
-    MNEMONIC: ClassVar[str] = "TENSOR_SCALAR"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "src", "operand0", "operand1")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "src")
-    IMMS: ClassVar[tuple[Imm, ...]] = (
-        Imm("op0", "alu"),
-        Imm("operand0", "f32", tensor_role="operand0", required=True),
-        Imm("op1", "alu"),
-        Imm("operand1", "f32", tensor_role="operand1"),
-    )
-    FLAGS: ClassVar[tuple[str, ...]] = ("reverse0", "reverse1", "has_op1")
-    DERIVED_FLAGS: ClassVar[frozenset[str]] = frozenset({"has_op1"})
-    op0 = prop_def(StringAttr)
-    operand0 = opt_prop_def(FloatAttr[Float32Type])
-    reverse0 = opt_prop_def(BoolAttr)
-    op1 = opt_prop_def(StringAttr)
-    operand1 = opt_prop_def(FloatAttr[Float32Type])
-    reverse1 = opt_prop_def(BoolAttr)
-
-    def flag(self, name: str) -> bool:
-        return "op1" in self.properties if name == "has_op1" else super().flag(name)
-
-    @classmethod
-    def decode_fields(cls, instr: Instr) -> dict[str, Attribute]:
-        fields = super().decode_fields(instr)
-        if not instr.flags >> 2 & 1:
-            # Without op1 the op1/operand1 words are unused padding.
-            fields.pop("op1", None)
-            fields.pop("operand1", None)
-        return fields
-
-    def verify_format(self) -> None:
-        has_second = self.has("operand1") or "operand1" in self.properties or self.flag("reverse1")
-        if "op1" not in self.properties and has_second:
-            raise VerifyException("operand1/reverse1 given without op1")
-        if "op1" in self.properties and not (self.has("operand1") or "operand1" in self.properties):
-            raise VerifyException("op1 needs operand1 (a tensor or an immediate)")
-        self.same_dims("src")
-        self.scalar_tiles("operand0", "operand1")
-
-
-class TensorReduceFormat(IsaInst):
-    """``TENSOR_REDUCE``: reduce the trailing ``num_reduced_dims`` free dims of ``src`` (0 = all) with ``op``."""
-
-    MNEMONIC: ClassVar[str] = "TENSOR_REDUCE"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "src")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "src")
-    IMMS: ClassVar[tuple[Imm, ...]] = (Imm("op", "alu"), Imm("num_reduced_dims", "u32", default=0))
-    FLAGS: ClassVar[tuple[str, ...]] = ("negate",)
-    op = prop_def(StringAttr)
-    num_reduced_dims = opt_prop_def(IntegerAttr[I64])
-    negate = opt_prop_def(BoolAttr)
-
-    def verify_format(self) -> None:
-        free_dims = self.ap("src").shape[1:]
-        k = int(self.field("num_reduced_dims") or 0) or len(free_dims)
-        if k > len(free_dims):
-            raise VerifyException(f"cannot reduce {k} trailing dims of {len(free_dims)} free dims")
-        kept = math.prod(free_dims[: len(free_dims) - k])
-        (dp, df), sp = self.dims("dst"), self.dims("src")[0]
-        if (dp, df) != (sp, kept):
-            raise VerifyException(f"tensor_reduce dst is {(dp, df)}, expected {(sp, kept)}")
-
-
-class ActivateFormat(IsaInst):
-    """``ACTIVATE`` (ACT): ``dst = func(src * scale + bias)``, optionally reducing into ``reduce_res``."""
-
-    MNEMONIC: ClassVar[str] = "ACTIVATE"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "src", "bias", "scale", "reduce_res")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "src")
-    IMMS: ClassVar[tuple[Imm, ...]] = (
-        Imm("func", "act"),
-        Imm("scale", "f32", default=1.0, tensor_role="scale"),
-        Imm("bias", "f32", default=0.0, tensor_role="bias"),
-        Imm("reduce_cmd", "reduce_cmd", default="idle"),
-        Imm("reduce_op", "alu", default="bypass"),
-    )
-    func = prop_def(StringAttr)
-    scale = opt_prop_def(FloatAttr[Float32Type])
-    bias = opt_prop_def(FloatAttr[Float32Type])
-    reduce_cmd = opt_prop_def(StringAttr)
-    reduce_op = opt_prop_def(StringAttr)
-
-    def verify_format(self) -> None:
-        self.same_dims("src")
-        self.scalar_tiles("bias", "scale", "reduce_res")
-
-
-class TensorCopyFormat(IsaInst):
-    """``TENSOR_COPY``: ``dst = src`` (with dtype conversion)."""
-
-    MNEMONIC: ClassVar[str] = "TENSOR_COPY"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "src")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "src")
-
-    def verify_format(self) -> None:
-        self.same_dims("src")
-
-
-class MemsetFormat(IsaInst):
-    """``MEMSET``: fill ``dst`` with ``value`` (an f32 FloatAttr, or an integer attribute for an int32 fill)."""
-
-    MNEMONIC: ClassVar[str] = "MEMSET"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst",)
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst",)
-    # The word is i32 when the int_value flag is set, else f32 (see encode_imms / decode_fields).
-    IMMS: ClassVar[tuple[Imm, ...]] = (Imm("value", "f32"),)
-    FLAGS: ClassVar[tuple[str, ...]] = ("int_value",)
-    DERIVED_FLAGS: ClassVar[frozenset[str]] = frozenset({"int_value"})
-    value = prop_def(AnyOf((base(FloatAttr), base(IntegerAttr))))
-
-    def flag(self, name: str) -> bool:
-        return isinstance(self.value, IntegerAttr) if name == "int_value" else super().flag(name)
-
-    def encode_imms(self) -> tuple[int, ...]:
-        return (encode_imm("i32" if self.flag("int_value") else "f32", self.field("value")),)
-
-    @classmethod
-    def decode_fields(cls, instr: Instr) -> dict[str, Attribute]:
-        return {"value": decode_imm("i32" if instr.flags & 1 else "f32", instr.imm(0))}
-
-    def verify_format(self) -> None:
-        value = self.field("value")
-        # int32 only: the decoder reads the word back as signed, so u32 values above 2**31 would not round-trip.
-        if isinstance(self.value, IntegerAttr) and not -(1 << 31) <= int(value) < (1 << 31):
-            raise VerifyException(f"memset value {value} does not fit in int32")
-
-
-class IotaFormat(IsaInst):
-    """``IOTA`` (POOL): ``dst[p, i...] = offset + p * pattern[0].step + sum(step * i)`` over the pattern."""
-
-    MNEMONIC: ClassVar[str] = "IOTA"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "pattern")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "pattern")
-    IMMS: ClassVar[tuple[Imm, ...]] = (Imm("offset", "i32", default=0),)
-    offset = opt_prop_def(IntegerAttr[I64])
-
-    def verify_format(self) -> None:
-        self.same_dims("pattern")
-
-
-class AffineSelectFormat(IsaInst):
-    """``AFFINE_SELECT`` (POOL): ``dst = (affine value <cmp_op> 0) ? on_true : on_false_value``."""
-
-    MNEMONIC: ClassVar[str] = "AFFINE_SELECT"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "on_true", "pattern")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "on_true", "pattern")
-    IMMS: ClassVar[tuple[Imm, ...]] = (
-        Imm("offset", "i32", default=0),
-        Imm("cmp_op", "alu"),
-        Imm("on_false_value", "f32"),
-    )
-    offset = opt_prop_def(IntegerAttr[I64])
-    cmp_op = prop_def(StringAttr)
-    on_false_value = prop_def(FloatAttr[Float32Type])
-
-    def verify_format(self) -> None:
-        self.same_dims("on_true", "pattern")
-
-
-class ReciprocalFormat(IsaInst):
-    """``RECIPROCAL`` (DVE): ``dst = 1 / src``."""
-
-    MNEMONIC: ClassVar[str] = "RECIPROCAL"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "src")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "src")
-
-    def verify_format(self) -> None:
-        self.same_dims("src")
-
-
-class TensorScalarReduceFormat(IsaInst):
-    """``TENSOR_SCALAR_REDUCE`` (DVE): ``dst = src <op0> operand0``; ``reduce_res = (-)reduce(reduce_op, dst)``."""
-
-    MNEMONIC: ClassVar[str] = "TENSOR_SCALAR_REDUCE"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "src", "operand0", "reduce_res")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "src")
-    IMMS: ClassVar[tuple[Imm, ...]] = (
-        Imm("op0", "alu"),
-        Imm("operand0", "f32", tensor_role="operand0", required=True),
-        Imm("reduce_op", "alu"),
-    )
-    FLAGS: ClassVar[tuple[str, ...]] = ("reverse0", "negate")
-    op0 = prop_def(StringAttr)
-    operand0 = opt_prop_def(FloatAttr[Float32Type])
-    reduce_op = prop_def(StringAttr)
-    reverse0 = opt_prop_def(BoolAttr)
-    negate = opt_prop_def(BoolAttr)
-
-    def verify_format(self) -> None:
-        self.same_dims("src")
-        self.scalar_tiles("operand0", "reduce_res")
-
-
-class ScalarTensorTensorFormat(IsaInst):
-    """``SCALAR_TENSOR_TENSOR`` (DVE, POOL): ``dst = (data <op0> operand0) <op1> operand1`` (operand1 a tensor)."""
-
-    MNEMONIC: ClassVar[str] = "SCALAR_TENSOR_TENSOR"
-    ROLES: ClassVar[tuple[str, ...]] = ("dst", "data", "operand0", "operand1")
-    REQUIRED: ClassVar[tuple[str, ...]] = ("dst", "data", "operand1")
-    IMMS: ClassVar[tuple[Imm, ...]] = (
-        Imm("op0", "alu"),
-        Imm("operand0", "f32", tensor_role="operand0", required=True),
-        Imm("op1", "alu"),
-    )
-    FLAGS: ClassVar[tuple[str, ...]] = ("reverse0", "reverse1")
-    op0 = prop_def(StringAttr)
-    operand0 = opt_prop_def(FloatAttr[Float32Type])
-    op1 = prop_def(StringAttr)
-    reverse0 = opt_prop_def(BoolAttr)
-    reverse1 = opt_prop_def(BoolAttr)
-
-    def verify_format(self) -> None:
-        self.same_dims("data", "operand1")
-        self.scalar_tiles("operand0")
-
-
-class SemWaitFormat(IsaInst):
-    """``SEM_WAIT`` (all engines): block until ``wait_sem >= wait_value``; no operands."""
-
-    MNEMONIC: ClassVar[str] = "SEM_WAIT"
-    ROLES: ClassVar[tuple[str, ...]] = ()
-    REQUIRED: ClassVar[tuple[str, ...]] = ()
-
-    def verify_format(self) -> None:
-        if "wait_sem" not in self.properties:
-            raise VerifyException(f"'{self.name}' requires wait_sem")
-
-
-FORMATS: tuple[type[IsaInst], ...] = (
-    DmaCopyFormat, MatmulFormat, TransposeFormat, TensorTensorFormat, TensorScalarFormat, TensorReduceFormat,
-    ActivateFormat, TensorCopyFormat, MemsetFormat, IotaFormat, AffineSelectFormat, ReciprocalFormat,
-    TensorScalarReduceFormat, ScalarTensorTensorFormat, SemWaitFormat,
-)  # fmt: skip
-assert {f.MNEMONIC for f in FORMATS} == set(OP_SPECS), "one format per ISA_FORMAT.md opcode"
-assert all(f.ROLES == OP_SPECS[f.MNEMONIC].slots for f in FORMATS), "roles are the opcode's slots"
-assert set(ENGINES) == {"pe", "act", "dve", "pool", "sp"}

@@ -35,7 +35,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects.common import DTYPES, check_member, dtype_size
 from nkic.dialects.isa.base import IsaInst, IsaLocAttr, byte_range
-from nkic.runtime.encoding import ENGINES
+from nkic.target.machine import ENGINE_NAMES as ENGINES
 
 VAR_KINDS = ("input", "output", "tmp-buf")
 

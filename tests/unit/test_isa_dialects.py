@@ -25,8 +25,9 @@ from nkic.dialects.isa import (
     core_streams,
     from_instr,
 )
-from nkic.dialects.isa.act import ActActivateOp
-from nkic.dialects.isa.sp import SpDmaCopyOp
+
+ActActivateOp = ISA_OPS[("act", "activate")]
+SpDmaCopyOp = ISA_OPS[("sp", "dma_copy")]
 from nkic.runtime.encoding import Instr, Operand, decode_stream, encode_stream, f32_bits, i32_bits
 
 ROW = "[0 : [1, 128], [1, 512]]"

@@ -1,16 +1,15 @@
-"""Cost model formulas of hardware.md §4."""
+"""The cost model's per-opcode formulas (``nkic.target.costs``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from nkic.dialects.common import ALU_OPS, REDUCE_CMDS
-from nkic.runtime.costs import (
-    DMA_FIXED_NS, TARGETS, dma_efficiency, dma_ns, get_target, instr_cycles, instr_ns,
-)  # fmt: skip
-from nkic.runtime.encoding import Instr, Operand
+from nkic.target.costs import DMA_FIXED_NS, dma_efficiency, dma_ns, instr_cycles, instr_ns
+from nkic.target.isa import Instr, Operand
+from nkic.target.machine import TARGETS, get_target
+from nkic.target.vocab import ALU_OPS, REDUCE_CMDS
 
-ALU = {n: i for i, n in enumerate(ALU_OPS)}
+ALU = dict(ALU_OPS.codes)
 
 
 def tile(p: int, f: int, dtype: str = "bfloat16", memory: str = "sbuf") -> Operand:
@@ -48,7 +47,7 @@ def test_vector_and_scalar_tables() -> None:
     assert instr_cycles(Instr("TENSOR_REDUCE", "dve", (tile(128, 1), sb), (ALU["add"],))) == n // 2
     assert instr_cycles(Instr("MEMSET", "dve", (f32,))) == n and instr_cycles(Instr("MEMSET", "dve", (sb,))) == n // 2
     assert instr_cycles(Instr("ACTIVATE", "act", (sb, sb))) == n
-    acc = Instr("ACTIVATE", "act", (sb, sb), (0, 0, 0, REDUCE_CMDS.index("reset_reduce")))
+    acc = Instr("ACTIVATE", "act", (sb, sb), (0, 0, 0, REDUCE_CMDS.code("reset_reduce")))
     assert instr_cycles(acc) == n + 64
     pattern = Operand("none", "int32", ((1, 128), (1, n)))
     assert instr_cycles(Instr("IOTA", "pool", (sb, pattern))) == 150 + n

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nkic.dialects.common import ACT_FUNCS, ALU_OPS, DTYPES, REDUCE_CMDS
+from nkic.target.vocab import ACT_FUNCS, ALU_OPS, DTYPES, REDUCE_CMDS
 from nkic.runtime.encoding import (
     ENGINES, MEMORIES, OP_SPECS, Instr, Operand, bits_f32, bits_i32, decode_stream, disassemble, encode_stream,
     engine_sem, f32_bits, i32_bits, imm_values, queue_sem, to_json,
@@ -37,7 +37,7 @@ def instrs_for(draw: st.DrawFn, engine: str) -> Instr:
     spec = OP_SPECS[name]
     # A small operand pool makes dedupe across instructions likely.
     ops = draw(st.lists(st.one_of(st.none(), operands), max_size=len(spec.slots)))
-    imms = [draw(st.integers(0, ENUM_SIZES[kind] - 1)) if kind in ENUM_SIZES else draw(U32) for _, kind in spec.imms]
+    imms = [draw(st.integers(0, ENUM_SIZES[kind] - 1)) if kind in ENUM_SIZES else draw(U32) for kind in (i.kind for i in spec.imms)]
     imms += draw(st.lists(U32, max_size=9 - len(imms)))
     return Instr(
         name, engine, tuple(ops), tuple(imms), draw(st.integers(0, (1 << len(spec.flags)) - 1)), draw(SEMS),

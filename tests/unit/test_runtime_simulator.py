@@ -11,16 +11,17 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nkic.dialects.common import ACT_FUNCS, ALU_OPS, DTYPES, REDUCE_CMDS, contiguous_pattern
-from nkic.runtime.costs import dma_ns, instr_ns
+from nkic.dialects.common import contiguous_pattern
+from nkic.target.vocab import ACT_FUNCS, ALU_OPS, DTYPES, REDUCE_CMDS
+from nkic.target.costs import dma_ns, instr_ns
 from nkic.runtime.encoding import ENGINES, Instr, Operand, engine_sem, f32_bits, i32_bits, queue_sem
 from nkic.runtime.neff import Neff, Subgraph, Variable, write_neff
 from nkic.runtime.simulator import SimulationDeadlock, SimulationError, run_neff_bytes, simulate
 
 RNG = np.random.default_rng(0)
-ALU = {name: i for i, name in enumerate(ALU_OPS)}
-ACT = {name: i for i, name in enumerate(ACT_FUNCS)}
-CMD = {name: i for i, name in enumerate(REDUCE_CMDS)}
+ALU = dict(ALU_OPS.codes)
+ACT = dict(ACT_FUNCS.codes)
+CMD = dict(REDUCE_CMDS.codes)
 
 
 def sbuf(shape: tuple[int, ...], dtype: str = "float32", addr: int = 0, memory: str = "sbuf", start: int = 0) -> Operand:
@@ -371,7 +372,7 @@ def test_activation_functions() -> None:
     k = Kernel()
     x = sbuf((128, 32))
     k.input("x", x)
-    for i, func in enumerate(ACT_FUNCS):
+    for func, i in ACT.items():
         dst = sbuf((128, 32), addr=1024 + 128 * i)
         # func(x * 0.5 + 0.25): the affine part keeps inputs inside every function's valid range
         k.op("ACTIVATE", "act", dst, x, imms=(ACT[func], f32_bits(0.5), f32_bits(0.25)))

@@ -98,13 +98,13 @@ builtin.module {
   penguin.kernel @k : () -> () program {
   ^bb0():
     %w = penguin.alloc "w" : !penguin.tensor<sbuf, 128x128xf32>
-    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x1024xf32>
-    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x1024xf32>
-    penguin.matmul dst %p[0 : [1024, 128], [1, 1024]], stationary %w[0 : [128, 128], [1, 128]], moving %x[0 : [1024, 128], [1, 1024]]
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x8192xbf16>
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x8192xbf16>
+    penguin.matmul dst %p[0 : [8192, 128], [1, 8192]], stationary %w[0 : [128, 128], [1, 128]], moving %x[0 : [8192, 128], [1, 8192]]
     penguin.return
   }
 }
-// CHECK: matmul limits exceeded: K=128 (<=128), M=128 (<=128), N=1024 (<=512)
+// CHECK: matmul limits exceeded: K=128 (<=128), M=128 (<=128), N=8192 (<=4096)
 
 // -----
 

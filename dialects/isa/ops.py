@@ -1,0 +1,169 @@
+"""The per-engine ISA dialects, generated: one op class per (opcode, engine) of ``nkic.target.isa.OPCODES``.
+
+A concrete op is a name, an engine and its opcode spec; its properties are the spec's immediates and flags. The few
+opcodes with rules beyond the spec's generic checks have a format class below.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+from xdsl.dialects.builtin import BoolAttr, IntegerAttr
+from xdsl.ir import Attribute, Dialect
+from xdsl.irdl import irdl_op_definition, opt_prop_def
+from xdsl.utils.exceptions import VerifyException
+
+from nkic.dialects.isa.base import IsaInst, byte_range, imm_prop_def
+from nkic.target.isa import OPCODES, Instr, OpSpec
+from nkic.target.machine import ENGINES, MAX_MATMUL_N, NUM_DMA_QUEUES, TARGETS, queue_sem
+
+__all__ = ["FORMATS", "ENGINE_DIALECTS", "ISA_OPS", "isa_op"]
+
+_PSUM_BANK_BYTES = min(t.psum_bank_bytes for t in TARGETS.values())
+
+
+class DmaCopyFormat(IsaInst):
+    """DMA triggers: the queue must exist, and the queue (not SP) signals when the transfer completes."""
+
+    def queue_index(self) -> int:
+        queue = int(self.field("queue"))
+        if not 0 <= queue < NUM_DMA_QUEUES:
+            raise VerifyException(f"DMA queue {queue} outside 0..{NUM_DMA_QUEUES - 1}")
+        return queue
+
+    def signalled_sem(self) -> int:
+        return queue_sem(self.queue_index())
+
+    def verify_format(self) -> None:
+        super().verify_format()
+        self.queue_index()
+        dst, src = self.ap("dst"), self.ap("src")
+        if dst.num_elements != src.num_elements:
+            raise VerifyException(f"DMA element counts differ: dst {dst.shape}, src {src.shape}")
+        if self.flag("transpose"):
+            want = (src.shape[-1], *src.shape[1:-1], src.shape[0])
+            if not 2 <= len(src.shape) <= 4 or dst.shape != want:
+                raise VerifyException(
+                    f"transposing DMA needs 2-D to 4-D operands with dst = src with its first and last dims "
+                    f"swapped, got {dst.shape}, {src.shape}"
+                )
+
+
+class MatmulFormat(IsaInst):
+    """Contraction shapes agree, N is within the largest target's limit, and a bank-sized result stays in a bank."""
+
+    def verify_format(self) -> None:
+        (m, n), (k, m_st), (k_mv, n_mv) = self.dims("dst"), self.dims("stationary"), self.dims("moving")
+        if k != k_mv or m != m_st or n != n_mv:
+            raise VerifyException(f"matmul shapes: stationary {k}x{m_st}, moving {k_mv}x{n_mv}, dst {m}x{n}")
+        if n > MAX_MATMUL_N:
+            raise VerifyException(f"matmul free size {n} exceeds {MAX_MATMUL_N}")
+        lo, hi = byte_range(self.loc("dst"), self.ap("dst"))
+        if hi - lo <= _PSUM_BANK_BYTES:
+            if lo // _PSUM_BANK_BYTES != (hi - 1) // _PSUM_BANK_BYTES:
+                raise VerifyException(
+                    f"matmul dst bytes [{lo:#x}, {hi:#x}) cross a {_PSUM_BANK_BYTES}-byte PSUM bank"
+                )
+        elif lo % _PSUM_BANK_BYTES:
+            raise VerifyException(f"a multi-bank matmul dst must start on a bank, got {lo:#x}")
+
+
+class TransposeFormat(IsaInst):
+    def verify_format(self) -> None:
+        if self.dims("dst") != self.dims("src")[::-1]:
+            raise VerifyException(f"transpose of {self.dims('src')} cannot produce {self.dims('dst')}")
+
+
+class TensorScalarFormat(IsaInst):
+    """The second stage (op1, operand1, reverse1) is all there or not at all."""
+
+    @classmethod
+    def decode_fields(cls, instr: Instr) -> dict[str, Attribute]:
+        fields = super().decode_fields(instr)
+        if not instr.flag("has_op1"):
+            # Without op1 the op1/operand1 words are unused padding.
+            fields.pop("op1", None)
+            fields.pop("operand1", None)
+        return fields
+
+    def verify_format(self) -> None:
+        has_second = self.has("operand1") or "operand1" in self.properties or self.flag("reverse1")
+        if "op1" not in self.properties and has_second:
+            raise VerifyException("operand1/reverse1 given without op1")
+        if "op1" in self.properties and not (self.has("operand1") or "operand1" in self.properties):
+            raise VerifyException("op1 needs operand1 (a tensor or an immediate)")
+        super().verify_format()
+
+
+class TensorReduceFormat(IsaInst):
+    def verify_format(self) -> None:
+        free_dims = self.ap("src").shape[1:]
+        k = int(self.field("num_reduced_dims") or 0) or len(free_dims)
+        if k > len(free_dims):
+            raise VerifyException(f"cannot reduce {k} trailing dims of {len(free_dims)} free dims")
+        kept = math.prod(free_dims[: len(free_dims) - k])
+        (dp, df), sp = self.dims("dst"), self.dims("src")[0]
+        if (dp, df) != (sp, kept):
+            raise VerifyException(f"tensor_reduce dst is {(dp, df)}, expected {(sp, kept)}")
+
+
+class MemsetFormat(IsaInst):
+    def verify_format(self) -> None:
+        value = self.field("value")
+        # int32 only: the decoder reads the word back as signed, so u32 values above 2**31 would not round-trip.
+        if isinstance(self.properties.get("value"), IntegerAttr) and not -(1 << 31) <= int(value) < (1 << 31):
+            raise VerifyException(f"memset value {value} does not fit in int32")
+
+
+class SemWaitFormat(IsaInst):
+    def verify_format(self) -> None:
+        if "wait_sem" not in self.properties:
+            raise VerifyException(f"'{self.name}' requires wait_sem")
+
+
+FORMATS: dict[str, type[IsaInst]] = {
+    "DMA_COPY": DmaCopyFormat, "MATMUL": MatmulFormat, "TRANSPOSE": TransposeFormat,
+    "TENSOR_SCALAR": TensorScalarFormat, "TENSOR_REDUCE": TensorReduceFormat, "MEMSET": MemsetFormat,
+    "SEM_WAIT": SemWaitFormat,
+}  # fmt: skip
+
+
+def _camel(name: str) -> str:
+    return "".join(p.capitalize() for p in name.split("_"))
+
+
+def _op_class(spec: OpSpec, engine: str) -> type[IsaInst]:
+    base = FORMATS.get(spec.mnemonic, IsaInst)
+    body: dict[str, object] = {
+        "name": f"isa_{engine}.{spec.key}",
+        "SPEC": spec,
+        "ENGINE": engine,
+        "MNEMONIC": spec.mnemonic,
+        "ROLES": spec.slots,
+        "REQUIRED": spec.required,
+        "IMMS": spec.imms,
+        "FLAGS": spec.flags,
+        "DERIVED_FLAGS": spec.derived_flags,
+        "__doc__": f"``{spec.mnemonic}`` on {engine}: {spec.doc}.",
+        "__annotations__": {k: ClassVar[object] for k in ("SPEC", "ENGINE", "MNEMONIC", "ROLES", "REQUIRED", "IMMS",
+                                                          "FLAGS", "DERIVED_FLAGS")},
+    }  # fmt: skip
+    body.update({imm.prop: imm_prop_def(imm) for imm in spec.imms})
+    body.update({f: opt_prop_def(BoolAttr) for f in spec.flags if f not in spec.derived_flags})
+    return irdl_op_definition(type(_camel(engine) + _camel(spec.key) + "Op", (base,), body))
+
+
+ISA_OPS: dict[tuple[str, str], type[IsaInst]] = {
+    (engine, spec.key): _op_class(spec, engine) for spec in OPCODES.values() for engine in spec.engines
+}
+
+
+def isa_op(engine: str, mnemonic: str) -> type[IsaInst] | None:
+    """The op class of opcode ``mnemonic`` (e.g. ``"ACTIVATE"``) on ``engine``, None when it cannot run there."""
+    return ISA_OPS.get((engine, mnemonic.lower()))
+
+
+ENGINE_DIALECTS: dict[str, Dialect] = {
+    e.name: Dialect(f"isa_{e.name}", [op for (eng, _), op in ISA_OPS.items() if eng == e.name]) for e in ENGINES
+}

@@ -1,0 +1,231 @@
+"""The instruction cost model, one function per opcode, parameterised by the target generation.
+
+``N`` is the number of free elements per partition of an instruction's main operand; cycles are in the executing
+engine's clock. The formulas are the public per-instruction figures of the NKI ISA documentation and the NKI
+performance guide; where nothing is published the number is an estimate and says so. The same functions price
+instructions for engine assignment, for the scheduler and for the simulator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from nkic.target.isa import OPCODES, Instr, Operand
+from nkic.target.machine import DEFAULT_TARGET, Target, get_target
+
+__all__ = [
+    "MIN_II", "DMA_FIXED_NS", "SP_DMA_ISSUE_CYCLES", "COSTS", "cost", "instr_cycles", "instr_ns", "dma_ns",
+    "dma_efficiency",
+]  # fmt: skip
+
+MIN_II = 64  # minimum initiation interval of the data-path engines
+DMA_FIXED_NS = 1300.0  # descriptor + sync + semaphore-to-start per transfer
+SP_DMA_ISSUE_CYCLES = 64  # estimate: a DMA trigger costs the issuing sequencer about one MIN_II
+DMA_ROWS_PER_ENGINE = 8  # a transfer uses one DMA engine per 8 partitions
+DMA_MAX_ENGINES = 16  # DMA engines per core
+DMA_HALF_EFFICIENCY_BYTES = 320.0  # estimate: ≈86% of peak at 2 KiB contiguous, ≈93% at 4 KiB
+
+CostFn = Callable[[Instr, Target], int]
+COSTS: dict[str, CostFn] = {}
+
+
+def cost(*opcodes: str) -> Callable[[CostFn], CostFn]:
+    """Register the cycle cost of ``opcodes`` (like xDSL's ``@impl``): ``fn(instr, target) -> cycles``."""
+
+    def register(fn: CostFn) -> CostFn:
+        for op in opcodes:
+            if op not in OPCODES:
+                raise ValueError(f"cost for undeclared opcode {op}")
+            COSTS[op] = fn
+        return fn
+
+    return register
+
+
+def _free(op: Operand | None) -> int:
+    return op.free_size if op is not None else 1
+
+
+def _main(ins: Instr) -> Operand | None:
+    """The operand whose free size drives the cost: the first input when present, else the destination."""
+    return ins.operand(1) or ins.operand(0)
+
+
+def _alu(ins: Instr, prop: str) -> str:
+    try:
+        return str(ins.value(prop))
+    except ValueError:
+        return ""
+
+
+@cost("SEM_WAIT")
+def _sem_wait(ins: Instr, t: Target) -> int:
+    return 1  # estimate: a pure semaphore wait costs one sequencer cycle once satisfied
+
+
+@cost("DMA_COPY")
+def _dma_issue(ins: Instr, t: Target) -> int:
+    return SP_DMA_ISSUE_CYCLES  # the transfer itself runs on its queue: dma_ns
+
+
+@cost("MATMUL")
+def _matmul(ins: Instr, t: Target) -> int:
+    """``max(min(64, N_stationary), N_moving)``, ×4 when an input is fp32."""
+    stat, mov = ins.operand("stationary"), ins.operand("moving")
+    cycles = max(min(MIN_II, _free(stat)), _free(mov))
+    fp32 = any(op is not None and op.dtype == "float32" for op in (stat, mov))
+    return cycles * 4 if fp32 else cycles
+
+
+@cost("TRANSPOSE")
+def _transpose(ins: Instr, t: Target) -> int:
+    """PE: ``max(P, min(64, F))``; DVE: ``max(64, N)``."""
+    src = ins.operand("src")
+    if ins.engine == "pe":
+        parts = src.num_partitions if src is not None else 1
+        return max(parts, min(MIN_II, _free(src)))
+    return max(MIN_II, _free(_main(ins)))
+
+
+@cost("TENSOR_TENSOR")
+def _tensor_tensor(ins: Instr, t: Target) -> int:
+    """``max(64, N)`` with one input in PSUM and the other in SBUF, or for all-BF16 add/subtract/multiply;
+    otherwise ``max(64, 2N)`` (two SBUF reads share the port)."""
+    a, b = ins.operand("in0"), ins.operand("in1")
+    n = _free(a)
+    mems = {op.memory for op in (a, b) if op is not None}
+    all_bf16 = all(op is not None and op.dtype == "bfloat16" for op in (ins.operand("dst"), a, b))
+    if mems == {"psum", "sbuf"} or (all_bf16 and _alu(ins, "op") in ("add", "subtract", "multiply")):
+        return max(MIN_II, n)
+    return max(MIN_II, 2 * n)
+
+
+@cost("TENSOR_SCALAR", "TENSOR_COPY")
+def _one_input(ins: Instr, t: Target) -> int:
+    """``max(64, N)``."""
+    return max(MIN_II, _free(_main(ins)))
+
+
+@cost("MEMSET")
+def _memset(ins: Instr, t: Target) -> int:
+    """``max(64, N)``; ``N/2`` for zero in BF16/FP16."""
+    dst = ins.operand("dst")
+    n = _free(dst)
+    if dst is not None and dst.dtype in ("bfloat16", "float16") and ins.imm("value") == 0:
+        return max(1, n // 2)
+    return max(MIN_II, n)
+
+
+@cost("TENSOR_REDUCE")
+def _reduce(ins: Instr, t: Target) -> int:
+    """``N``; ``N/2`` for BF16 add/max."""
+    src = ins.operand("src")
+    n = _free(src)
+    if src is not None and src.dtype == "bfloat16" and _alu(ins, "op") in ("add", "maximum"):
+        return max(1, n // 2)
+    return max(1, n)
+
+
+@cost("ACTIVATE")
+def _activate(ins: Instr, t: Target) -> int:
+    """``max(64, N)`` whatever scale/bias; ``+64`` when it accumulates into the reduce registers."""
+    cycles = max(MIN_II, _free(ins.operand("src")))
+    try:
+        cmd = str(ins.value("reduce_cmd"))
+    except ValueError:
+        cmd = "idle"
+    if cmd in ("reduce", "reset_reduce", "load_reduce") or ins.operand("reduce_res") is not None:
+        cycles += MIN_II
+    return cycles
+
+
+@cost("TENSOR_SCALAR_REDUCE")
+def _tensor_scalar_reduce(ins: Instr, t: Target) -> int:
+    """``max(64, N) + 64``."""
+    return max(MIN_II, _free(ins.operand("src"))) + MIN_II
+
+
+@cost("SCALAR_TENSOR_TENSOR")
+def _scalar_tensor_tensor(ins: Instr, t: Target) -> int:
+    """``2N``."""
+    return max(1, 2 * _free(ins.operand("data")))
+
+
+@cost("RECIPROCAL")
+def _reciprocal(ins: Instr, t: Target) -> int:
+    """``max(64, 8N)`` (an iterative divide on VectorE)."""
+    return max(MIN_II, 8 * _free(ins.operand("src")))
+
+
+@cost("IOTA", "AFFINE_SELECT")
+def _pattern_ops(ins: Instr, t: Target) -> int:
+    """``150 + N`` (GpSimd)."""
+    return 150 + _free(ins.operand("dst"))
+
+
+def instr_cycles(instr: Instr, target: str | Target = DEFAULT_TARGET) -> int:
+    """Cycles ``instr`` occupies its engine, in that engine's clock.
+
+    Not modelled: the gen3/gen4 VectorE perf modes, the >16 B innermost-stride penalty, dependent-instruction
+    latency and PE throttling. GpSimd has no published per-op table beyond iota/affine_select; it is taken to follow
+    the VectorE formulas.
+    """
+    fn = COSTS.get(instr.opcode)
+    if fn is None:
+        raise ValueError(f"no cost registered for opcode {instr.opcode}")
+    return fn(instr, get_target(target))
+
+
+def instr_ns(instr: Instr, target: str | Target = DEFAULT_TARGET) -> float:
+    """Engine occupancy in ns: ``instr_cycles / clock_GHz``."""
+    t = get_target(target)
+    return instr_cycles(instr, t) / t.clock_ghz[instr.engine]
+
+
+def dma_efficiency(contiguous_bytes: float) -> float:
+    """Fraction of per-engine peak reached with ``c`` contiguous bytes per row: ``c / (c + c½)`` (estimate)."""
+    return contiguous_bytes / (contiguous_bytes + DMA_HALF_EFFICIENCY_BYTES)
+
+
+def _contiguous_elems(op: Operand) -> int:
+    """Elements in the innermost unit-stride run of an AP (merging dims whose step equals the inner extent)."""
+    pairs = op.pattern[1:] if op.memory in ("sbuf", "psum") else op.pattern
+    run = 1
+    for step, num in reversed(pairs):
+        if num == 1:
+            continue
+        if step != run:
+            break
+        run *= num
+    return run
+
+
+def _rows(dst: Operand, src: Operand) -> int:
+    for op in (dst, src):
+        if op.memory in ("sbuf", "psum"):
+            return op.num_partitions
+    return dst.pattern[0][1]
+
+
+def dma_ns(instr: Instr, target: str | Target = DEFAULT_TARGET) -> float:
+    """Transfer time of a DMA_COPY on its queue, in ns.
+
+    ``t = 1300 + bytes / (engines · BW_e · eff(c))`` with ``engines = min(16, ceil(rows / 8))``, ``BW_e`` the
+    target's per-engine bandwidth, ``c`` the contiguous bytes per row (the smaller of the two sides) and ``eff``
+    from :func:`dma_efficiency`. Transposes run at 90% (HBM↔SBUF) or 50% (SBUF→SBUF).
+    """
+    t = get_target(target)
+    dst, src = instr.operand("dst"), instr.operand("src")
+    if dst is None or src is None:
+        return DMA_FIXED_NS
+    nbytes = max(dst.num_elements * dst.itemsize, src.num_elements * src.itemsize)
+    rows = max(1, _rows(dst, src))
+    engines = min(DMA_MAX_ENGINES, math.ceil(rows / DMA_ROWS_PER_ENGINE))
+    row_bytes = nbytes / rows
+    contiguous = min(row_bytes, _contiguous_elems(dst) * dst.itemsize, _contiguous_elems(src) * src.itemsize)
+    eff = dma_efficiency(max(contiguous, 1.0))
+    if instr.flag("transpose"):
+        on_chip = {dst.memory, src.memory} <= {"sbuf", "psum"}
+        eff *= 0.5 if on_chip else 0.9
+    return DMA_FIXED_NS + nbytes / (engines * t.dma_bytes_per_ns * eff)

@@ -1,0 +1,232 @@
+"""The NKI instructions: one ``InstrSpec`` per instruction, the single declaration everything else derives from.
+
+A declaration names the instruction's operand roles (as NKI's keywords name them), what each role may be (written
+or read, a (P, 1) scalar tile, its memory spaces, the ISA slot it lowers to), its scalar fields and their kinds,
+the engines that may run it (preferred first), the ISA opcode it lowers to and the fields that become immediates.
+From it come the ``penguin.*`` and ``bir.*`` ops with their generic verification, the ISA lowering, engine
+assignment and the frontend's operand checks. Shape rules beyond the generic ones, numerics and costs are separate
+functions registered by name (see ARCHITECTURE.md, "Adding an instruction").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nkic.target.isa import OPCODES, OpSpec, register_opcode
+from nkic.target.vocab import HBM_MEMORIES, ON_CHIP
+
+__all__ = ["Role", "Field", "InstrSpec", "INSTRUCTIONS", "declare", "FIELD_KINDS"]
+
+# Field kinds: how a field is stored in the IR and checked.
+FIELD_KINDS = frozenset({"alu", "act", "reduce_cmd", "engine", "f32", "bool", "int", "axes", "pattern", "value"})
+
+
+@dataclass(frozen=True)
+class Role:
+    """One operand role. ``slot``: the ISA slot it lowers to (default: the same name)."""
+
+    name: str
+    write: bool = False
+    required: bool = True
+    scalar: bool = False  # a (P, 1) tile, P = dst's partitions
+    memories: tuple[str, ...] = ON_CHIP
+    slot: str | None = None
+
+    @property
+    def isa_slot(self) -> str:
+        return self.slot or self.name
+
+
+@dataclass(frozen=True)
+class Field:
+    """One scalar field. ``tensor_role``: the role that may carry this scalar instead (never both).
+
+    ``imm``: the ISA immediate or flag it lowers to ("" = the same name, None = not lowered).
+    """
+
+    name: str
+    kind: str
+    required: bool = False
+    tensor_role: str | None = None
+    imm: str | None = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in FIELD_KINDS:
+            raise ValueError(f"field '{self.name}': unknown kind '{self.kind}'")
+
+    @property
+    def isa_name(self) -> str | None:
+        return self.name if self.imm == "" else self.imm
+
+
+@dataclass(frozen=True)
+class InstrSpec:
+    """One NKI instruction (``nisa.<nki_name>``), stored as ``penguin.<name>`` / ``bir.<name>``."""
+
+    name: str
+    opcode: str
+    roles: tuple[Role, ...]
+    engines: tuple[str, ...]
+    doc: str
+    fields: tuple[Field, ...] = ()
+    elementwise: tuple[str, ...] = ()  # roles with dst's partitions and elements per partition
+    traits: frozenset[str] = field(default_factory=frozenset)  # "dma", "accumulates"
+    constants: Mapping[str, Any] = field(default_factory=dict)  # ISA fields fixed by the instruction
+    # ISA fields computed from the instruction's field values (e.g. tensor_reduce's axes -> num_reduced_dims)
+    derive: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    nki_name: str = ""
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.roles)
+
+    @property
+    def required_roles(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.roles if r.required)
+
+    @property
+    def write_roles(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.roles if r.write)
+
+    @property
+    def scalar_roles(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.roles if r.scalar)
+
+    def role(self, name: str) -> Role:
+        return next(r for r in self.roles if r.name == name)
+
+    def has_field(self, name: str) -> bool:
+        return any(f.name == name for f in self.fields)
+
+    def field_(self, name: str) -> Field:
+        return next(f for f in self.fields if f.name == name)
+
+    @property
+    def isa(self) -> OpSpec:
+        return OPCODES[self.opcode]
+
+    @property
+    def is_dma(self) -> bool:
+        return "dma" in self.traits
+
+
+INSTRUCTIONS: dict[str, InstrSpec] = {}
+
+
+def declare(spec: InstrSpec, opcode: OpSpec | None = None) -> InstrSpec:
+    """Register an instruction (and, for an instruction with an ISA form of its own, that opcode)."""
+    if spec.name in INSTRUCTIONS:
+        raise ValueError(f"instruction '{spec.name}' is declared twice")
+    if opcode is not None:
+        register_opcode(opcode)
+    isa = OPCODES.get(spec.opcode)
+    if isa is None:
+        raise ValueError(f"instruction '{spec.name}' lowers to undeclared opcode {spec.opcode}")
+    for r in spec.roles:
+        if r.isa_slot not in isa.slots:
+            raise ValueError(f"instruction '{spec.name}': role '{r.name}' maps to no {spec.opcode} slot")
+    INSTRUCTIONS[spec.name] = spec
+    return spec
+
+
+_DST = Role("dst", write=True)
+_ANY_MEM = ("sbuf", *HBM_MEMORIES)
+_ENGINE = Field("engine", "engine", imm=None)
+
+
+declare(InstrSpec(
+    "dma_copy", "DMA_COPY", (Role("dst", write=True, memories=_ANY_MEM), Role("src", memories=_ANY_MEM)), ("sp",),
+    "dst = src between HBM and SBUF (element counts equal, dtype cast through fp32)", traits=frozenset({"dma"}),
+))
+declare(InstrSpec(
+    "dma_transpose", "DMA_COPY", (Role("dst", write=True, memories=("sbuf",)), Role("src", memories=_ANY_MEM)),
+    ("sp",), "dst = src with its first and last dims swapped, by DMA", fields=(Field("axes", "axes", imm=None),),
+    traits=frozenset({"dma"}), constants={"transpose": True},
+))
+declare(InstrSpec(
+    "matmul", "MATMUL",
+    (Role("dst", write=True, memories=("psum",)), Role("stationary", memories=("sbuf",)),
+     Role("moving", memories=("sbuf",))),
+    ("pe",), "dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]", fields=(Field("accumulate", "bool"),),
+    traits=frozenset({"accumulates"}), nki_name="nc_matmul",
+))
+declare(InstrSpec(
+    "transpose", "TRANSPOSE", (_DST, Role("data", slot="src")), ("pe", "dve"), "dst[F, P] = data[P, F]",
+    fields=(_ENGINE,), nki_name="nc_transpose",
+))
+declare(InstrSpec(
+    "tensor_copy", "TENSOR_COPY", (_DST, Role("src")), ("dve", "act", "pool"), "dst = src (with a dtype cast)",
+    fields=(_ENGINE,), elementwise=("src",),
+))
+declare(InstrSpec(
+    "tensor_tensor", "TENSOR_TENSOR", (_DST, Role("data1", slot="in0"), Role("data2", slot="in1")),
+    ("dve", "pool", "act"), "dst = data1 <op> data2", fields=(Field("op", "alu", required=True), _ENGINE),
+    elementwise=("data1", "data2"),
+))
+declare(InstrSpec(
+    "tensor_scalar", "TENSOR_SCALAR",
+    (_DST, Role("data", slot="src"), Role("operand0", required=False, scalar=True),
+     Role("operand1", required=False, scalar=True)),
+    ("dve", "act", "pool"), "dst = (data <op0> operand0) <op1> operand1",
+    fields=(Field("op0", "alu", required=True), Field("operand0", "f32", tensor_role="operand0", required=True),
+            Field("reverse0", "bool"), Field("op1", "alu"), Field("operand1", "f32", tensor_role="operand1"),
+            Field("reverse1", "bool"), _ENGINE),
+    elementwise=("data",),
+))
+declare(InstrSpec(
+    "scalar_tensor_tensor", "SCALAR_TENSOR_TENSOR",
+    (_DST, Role("data"), Role("operand0", required=False, scalar=True), Role("operand1")),
+    ("dve", "pool"), "dst = (data <op0> operand0) <op1> operand1",
+    fields=(Field("op0", "alu", required=True), Field("operand0", "f32", tensor_role="operand0", required=True),
+            Field("op1", "alu", required=True), Field("reverse0", "bool"), Field("reverse1", "bool")),
+    elementwise=("data", "operand1"),
+))
+declare(InstrSpec(
+    "tensor_reduce", "TENSOR_REDUCE", (_DST, Role("data", slot="src")), ("dve", "pool"),
+    "dst = (-)reduce(op) of data over its trailing free axes `axes`",
+    fields=(Field("op", "alu", required=True), Field("axes", "axes", required=True, imm=None), Field("negate", "bool"),
+            Field("keepdims", "bool", imm=None)),
+    derive=lambda f: {"num_reduced_dims": len(f["axes"])},
+))
+declare(InstrSpec(
+    "tensor_scalar_reduce", "TENSOR_SCALAR_REDUCE",
+    (_DST, Role("data", slot="src"), Role("operand0", required=False, scalar=True),
+     Role("reduce_res", write=True, scalar=True)),
+    ("dve",), "dst = data <op0> operand0; reduce_res = (-)reduce(reduce_op, dst)",
+    fields=(Field("op0", "alu", required=True), Field("operand0", "f32", tensor_role="operand0", required=True),
+            Field("reduce_op", "alu", required=True), Field("reverse0", "bool"),
+            Field("reduce_res_negate", "bool", imm="negate")),
+    elementwise=("data",),
+))
+declare(InstrSpec(
+    "activation", "ACTIVATE",
+    (_DST, Role("data", slot="src"), Role("bias", required=False, scalar=True),
+     Role("scale", required=False, scalar=True), Role("reduce_res", write=True, required=False, scalar=True)),
+    ("act",), "dst = func(data * scale + bias), optionally row-reduced into reduce_res",
+    fields=(Field("func", "act", required=True), Field("bias", "f32", tensor_role="bias"),
+            Field("scale", "f32", tensor_role="scale"), Field("reduce_op", "alu"), Field("reduce_cmd", "reduce_cmd")),
+    elementwise=("data",),
+))
+declare(InstrSpec(
+    "memset", "MEMSET", (_DST,), ("dve", "pool", "act"), "dst = value",
+    fields=(Field("value", "value", required=True), _ENGINE),
+))
+declare(InstrSpec(
+    "iota", "IOTA", (Role("dst", write=True, memories=("sbuf",)),), ("pool",),
+    "dst[p, i...] = pattern.offset + p * channel_multiplier + sum(step * i)",
+    fields=(Field("pattern", "pattern", required=True), Field("channel_multiplier", "int", imm=None)),
+))
+declare(InstrSpec(
+    "affine_select", "AFFINE_SELECT",
+    (Role("dst", write=True, memories=("sbuf",)), Role("on_true", memories=("sbuf",))), ("pool",),
+    "dst = on_true if (pattern.offset + p * channel_multiplier + sum(step * i)) <cmp_op> 0 else on_false_value",
+    fields=(Field("pattern", "pattern", required=True), Field("channel_multiplier", "int", imm=None),
+            Field("cmp_op", "alu", required=True), Field("on_false_value", "f32", required=True)),
+    elementwise=("on_true",),
+))
+declare(InstrSpec(
+    "reciprocal", "RECIPROCAL", (_DST, Role("data", slot="src")), ("dve",), "dst = 1 / data",
+    elementwise=("data",),
+))

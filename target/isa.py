@@ -1,0 +1,290 @@
+"""The ISA: one ``OpSpec`` per opcode of ``runtime/ISA_FORMAT.md``, and the ``Operand`` / ``Instr`` records.
+
+An opcode is declared once, as LLVM's instruction formats are: its code, the engines that run it, its operand
+slots (which ones it writes, which are (P, 1) scalar tiles, which share dst's shape), its immediates (named exactly
+as the IR properties that hold them) and its flag bits. The encoder, the decoder, the listings, the ISA op classes
+and their verifiers are derived from it.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+
+from nkic.target.machine import ENGINE_NAMES
+from nkic.target.vocab import ACT_FUNCS, ALU_OPS, DTYPES, ISA_MEMORIES, REDUCE_CMDS, Vocabulary
+
+__all__ = [
+    "Imm", "OpSpec", "OPCODES", "OPCODE_BY_CODE", "ENUM_KINDS", "Operand", "Instr", "MAX_SLOTS", "MAX_IMMS",
+    "MAX_FREE_DIMS", "f32_bits", "bits_f32", "i32_bits", "bits_i32", "encode_imm", "decode_imm",
+]  # fmt: skip
+
+MAX_SLOTS = 6
+MAX_IMMS = 9
+MAX_FREE_DIMS = 4
+ENUM_KINDS: dict[str, Vocabulary] = {"alu": ALU_OPS, "act": ACT_FUNCS, "reduce_cmd": REDUCE_CMDS}
+
+
+def f32_bits(x: float) -> int:
+    """IEEE-754 binary32 bit pattern of ``x`` (rounded to float32) as an unsigned 32-bit int."""
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def bits_f32(u: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", u & 0xFFFFFFFF))[0]
+
+
+def i32_bits(x: int) -> int:
+    """Two's-complement u32 image of a signed 32-bit int."""
+    if not -(1 << 31) <= x < (1 << 32):
+        raise ValueError(f"{x} does not fit in 32 bits")
+    return x & 0xFFFFFFFF
+
+
+def bits_i32(u: int) -> int:
+    u &= 0xFFFFFFFF
+    return u - (1 << 32) if u & 0x80000000 else u
+
+
+@dataclass(frozen=True)
+class Imm:
+    """One immediate word, named after the IR property that holds it.
+
+    ``kind``: ``alu`` / ``act`` / ``reduce_cmd`` (the code of a name), ``u32``, ``i32``, ``f32``, or ``value``
+    (i32 when the instruction's ``int_value`` flag is set, else f32). ``default`` is encoded when the property is
+    absent, and decoding leaves the property out when the word equals it; ``optional``: may be absent without one. ``tensor_role``: the slot that replaces
+    this immediate (a scalar is a (P, 1) tile or an immediate, never both); ``required``: one of the two is given.
+    """
+
+    prop: str
+    kind: str
+    default: str | int | float | None = None
+    tensor_role: str | None = None
+    required: bool = False
+    optional: bool = False  # may be absent although it has no default (TENSOR_SCALAR's second stage)
+
+
+def encode_imm(kind: str, value: str | int | float | None) -> int:
+    if value is None:
+        return 0
+    if kind in ENUM_KINDS:
+        return ENUM_KINDS[kind].code(str(value))
+    if kind == "f32":
+        return f32_bits(float(value))
+    if kind == "i32":
+        return i32_bits(int(value))
+    return int(value)
+
+
+def decode_imm(kind: str, raw: int) -> str | int | float:
+    """The value of an immediate word; ValueError for an enum code no name has."""
+    if kind in ENUM_KINDS:
+        name = ENUM_KINDS[kind].name_of(raw)
+        if name is None:
+            raise ValueError(f"{kind} code {raw} out of range")
+        return name
+    if kind == "f32":
+        return bits_f32(raw)
+    if kind == "i32":
+        return bits_i32(raw)
+    return raw
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One opcode. Slot, immediate and flag order is the record layout; ``doc`` is its one-line formula."""
+
+    mnemonic: str
+    code: int
+    engines: tuple[str, ...]
+    slots: tuple[str, ...]
+    doc: str
+    required: tuple[str, ...] = ()
+    imms: tuple[Imm, ...] = ()
+    flags: tuple[str, ...] = ()
+    derived_flags: frozenset[str] = frozenset()  # computed from other fields, never a property of their own
+    writes: tuple[str, ...] = ("dst",)
+    scalar_slots: tuple[str, ...] = ()  # (P, 1) tiles, P = dst's partitions
+    same_shape: tuple[str, ...] = ()  # slots with dst's (partitions, elements per partition)
+    traits: frozenset[str] = field(default_factory=frozenset)  # "dma", "pattern"
+
+    @property
+    def key(self) -> str:
+        """The op-name suffix of this opcode's ISA ops (``isa_act.activate``)."""
+        return self.mnemonic.lower()
+
+    def imm(self, prop: str) -> Imm:
+        return next(i for i in self.imms if i.prop == prop)
+
+    def imm_index(self, prop: str) -> int:
+        return [i.prop for i in self.imms].index(prop)
+
+
+_ELEMENTWISE = ("dve", "pool", "act")
+_SPECS = (
+    OpSpec("DMA_COPY", 0x01, ("sp",), ("dst", "src"), "dst = src on DMA queue `queue`; `transpose` swaps src's "
+           "first and last dims", required=("dst", "src"), imms=(Imm("queue", "u32"),), flags=("transpose",),
+           traits=frozenset({"dma"})),
+    OpSpec("MATMUL", 0x02, ("pe",), ("dst", "stationary", "moving"), "dst[M, N] (+)= stationary[K, M]^T @ "
+           "moving[K, N] into PSUM", required=("dst", "stationary", "moving"), flags=("accumulate",)),
+    OpSpec("TRANSPOSE", 0x03, ("pe", "dve"), ("dst", "src"), "dst[F, P] = src[P, F]", required=("dst", "src")),
+    OpSpec("TENSOR_TENSOR", 0x04, _ELEMENTWISE, ("dst", "in0", "in1"), "dst = in0 <op> in1",
+           required=("dst", "in0", "in1"), imms=(Imm("op", "alu"),), same_shape=("in0", "in1")),
+    OpSpec("TENSOR_SCALAR", 0x05, _ELEMENTWISE, ("dst", "src", "operand0", "operand1"),
+           "dst = (src <op0> operand0) <op1> operand1", required=("dst", "src"),
+           imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu", optional=True),
+                 Imm("operand1", "f32", tensor_role="operand1")),
+           flags=("reverse0", "reverse1", "has_op1"), derived_flags=frozenset({"has_op1"}),
+           scalar_slots=("operand0", "operand1"), same_shape=("src",)),
+    OpSpec("TENSOR_REDUCE", 0x06, ("dve", "pool"), ("dst", "src"), "dst = (-)reduce(op) over the trailing "
+           "`num_reduced_dims` free dims of src (0 = all)", required=("dst", "src"),
+           imms=(Imm("op", "alu"), Imm("num_reduced_dims", "u32", default=0)), flags=("negate",)),
+    OpSpec("ACTIVATE", 0x07, ("act",), ("dst", "src", "bias", "scale", "reduce_res"),
+           "dst = func(src * scale + bias); reduce_res = the reduce registers after `reduce_cmd`",
+           required=("dst", "src"),
+           imms=(Imm("func", "act"), Imm("scale", "f32", default=1.0, tensor_role="scale"),
+                 Imm("bias", "f32", default=0.0, tensor_role="bias"), Imm("reduce_cmd", "reduce_cmd", default="idle"),
+                 Imm("reduce_op", "alu", default="bypass")),
+           writes=("dst", "reduce_res"), scalar_slots=("bias", "scale", "reduce_res"), same_shape=("src",)),
+    OpSpec("TENSOR_COPY", 0x08, _ELEMENTWISE, ("dst", "src"), "dst = src (with dtype conversion)",
+           required=("dst", "src"), same_shape=("src",)),
+    OpSpec("MEMSET", 0x09, _ELEMENTWISE, ("dst",), "dst = value", required=("dst",), imms=(Imm("value", "value"),),
+           flags=("int_value",), derived_flags=frozenset({"int_value"})),
+    OpSpec("IOTA", 0x0A, ("pool",), ("dst", "pattern"), "dst[p, i...] = offset + p * pattern[0].step + "
+           "sum(step * i)", required=("dst", "pattern"), imms=(Imm("offset", "i32", default=0),),
+           same_shape=("pattern",), traits=frozenset({"pattern"})),
+    OpSpec("AFFINE_SELECT", 0x0B, ("pool",), ("dst", "on_true", "pattern"), "dst = (affine value <cmp_op> 0) ? "
+           "on_true : on_false_value", required=("dst", "on_true", "pattern"),
+           imms=(Imm("offset", "i32", default=0), Imm("cmp_op", "alu"), Imm("on_false_value", "f32")),
+           same_shape=("on_true", "pattern"), traits=frozenset({"pattern"})),
+    OpSpec("RECIPROCAL", 0x0C, ("dve",), ("dst", "src"), "dst = 1 / src", required=("dst", "src"),
+           same_shape=("src",)),
+    OpSpec("TENSOR_SCALAR_REDUCE", 0x0D, ("dve",), ("dst", "src", "operand0", "reduce_res"),
+           "dst = src <op0> operand0; reduce_res = (-)reduce(reduce_op, dst)", required=("dst", "src"),
+           imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True),
+                 Imm("reduce_op", "alu")),
+           flags=("reverse0", "negate"), writes=("dst", "reduce_res"), scalar_slots=("operand0", "reduce_res"),
+           same_shape=("src",)),
+    OpSpec("SCALAR_TENSOR_TENSOR", 0x0E, ("dve", "pool"), ("dst", "data", "operand0", "operand1"),
+           "dst = (data <op0> operand0) <op1> operand1", required=("dst", "data", "operand1"),
+           imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu")),
+           flags=("reverse0", "reverse1"), scalar_slots=("operand0",), same_shape=("data", "operand1")),
+    OpSpec("SEM_WAIT", 0x0F, ENGINE_NAMES, (), "block until wait_sem >= wait_value", writes=()),
+)  # fmt: skip
+OPCODES: dict[str, OpSpec] = {s.mnemonic: s for s in _SPECS}
+OPCODE_BY_CODE: dict[int, OpSpec] = {s.code: s for s in _SPECS}
+assert len(OPCODE_BY_CODE) == len(OPCODES), "opcode codes are unique"
+assert all(len(s.slots) <= MAX_SLOTS and len(s.imms) <= MAX_IMMS for s in _SPECS)
+
+
+def register_opcode(spec: OpSpec) -> OpSpec:
+    """Add an opcode (used by instruction declarations whose ISA form is their own)."""
+    if spec.mnemonic in OPCODES or spec.code in OPCODE_BY_CODE:
+        raise ValueError(f"opcode {spec.mnemonic} / {spec.code:#x} is already declared")
+    OPCODES[spec.mnemonic] = spec
+    OPCODE_BY_CODE[spec.code] = spec
+    return spec
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One access-pattern operand.
+
+    ``pattern`` holds ``(step, num)`` pairs, outermost first. For SBUF/PSUM pair 0 is the partition pair
+    ``(1, nparts)`` and the other steps count elements of ``dtype``; for HBM every pair is an element step from
+    ``address`` (a byte offset inside variable ``var_id``); for ``none`` it is an iota/affine_select pattern.
+    """
+
+    memory: str
+    dtype: str
+    pattern: tuple[tuple[int, int], ...]
+    start_partition: int = 0
+    address: int = 0
+    var_id: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pattern", tuple((int(s), int(n)) for s, n in self.pattern))
+        if self.memory not in ISA_MEMORIES:
+            raise ValueError(f"unknown memory '{self.memory}', expected one of {ISA_MEMORIES.names}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype '{self.dtype}'")
+        if not 1 <= len(self.pattern) <= 1 + MAX_FREE_DIMS:
+            raise ValueError(f"an operand pattern needs 1..{1 + MAX_FREE_DIMS} pairs, got {len(self.pattern)}")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(n for _, n in self.pattern)
+
+    @property
+    def num_partitions(self) -> int:
+        return self.pattern[0][1]
+
+    @property
+    def free_size(self) -> int:
+        """Elements per partition (product of the free nums); for HBM the elements per outermost row."""
+        return math.prod(n for _, n in self.pattern[1:])
+
+    @property
+    def num_elements(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return DTYPES[self.dtype].itemsize
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One ISA instruction record.
+
+    Canonical form: trailing absent operand slots and trailing zero immediates are dropped on construction, so two
+    instructions that encode to the same bytes compare equal. Operands, immediates and flags are read by name.
+    """
+
+    opcode: str
+    engine: str
+    operands: tuple[Operand | None, ...] = ()
+    imms: tuple[int, ...] = ()
+    flags: int = 0
+    wait_sem: int | None = None
+    wait_value: int = 0
+    signal_sem: int | None = None
+    inst_id: int = 0
+
+    def __post_init__(self) -> None:
+        operands = list(self.operands)
+        while operands and operands[-1] is None:
+            operands.pop()
+        imms = [int(v) for v in self.imms]
+        while imms and imms[-1] == 0:
+            imms.pop()
+        object.__setattr__(self, "operands", tuple(operands))
+        object.__setattr__(self, "imms", tuple(imms))
+
+    @property
+    def spec(self) -> OpSpec:
+        return OPCODES[self.opcode]
+
+    def operand(self, slot: int | str) -> Operand | None:
+        """Operand in a slot given by index or by the opcode's slot name; None when absent."""
+        index = self.spec.slots.index(slot) if isinstance(slot, str) else slot
+        return self.operands[index] if index < len(self.operands) else None
+
+    def imm(self, index: int | str) -> int:
+        """Raw immediate word by index or by name."""
+        if isinstance(index, str):
+            index = self.spec.imm_index(index)
+        return self.imms[index] if index < len(self.imms) else 0
+
+    def value(self, prop: str) -> str | int | float:
+        """Decoded immediate ``prop`` (enum names, floats, ints); ValueError for a corrupt enum code."""
+        imm = self.spec.imm(prop)
+        kind = imm.kind
+        if kind == "value":
+            kind = "i32" if self.flag("int_value") else "f32"
+        return decode_imm(kind, self.imm(prop))
+
+    def flag(self, name: str) -> bool:
+        return bool(self.flags >> self.spec.flags.index(name) & 1)
+

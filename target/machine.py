@@ -1,0 +1,152 @@
+"""The machine description: engines, semaphores, DMA queues, memories and limits of each NeuronCore generation.
+
+One ``Target`` per generation (gen2 = trn1/inf2, gen3 = trn2, gen4 = trn3). Everything that sizes or checks a
+kernel reads these objects; nothing restates their numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from nkic.target.vocab import Vocabulary
+
+__all__ = [
+    "Engine", "ENGINES", "ENGINE_NAMES", "ENGINE_BY_NAME", "NKI_ENGINES", "ENGINE_OF_HINT", "Target", "TARGETS",
+    "DEFAULT_TARGET", "TARGET_ALIASES", "get_target", "NUM_PARTITIONS", "NUM_DMA_QUEUES", "QUEUE_SEM_BASE",
+    "NUM_SEMAPHORES", "engine_sem", "queue_sem", "valid_sem", "sem_name", "MAX_SBUF_BYTES", "MAX_PSUM_BYTES",
+    "MAX_MATMUL_N", "REFERENCE_CLOCK_GHZ",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine of a NeuronCore. ``code`` is its id in instruction records and also its semaphore id."""
+
+    name: str  # IR / ISA name
+    nki: str  # the nki.isa.engine member that selects it
+    code: int
+    label: str
+
+
+ENGINES: tuple[Engine, ...] = (
+    Engine("pe", "tensor", 0, "PE (TensorE)"),
+    Engine("act", "scalar", 1, "ACT (ScalarE)"),
+    Engine("dve", "vector", 2, "DVE (VectorE)"),
+    Engine("pool", "gpsimd", 3, "POOL (GpSimdE)"),
+    Engine("sp", "sync", 4, "SP (SyncE)"),
+)
+ENGINE_NAMES: tuple[str, ...] = tuple(e.name for e in ENGINES)
+ENGINE_BY_NAME: dict[str, Engine] = {e.name: e for e in ENGINES}
+
+# nki.isa.engine members and their codes (the NKI enum); "unknown" lets the compiler choose.
+NKI_ENGINES = Vocabulary(
+    "engine", {"unknown": 0, "tensor": 1, "scalar": 2, "gpsimd": 3, "dma": 4, "vector": 5, "sync": 6}
+)
+# An NKI engine hint -> the engine; DMA triggers are issued by SP.
+ENGINE_OF_HINT: dict[str, str] = {**{e.nki: e.name for e in ENGINES}, "dma": "sp"}
+
+NUM_PARTITIONS = 128
+NUM_DMA_QUEUES = 16
+QUEUE_SEM_BASE = 8  # DMA queue q signals semaphore QUEUE_SEM_BASE + q; 0..4 are the engines'
+NUM_SEMAPHORES = QUEUE_SEM_BASE + NUM_DMA_QUEUES
+REFERENCE_CLOCK_GHZ = 1.4  # profile "cycles" are reported at this clock (the gen2 ScalarE/GpSimd clock)
+
+
+def engine_sem(engine: str) -> int:
+    """Semaphore id owned by a compute/sync engine (signalled by its instructions at completion)."""
+    return ENGINE_BY_NAME[engine].code
+
+
+def queue_sem(queue: int) -> int:
+    """Semaphore id of DMA queue ``queue`` (signalled when a transfer on that queue completes)."""
+    if not 0 <= queue < NUM_DMA_QUEUES:
+        raise ValueError(f"DMA queue {queue} out of range 0..{NUM_DMA_QUEUES - 1}")
+    return QUEUE_SEM_BASE + queue
+
+
+def valid_sem(sem: int) -> bool:
+    return 0 <= sem < len(ENGINES) or QUEUE_SEM_BASE <= sem < NUM_SEMAPHORES
+
+
+def sem_name(sem: int) -> str:
+    """Profiler-style name, e.g. ``S[2](dve)`` or ``S[8](q0)``."""
+    if sem < len(ENGINES):
+        return f"S[{sem}]({ENGINES[sem].name})"
+    return f"S[{sem}](q{sem - QUEUE_SEM_BASE})"
+
+
+# NKI instructions every generation has; later generations add to it.
+_BASE_INSTRUCTIONS = frozenset({
+    "dma_copy", "dma_transpose", "matmul", "transpose", "tensor_copy", "tensor_tensor", "tensor_scalar",
+    "scalar_tensor_tensor", "tensor_reduce", "tensor_scalar_reduce", "activation", "memset", "iota",
+    "affine_select", "reciprocal",
+})  # fmt: skip
+_GEN3_INSTRUCTIONS = _BASE_INSTRUCTIONS | {"range_select"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One NeuronCore generation.
+
+    Engine clocks in GHz and the DMA bandwidth per DMA engine in bytes/ns are public figures; the SBUF bytes are
+    those usable by kernels per partition; SyncE's clock is unpublished, so it is taken to run at the ScalarE clock.
+    """
+
+    name: str
+    nc_version: int
+    clock_ghz: Mapping[str, float]
+    dma_bytes_per_ns: float
+    sbuf_bytes_per_partition: int
+    sbuf_physical_bytes: int
+    instructions: frozenset[str]
+    psum_bytes_per_partition: int = 16384
+    psum_bank_bytes: int = 2048
+    num_partitions: int = NUM_PARTITIONS
+    num_dma_queues: int = NUM_DMA_QUEUES
+    matmul_max_k: int = 128
+    matmul_max_m: int = 128
+    matmul_max_n: int = 512
+    # Whether a matmul result may span several PSUM banks (gen4 accepts N up to 4096).
+    matmul_spans_banks: bool = False
+    aliases: tuple[str, ...] = field(default=())
+
+    @property
+    def psum_banks(self) -> int:
+        return self.psum_bytes_per_partition // self.psum_bank_bytes
+
+    def has(self, instruction: str) -> bool:
+        return instruction in self.instructions
+
+    def first_with(self, instruction: str) -> str | None:
+        """The first generation that has ``instruction`` (for error messages)."""
+        return next((t.name for t in TARGETS.values() if t.has(instruction)), None)
+
+
+def _clocks(pe: float, dve: float, act: float, pool: float) -> dict[str, float]:
+    return {"pe": pe, "dve": dve, "act": act, "pool": pool, "sp": act}
+
+
+TARGETS: dict[str, Target] = {
+    "gen2": Target("gen2", 2, _clocks(2.8, 1.12, 1.4, 1.4), 17.0, 180224, 24 << 20, _BASE_INSTRUCTIONS,
+                   aliases=("trn1", "inf2")),
+    "gen3": Target("gen3", 3, _clocks(2.4, 0.96, 1.2, 1.2), 23.0, 212984, 28 << 20, _GEN3_INSTRUCTIONS,
+                   aliases=("trn2",)),
+    "gen4": Target("gen4", 4, _clocks(2.4, 1.2, 1.2, 1.2), 33.0, 245752, 32 << 20, _GEN3_INSTRUCTIONS,
+                   matmul_max_n=4096, matmul_spans_banks=True, aliases=("trn3",)),
+}  # fmt: skip
+DEFAULT_TARGET = "gen3"
+TARGET_ALIASES: dict[str, str] = {a: t.name for t in TARGETS.values() for a in (t.name, *t.aliases)}
+
+# Static bounds for verifiers that do not know the target: no target is larger.
+MAX_SBUF_BYTES = max(t.sbuf_bytes_per_partition for t in TARGETS.values())
+MAX_PSUM_BYTES = max(t.psum_bytes_per_partition for t in TARGETS.values())
+MAX_MATMUL_N = max(t.matmul_max_n for t in TARGETS.values())
+
+
+def get_target(target: str | Target) -> Target:
+    if isinstance(target, Target):
+        return target
+    if target not in TARGET_ALIASES:
+        raise ValueError(f"unknown target '{target}', expected one of {', '.join(TARGET_ALIASES)}")
+    return TARGETS[TARGET_ALIASES[target]]
