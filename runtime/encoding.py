@@ -244,18 +244,13 @@ def _imm_value(kind: str, raw: int, flags: int) -> object:
     return raw
 
 
-# Listing names of two immediates from before they were named after their IR properties; removed separately so
-# that the refactor that introduced the target/ layer provably left the NEFF bytes unchanged.
-_LISTING_NAMES = {"num_reduced_dims": "num_dims", "on_false_value": "on_false"}
-
-
 def imm_values(ins: Instr) -> dict[str, object]:
     """Immediates decoded by name (f32 as float, enums as names); unnamed non-zero ones appear as ``immN``."""
     named = ins.spec.imms
     out: dict[str, object] = {}
     for i in range(max(len(named), len(ins.imms))):
         if i < len(named):
-            out[_LISTING_NAMES.get(named[i].prop, named[i].prop)] = _imm_value(named[i].kind, ins.imm(i), ins.flags)
+            out[named[i].prop] = _imm_value(named[i].kind, ins.imm(i), ins.flags)
         else:
             out[f"imm{i}"] = ins.imm(i)
     return out
