@@ -570,3 +570,48 @@ def affine_select(
     attrs = {"pattern": pairs, "channel_multiplier": int(channel_multiplier), "cmp_op": alu_op(cmp_op, "cmp_op"),
              "on_false_value": float(on_false_value), "offset": int(offset)}  # fmt: skip
     _record(ctx, name, {"dst": dst, "on_true": on_true}, attrs)
+
+
+_RANGE_COMPARISONS = ("equal", "less", "less_equal", "greater", "greater_equal")
+
+
+@nki_op
+def range_select(
+    ctx: Any,
+    dst: NkiTensor,
+    on_true_tile: NkiTensor,
+    comp_op0: Any,
+    comp_op1: Any,
+    bound0: NkiTensor,
+    bound1: NkiTensor,
+    reduce_cmd: Any = None,
+    reduce_res: NkiTensor | None = None,
+    reduce_op: Any = None,
+    range_start: Any = 0,
+    on_false_value: Any = -3.4028234663852886e38,
+    **kw: Any,
+) -> None:
+    """``dst = on_true_tile`` where both ``comp_op(range_start + free index, bound)`` hold, else
+    ``on_false_value``; the row reduction with ``reduce_op`` (maximum) accumulates per ``reduce_cmd``."""
+    _mask(kw)
+    name = "range_select"
+    dst, on_true = _tensor(name, "dst", dst), _tensor(name, "on_true_tile", on_true_tile)
+    _elementwise(name, {"dst": dst, "on_true_tile": on_true})
+    ops = {k: alu_op(v, k) for k, v in (("comp_op0", comp_op0), ("comp_op1", comp_op1))}
+    for k, v in ops.items():
+        if v not in _RANGE_COMPARISONS:
+            raise NkiError(f"{name}: {k} must be one of {', '.join(_RANGE_COMPARISONS)}, got {v}")
+    bounds = {k: _tensor(name, k, v) for k, v in (("bound0", bound0), ("bound1", bound1))}
+    for k, t in bounds.items():
+        _scalar(name, k, t, dst)
+        if t.dtype != "float32":
+            raise NkiError(f"{name}: '{k}' must be float32, got {t.dtype}")
+    if reduce_res is not None:
+        _scalar(name, "reduce_res", _tensor(name, "reduce_res", reduce_res), dst)
+    reduce = alu_op(reduce_op if reduce_op is not None else "maximum", "reduce_op")
+    if reduce != "maximum":
+        raise NkiError(f"{name}: reduce_op must be nl.maximum, got {reduce}")
+    attrs = {**ops, "on_false_value": float(on_false_value), "range_start": int(range_start), "reduce_op": reduce,
+             "reduce_cmd": _enum(reduce_cmd if reduce_cmd is not None else "reset_reduce", _REDUCE_CMD, "reduce_cmd")}
+    operands = {"dst": dst, "on_true": on_true, **bounds, "reduce_res": reduce_res}
+    _record(ctx, name, operands, attrs, "vector")  # type: ignore[arg-type]

@@ -166,7 +166,9 @@ class _Core:
         self.sbuf = np.full((NUM_PARTITIONS, target.sbuf_bytes_per_partition), _FILL_BYTE, np.uint8)
         self.psum = np.full((NUM_PARTITIONS, target.psum_bytes_per_partition), _FILL_BYTE, np.uint8)
         self.hbm = hbm
+        # The per-partition accumulator registers of ScalarE and VectorE (reduce_cmd).
         self.act_regs = np.zeros(NUM_PARTITIONS, np.float32)
+        self.dve_regs = np.zeros(NUM_PARTITIONS, np.float32)
         self.sems = [0] * NUM_SEMAPHORES
 
 
@@ -437,9 +439,9 @@ def _exec_tensor_reduce(core: _Core, ins: Instr) -> None:
     dst.store(result)
 
 
-def _act_reduce(core: _Core, ins: Instr, parts: np.ndarray, values: np.ndarray) -> None:
+def _accumulate(core: _Core, regs: np.ndarray, ins: Instr, parts: np.ndarray, values: np.ndarray) -> None:
+    """Apply ``reduce_cmd`` to an engine's accumulator registers, then write them to ``reduce_res`` if given."""
     cmd, op = _alu_op(ins, "reduce_cmd"), _alu_op(ins, "reduce_op")
-    regs = core.act_regs
     if cmd == "reset":
         regs[parts] = sem.reduce_identity(op)
     elif cmd == "reset_reduce":
@@ -462,7 +464,7 @@ def _exec_activate(core: _Core, ins: Instr) -> None:
     scale = _scalar_operand(core, ins, "scale", src.nparts, False)
     result = sem.activation(_alu_op(ins, "func"), src.f32() * scale + bias)
     dst.store(result)
-    _act_reduce(core, ins, src.partitions, result)
+    _accumulate(core, core.act_regs, ins, src.partitions, result)
 
 
 @execute("TENSOR_COPY")
@@ -535,6 +537,21 @@ def _exec_tensor_scalar_reduce(core: _Core, ins: Instr) -> None:
         if view.nparts != src.nparts or view.free != 1:
             raise SimulationError(f"reduce_res must be ({src.nparts}, 1), got {res.shape}")
         view.store(-reduced if ins.flag("negate") else reduced)
+
+
+@execute("RANGE_SELECT")
+def _exec_range_select(core: _Core, ins: Instr) -> None:
+    """The free index plus range_start, compared in fp32 against two per-partition bounds."""
+    dst, on_true = _view(core, ins, "dst"), _view(core, ins, "on_true")
+    _same_shape(dst, on_true)
+    bound0 = _scalar_operand(core, ins, "bound0", dst.nparts, False)
+    bound1 = _scalar_operand(core, ins, "bound1", dst.nparts, False)
+    index = (int(_value(ins, "range_start")) + np.arange(dst.free, dtype=np.int64)).astype(np.float32)[None, :]
+    keep0 = sem.alu(_alu_op(ins, "comp_op0"), index, bound0) != 0
+    keep = keep0 & (sem.alu(_alu_op(ins, "comp_op1"), index, bound1) != 0)
+    result = np.where(keep, on_true.f32(), np.float32(_value(ins, "on_false_value")))
+    dst.store(result)
+    _accumulate(core, core.dve_regs, ins, on_true.partitions, result)
 
 
 @execute("SCALAR_TENSOR_TENSOR")

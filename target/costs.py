@@ -52,7 +52,7 @@ def _main(ins: Instr) -> Operand | None:
     return ins.operand(1) or ins.operand(0)
 
 
-def _alu(ins: Instr, prop: str) -> str:
+def _enum_name(ins: Instr, prop: str) -> str:
     try:
         return str(ins.value(prop))
     except ValueError:
@@ -96,7 +96,7 @@ def _tensor_tensor(ins: Instr, t: Target) -> int:
     n = _free(a)
     mems = {op.memory for op in (a, b) if op is not None}
     all_bf16 = all(op is not None and op.dtype == "bfloat16" for op in (ins.operand("dst"), a, b))
-    if mems == {"psum", "sbuf"} or (all_bf16 and _alu(ins, "op") in ("add", "subtract", "multiply")):
+    if mems == {"psum", "sbuf"} or (all_bf16 and _enum_name(ins, "op") in ("add", "subtract", "multiply")):
         return max(MIN_II, n)
     return max(MIN_II, 2 * n)
 
@@ -122,7 +122,7 @@ def _reduce(ins: Instr, t: Target) -> int:
     """``N``; ``N/2`` for BF16 add/max."""
     src = ins.operand("src")
     n = _free(src)
-    if src is not None and src.dtype == "bfloat16" and _alu(ins, "op") in ("add", "maximum"):
+    if src is not None and src.dtype == "bfloat16" and _enum_name(ins, "op") in ("add", "maximum"):
         return max(1, n // 2)
     return max(1, n)
 
@@ -156,6 +156,15 @@ def _scalar_tensor_tensor(ins: Instr, t: Target) -> int:
 def _reciprocal(ins: Instr, t: Target) -> int:
     """``max(64, 8N)`` (an iterative divide on VectorE)."""
     return max(MIN_II, 8 * _free(ins.operand("src")))
+
+
+@cost("RANGE_SELECT")
+def _range_select(ins: Instr, t: Target) -> int:
+    """Estimate: ``max(64, N)`` like a one-input VectorE op, ``+64`` when it accumulates (as ACTIVATE)."""
+    cycles = max(MIN_II, _free(ins.operand("on_true")))
+    if _enum_name(ins, "reduce_cmd") not in ("", "idle") or ins.operand("reduce_res") is not None:
+        cycles += MIN_II
+    return cycles
 
 
 @cost("IOTA", "AFFINE_SELECT")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nkic.target.isa import OPCODES, OpSpec, register_opcode
+from nkic.target.isa import OPCODES, Imm, OpSpec, register_opcode
 from nkic.target.vocab import HBM_MEMORIES, ON_CHIP
 
 __all__ = ["Role", "Field", "InstrSpec", "INSTRUCTIONS", "declare", "FIELD_KINDS"]
@@ -76,7 +76,8 @@ class InstrSpec:
     constants: Mapping[str, Any] = field(default_factory=dict)  # ISA fields fixed by the instruction
     # ISA fields computed from the instruction's field values (e.g. tensor_reduce's axes -> num_reduced_dims)
     derive: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
-    nki_name: str = ""
+    nki_name: str = ""  # the nisa function, when it is not named like the instruction
+    since: int = 2  # the first NeuronCore generation (nc_version) that has it
 
     @property
     def role_names(self) -> tuple[str, ...]:
@@ -230,3 +231,23 @@ declare(InstrSpec(
     "reciprocal", "RECIPROCAL", (_DST, Role("data", slot="src")), ("dve",), "dst = 1 / data",
     elementwise=("data",),
 ))
+declare(
+    InstrSpec(
+        "range_select", "RANGE_SELECT",
+        (_DST, Role("on_true"), Role("bound0", scalar=True), Role("bound1", scalar=True),
+         Role("reduce_res", write=True, required=False, scalar=True)),
+        ("dve",), "dst = on_true where comp_op0(range_start + i, bound0) and comp_op1(range_start + i, bound1) "
+        "(i the free index), else on_false_value; reduce_res = the reduce registers after reduce_cmd",
+        fields=(Field("comp_op0", "alu", required=True), Field("comp_op1", "alu", required=True),
+                Field("on_false_value", "f32", required=True), Field("range_start", "int"),
+                Field("reduce_op", "alu"), Field("reduce_cmd", "reduce_cmd")),
+        elementwise=("on_true",), since=3,
+    ),
+    OpSpec("RANGE_SELECT", 0x10, ("dve",), ("dst", "on_true", "bound0", "bound1", "reduce_res"),
+           "dst = on_true where both bound comparisons of range_start + i hold, else on_false_value",
+           required=("dst", "on_true", "bound0", "bound1"),
+           imms=(Imm("comp_op0", "alu"), Imm("comp_op1", "alu"), Imm("on_false_value", "f32"),
+                 Imm("range_start", "i32", default=0), Imm("reduce_cmd", "reduce_cmd", default="idle"),
+                 Imm("reduce_op", "alu", default="bypass")),
+           writes=("dst", "reduce_res"), scalar_slots=("bound0", "bound1", "reduce_res"), same_shape=("on_true",)),
+)

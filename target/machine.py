@@ -76,15 +76,6 @@ def sem_name(sem: int) -> str:
     return f"S[{sem}](q{sem - QUEUE_SEM_BASE})"
 
 
-# NKI instructions every generation has; later generations add to it.
-_BASE_INSTRUCTIONS = frozenset({
-    "dma_copy", "dma_transpose", "matmul", "transpose", "tensor_copy", "tensor_tensor", "tensor_scalar",
-    "scalar_tensor_tensor", "tensor_reduce", "tensor_scalar_reduce", "activation", "memset", "iota",
-    "affine_select", "reciprocal",
-})  # fmt: skip
-_GEN3_INSTRUCTIONS = _BASE_INSTRUCTIONS | {"range_select"}
-
-
 @dataclass(frozen=True)
 class Target:
     """One NeuronCore generation.
@@ -99,7 +90,6 @@ class Target:
     dma_bytes_per_ns: float
     sbuf_bytes_per_partition: int
     sbuf_physical_bytes: int
-    instructions: frozenset[str]
     psum_bytes_per_partition: int = 16384
     psum_bank_bytes: int = 2048
     num_partitions: int = NUM_PARTITIONS
@@ -115,6 +105,13 @@ class Target:
     def psum_banks(self) -> int:
         return self.psum_bytes_per_partition // self.psum_bank_bytes
 
+    @property
+    def instructions(self) -> frozenset[str]:
+        """The NKI instructions this generation has (each declaration says since which generation)."""
+        from nkic.target.instructions import INSTRUCTIONS  # the declarations import this module
+
+        return frozenset(n for n, s in INSTRUCTIONS.items() if s.since <= self.nc_version)
+
     def has(self, instruction: str) -> bool:
         return instruction in self.instructions
 
@@ -128,12 +125,10 @@ def _clocks(pe: float, dve: float, act: float, pool: float) -> dict[str, float]:
 
 
 TARGETS: dict[str, Target] = {
-    "gen2": Target("gen2", 2, _clocks(2.8, 1.12, 1.4, 1.4), 17.0, 180224, 24 << 20, _BASE_INSTRUCTIONS,
-                   aliases=("trn1", "inf2")),
-    "gen3": Target("gen3", 3, _clocks(2.4, 0.96, 1.2, 1.2), 23.0, 212984, 28 << 20, _GEN3_INSTRUCTIONS,
-                   aliases=("trn2",)),
-    "gen4": Target("gen4", 4, _clocks(2.4, 1.2, 1.2, 1.2), 33.0, 245752, 32 << 20, _GEN3_INSTRUCTIONS,
-                   matmul_max_n=4096, matmul_spans_banks=True, aliases=("trn3",)),
+    "gen2": Target("gen2", 2, _clocks(2.8, 1.12, 1.4, 1.4), 17.0, 180224, 24 << 20, aliases=("trn1", "inf2")),
+    "gen3": Target("gen3", 3, _clocks(2.4, 0.96, 1.2, 1.2), 23.0, 212984, 28 << 20, aliases=("trn2",)),
+    "gen4": Target("gen4", 4, _clocks(2.4, 1.2, 1.2, 1.2), 33.0, 245752, 32 << 20, matmul_max_n=4096,
+                   matmul_spans_banks=True, aliases=("trn3",)),
 }  # fmt: skip
 DEFAULT_TARGET = "gen3"
 TARGET_ALIASES: dict[str, str] = {a: t.name for t in TARGETS.values() for a in (t.name, *t.aliases)}

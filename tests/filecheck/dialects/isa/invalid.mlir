@@ -231,3 +231,15 @@ builtin.module {
   }
 }
 // CHECK: unknown variable kind 'scratch'
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.range_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], bound0 sbuf(p0, 0x3000, float32)[0 : [1, 64], [1, 1]], bound1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 0 : i64, comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.000000e+04 : f32}
+    }
+  }
+}
+// CHECK: 'bound0' must be a (128, 1) tile, got (64, 1)
+

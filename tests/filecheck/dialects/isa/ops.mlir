@@ -37,6 +37,7 @@
 // CHECK-NEXT: isa_dve.tensor_scalar_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 20 : i64, op0 = "multiply", operand0 = 2.500000e-01 : f32, reduce_op = "add", negate = true}
 // CHECK-NEXT: isa_dve.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], operand1 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 21 : i64, op0 = "subtract", op1 = "multiply", reverse0 = true, reverse1 = true}
 // CHECK-NEXT: isa_dve.transpose dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 32]], src sbuf(p32, 0x0, float32)[0 : [1, 32], [1, 32]] {id = 22 : i64}
+// CHECK-NEXT: isa_dve.range_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], bound0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], bound1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 33 : i64, comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.000000e+04 : f32, range_start = 7 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum"}
 // CHECK-NEXT: isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
@@ -88,6 +89,7 @@ builtin.module {
       isa_dve.tensor_scalar_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 20 : i64, op0 = "multiply", operand0 = 2.500000e-01 : f32, reduce_op = "add", negate = true}
       isa_dve.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], operand1 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 21 : i64, op0 = "subtract", op1 = "multiply", reverse0 = true, reverse1 = true}
       isa_dve.transpose dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 32]], src sbuf(p32, 0x0, float32)[0 : [1, 32], [1, 32]] {id = 22 : i64}
+      isa_dve.range_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], bound0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], bound1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 33 : i64, comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.000000e+04 : f32, range_start = 7 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum"}
       isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
     }
     isa.stream "pool" {

@@ -164,3 +164,29 @@ builtin.module {
   }
 }
 // CHECK: The input and output tensor of a NKI kernel must be in shared_hbm address space
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x512xf32>
+    %b = penguin.alloc "b" : !penguin.tensor<sbuf, 128x2xf32>
+    penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %x[0 : [512, 128], [1, 512]], bound0 %b[0 : [2, 128], [1, 2]], bound1 %b[0 : [2, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.4028235e38 : f32}
+    penguin.return
+  }
+}
+// CHECK: 'bound0' must be a (128, 1) tile, got (128, 2)
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x512xf32>
+    %b = penguin.alloc "b" : !penguin.tensor<sbuf, 128x1xf32>
+    penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %x[0 : [512, 128], [1, 512]], bound0 %b[0 : [1, 128], [1, 1]], bound1 %b[0 : [1, 128], [1, 1]] {comp_op0 = "fuse", comp_op1 = "less", on_false_value = -3.4028235e38 : f32}
+    penguin.return
+  }
+}
+// CHECK: unknown ALU opcode 'fuse'
