@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from nkic import __version__
-from nkic.target.vocab import DTYPES
 from nkic.runtime.encoding import ENGINES, Instr, Operand, decode_stream, encode_stream, to_json
 from nkic.runtime.errors import NeffFormatError
+from nkic.target.machine import queue_sem
+from nkic.target.vocab import DTYPES
 
 __all__ = [
     "NeffFormatError", "Variable", "Subgraph", "Neff", "write_neff", "read_neff", "load_neff", "save_neff",
@@ -126,8 +127,8 @@ def _var_json(var: Variable) -> dict[str, object]:
 
 
 def _dma_queues(sg: Subgraph) -> dict[str, dict[str, object]]:
-    queues = sorted({ins.imm(0) for ins in sg.engines.get("sp", []) if ins.opcode == "DMA_COPY"})
-    return {f"q{q}": {"type": "data", "num_queues": 1, "owner": "sp", "semaphore": 8 + q} for q in queues}
+    queues = sorted({ins.imm("queue") for ins in sg.engines.get("sp", []) if "dma" in ins.spec.traits})
+    return {f"q{q}": {"type": "data", "num_queues": 1, "owner": "sp", "semaphore": queue_sem(q)} for q in queues}
 
 
 def _def_json(neff: Neff, sg: Subgraph) -> dict[str, object]:
@@ -160,9 +161,9 @@ def dma_descriptors(instrs: list[Instr], var_names: Mapping[int, str]) -> list[d
     out = []
     for index, ins in enumerate(instrs):
         dst, src = ins.operand(0), ins.operand(1)
-        if ins.opcode != "DMA_COPY" or dst is None or src is None:
+        if "dma" not in ins.spec.traits or dst is None or src is None:
             continue
-        op = "transpose" if ins.flags & 1 else ("copy" if dst.dtype == src.dtype else "cast")
+        op = "transpose" if ins.flag("transpose") else ("copy" if dst.dtype == src.dtype else "cast")
         desc: dict[str, object] = {"op": op, **_ap_desc(src, var_names, "from"), **_ap_desc(dst, var_names, "to")}
         queue = ins.imm(0)
         out.append({"id": index, "queue": f"q{queue}", "semaphore": ins.signal_sem, "desc": desc})

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nkic.target.vocab import DTYPES
 from nkic.runtime.errors import SimulationError
+from nkic.target.vocab import DTYPES
 
 Array = np.ndarray
 

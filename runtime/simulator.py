@@ -627,21 +627,32 @@ class _Scheduler:
         ins = eng.instrs[eng.pc]
         return ins.wait_sem is None or self.cores[eng.core].sems[ins.wait_sem] >= ins.wait_value
 
+    def _where(self, eng: _Engine, ins: Instr) -> str:
+        return f"core {eng.core} {eng.name}[{eng.pc}] {ins.opcode} (inst_id {ins.inst_id})"
+
     def _execute(self, eng: _Engine, ins: Instr) -> None:
+        executor = EXECUTORS.get(ins.opcode)
+        if executor is None:
+            raise SimulationError(f"{self._where(eng, ins)}: the simulator has no executor for {ins.opcode}")
         try:
-            EXECUTORS[ins.opcode](self.cores[eng.core], ins)
+            executor(self.cores[eng.core], ins)
         except SimulationError as e:
-            raise SimulationError(f"core {eng.core} {eng.name}[{eng.pc}] {ins.opcode} (inst_id {ins.inst_id}): "
-                                  f"{e}") from e  # fmt: skip
+            raise SimulationError(f"{self._where(eng, ins)}: {e}") from e
+
+    def _cost(self, eng: _Engine, ins: Instr) -> float:
+        try:
+            return instr_ns(ins, self.target)
+        except ValueError as e:
+            raise SimulationError(f"{self._where(eng, ins)}: {e}") from None
 
     def _issue(self, eng: _Engine) -> None:
         ins = eng.instrs[eng.pc]
         self._execute(eng, ins)
+        dur = self._cost(eng, ins)
         eng.pc += 1
         eng.busy = True
-        dur = instr_ns(ins, self.target)
         self._record(eng.core, eng.name, ins, self.now, dur)
-        if ins.opcode == "DMA_COPY":
+        if "dma" in ins.spec.traits:  # SP only issues it; the transfer runs on its queue
             self._at(self.now + dur, partial(self._finish, eng, None))
             self._start_transfer(eng.core, ins, self.now + dur)
         else:
