@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nkic.target.machine import ENGINE_NAMES
@@ -89,6 +90,38 @@ def decode_imm(kind: str, raw: int) -> str | int | float:
     if kind == "i32":
         return bits_i32(raw)
     return raw
+
+
+FieldGetter = Callable[[str], "str | int | float | bool | None"]
+
+# Flags computed from other fields rather than stored: their value given the fields.
+DERIVED_FLAGS: dict[str, Callable[[FieldGetter], bool]] = {
+    "has_op1": lambda get: get("op1") is not None,
+    "int_value": lambda get: isinstance(get("value"), int) and not isinstance(get("value"), bool),
+}
+
+
+def word_kind(imm: Imm, flag: Callable[[str], bool]) -> str:
+    """The encoding of an immediate word: ``value`` words are i32 when the int_value flag is set, else f32."""
+    if imm.kind != "value":
+        return imm.kind
+    return "i32" if flag("int_value") else "f32"
+
+
+def encode_fields(spec: OpSpec, get: FieldGetter, has_slot: Callable[[str], bool]) -> tuple[tuple[int, ...], int]:
+    """The immediate words and flag bits of an instruction whose fields ``get`` returns (None = absent)."""
+
+    def flag(name: str) -> bool:
+        return DERIVED_FLAGS[name](get) if name in spec.derived_flags else bool(get(name))
+
+    imms = []
+    for imm in spec.imms:
+        if imm.tensor_role is not None and has_slot(imm.tensor_role):
+            imms.append(0)  # the slot carries the scalar; the immediate word is unused
+            continue
+        value = get(imm.prop)
+        imms.append(encode_imm(word_kind(imm, flag), imm.default if value is None else value))
+    return tuple(imms), sum(1 << bit for bit, name in enumerate(spec.flags) if flag(name))
 
 
 @dataclass(frozen=True)

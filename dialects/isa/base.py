@@ -40,7 +40,18 @@ from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects.common import DTYPES, AccessPatternAttr, attr_of, check_member, dtype_size, value_of
 from nkic.dialects.inst import RoleOperandOp
-from nkic.target.isa import ENUM_KINDS, Imm, Instr, Operand, OpSpec, decode_imm, encode_imm
+from nkic.target.isa import (
+    DERIVED_FLAGS,
+    ENUM_KINDS,
+    Imm,
+    Instr,
+    Operand,
+    OpSpec,
+    decode_imm,
+    encode_fields,
+    encode_imm,
+    word_kind,
+)
 from nkic.target.machine import MAX_PSUM_BYTES, MAX_SBUF_BYTES, NUM_PARTITIONS, engine_sem, valid_sem
 from nkic.target.vocab import ISA_MEMORIES
 
@@ -221,13 +232,6 @@ def byte_range(loc: IsaLocAttr, ap: AccessPatternAttr) -> tuple[int, int]:
 _BASE_PROPS = ("roles", "aps", "locs", "id", "wait_sem", "wait_value", "signal_sem")
 
 
-# Flags computed from other fields rather than stored: their value on a built op.
-DERIVED_FLAG_RULES = {
-    "has_op1": lambda op: "op1" in op.properties,
-    "int_value": lambda op: isinstance(op.properties.get("value"), IntegerAttr),
-}
-
-
 class IsaInst(RoleOperandOp):
     """One ISA instruction of engine ``ENGINE`` with opcode spec ``SPEC`` (see ``runtime/ISA_FORMAT.md``).
 
@@ -342,41 +346,23 @@ class IsaInst(RoleOperandOp):
 
     # -- encoding -----------------------------------------------------------------------------------
     def to_instr(self) -> Instr:
+        imms, flags = encode_fields(self.SPEC, self.field, self.has)
         return Instr(
             opcode=self.MNEMONIC,
             engine=self.ENGINE,
             operands=tuple(self.operand(r) for r in self.ROLES),
-            imms=self.encode_imms(),
-            flags=self.encode_flags(),
+            imms=imms,
+            flags=flags,
             wait_sem=self._sem("wait_sem"),
             wait_value=self._sem("wait_value") or 0,
             signal_sem=self._sem("signal_sem"),
             inst_id=self.inst_id,
         )
 
-    def encode_imms(self) -> tuple[int, ...]:
-        return tuple(self._encode_one(imm) for imm in self.IMMS)
-
-    def _encode_one(self, imm: Imm) -> int:
-        if imm.tensor_role is not None and self.has(imm.tensor_role):
-            return 0  # the slot carries the scalar; the immediate word is unused
-        value = self.field(imm.prop)
-        return encode_imm(self._word_kind(imm, self.flag), imm.default if value is None else value)
-
-    @staticmethod
-    def _word_kind(imm: Imm, flag: object) -> str:
-        """``value`` words are i32 when the int_value flag is set, else f32."""
-        if imm.kind != "value":
-            return imm.kind
-        return "i32" if flag("int_value") else "f32"  # type: ignore[operator]
-
-    def encode_flags(self) -> int:
-        return sum(1 << bit for bit, name in enumerate(self.FLAGS) if self.flag(name))
-
     def flag(self, name: str) -> bool:
         """Value of flag ``name`` (derived flags are computed from the fields they stand for)."""
         if name in self.DERIVED_FLAGS:
-            return bool(DERIVED_FLAG_RULES[name](self))
+            return DERIVED_FLAGS[name](self.field)
         return bool(self.field(name))
 
     @classmethod
@@ -417,7 +403,7 @@ class IsaInst(RoleOperandOp):
             raw = instr.imm(index)
             if imm.default is not None and raw == encode_imm(imm.kind, imm.default):
                 continue
-            fields[imm.prop] = imm_attr(cls._word_kind(imm, instr.flag), raw)
+            fields[imm.prop] = imm_attr(word_kind(imm, instr.flag), raw)
         for bit, name in enumerate(cls.FLAGS):
             if name not in cls.DERIVED_FLAGS and instr.flags >> bit & 1:
                 fields[name] = IntegerAttr.from_bool(True)
