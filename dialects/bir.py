@@ -49,7 +49,8 @@ from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import instructions as fields
-from nkic.dialects.common import BIR_ENGINES, DTYPES, MEMORIES, check_member, dtype_size
+from nkic.dialects.common import BIR_ENGINES, MEMORIES, check_member
+from nkic.target.vocab import DTYPES, dtype_size
 from nkic.dialects.inst import RoleOperandOp
 
 DEP_KINDS = ("flow", "output", "anti", "ordered")

@@ -16,18 +16,10 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from xdsl.ir import Attribute
+
 from nkic.target.machine import ENGINE_NAMES, NKI_ENGINES
-from nkic.target.vocab import (  # noqa: F401  (re-exported for the dialects)
-    ACT_FUNCS,
-    ALU_OPS,
-    DTYPES,
-    FLOAT_DTYPES,
-    IR_MEMORIES,
-    REDUCE_CMDS,
-    dtype_from_numpy,
-    dtype_size,
-    numpy_dtype,
-)
+from nkic.target.vocab import DTYPES, IR_MEMORIES
 
 # Engines as NKI names them (nki.isa.engine), and as BIR names them ("unassigned" before engine assignment).
 ENGINES: tuple[str, ...] = NKI_ENGINES.names

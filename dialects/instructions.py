@@ -18,10 +18,11 @@ from xdsl.ir import Attribute
 from xdsl.irdl import AnyAttr, opt_prop_def, prop_def, traits_def
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import ACT_FUNCS, ALU_OPS, BIR_ENGINES, ENGINES, REDUCE_CMDS, AccessPatternAttr, check_member
+from nkic.dialects.common import BIR_ENGINES, ENGINES, AccessPatternAttr, check_member
 from nkic.dialects.inst import RoleOperandOp
 from nkic.dialects.traits import TRAITS, AccumulatesDst
 from nkic.target.instructions import INSTRUCTIONS, Field, InstrSpec
+from nkic.target.isa import ENUM_KINDS
 from nkic.target.machine import MAX_MATMUL_N
 
 
@@ -55,7 +56,7 @@ def _scalar_xor_tensor(op: RoleOperandOp, role: str, required: bool) -> None:
 
 
 
-_ENUM_VOCABS = {"alu": ALU_OPS, "act": ACT_FUNCS, "reduce_cmd": REDUCE_CMDS}
+_ENUM_VOCABS = ENUM_KINDS
 _CONSTRAINTS: dict[str, object] = {
     "alu": StringAttr, "act": StringAttr, "reduce_cmd": StringAttr, "engine": StringAttr, "f32": FloatAttr,
     "bool": BoolAttr, "int": IntegerAttr, "axes": DenseArrayBase, "pattern": AccessPatternAttr, "value": AnyAttr(),

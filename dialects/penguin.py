@@ -51,10 +51,10 @@ from xdsl.traits import HasParent, IsTerminator, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import instructions as fields
-from nkic.dialects.common import MEMORIES, AccessPatternAttr, check_member, dtype_of_element_type, dtype_size
+from nkic.dialects.common import MEMORIES, check_member, dtype_of_element_type
 from nkic.dialects.inst import RoleOperandOp
 from nkic.target.machine import MAX_PSUM_BYTES, NUM_PARTITIONS
-from nkic.target.vocab import ON_CHIP
+from nkic.target.vocab import ON_CHIP, dtype_size
 
 
 

@@ -9,51 +9,20 @@ first semaphore wait rides on the instruction, further waits become ``sem_wait``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.common import AccessPatternAttr, value_of
+from nkic.passes.lowering import isa_fields, pattern_operands
 from nkic.passes.physical import place
 from nkic.target.instructions import InstrSpec
 from nkic.target.isa import Operand
 from nkic.target.machine import ENGINE_NAMES
 from nkic.target.vocab import HBM_MEMORIES
-
-
-def _int(inst: bir.BirInst, name: str) -> int:
-    v = inst.properties.get(name)
-    return int(v.value.data) if isinstance(v, IntegerAttr) else 0
-
-
-def _python(attr: Attribute) -> Any:
-    if isinstance(attr, DenseArrayBase):
-        return tuple(int(a) for a in attr.get_values())
-    if isinstance(attr, AccessPatternAttr):
-        return attr
-    return value_of(attr)
-
-
-def isa_fields(inst: bir.BirInst) -> dict[str, Any]:
-    """The ISA immediates and flags of a BIR instruction, as its declaration maps them."""
-    spec: InstrSpec = inst.SPEC
-    values = {f.name: _python(inst.properties[f.name]) for f in spec.fields if f.name in inst.properties}
-    fields = {f.isa_name: values[f.name] for f in spec.fields if f.isa_name is not None and f.name in values}
-    fields.update(spec.constants)
-    if spec.derive is not None:
-        fields.update(spec.derive(values))
-    if spec.is_dma:
-        fields["queue"] = _int(inst, "queue")
-    for f in spec.fields:
-        if f.kind == "pattern":
-            fields.pop(f.name, None)
-            fields["offset"] = values[f.name].offset.data
-    return fields
 
 
 class _VarTable:
@@ -79,12 +48,6 @@ def _operand(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp], var_id
     return Operand(p.memory, p.dtype, ((1, p.num_partitions), *p.free_pairs), p.start_partition, p.address)
 
 
-def _pattern_operand(inst: bir.BirInst, pattern: AccessPatternAttr) -> Operand:
-    """An iota/affine_select pattern: the partition pair carries channel_multiplier."""
-    nparts = inst.ap("dst").shape[0]  # type: ignore[union-attr]
-    return Operand("none", "int32", ((_int(inst, "channel_multiplier"), nparts), *pattern.pairs))
-
-
 def lower_instruction(
     inst: bir.BirInst, locs: dict[str, bir.MemLocOp], var_ids: dict[str, int]
 ) -> list[Operation]:
@@ -99,9 +62,7 @@ def lower_instruction(
             f"instruction {inst.inst_id} ({inst.name}{where}): engine '{engine}' has no {spec.opcode} instruction"
         )
     operands = {spec.role(r).isa_slot: _operand(inst, r, locs, var_ids) for r in inst.role_names}
-    for f in spec.fields:
-        if f.kind == "pattern":
-            operands["pattern"] = _pattern_operand(inst, inst.properties[f.name])  # type: ignore[arg-type]
+    operands.update(pattern_operands(inst))
     fields = isa_fields(inst)
     waits = [] if inst.waits is None else [int(v) for v in inst.waits.get_values()]
     pairs = list(zip(waits[::2], waits[1::2]))

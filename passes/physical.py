@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.common import AccessPatternAttr, dtype_size
+from nkic.dialects.common import AccessPatternAttr
+from nkic.target.vocab import dtype_size
 
 ON_CHIP = ("sbuf", "psum")
 

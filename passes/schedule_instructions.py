@@ -19,7 +19,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.common import dtype_size
+from nkic.target.vocab import dtype_size
 from nkic.dialects.traits import IsDma
 from nkic.target.costs import DMA_FIXED_NS, DMA_MAX_ENGINES
 from nkic.target.machine import DEFAULT_TARGET, get_target

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from nkic.runtime.errors import NeffFormatError
 from nkic.target.isa import (

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
-    BoolAttr,
     Float32Type,
     FloatAttr,
     IntAttr,
@@ -38,7 +36,7 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import DTYPES, AccessPatternAttr, attr_of, check_member, dtype_size, value_of
+from nkic.dialects.common import AccessPatternAttr, attr_of, check_member, value_of
 from nkic.dialects.inst import RoleOperandOp
 from nkic.target.isa import (
     DERIVED_FLAGS,
@@ -53,7 +51,7 @@ from nkic.target.isa import (
     word_kind,
 )
 from nkic.target.machine import MAX_PSUM_BYTES, MAX_SBUF_BYTES, NUM_PARTITIONS, engine_sem, valid_sem
-from nkic.target.vocab import ISA_MEMORIES
+from nkic.target.vocab import DTYPES, ISA_MEMORIES, dtype_size
 
 MEMORIES = ISA_MEMORIES.names
 # Static per-partition bounds; the simulator's target may be smaller, but no target is larger.

@@ -33,7 +33,8 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import DTYPES, check_member, dtype_size
+from nkic.dialects.common import check_member
+from nkic.target.vocab import DTYPES, dtype_size
 from nkic.dialects.isa.base import IsaInst, IsaLocAttr, byte_range
 from nkic.target.machine import ENGINE_NAMES as ENGINES
 

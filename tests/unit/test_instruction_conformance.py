@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.builtin import Builtin
 from xdsl.parser import Parser
 
 from nkic.dialects import bir, penguin

@@ -1,0 +1,91 @@
+"""How a BIR instruction maps onto its ISA record, as its declaration in ``nkic.target.instructions`` says.
+
+``isa_fields`` gives the ISA immediates and flags of a BIR instruction (used by ``bir-to-isa``); ``cost_record``
+builds the ``Instr`` record the shared cost model (``nkic.target.costs``) prices, from the memlocs' memories and
+dtypes only, so that engine assignment and scheduling can ask what an instruction would cost on an engine before
+it has physical operands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr
+from xdsl.ir import Attribute
+
+from nkic.dialects import bir
+from nkic.dialects.common import AccessPatternAttr, value_of
+from nkic.target.instructions import InstrSpec
+from nkic.target.isa import MAX_FREE_DIMS, Instr, Operand, encode_fields
+from nkic.target.vocab import HBM_MEMORIES
+
+
+def _int(inst: bir.BirInst, name: str) -> int:
+    v = inst.properties.get(name)
+    return int(v.value.data) if isinstance(v, IntegerAttr) else 0
+
+
+def _python(attr: Attribute) -> Any:
+    if isinstance(attr, DenseArrayBase):
+        return tuple(int(a) for a in attr.get_values())
+    if isinstance(attr, AccessPatternAttr):
+        return attr
+    return value_of(attr)
+
+
+def isa_fields(inst: bir.BirInst) -> dict[str, Any]:
+    """The ISA immediates and flags of a BIR instruction, as its declaration maps them."""
+    spec: InstrSpec = inst.SPEC
+    values = {f.name: _python(inst.properties[f.name]) for f in spec.fields if f.name in inst.properties}
+    fields = {f.isa_name: values[f.name] for f in spec.fields if f.isa_name is not None and f.name in values}
+    fields.update(spec.constants)
+    if spec.derive is not None:
+        fields.update(spec.derive(values))
+    if spec.is_dma:
+        fields["queue"] = _int(inst, "queue")
+    for f in spec.fields:
+        if f.kind == "pattern":
+            fields.pop(f.name, None)
+            fields["offset"] = values[f.name].offset.data
+    return fields
+
+
+def pattern_operands(inst: bir.BirInst) -> dict[str, Operand]:
+    """The iota/affine_select ``pattern`` slot: the partition pair carries channel_multiplier."""
+    out = {}
+    for f in inst.SPEC.fields:
+        if f.kind == "pattern":
+            pattern = inst.properties[f.name]
+            assert isinstance(pattern, AccessPatternAttr)
+            nparts = inst.ap("dst").shape[0]  # type: ignore[union-attr]
+            out["pattern"] = Operand("none", "int32", ((_int(inst, "channel_multiplier"), nparts), *pattern.pairs))
+    return out
+
+
+def _fit(pairs: list[tuple[int, int]], keep: int) -> tuple[tuple[int, int], ...]:
+    """At most ``keep`` leading pairs plus MAX_FREE_DIMS free ones: outer free dims fold into one (for costing)."""
+    head, free = pairs[:keep], pairs[keep:]
+    while len(free) > MAX_FREE_DIMS:
+        (s0, n0), (_, n1) = free[0], free[1]
+        free = [(s0, n0 * n1), *free[2:]]
+    return (*head, *free)
+
+
+def _cost_operand(loc: bir.MemLocOp, ap: AccessPatternAttr) -> Operand:
+    if loc.mem in HBM_MEMORIES:
+        return Operand("hbm", loc.dtype.data, _fit(list(ap.pairs), 1))
+    (_, nparts), *free = ap.pairs
+    return Operand(loc.mem, loc.dtype.data, _fit([(1, nparts), *free], 1))
+
+
+def cost_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str | None = None) -> Instr:
+    """The ISA record of ``inst`` on ``engine`` (default: its own) with placeholder addresses."""
+    spec: InstrSpec = inst.SPEC
+    operands: dict[str, Operand] = {}
+    for role, ref, ap in zip(inst.role_names, inst.ref_names, inst.aps.data):
+        operands[spec.role(role).isa_slot] = _cost_operand(locs[ref], ap)
+    operands.update(pattern_operands(inst))
+    fields = isa_fields(inst)
+    imms, flags = encode_fields(spec.isa, fields.get, lambda slot: slot in operands)
+    slots = spec.isa.slots
+    return Instr(spec.opcode, engine or inst.engine.data, tuple(operands.get(s) for s in slots), imms, flags)
