@@ -2,8 +2,9 @@
 
 Fixed homes: DMAs on SP, matmul and PSUM-destined transposes on PE, activation on ACT, iota/affine_select on
 Pool, reductions/reciprocal/fused vector ops on DVE. Elementwise ops that several engines can run go to the
-least-loaded legal engine (estimated busy time), never to Pool when an operand is in PSUM. A user's engine
-hint is kept, and rejected when that engine cannot run the op.
+least-loaded legal engine, never to an engine that cannot reach PSUM when an operand is there. Load is the busy
+time the shared cost model (``nkic.target.costs``, the simulator's) gives each instruction on its engine. A user's
+engine hint is kept, and rejected when that engine cannot run the op.
 """
 
 from __future__ import annotations
@@ -17,50 +18,50 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.instructions import str_field
-from nkic.target.machine import DEFAULT_TARGET, get_target
-
-CLOCK_GHZ = get_target(DEFAULT_TARGET).clock_ghz  # the cost model's clocks
-ACT_TENSOR_SCALAR_OPS = {"multiply", "add", "subtract", "bypass"}
-
-
-def _free_elems(inst: bir.BirInst) -> int:
-    ap = inst.ap("dst")
-    assert ap is not None
-    return max(1, ap.num_elements // ap.shape[0])
+from nkic.passes.lowering import cost_record
+from nkic.target.costs import instr_ns
+from nkic.target.machine import ENGINE_BY_NAME, TARGETS, Target, get_target
 
 
 def legal_engines(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> tuple[str, ...]:
+    """The declaration's engines, minus those that cannot reach the operands' memories or run the ALU ops."""
     engines = inst.SPEC.engines
-    mems = {locs[r].mem for r in inst.ref_names}
-    if "psum" in mems:
-        engines = tuple(e for e in engines if e != "pool")
-    if inst.OPNAME == "transpose":
+    if any(locs[r].mem == "psum" for r in inst.ref_names):
+        engines = tuple(e for e in engines if ENGINE_BY_NAME[e].psum)
+    if inst.OPNAME == "transpose":  # PE transposes land in PSUM, VectorE ones in SBUF
         engines = ("pe",) if locs[inst.ref("dst") or ""].mem == "psum" else ("dve",)
-    if inst.OPNAME == "tensor_scalar" and not {str_field(inst, "op0"), str_field(inst, "op1") or "bypass"} <= (
-        ACT_TENSOR_SCALAR_OPS
-    ):
-        engines = tuple(e for e in engines if e != "act")
+    if inst.OPNAME == "tensor_scalar":  # ScalarE's scalar stages have a reduced ALU
+        ops = {str_field(inst, "op0"), str_field(inst, "op1") or "bypass"}
+        engines = tuple(e for e in engines if ENGINE_BY_NAME[e].alu_ops is None or ops <= ENGINE_BY_NAME[e].alu_ops)
     return engines
+
+
+def assign(fn: bir.FunctionOp, target: Target) -> None:
+    """Least-loaded legal engine for every unassigned instruction; load is the cost model's busy time."""
+    locs = fn.memlocs()
+    load = dict.fromkeys(ENGINE_BY_NAME, 0.0)
+    for inst in fn.instructions():
+        legal = legal_engines(inst, locs)
+        engine = inst.engine.data
+        if engine == "unassigned":
+            engine = min(legal, key=lambda e: (load[e], legal.index(e)))
+        elif engine not in legal:
+            raise PassFailedException(
+                f"instruction {inst.inst_id} ({inst.OPNAME}"
+                f"{', ' + inst.loc.data if inst.loc else ''}) cannot run on {engine}; "
+                f"legal engines: {', '.join(legal)}"
+            )
+        inst.properties["engine"] = StringAttr(engine)
+        load[engine] += instr_ns(cost_record(inst, locs, engine), target)
 
 
 @dataclass(frozen=True)
 class AssignEnginesPass(ModulePass):
     name = "assign-engines"
+    target: str = "gen3"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.target not in TARGETS:
+            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
-            locs = fn.memlocs()
-            load = dict.fromkeys(CLOCK_GHZ, 0.0)
-            for inst in fn.instructions():
-                legal = legal_engines(inst, locs)
-                engine = inst.engine.data
-                if engine == "unassigned":
-                    engine = min(legal, key=lambda e: (load[e], legal.index(e)))
-                elif engine not in legal:
-                    raise PassFailedException(
-                        f"instruction {inst.inst_id} ({inst.OPNAME}"
-                        f"{', ' + inst.loc.data if inst.loc else ''}) cannot run on {engine}; "
-                        f"legal engines: {', '.join(legal)}"
-                    )
-                inst.properties["engine"] = StringAttr(engine)
-                load[engine] += max(64, _free_elems(inst)) / CLOCK_GHZ[engine]
+            assign(fn, get_target(self.target))

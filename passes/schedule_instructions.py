@@ -2,7 +2,7 @@
 
 Engines execute in order, so the order instructions are emitted in *is* the schedule. Program order serialises
 independent work (e.g. one attention Q group's softmax blocks the next group's QK^T on PE). This pass replays the
-dependency graph of ``dependency-analysis`` against a simple cost model: repeatedly emit, among the instructions
+dependency graph of ``dependency-analysis`` against the shared cost model (``nkic.target.costs``, the simulator's): repeatedly emit, among the instructions
 whose dependencies are all emitted, the one that can start earliest (its engine free and its producers finished),
 ties broken by program order. Any topological order of the edges is correct; instructions are then renumbered in
 the new order (dependency edges follow).
@@ -19,34 +19,19 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.target.vocab import dtype_size
 from nkic.dialects.traits import IsDma
-from nkic.target.costs import DMA_FIXED_NS, DMA_MAX_ENGINES
-from nkic.target.machine import DEFAULT_TARGET, get_target
-
-# The cost model's own numbers (default target), so ranking and simulation agree on clocks and DMA rates.
-CLOCK_GHZ = get_target(DEFAULT_TARGET).clock_ghz
-DMA_BYTES_PER_NS = get_target(DEFAULT_TARGET).dma_bytes_per_ns * DMA_MAX_ENGINES  # every DMA engine of a core
-DMA_QUEUES = 4
+from nkic.passes.lowering import cost_record
+from nkic.target.costs import dma_ns, instr_ns
+from nkic.target.machine import TARGETS, Target, get_target
 
 
-def estimate_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> float:
-    """A coarse duration (ns): enough to rank candidates, not the simulator's cost model."""
-    dst = inst.ap("dst")
-    assert dst is not None
-    free = max(1, dst.num_elements // dst.shape[0])
-    if inst.has_trait(IsDma):
-        name = inst.ref("dst")
-        assert name is not None
-        return DMA_FIXED_NS + dst.num_elements * dtype_size(locs[name].dtype.data) / DMA_BYTES_PER_NS
-    if inst.OPNAME == "matmul":
-        mov = inst.ap("moving")
-        assert mov is not None
-        return max(64, mov.num_elements // mov.shape[0]) / CLOCK_GHZ["pe"]
-    return (max(64, free) + 64) / CLOCK_GHZ[inst.engine.data]
+def duration_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -> float:
+    """How long ``inst`` holds its resource (engine, or DMA queue) under the shared cost model."""
+    record = cost_record(inst, locs)
+    return dma_ns(record, target) if inst.has_trait(IsDma) else instr_ns(record, target)
 
 
-def schedule(fn: bir.FunctionOp) -> None:
+def schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> None:
     insts = list(fn.instructions())
     if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
         raise PassFailedException("schedule-instructions needs unrolled BIR (run bir-unroll first)")
@@ -60,7 +45,7 @@ def schedule(fn: bir.FunctionOp) -> None:
     waiting = [len(ps) for ps in preds]
     finish = [0.0] * len(insts)
     engine_free: dict[str, float] = {}
-    queue_free = [0.0] * DMA_QUEUES
+    queue_free = [0.0] * num_queues
     ready: list[tuple[float, int]] = []
 
     def resource_free(i: int) -> float:
@@ -86,7 +71,7 @@ def schedule(fn: bir.FunctionOp) -> None:
                 heapq.heappush(ready, c)
         t, i = best
         start = max(t, resource_free(i))
-        finish[i] = start + estimate_ns(insts[i], locs)
+        finish[i] = start + duration_ns(insts[i], locs, target)
         if insts[i].has_trait(IsDma):
             q = queue_free.index(min(queue_free))
             queue_free[q] = finish[i]
@@ -119,7 +104,13 @@ def _reorder(fn: bir.FunctionOp, new_order: list[bir.BirInst]) -> None:
 @dataclass(frozen=True)
 class ScheduleInstructionsPass(ModulePass):
     name = "schedule-instructions"
+    target: str = "gen3"
+    num_queues: int = 4  # the DMA queues insert-semaphores will spread transfers over
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.target not in TARGETS:
+            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
+        if self.num_queues < 1:
+            raise PassFailedException("num_queues must be at least 1")
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
-            schedule(fn)
+            schedule(fn, get_target(self.target), self.num_queues)

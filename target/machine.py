@@ -21,20 +21,26 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Engine:
-    """One engine of a NeuronCore. ``code`` is its id in instruction records and also its semaphore id."""
+    """One engine of a NeuronCore. ``code`` is its id in instruction records and also its semaphore id.
+
+    ``psum``: whether its instructions may access PSUM; ``alu_ops``: the ALU ops its scalar stages support (None:
+    all of them).
+    """
 
     name: str  # IR / ISA name
     nki: str  # the nki.isa.engine member that selects it
     code: int
     label: str
+    psum: bool = True
+    alu_ops: frozenset[str] | None = None
 
 
 ENGINES: tuple[Engine, ...] = (
     Engine("pe", "tensor", 0, "PE (TensorE)"),
-    Engine("act", "scalar", 1, "ACT (ScalarE)"),
+    Engine("act", "scalar", 1, "ACT (ScalarE)", alu_ops=frozenset({"multiply", "add", "subtract", "bypass"})),
     Engine("dve", "vector", 2, "DVE (VectorE)"),
-    Engine("pool", "gpsimd", 3, "POOL (GpSimdE)"),
-    Engine("sp", "sync", 4, "SP (SyncE)"),
+    Engine("pool", "gpsimd", 3, "POOL (GpSimdE)", psum=False),
+    Engine("sp", "sync", 4, "SP (SyncE)", psum=False),
 )
 ENGINE_NAMES: tuple[str, ...] = tuple(e.name for e in ENGINES)
 ENGINE_BY_NAME: dict[str, Engine] = {e.name: e for e in ENGINES}
