@@ -50,7 +50,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import instructions as fields
 from nkic.dialects.common import BIR_ENGINES, MEMORIES, check_member
-from nkic.target.vocab import DTYPES, dtype_size
+from nkic.target.machine import NUM_PARTITIONS
+from nkic.target.vocab import DTYPES, ON_CHIP, dtype_size
 from nkic.dialects.inst import RoleOperandOp
 
 DEP_KINDS = ("flow", "output", "anti", "ordered")
@@ -198,8 +199,10 @@ class MemLocOp(IRDLOperation):
         check_member("memory space", self.mem, MEMORIES)
         check_member("memloc kind", self.kind.data, MEMLOC_KINDS)
         check_member("dtype", self.dtype.data, tuple(DTYPES))
-        if self.mem in ("sbuf", "psum") and self.dims[0] > 128:
-            raise VerifyException(f"partition dimension {self.dims[0]} exceeds the architecture limit of 128")
+        if self.mem in ON_CHIP and self.dims[0] > NUM_PARTITIONS:
+            raise VerifyException(
+                f"partition dimension {self.dims[0]} exceeds the architecture limit of {NUM_PARTITIONS}"
+            )
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

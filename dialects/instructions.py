@@ -23,7 +23,7 @@ from nkic.dialects.inst import RoleOperandOp
 from nkic.dialects.traits import TRAITS, AccumulatesDst
 from nkic.target.instructions import INSTRUCTIONS, Field, InstrSpec
 from nkic.target.isa import ENUM_KINDS
-from nkic.target.machine import MAX_MATMUL_N
+from nkic.target.machine import MAX_MATMUL_K, MAX_MATMUL_M, MAX_MATMUL_N
 
 
 def str_field(op: RoleOperandOp, name: str) -> str | None:
@@ -167,9 +167,10 @@ def _matmul(op: InstructionFields) -> None:
         raise VerifyException(f"matmul contraction mismatch: stationary K={k}, moving K={mv[0]}")
     if dst[0] != m or _free(dst) != _free(mv):
         raise VerifyException(f"matmul dst shape {dst} does not match [{m}, {_free(mv)}]")
-    if k > 128 or m > 128 or _free(mv) > MAX_MATMUL_N:
+    if k > MAX_MATMUL_K or m > MAX_MATMUL_M or _free(mv) > MAX_MATMUL_N:
         raise VerifyException(
-            f"matmul limits exceeded: K={k} (<=128), M={m} (<=128), N={_free(mv)} (<={MAX_MATMUL_N})"
+            f"matmul limits exceeded: K={k} (<={MAX_MATMUL_K}), M={m} (<={MAX_MATMUL_M}), "
+            f"N={_free(mv)} (<={MAX_MATMUL_N})"
         )
 
 

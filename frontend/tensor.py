@@ -23,6 +23,7 @@ from typing import Any
 from nkic.frontend.affine import DynSlice, IndexExpr, is_symbolic, value_bounds
 from nkic.frontend.dtypes import Buffer, itemsize, normalize_dtype
 from nkic.frontend.errors import NkiError
+from nkic.target.machine import NUM_PARTITIONS
 
 Pairs = tuple[tuple[int, int], ...]
 
@@ -245,8 +246,8 @@ class NkiTensor:
                     f"the first pair of an on-chip access pattern must be [{row}, nparts], got {list(pairs[0])}",
                     "on-chip patterns start with the partition step (elements per partition)",
                 )
-            if pairs[0][1] > 128:
-                raise NkiError(f"access pattern spans {pairs[0][1]} partitions, the limit is 128")
+            if pairs[0][1] > NUM_PARTITIONS:
+                raise NkiError(f"access pattern spans {pairs[0][1]} partitions, the limit is {NUM_PARTITIONS}")
         view = base._view(off, pairs, new)
         lo, hi = _flat_bounds(view)
         if lo < 0 or hi >= base.storage_elems():

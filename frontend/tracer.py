@@ -625,7 +625,7 @@ def _check_on_chip_shape(dims: tuple[int, ...], dtype: str, buffer: str, target:
     if dims[0] > t.num_partitions:
         raise NkiError(
             f"Size of partition dimension {dims[0]} exceeds architecture limitation of {t.num_partitions}",
-            "the first dim of an SBUF/PSUM tensor is the partition dim; tile it to at most 128",
+            f"the first dim of an SBUF/PSUM tensor is the partition dim; tile it to at most {t.num_partitions}",
         )
     row = itemsize(dtype)
     for d in dims[1:]:

@@ -21,7 +21,7 @@ from xdsl.utils.exceptions import PassFailedException
 import nkic
 from nkic.dialects import bir, bir_json, klir_binary, penguin
 from nkic.dialects.instructions import reads_dst
-from nkic.target.machine import ENGINE_OF_HINT
+from nkic.target.machine import ENGINE_OF_HINT, NUM_PARTITIONS
 
 NKI_BINARY_VERSION = f"nkic-{nkic.__version__}"
 
@@ -156,7 +156,7 @@ def _internal_kernel(node: penguin.KernelNodeOp) -> penguin.KernelOp:
 
 def _buf_shape(fn: bir.FunctionOp, memory: str) -> DenseArrayBase:
     per_part = sum(m.bytes_per_partition for m in fn.memlocs().values() if m.mem == memory)
-    return DenseArrayBase.from_list(i64, [128, per_part])
+    return DenseArrayBase.from_list(i64, [NUM_PARTITIONS, per_part])
 
 
 def kernel_functions(kernel: penguin.KernelOp) -> list[bir.FunctionOp]:

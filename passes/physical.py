@@ -8,6 +8,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
+from nkic.target.machine import NUM_PARTITIONS
 from nkic.target.vocab import dtype_size
 
 ON_CHIP = ("sbuf", "psum")
@@ -55,6 +56,6 @@ def place(loc: bir.MemLocOp, ap: AccessPatternAttr, inst: bir.BirInst, role: str
         )
     p0, off = divmod(ap.offset.data, row)
     part, base = loc.addr
-    if p0 + part + nparts > 128:
-        raise PassFailedException(f"instruction {inst.inst_id} {role} reaches past partition 127")
+    if p0 + part + nparts > NUM_PARTITIONS:
+        raise PassFailedException(f"instruction {inst.inst_id} {role} reaches past partition {NUM_PARTITIONS - 1}")
     return Placement(loc.mem, "", part + p0, nparts, base + off * es, tuple(free), dtype)

@@ -15,7 +15,7 @@ __all__ = [
     "Engine", "ENGINES", "ENGINE_NAMES", "ENGINE_BY_NAME", "NKI_ENGINES", "ENGINE_OF_HINT", "Target", "TARGETS",
     "DEFAULT_TARGET", "TARGET_ALIASES", "get_target", "NUM_PARTITIONS", "NUM_DMA_QUEUES", "QUEUE_SEM_BASE",
     "NUM_SEMAPHORES", "engine_sem", "queue_sem", "valid_sem", "sem_name", "MAX_SBUF_BYTES", "MAX_PSUM_BYTES",
-    "MAX_MATMUL_N", "REFERENCE_CLOCK_GHZ",
+    "MAX_MATMUL_K", "MAX_MATMUL_M", "MAX_MATMUL_N", "REFERENCE_CLOCK_GHZ",
 ]  # fmt: skip
 
 
@@ -142,6 +142,8 @@ TARGET_ALIASES: dict[str, str] = {a: t.name for t in TARGETS.values() for a in (
 # Static bounds for verifiers that do not know the target: no target is larger.
 MAX_SBUF_BYTES = max(t.sbuf_bytes_per_partition for t in TARGETS.values())
 MAX_PSUM_BYTES = max(t.psum_bytes_per_partition for t in TARGETS.values())
+MAX_MATMUL_K = max(t.matmul_max_k for t in TARGETS.values())
+MAX_MATMUL_M = max(t.matmul_max_m for t in TARGETS.values())
 MAX_MATMUL_N = max(t.matmul_max_n for t in TARGETS.values())
 
 

@@ -15,6 +15,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
+from nkic.target.machine import ENGINE_NAMES
+
 BINARY_TARGETS = frozenset({"neff"})
 
 
@@ -34,7 +36,7 @@ def isa_module_to_neff(module: ModuleOp, name: str, metadata: Mapping[str, Any] 
             if variables.setdefault(v.name, v) != v:
                 raise DiagnosticException(f"variable '{v.name}' differs between subgraphs")
         streams = program.core_streams(core)
-        engines = {e: [inst.to_instr() for inst in streams.get(e, [])] for e in ("pe", "act", "dve", "pool", "sp")}
+        engines = {e: [inst.to_instr() for inst in streams.get(e, [])] for e in ENGINE_NAMES}
         subgraphs.append(Subgraph(core.sym_name.data, engines))
     return Neff(name, sorted(variables.values(), key=lambda v: v.var_id), subgraphs, dict(metadata or {}))
 
