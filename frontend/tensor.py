@@ -6,7 +6,7 @@ kernel parameter or an ``nl.ndarray``). Element ``(i0, …, ik)`` of the view is
 (SBUF/PSUM) pair 0 is the partition pair ``[row_elems·k, nparts]``, matching NKI's ``.ap`` semantics, so the view is
 exactly the operand pattern the emitter records.
 
-Indexing follows NKI 0.3+ (nki-api.md §2.2): ints, slices with steps, negative indices, ``...``, ``nl.ds`` and loop
+Indexing follows NKI 0.3+: ints, slices with steps, negative indices, ``...``, ``nl.ds`` and loop
 variable expressions. On-chip views keep the partition dim and stay ≥2-D; HBM views drop int-indexed dims.
 Tensor values are unknown at trace time, so ``bool()``, comparisons and ``int()`` on a tensor raise the dynamic
 control flow error.

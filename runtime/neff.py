@@ -1,4 +1,4 @@
-"""The NEFF container: a 1024-byte header (hardware.md §3.2) followed by a gzipped tar of JSON and ISA members.
+"""The NEFF container: a 1024-byte header (the documented Neuron NEFF header layout) followed by a gzipped tar of JSON and ISA members.
 
 Writing is byte-for-byte deterministic. Reading never touches the disk, bounds decompression, and turns every
 problem into :class:`NeffFormatError` -- a NEFF is untrusted input.
@@ -141,7 +141,7 @@ def _def_json(neff: Neff, sg: Subgraph) -> dict[str, object]:
 
 
 def _ap_desc(op: Operand, var_names: Mapping[int, str], side: str) -> dict[str, object]:
-    """A §3.5-style view of one side of a transfer: steps in bytes and sizes innermost first."""
+    """A DMA-descriptor-style view of one side of a transfer: steps in bytes and sizes innermost first."""
     pairs = list(reversed(op.pattern))
     where = var_names.get(op.var_id, f"v{op.var_id}") if op.memory == "hbm" else op.memory
     desc: dict[str, object] = {
@@ -316,7 +316,7 @@ def _gunzip(payload: bytes, limit: int) -> bytes:
 def _unpack_payload(payload: bytes, limit: int) -> bytes:
     if payload[:2] == b"\x1f\x8b":
         return _gunzip(payload, limit)
-    # neuron-packager can store the tar uncompressed (hardware.md §3.1), so sniff for a ustar header.
+    # neuron-packager can store the tar uncompressed, so sniff for a ustar header.
     if payload[257:262] == b"ustar":
         if len(payload) > limit:
             raise _bad(f"payload is larger than {limit} bytes")

@@ -69,7 +69,7 @@ def _logical(fn: Callable[[Array, Array], Array]) -> Callable[[Array, Array], Ar
 def _divide(a: Array, b: Array) -> Array:
     if a.dtype.kind == "f":
         return a / b
-    # Integer division truncates toward zero like C; division by zero yields 0 [G].
+    # Integer division truncates toward zero like C; division by zero yields 0 (a guess: unpublished).
     safe = np.where(b == 0, 1, b)
     q = np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)
     return np.where(b == 0, 0, q)
@@ -184,7 +184,7 @@ def _sigmoid(x: Array) -> Array:
 
 
 # Odd Taylor polynomial through x^17: |error| < 3e-8 on [-pi, pi]. Evaluated without range reduction, so inputs
-# outside [-pi, pi] give garbage as on ScalarE (nki-api §3.2 "sin(9.0) ≈ 27.65"); the exact garbage is unknown [G].
+# outside [-pi, pi] give garbage as on ScalarE (the NKI docs' example: sin(9.0) ≈ 27.65); the exact garbage is unknown (a guess).
 _SIN_COEFFS = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(9))
 
 
