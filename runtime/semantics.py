@@ -43,7 +43,7 @@ def as_int(x: Array) -> Array:
 def cast(values: Array, dtype: str) -> Array:
     """Convert engine results to a storage dtype.
 
-    Float -> int rounds half-to-even and saturates (NaN -> 0) [G: the hardware rule is unpublished];
+    Float -> int rounds half-to-even and saturates (NaN -> 0) (a guess: the hardware rule is unpublished);
     int -> int wraps like two's-complement hardware; float -> float rounds to nearest even (ml_dtypes for bf16/fp8).
     """
     dt = DTYPES[dtype]
