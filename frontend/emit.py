@@ -56,14 +56,12 @@ def _pattern_attr(pattern: Sequence[Sequence[int]], offset: int = 0) -> AccessPa
 
 
 # Attributes whose Python value needs a specific attribute form.
-_SPECIAL_ATTRS = {
+# How a traced field value becomes a property, by the field's kind in the instruction declaration.
+_BY_KIND = {
     "axes": lambda v: DenseArrayBase.from_list(i64, [int(a) for a in v]),
-    "channel_multiplier": lambda v: IntegerAttr(int(v), i64),
-    "on_false_value": lambda v: FloatAttr(float(v), f32),
-    "operand0": lambda v: FloatAttr(float(v), f32),
-    "operand1": lambda v: FloatAttr(float(v), f32),
-    "bias": lambda v: FloatAttr(float(v), f32),
-    "scale": lambda v: FloatAttr(float(v), f32),
+    "int": lambda v: IntegerAttr(int(v), i64),
+    "f32": lambda v: FloatAttr(float(v), f32),
+    "value": lambda v: FloatAttr(float(v), f32) if isinstance(v, float) else IntegerAttr(int(v), i64),
 }
 
 
@@ -113,17 +111,17 @@ class PenguinEmitter:
             ),
             "loc": StringAttr(str(loc)),
         }
+        kinds = {f.name: f.kind for f in cls.SPEC.fields}
         for k, v in attrs.items():
             if v is None:
                 continue
-            if k == "pattern":
+            kind = kinds.get(k)
+            if kind == "pattern":  # the traced offset is the pattern's
                 props[k] = _pattern_attr(v, int(attrs.get("offset", 0) or 0))
             elif k == "offset" and "pattern" in attrs:
                 continue
-            elif k == "value" and op == "memset":
-                props[k] = FloatAttr(float(v), f32) if isinstance(v, float) else IntegerAttr(int(v), i64)
-            elif k in _SPECIAL_ATTRS:
-                props[k] = _SPECIAL_ATTRS[k](v)
+            elif kind in _BY_KIND:
+                props[k] = _BY_KIND[kind](v)
             else:
                 props[k] = attr_of(v)
         new = cls.create(operands=[operands[r].tensor for r in roles], properties=props)
