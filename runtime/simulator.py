@@ -22,7 +22,7 @@ from nkic.runtime import semantics as sem
 from nkic.runtime.errors import SimulationDeadlock, SimulationError
 from nkic.runtime.neff import Neff, Variable, read_neff
 from nkic.target.costs import dma_ns, instr_ns
-from nkic.target.isa import OPCODES, Instr, Operand, bits_f32
+from nkic.target.isa import Instr, Operand, bits_f32, per_opcode
 from nkic.target.machine import (
     ENGINE_NAMES,
     ENGINES,
@@ -300,15 +300,7 @@ EXECUTORS: dict[str, Executor] = {}
 
 def execute(*opcodes: str) -> Callable[[Executor], Executor]:
     """Register the numerical effect of ``opcodes``: ``fn(core, instr)``."""
-
-    def register(fn: Executor) -> Executor:
-        for op in opcodes:
-            if op not in OPCODES:
-                raise ValueError(f"executor for undeclared opcode {op}")
-            EXECUTORS[op] = fn
-        return fn
-
-    return register
+    return per_opcode(EXECUTORS, "executor", *opcodes)
 
 
 def _value(ins: Instr, prop: str) -> str | int | float:

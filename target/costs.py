@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from nkic.target.isa import OPCODES, Instr, Operand
+from nkic.target.isa import Instr, Operand, per_opcode
 from nkic.target.machine import DEFAULT_TARGET, Target, get_target
 
 __all__ = [
@@ -31,16 +31,8 @@ COSTS: dict[str, CostFn] = {}
 
 
 def cost(*opcodes: str) -> Callable[[CostFn], CostFn]:
-    """Register the cycle cost of ``opcodes`` (like xDSL's ``@impl``): ``fn(instr, target) -> cycles``."""
-
-    def register(fn: CostFn) -> CostFn:
-        for op in opcodes:
-            if op not in OPCODES:
-                raise ValueError(f"cost for undeclared opcode {op}")
-            COSTS[op] = fn
-        return fn
-
-    return register
+    """Register the cycle cost of ``opcodes``: ``fn(instr, target) -> cycles``."""
+    return per_opcode(COSTS, "cost", *opcodes)
 
 
 def _free(op: Operand | None) -> int:

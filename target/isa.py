@@ -12,6 +12,7 @@ import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from nkic.target.machine import ENGINE_NAMES
 from nkic.target.vocab import ACT_FUNCS, ALU_OPS, DTYPES, ISA_MEMORIES, REDUCE_CMDS, Vocabulary
@@ -209,6 +210,22 @@ OPCODES: dict[str, OpSpec] = {s.mnemonic: s for s in _SPECS}
 OPCODE_BY_CODE: dict[int, OpSpec] = {s.code: s for s in _SPECS}
 assert len(OPCODE_BY_CODE) == len(OPCODES), "opcode codes are unique"
 assert all(len(s.slots) <= MAX_SLOTS and len(s.imms) <= MAX_IMMS for s in _SPECS)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def per_opcode(table: dict[str, F], what: str, *opcodes: str) -> Callable[[F], F]:
+    """A decorator registering one function for ``opcodes`` in ``table`` (as xDSL's ``@impl(Op)``)."""
+
+    def register(fn: F) -> F:
+        for op in opcodes:
+            if op not in OPCODES:
+                raise ValueError(f"{what} for undeclared opcode {op}")
+            table[op] = fn
+        return fn
+
+    return register
 
 
 def register_opcode(spec: OpSpec) -> OpSpec:
