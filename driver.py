@@ -1,7 +1,8 @@
 """The compiler driver: traced kernel -> penguin -> bir -> ISA -> NEFF bytes, and running a NEFF.
 
 Everything stays in memory in one process: the pipeline applies passes to one module and only prints IR text when
-a dump directory is asked for.
+a dump directory is asked for. The driver sits above the passes and the kernel library: it hands the passes the
+library's kernel resolver (``nkic.passes.resolver``) for the kernels a module names but does not contain.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 if TYPE_CHECKING:
+    from nkic.frontend import TracedKernel
+    from nkic.passes.resolver import KernelResolver
     from nkic.runtime.simulator import RunResult
 
 
@@ -76,13 +79,22 @@ def compile_module(
     verify: bool = True,
     kernel_format: str = "bir",
     alloc_policy: str = "rotate",
+    resolver: KernelResolver | None = None,
 ) -> CompileResult:
     """Run the whole pipeline on a penguin module (modified in place) and print the NEFF.
 
     ``verify`` checks the module after every pass (as nkic-opt does); its cost is part of each stage's time.
+    ``resolver`` resolves the library kernels the module names (internal kernel nodes, IT54 macros); the default is
+    ``nkic.library.RESOLVER``.
     """
+    from nkic.passes.resolver import use_resolver
     from nkic.runtime.neff import write_neff
     from nkic.tools.targets import isa_module_to_neff
+
+    if resolver is None:
+        from nkic.library import RESOLVER
+
+        resolver = RESOLVER
 
     ctx = make_context()
     result = CompileResult(neff=b"", module=module)
@@ -97,14 +109,16 @@ def compile_module(
         if on_stage is not None:
             on_stage(rec)
 
-    for i, p in enumerate(pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy), start=1):
-        t0 = time.perf_counter()
-        p.apply(ctx, module)
-        if verify:
-            module.verify()
-        record(p.name, t0)
-        if dump is not None:
-            (dump / f"{i:02d}-{p.name}.mlir").write_text(str(module) + "\n")
+    passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy)
+    with use_resolver(resolver):
+        for i, p in enumerate(passes, start=1):
+            t0 = time.perf_counter()
+            p.apply(ctx, module)
+            if verify:
+                module.verify()
+            record(p.name, t0)
+            if dump is not None:
+                (dump / f"{i:02d}-{p.name}.mlir").write_text(str(module) + "\n")
     t0 = time.perf_counter()
     meta = {"kernel": name, "target": target, **(metadata or {})}
     result.neff = write_neff(isa_module_to_neff(module, name, meta))
@@ -114,7 +128,7 @@ def compile_module(
     return result
 
 
-def compile_traced(traced: Any, *, dump_dir: str | Path | None = None, **kw: Any) -> CompileResult:
+def compile_traced(traced: TracedKernel, *, dump_dir: str | Path | None = None, **kw: Any) -> CompileResult:
     """Compile a ``TracedKernel`` (see ``nkic.frontend.tracer``)."""
     meta = {
         "inputs": [list(i) for i in traced.inputs],
