@@ -11,7 +11,8 @@ __version__ = "0.1.0"
 
 
 def install_nki_alias() -> None:
-    """Make ``import nki`` / ``nki.language`` / ``nki.isa`` resolve to nkic's frontend."""
-    from nkic.frontend.alias import install
+    """Make ``import nki`` / ``nki.language`` / ``nki.isa`` / ``nki.compiler`` / ``nki.typing`` resolve to nkic's
+    public NKI modules (``nkic.api`` and the frontend namespaces)."""
+    from nkic.alias import install
 
     install()

@@ -2,14 +2,14 @@
 
 Everything stays in memory in one process: the pipeline applies passes to one module and only prints IR text when
 a dump directory is asked for. The driver sits above the passes and the kernel library: it hands the passes the
-library's kernel resolver (``nkic.passes.resolver``) for the kernels a module names but does not contain.
+library's kernel resolver (``nkic.passes.resolver``) for the kernels a module names but does not contain. Running a
+*kernel* (trace, compile, simulate) is one level up, in ``nkic.execute``.
 """
 
 from __future__ import annotations
 
 import time
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -152,22 +152,3 @@ def run_neff(neff: bytes, inputs: Mapping[str, np.ndarray], *, target: str = "ge
     from nkic.runtime.simulator import run_neff_bytes
 
     return run_neff_bytes(neff, dict(inputs), target=target)
-
-
-_RUN_CACHE: dict[int, bytes] = {}
-
-
-def run_traced(traced: Any, arrays: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    """Compile (once per traced kernel) and simulate; outputs in the kernel's return order."""
-    key = id(traced)
-    if key not in _RUN_CACHE:
-        _RUN_CACHE[key] = compile_traced(traced).neff
-        # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
-        weakref.finalize(traced, _RUN_CACHE.pop, key, None)
-    target = getattr(traced.options, "target", "gen3")
-    result = run_neff(_RUN_CACHE[key], arrays, target=target)
-    return [result.outputs[name] for name, *_ in traced.outputs]
-
-
-def output_names(traced: Any) -> Sequence[str]:
-    return [name for name, *_ in traced.outputs]

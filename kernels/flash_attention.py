@@ -26,7 +26,7 @@ Every skip / diagonal / ragged decision is a Python-level (trace-time) choice, s
 the uniform K/V loads are ``nl.affine_range`` loops.
 """
 
-from nkic.frontend import api as nki
+from nkic import api as nki
 
 nl = nki.language
 nisa = nki.isa

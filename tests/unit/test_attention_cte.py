@@ -154,7 +154,7 @@ CASES = [
 
 @pytest.mark.parametrize("seqlen,d,dtype,causal,scale,tp_q", CASES)
 def test_attention_cte_matches_numpy(attention_cte, seqlen, d, dtype, causal, scale, tp_q) -> None:
-    from nkic.frontend import simulate
+    from nkic.execute import simulate
 
     np_dtype = BF16 if dtype == "bfloat16" else np.float32
     q, k, v = _inputs(1, seqlen, d, np_dtype, tp_q)
@@ -179,7 +179,7 @@ def test_attention_cte_matches_numpy(attention_cte, seqlen, d, dtype, causal, sc
 
 def test_attention_cte_batches_and_gqa(attention_cte) -> None:
     """bs=4 query batches over bs_kv=2 K/V batches (GQA: q batch b uses kv batch b // 2)."""
-    from nkic.frontend import simulate
+    from nkic.execute import simulate
 
     rng = np.random.default_rng(7)
     q = rng.standard_normal((4, 256, 64)).astype(BF16)
@@ -208,7 +208,7 @@ def test_attention_cte_trace_uses_the_default_path(attention_cte) -> None:
 def test_attention_cte_layout_and_launch_variants(attention_cte) -> None:
     """tp_k (K given as (bs, seqlen, d)), tp_out (output (bs, d, seqlen)), an LNC2 launch sharding two batches
     over two programs, fp16 inputs and seqlen_q < seqlen_k all agree with the float64 reference."""
-    from nkic.frontend import simulate
+    from nkic.execute import simulate
 
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal(shape).astype(BF16) for shape in ((2, 512, 64), (2, 64, 512), (2, 512, 64)))
@@ -229,7 +229,7 @@ def test_attention_cte_layout_and_launch_variants(attention_cte) -> None:
 
 def test_attention_cte_cache_softmax(attention_cte) -> None:
     """cache_softmax also returns −max and 1/sum of every query row, laid out (bs, 128, seqlen_q / 128)."""
-    from nkic.frontend import simulate
+    from nkic.execute import simulate
 
     q, k, v = _inputs(1, 256, 64, np.float32, True, seed=11)
     with contextlib.redirect_stdout(io.StringIO()):

@@ -8,8 +8,10 @@ import pytest
 
 from nkic.dialects import bir, klir_binary, penguin
 from nkic.driver import compile_module, compile_traced, make_context, run_neff
+from nkic import api as nki
 from nkic import library
-from nkic.frontend import TensorSpec, api as nki, simulate
+from nkic.execute import simulate
+from nkic.frontend import TensorSpec
 from nkic.kernels.softmax import softmax
 from nkic.passes.penguin_to_bir import PenguinToBirPass
 from nkic.passes.translate_nki_ast_to_bir import TranslateNkiAstToBirPass
