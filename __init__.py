@@ -1,11 +1,7 @@
-"""nkic: an open compiler for NKI kernels built on xDSL."""
+"""nkic: an open compiler for NKI kernels built on xDSL.
 
-import os as _os
-
-# The simulator runs many small (<=128x512) matmuls; a threaded BLAS only adds contention there (measured 30x
-# slower on 2 busy cores). A default only: set OPENBLAS_NUM_THREADS yourself to override; it works when nkic is
-# imported before numpy.
-_os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+Importing nkic has no side effects (it sets no environment variables and imports no sub-package).
+"""
 
 __version__ = "0.1.0"
 
