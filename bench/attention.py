@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT.parent))  # run from a checkout without install
 from nkic.driver import compile_traced, run_neff  # noqa: E402
 from nkic.kernels.flash_attention import flash_attention  # noqa: E402
 
-BF16_PEAK_TFLOPS = {"gen2": 92.0, "gen3": 79.0, "gen4": 79.0}  # hardware.md §2, per NeuronCore
+BF16_PEAK_TFLOPS = {"gen2": 92.0, "gen3": 79.0, "gen4": 79.0}  # dense bf16 peak per NeuronCore
 
 
 def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:

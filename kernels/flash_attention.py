@@ -1,6 +1,6 @@
 """Causal / sliding-window / GQA flash attention ``out = softmax(scale · Q·Kᵀ + mask) · V`` (prefill).
 
-The online-softmax algorithm of nkilib's ``attention_cte`` (worked example B, Stage 4b), re-derived for nkic:
+The online-softmax algorithm of nki-library's ``attention_cte`` kernel, re-derived for nkic:
 
 * 128 query rows (a *Q group*) sit on the partitions; Qᵀ ``[d, q]`` and Kᵀ ``[d, k]`` come from HBM by
   ``dma_transpose``, V ``[kv, d]`` by ``dma_copy``. K and V come in 512-column *KV tiles*; GQA query batch ``b``
