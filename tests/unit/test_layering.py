@@ -11,9 +11,10 @@ The rules (a folder's modules never import the listed modules or packages):
 * ``dialects/``: ``runtime/``, ``frontend/``, ``passes/``, ``tools/``, ``kernels/``, ``library/``;
 * ``runtime/``: xDSL, ``dialects/``, ``frontend/``, ``passes/`` — a NEFF runs without the compiler;
 * ``passes/``: ``frontend/``, ``kernels/``, ``tools/``, ``library/`` — library kernels come in through
-  ``passes/resolver.py``;
+  ``passes/resolver.py`` — nor the modules above those (``driver``, ``execute``, ``api``, ``alias``);
 * ``frontend/``: ``passes/``, ``runtime/``, ``driver``, ``tools/`` — the language surface does not know the
-  compiler; running a kernel is ``nkic.execute``'s job;
+  compiler; running a kernel is ``nkic.execute``'s job — nor the other modules above it (``execute``, ``api``,
+  ``alias``, ``library/``, ``kernels/``);
 * ``kernels/``: anything but the public NKI API (``nkic.api``, or ``nki`` after the alias), the standard library
   and numpy — they are user-level kernels.
 """
@@ -130,14 +131,19 @@ class Rule:
     forbidden: Callable[[str], bool]
 
 
+# The top-level modules above the compiler and the frontend.
+_ABOVE = ("driver", "execute", "api", "alias")
+
 RULES: dict[str, Rule] = {
     "target": Rule("target", lambda m: _within(m, "xdsl") or (_within(m, "nkic") and not _within(m, "nkic.target"))),
     "dialects": Rule(
         "dialects", lambda m: _within(m, *_nkic("runtime", "frontend", "passes", "tools", "kernels", "library"))
     ),
     "runtime": Rule("runtime", lambda m: _within(m, "xdsl", *_nkic("dialects", "frontend", "passes"))),
-    "passes": Rule("passes", lambda m: _within(m, *_nkic("frontend", "kernels", "tools", "library"))),
-    "frontend": Rule("frontend", lambda m: _within(m, *_nkic("passes", "runtime", "driver", "tools"))),
+    "passes": Rule("passes", lambda m: _within(m, *_nkic("frontend", "kernels", "tools", "library", *_ABOVE))),
+    "frontend": Rule(
+        "frontend", lambda m: _within(m, *_nkic("passes", "runtime", "tools", "library", "kernels", *_ABOVE))
+    ),
     "kernels": Rule("kernels", lambda m: not _kernels_allow(m)),
 }
 
