@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lit pytest bench clean
 
-# see __init__.py: small simulator matmuls are slower with a threaded BLAS
+# The simulator runs many small matmuls, which a threaded BLAS only slows down (see tools/cli.py default_blas_threads).
 export OPENBLAS_NUM_THREADS ?= 1
 
 $(STAMP): pyproject.toml

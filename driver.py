@@ -1,14 +1,15 @@
 """The compiler driver: traced kernel -> penguin -> bir -> ISA -> NEFF bytes, and running a NEFF.
 
 Everything stays in memory in one process: the pipeline applies passes to one module and only prints IR text when
-a dump directory is asked for.
+a dump directory is asked for. The driver sits above the passes and the kernel library: it hands the passes the
+library's kernel resolver (``nkic.passes.resolver``) for the kernels a module names but does not contain. Running a
+*kernel* (trace, compile, simulate) is one level up, in ``nkic.execute``.
 """
 
 from __future__ import annotations
 
 import time
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 if TYPE_CHECKING:
+    from nkic.frontend import TracedKernel
+    from nkic.passes.resolver import KernelResolver
     from nkic.runtime.simulator import RunResult
 
 
@@ -76,13 +79,22 @@ def compile_module(
     verify: bool = True,
     kernel_format: str = "bir",
     alloc_policy: str = "rotate",
+    resolver: KernelResolver | None = None,
 ) -> CompileResult:
     """Run the whole pipeline on a penguin module (modified in place) and print the NEFF.
 
     ``verify`` checks the module after every pass (as nkic-opt does); its cost is part of each stage's time.
+    ``resolver`` resolves the library kernels the module names (internal kernel nodes, IT54 macros); the default is
+    ``nkic.library.RESOLVER``.
     """
+    from nkic.passes.resolver import use_resolver
     from nkic.runtime.neff import write_neff
     from nkic.tools.targets import isa_module_to_neff
+
+    if resolver is None:
+        from nkic.library import RESOLVER
+
+        resolver = RESOLVER
 
     ctx = make_context()
     result = CompileResult(neff=b"", module=module)
@@ -97,14 +109,16 @@ def compile_module(
         if on_stage is not None:
             on_stage(rec)
 
-    for i, p in enumerate(pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy), start=1):
-        t0 = time.perf_counter()
-        p.apply(ctx, module)
-        if verify:
-            module.verify()
-        record(p.name, t0)
-        if dump is not None:
-            (dump / f"{i:02d}-{p.name}.mlir").write_text(str(module) + "\n")
+    passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy)
+    with use_resolver(resolver):
+        for i, p in enumerate(passes, start=1):
+            t0 = time.perf_counter()
+            p.apply(ctx, module)
+            if verify:
+                module.verify()
+            record(p.name, t0)
+            if dump is not None:
+                (dump / f"{i:02d}-{p.name}.mlir").write_text(str(module) + "\n")
     t0 = time.perf_counter()
     meta = {"kernel": name, "target": target, **(metadata or {})}
     result.neff = write_neff(isa_module_to_neff(module, name, meta))
@@ -114,7 +128,7 @@ def compile_module(
     return result
 
 
-def compile_traced(traced: Any, *, dump_dir: str | Path | None = None, **kw: Any) -> CompileResult:
+def compile_traced(traced: TracedKernel, *, dump_dir: str | Path | None = None, **kw: Any) -> CompileResult:
     """Compile a ``TracedKernel`` (see ``nkic.frontend.tracer``)."""
     meta = {
         "inputs": [list(i) for i in traced.inputs],
@@ -138,22 +152,3 @@ def run_neff(neff: bytes, inputs: Mapping[str, np.ndarray], *, target: str = "ge
     from nkic.runtime.simulator import run_neff_bytes
 
     return run_neff_bytes(neff, dict(inputs), target=target)
-
-
-_RUN_CACHE: dict[int, bytes] = {}
-
-
-def run_traced(traced: Any, arrays: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    """Compile (once per traced kernel) and simulate; outputs in the kernel's return order."""
-    key = id(traced)
-    if key not in _RUN_CACHE:
-        _RUN_CACHE[key] = compile_traced(traced).neff
-        # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
-        weakref.finalize(traced, _RUN_CACHE.pop, key, None)
-    target = getattr(traced.options, "target", "gen3")
-    result = run_neff(_RUN_CACHE[key], arrays, target=target)
-    return [result.outputs[name] for name, *_ in traced.outputs]
-
-
-def output_names(traced: Any) -> Sequence[str]:
-    return [name for name, *_ in traced.outputs]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: see nkic/__init__.py
+# Before numpy loads: the simulator runs many small matmuls, which a threaded BLAS only slows down (measured 30x
+# slower on 2 busy cores); a value already set wins. nkic itself sets no environment variables.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import sys
 import time

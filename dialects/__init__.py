@@ -1,4 +1,5 @@
-"""nkic's dialects, registered lazily (importing a dialect module costs time; see ARCHITECTURE.md)."""
+"""nkic's dialects by name, as factories: a ``Context`` loads a dialect only when it first meets one of its ops, so a
+tool that reads penguin never imports the ISA dialects (importing a dialect module defines all of its op classes)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,19 @@
 """The instruction-op pattern shared by penguin, bir and the ISA dialects.
 
 Every NKI instruction has named tensor operands ("roles": ``dst``, ``data``, ``bias``…), each an access pattern over
-some storage, plus scalar fields. All three IR levels print them the same way::
+some storage, plus scalar fields. All three IR levels print them the same way; here one activation of a kernel at
+each level, as the printer writes it (wrapped at operand boundaries)::
 
-    penguin.activation dst %o[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]] {func = "exp"}
-    bir.activation dst @o[0 : [512, 128], [1, 512]], data @x[...] {engine = "act", id = 4 : i64}
-    isa_act.activate dst sbuf[p0 0x0 : [1, 128], [1, 512] f32], src psum[...] {func = "exp", signal = 1 : i64}
+    penguin.activation dst %y[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]] {func = "exp"}
+    bir.activation dst @k.y[0 : [512, 128], [1, 512]], data @k.x[0 : [512, 128], [1, 512]]
+        {func = "exp", id = 1 : i64, engine = "unassigned", deps = [#bir.dep<flow, 0>]}
+    isa_act.activate dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]],
+        src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]]
+        {id = 2 : i64, func = "exp", wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 1 : i64}
 
 Only the operand reference differs: an SSA tensor (penguin), a memory-location symbol (bir) or a physical location
-(ISA). Subclasses declare ``ROLES`` (canonical order) and ``REQUIRED``; the scalar fields are ordinary IRDL
+(ISA: memory, start partition, byte address and dtype, e.g. ``sbuf(p0, 0x800, float32)`` or ``hbm(var 0, 0x0,
+float32)``). Subclasses declare ``ROLES`` (canonical order) and ``REQUIRED``; the scalar fields are ordinary IRDL
 properties, printed and parsed through one attribute dictionary.
 """
 

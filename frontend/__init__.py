@@ -1,11 +1,13 @@
 """The NKI frontend: trace ``@nki.jit`` Python kernels into penguin IR.
 
-Public entry points: ``jit``, ``simulate``, ``Kernel``, ``TensorSpec``, ``dont_trace``, ``NkiError``; the NKI
-namespaces are ``nkic.frontend.language`` (nl) and ``nkic.frontend.isa`` (nisa). ``nkic.install_nki_alias()``
-makes ``import nki`` resolve to them.
+Public entry points: ``jit``, ``Kernel``, ``TensorSpec``, ``TracedKernel``, ``dont_trace``, ``NkiError``; the NKI
+namespaces are ``nkic.frontend.language`` (nl), ``nkic.frontend.isa`` (nisa), ``nkic.frontend.compiler`` and
+``nkic.frontend.nki_typing``. The frontend is the language surface only: it never imports the compiler, so running a
+kernel (``nki.simulate``, a call outside a trace) lives one level up in ``nkic.execute``, and the public ``nki``
+module is assembled there too (``nkic.api``; ``nkic.install_nki_alias()`` makes ``import nki`` resolve to it).
 """
 
 from nkic.frontend.errors import NkiError
-from nkic.frontend.tracer import Kernel, TensorSpec, TracedKernel, dont_trace, jit, simulate
+from nkic.frontend.tracer import Kernel, TensorSpec, TracedKernel, dont_trace, jit
 
-__all__ = ["Kernel", "NkiError", "TensorSpec", "TracedKernel", "dont_trace", "jit", "simulate"]
+__all__ = ["Kernel", "NkiError", "TensorSpec", "TracedKernel", "dont_trace", "jit"]

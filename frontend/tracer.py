@@ -19,6 +19,10 @@ Control flow is resolved at trace time: Python ``if``/``while`` on a tensor rais
 which case the internal ``NeedsUnroll`` makes the tracer mark the loop site unrolled and re-trace the whole kernel
 (kernels are pure). ``static_range`` and ``range`` unroll. A grid launch ``kernel[2]`` traces the body once per
 program; the k-th ``shared_hbm`` allocation of every program is the same tensor.
+
+The frontend only traces: a ``Kernel`` called outside a trace hands itself to the executor that the layer above
+registered with :func:`set_executor` (``nkic.execute``: compile, then simulate); without one the call is an
+``NkiError``.
 """
 
 from __future__ import annotations
@@ -47,6 +51,20 @@ MAX_RETRACES = 64
 
 # Replaced by tests to record instead of building penguin IR: factory(kernel_name, grid, kind) -> emitter.
 emitter_factory: Callable[[str, int, str], Any] | None = None
+
+# How a Kernel called outside a trace runs: executor(kernel, args, kwargs) -> results. The frontend only traces;
+# compiling and simulating live above it (``nkic.execute`` registers itself here on import), so the language
+# surface never imports the compiler.
+Executor = Callable[["Kernel", tuple[Any, ...], dict[str, Any]], Any]
+_executor: Executor | None = None
+
+
+def set_executor(executor: Executor | None) -> Executor | None:
+    """Register what runs ``kernel(*arrays)`` outside a trace (``None`` unregisters); returns the previous one."""
+    global _executor
+    previous, _executor = _executor, executor
+    return previous
+
 
 _TARGETS = TARGET_ALIASES
 
@@ -132,7 +150,13 @@ class Kernel:
         ctx = active_context()
         if ctx is not None:
             return ctx.call(self, *args, **kwargs)
-        return _execute(self, args, kwargs)
+        if _executor is None:
+            raise NkiError(
+                f"kernel '{self.name}' was called outside a trace, but no executor is registered",
+                "import nkic.api (the public NKI module) or nkic.execute to compile and simulate calls, "
+                "or use kernel.trace(...) to only trace",
+            )
+        return _executor(self, args, kwargs)
 
     def trace(self, *args: Any, **kwargs: Any) -> TracedKernel:
         """Trace for these arguments (arrays/TensorSpecs become params, the rest constants); cached."""
@@ -144,6 +168,12 @@ class Kernel:
             traced = _trace(self, bound, arrays)
             self.cache[full_key] = traced
         return traced
+
+    def array_arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The array arguments of this call by kernel parameter name (``*args`` entries as ``name_i``): the inputs
+        of the traced kernel ``trace(*args, **kwargs)`` returns."""
+        arrays, _ = _specialize(self._bind(args, kwargs))
+        return dict(arrays)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
         try:
@@ -172,12 +202,6 @@ def _options(opts: dict[str, Any]) -> CompileOptions:
     return CompileOptions(**values, extra=extra)
 
 
-def simulate(kernel: Any) -> Callable[..., Any]:
-    """``nki.simulate(kernel)(*arrays, **kwargs)``: trace, then run on nkic's simulator."""
-    k = kernel if isinstance(kernel, Kernel) else jit(kernel)
-    return lambda *args, **kwargs: _execute(k, args, kwargs)
-
-
 def dont_trace(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a helper to run concretely during a trace (``__nki_dont_trace__``)."""
     fn.__nki_dont_trace__ = True  # type: ignore[attr-defined]
@@ -188,22 +212,6 @@ def dont_trace(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn(*args, **kwargs) if ctx is None else ctx.call(fn, *args, **kwargs)
 
     return wrapper
-
-
-def _execute(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    traced = kernel.trace(*args, **kwargs)
-    arrays, _ = _specialize(kernel._bind(args, kwargs))
-    inputs: dict[str, np.ndarray] = {}
-    for name, value in arrays:
-        if isinstance(value, TensorSpec):
-            raise NkiError(f"cannot run kernel '{kernel.name}' on a TensorSpec placeholder ('{name}')")
-        inputs[name] = value
-    from nkic.driver import run_traced
-
-    results = run_traced(traced, inputs)
-    if traced.returns_tuple:
-        return tuple(results)
-    return results[0] if results else None
 
 
 # ------------------------------------------------------------------------------------------------------------

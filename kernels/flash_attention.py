@@ -1,6 +1,6 @@
 """Causal / sliding-window / GQA flash attention ``out = softmax(scale · Q·Kᵀ + mask) · V`` (prefill).
 
-The online-softmax algorithm of nkilib's ``attention_cte`` (worked example B, Stage 4b), re-derived for nkic:
+The online-softmax algorithm of nki-library's ``attention_cte`` kernel, re-derived for nkic:
 
 * 128 query rows (a *Q group*) sit on the partitions; Qᵀ ``[d, q]`` and Kᵀ ``[d, k]`` come from HBM by
   ``dma_transpose``, V ``[kv, d]`` by ``dma_copy``. K and V come in 512-column *KV tiles*; GQA query batch ``b``
@@ -26,7 +26,7 @@ Every skip / diagonal / ragged decision is a Python-level (trace-time) choice, s
 the uniform K/V loads are ``nl.affine_range`` loops.
 """
 
-from nkic.frontend import api as nki
+from nkic import api as nki
 
 nl = nki.language
 nisa = nki.isa

@@ -4,7 +4,7 @@ Each (128 x 512) output tile accumulates K/128 ``nc_matmul``s into one PSUM bank
 (the first write overwrites, later ones add), then is evacuated to SBUF and stored.
 """
 
-from nkic.frontend import api as nki
+from nkic import api as nki
 
 nl = nki.language
 nisa = nki.isa

@@ -4,7 +4,7 @@ The sum of squares comes from one ``activation(square)`` with an add reduction; 
 partitions by a DMA whose partition step is 0.
 """
 
-from nkic.frontend import api as nki
+from nkic import api as nki
 
 nl = nki.language
 nisa = nki.isa

@@ -1,7 +1,7 @@
 """Row softmax: the negated row max is the activation bias, so ``exp(x - max)`` and the row sum are one
 ``activation``; the reciprocal of the sum scales the result."""
 
-from nkic.frontend import api as nki
+from nkic import api as nki
 
 nl = nki.language
 nisa = nki.isa

@@ -1,6 +1,6 @@
 """Element-wise tensor add, tiled 128 rows x up to 512 columns; ``tensor_add_spmd`` splits rows over a grid."""
 
-from nkic.frontend import api as nki
+from nkic import api as nki
 
 nl = nki.language
 nisa = nki.isa

@@ -143,15 +143,16 @@ class _ProgramLowering:
 
 
 def _internal_kernel(node: penguin.KernelNodeOp) -> penguin.KernelOp:
-    """An ``internal`` node names a registry kernel (the spec's InternalMaterializedNkiKernel): trace it now."""
-    from nkic.kernels import library
+    """An ``internal`` node names a library kernel (InternalMaterializedNkiKernel), traced now by the resolver
+    the layer above provided (``passes/resolver.py``)."""
+    from nkic.passes.resolver import resolver_for
 
     name = node.callee.root_reference.data
     if node.kind.data != "internal":
         raise PassFailedException(f"kernel node calls @{name}, which is not in the module")
     attrs = json.loads(node.kernel_attrs.data) if node.kernel_attrs is not None else {}
     shapes = [(penguin.tensor_type(a).dims, penguin.tensor_type(a).dtype) for a in node.args]
-    return library.resolve_penguin(name, shapes, attrs)
+    return resolver_for(name, PenguinToBirPass.name).resolve_penguin(name, shapes, attrs)
 
 
 def _buf_shape(fn: bir.FunctionOp, memory: str) -> DenseArrayBase:

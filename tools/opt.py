@@ -1,4 +1,8 @@
-"""``nkic-opt``: xdsl-opt with every nkic dialect, pass and target (``-p`` pipelines, ``-t neff -o k.neff``)."""
+"""``nkic-opt``: xdsl-opt with every nkic dialect, pass and target (``-p`` pipelines, ``-t neff -o k.neff``).
+
+The passes get ``nkic.library``'s kernel resolver, so internal kernel nodes and IT54 macros resolve as they do in
+the driver.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ from xdsl.utils.arg_spec import parse_spec
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from nkic.dialects import get_all_dialects
+from nkic.library import RESOLVER
 from nkic.passes import get_all_passes
+from nkic.passes.resolver import set_default_resolver
 from nkic.tools.targets import BINARY_TARGETS, get_all_targets
 
 
@@ -25,6 +31,7 @@ class NkicOptMain(xDSLOptMain):
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
+        set_default_resolver(RESOLVER)
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
 

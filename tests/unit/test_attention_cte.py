@@ -1,7 +1,9 @@
 """The public nki-library ``attention_cte`` kernel, unmodified, traced, compiled and simulated by nkic.
 
-The nki-library source is not part of nkic: set ``NKILIB_SRC`` to the directory that contains its ``nkilib/``
-package (``src/nkilib_src`` of aws-neuron/nki-library); without it every test here is skipped.
+The nki-library source is not part of nkic. Like every public corpus, it is read by path from the ``shared/corpus``
+folder beside the repository checkout (``../shared/corpus/nki-library/src/nkilib_src`` from the repository root,
+the directory that contains its ``nkilib/`` package); ``NKILIB_SRC`` overrides that directory. When the directory
+is absent every test here is skipped.
 
 The kernel module is imported by path (the package ``__init__`` imports every subpackage, some of which do not
 parse), under synthetic ``nkilib`` / ``nkilib.core`` / ``nkilib.core.utils`` packages that point at the source
@@ -38,8 +40,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-NKILIB_SRC = os.environ.get("NKILIB_SRC")
-pytestmark = pytest.mark.skipif(not NKILIB_SRC, reason="NKILIB_SRC (the nki-library nkilib_src directory) is not set")
+# tests/unit/<this file> -> parents[2] is the repository root; the corpus folder sits next to the checkout.
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+NKILIB_SRC = Path(os.environ.get("NKILIB_SRC") or CORPUS / "nki-library" / "src" / "nkilib_src")
+pytestmark = pytest.mark.skipif(
+    not (NKILIB_SRC / "nkilib").is_dir(), reason=f"{NKILIB_SRC}/nkilib (the nki-library source) does not exist"
+)
 
 BF16 = ml_dtypes.bfloat16
 _PACKAGES = ("nkilib", "nkilib.core", "nkilib.core.utils", "nkilib.core.attention")
@@ -48,10 +54,10 @@ _MODULE = "nkilib.core.attention.attention_cte"
 
 @pytest.fixture(scope="module")
 def attention_cte():
-    """Load ``attention_cte`` from ``$NKILIB_SRC`` by path; the synthetic packages are removed afterwards."""
+    """Load ``attention_cte`` from ``NKILIB_SRC`` by path; the synthetic packages are removed afterwards."""
     import nkic
 
-    root = Path(NKILIB_SRC) / "nkilib"  # type: ignore[arg-type]
+    root = NKILIB_SRC / "nkilib"
     path = root / "core" / "attention" / "attention_cte.py"
     if not path.is_file():
         pytest.skip(f"{path} does not exist")
@@ -154,7 +160,7 @@ CASES = [
 
 @pytest.mark.parametrize("seqlen,d,dtype,causal,scale,tp_q", CASES)
 def test_attention_cte_matches_numpy(attention_cte, seqlen, d, dtype, causal, scale, tp_q) -> None:
-    from nkic.frontend import simulate
+    from nkic.execute import simulate
 
     np_dtype = BF16 if dtype == "bfloat16" else np.float32
     q, k, v = _inputs(1, seqlen, d, np_dtype, tp_q)
@@ -179,7 +185,7 @@ def test_attention_cte_matches_numpy(attention_cte, seqlen, d, dtype, causal, sc
 
 def test_attention_cte_batches_and_gqa(attention_cte) -> None:
     """bs=4 query batches over bs_kv=2 K/V batches (GQA: q batch b uses kv batch b // 2)."""
-    from nkic.frontend import simulate
+    from nkic.execute import simulate
 
     rng = np.random.default_rng(7)
     q = rng.standard_normal((4, 256, 64)).astype(BF16)
@@ -208,7 +214,7 @@ def test_attention_cte_trace_uses_the_default_path(attention_cte) -> None:
 def test_attention_cte_layout_and_launch_variants(attention_cte) -> None:
     """tp_k (K given as (bs, seqlen, d)), tp_out (output (bs, d, seqlen)), an LNC2 launch sharding two batches
     over two programs, fp16 inputs and seqlen_q < seqlen_k all agree with the float64 reference."""
-    from nkic.frontend import simulate
+    from nkic.execute import simulate
 
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal(shape).astype(BF16) for shape in ((2, 512, 64), (2, 64, 512), (2, 512, 64)))
@@ -229,7 +235,7 @@ def test_attention_cte_layout_and_launch_variants(attention_cte) -> None:
 
 def test_attention_cte_cache_softmax(attention_cte) -> None:
     """cache_softmax also returns −max and 1/sum of every query row, laid out (bs, 128, seqlen_q / 128)."""
-    from nkic.frontend import simulate
+    from nkic.execute import simulate
 
     q, k, v = _inputs(1, 256, 64, np.float32, True, seed=11)
     with contextlib.redirect_stdout(io.StringIO()):

@@ -7,10 +7,10 @@ import json
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
+from nkic import library
 from nkic.dialects import bir, bir_json
 from nkic.driver import make_context
 from nkic.frontend import TensorSpec
-from nkic.kernels import library
 from nkic.kernels.matmul import matmul
 from nkic.kernels.softmax import softmax
 from nkic.passes.pipelines import backend, frontend_lowering

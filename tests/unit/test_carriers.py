@@ -8,8 +8,10 @@ import pytest
 
 from nkic.dialects import bir, klir_binary, penguin
 from nkic.driver import compile_module, compile_traced, make_context, run_neff
-from nkic.frontend import TensorSpec, api as nki, simulate
-from nkic.kernels import library
+from nkic import api as nki
+from nkic import library
+from nkic.execute import simulate
+from nkic.frontend import TensorSpec
 from nkic.kernels.softmax import softmax
 from nkic.passes.penguin_to_bir import PenguinToBirPass
 from nkic.passes.translate_nki_ast_to_bir import TranslateNkiAstToBirPass
@@ -110,9 +112,79 @@ def test_unknown_library_kernel_is_a_clear_error() -> None:
         compile_module(module)
 
 
+_INTERNAL_SOFTMAX = """builtin.module {
+  penguin.graph @main {
+  ^bb0(%x: !penguin.tensor<shared_hbm, 256x384xf32>):
+    %y = penguin.kernel_node @softmax(%x) {kind = "internal", grid = 1 : i64} : (!penguin.tensor<shared_hbm, 256x384xf32>) -> !penguin.tensor<shared_hbm, 256x384xf32>
+    penguin.graph_return %y : !penguin.tensor<shared_hbm, 256x384xf32>
+  }
+}"""
+
+
+def test_passes_without_a_kernel_resolver_name_the_kernel() -> None:
+    """Passes never import the library: with no resolver handed in, they fail clearly instead of importing."""
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import PassFailedException
+
+    from nkic.passes.inline_bir_kernel import InlineBirKernelPass
+    from nkic.passes.resolver import set_default_resolver
+
+    macro = library.macro_module("softmax", [("x", X.shape, "float32")], [("y", X.shape, "float32")])
+    internal = Parser(make_context(), _INTERNAL_SOFTMAX).parse_module()
+    previous = set_default_resolver(None)
+    try:
+        with pytest.raises(PassFailedException, match="inline-bir-kernel: cannot resolve library kernel 'softmax'"):
+            InlineBirKernelPass().apply(make_context(), macro)
+        with pytest.raises(PassFailedException, match="penguin-to-bir: cannot resolve library kernel 'softmax'"):
+            PenguinToBirPass().apply(make_context(), internal)
+    finally:
+        set_default_resolver(previous)
+
+
+def test_passes_use_the_resolver_they_are_handed() -> None:
+    """Any KernelResolver works: here one that serves every name with the library's softmax."""
+    from xdsl.parser import Parser
+
+    from nkic.passes.resolver import use_resolver
+
+    asked: list[str] = []
+
+    class Renaming:
+        def resolve_penguin(self, name, inputs, attrs):  # type: ignore[no-untyped-def]
+            asked.append(name)
+            return library.RESOLVER.resolve_penguin("softmax", inputs, attrs)
+
+        def resolve_bir(self, name, srcs_shape, dsts_shape, attrs):  # type: ignore[no-untyped-def]
+            asked.append(name)
+            return library.RESOLVER.resolve_bir("softmax", srcs_shape, dsts_shape, attrs)
+
+    text = _INTERNAL_SOFTMAX.replace("@softmax", "@my_softmax")
+    with use_resolver(Renaming()):  # the scoped form
+        PenguinToBirPass().apply(make_context(), Parser(make_context(), text).parse_module())
+    assert asked == ["my_softmax"]
+    module = Parser(make_context(), text).parse_module()
+    out = run_neff(compile_module(module, resolver=Renaming()).neff, {"x": X}).outputs["out"]  # the driver's
+    assert asked == ["my_softmax", "my_softmax"]
+    np.testing.assert_array_equal(out, simulate(softmax)(X))
+
+
 def test_tracespec_inputs_compile_without_data() -> None:
+    """Placeholders are enough to get a whole NEFF: the 1024-byte header (pkg_version 1 = tgz + SHA-256, the header
+    size, the payload size, NEFF version 2.0) in front of a gzip payload whose hash the header holds."""
+    import hashlib
+    import struct
+
+    from nkic.runtime.neff import HEADER_SIZE, parse_header, read_neff
+
     traced = softmax.trace(TensorSpec((128, 64), "float32"))
-    assert compile_traced(traced).neff[:8] != b""
+    neff = compile_traced(traced).neff
+    pkg, hsize, dsize, major, minor = struct.unpack_from("<QQQQQ", neff)
+    assert (pkg, hsize, major, minor) == (1, HEADER_SIZE, 2, 0) and HEADER_SIZE == 1024
+    assert dsize == len(neff) - HEADER_SIZE > 0
+    assert neff[HEADER_SIZE : HEADER_SIZE + 2] == b"\x1f\x8b"  # the gzip magic
+    header = parse_header(neff)
+    assert header["hash"] == hashlib.sha256(neff[HEADER_SIZE:]).hexdigest() and header["name"] == "softmax"
+    assert [v.name for v in read_neff(neff).variables if v.kind == "input"] == ["x"]
 
 
 def test_attention_macro_it54_and_traced_nki_kernel_agree() -> None:

@@ -10,7 +10,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nkic.frontend import TensorSpec, simulate
+from nkic.execute import simulate
+from nkic.frontend import TensorSpec
 from nkic.kernels.flash_attention import flash_attention
 
 BF16 = ml_dtypes.bfloat16

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-import types
-
 import ml_dtypes
 import numpy as np
 import pytest
 
 import nkic.frontend.isa as nisa
 import nkic.frontend.language as nl
-from nkic.frontend.tracer import TensorSpec, jit, simulate
+from nkic import execute
+from nkic.execute import simulate
+from nkic.frontend import tracer
+from nkic.frontend.errors import NkiError
+from nkic.frontend.tracer import TensorSpec, jit
 
 BF16 = ml_dtypes.bfloat16
 
@@ -104,14 +105,15 @@ def test_symbolic_and_unrolled_loops_in_ir() -> None:
     assert text.count("penguin.memset") == 1
 
 
-def test_call_and_simulate_use_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_call_and_simulate_use_the_execution_layer(monkeypatch: pytest.MonkeyPatch) -> None:
     received = {}
 
     def run_traced(traced, inputs):
         received.update(inputs)
         return [np.full(shape, 7, np.float32) for _, shape, _ in traced.outputs]
 
-    monkeypatch.setitem(sys.modules, "nkic.driver", types.SimpleNamespace(run_traced=run_traced))
+    monkeypatch.setattr(execute, "run_traced", run_traced)
+    monkeypatch.setattr(tracer, "_executor", execute.run_kernel)
 
     @jit
     def k(a, b, scale=2):
@@ -128,3 +130,18 @@ def test_call_and_simulate_use_the_driver(monkeypatch: pytest.MonkeyPatch) -> No
     assert r1.shape == (128, 64) and set(received) == {"a", "b"} and received["b"] is b
     out = simulate(k[1])(a, b=b, scale=3)
     assert isinstance(out, tuple) and len(out) == 2
+
+
+def test_call_without_an_executor_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The frontend cannot compile: with no execution layer registered, a call says so instead of failing deep."""
+    monkeypatch.setattr(tracer, "_executor", None)
+
+    @jit
+    def k(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(out, a)
+        return out
+
+    with pytest.raises(NkiError, match="kernel 'k' was called outside a trace, but no executor is registered"):
+        k(np.ones((128, 64), np.float32))
+    assert tracer.set_executor(execute.run_kernel) is None and tracer._executor is execute.run_kernel

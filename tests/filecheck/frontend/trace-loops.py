@@ -1,7 +1,7 @@
 # RUN: %python %s | filecheck %s
 # Traced penguin IR: affine_range stays a loop with a symbolic index (affine offsets), static_range unrolls,
 # and a loop whose body needs the concrete index is re-traced unrolled.
-from nkic.frontend import TensorSpec, api as nki
+from nkic import api as nki
 
 nl, nisa = nki.language, nki.isa
 
@@ -24,7 +24,7 @@ def kernel(a):
     return out
 
 
-print(kernel.trace(TensorSpec((512, 192), "float32")).module)
+print(kernel.trace(nki.TensorSpec((512, 192), "float32")).module)
 
 # CHECK: penguin.kernel @kernel
 # CHECK: penguin.loop "affine" 0 to 4 step 1 {

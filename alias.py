@@ -1,15 +1,17 @@
 """``install()``: make ``import nki`` (and ``nki.language``, ``nki.isa``, ``nki.compiler``, ``nki.typing``) resolve
-to nkic's own frontend modules. nkic never installs a top-level ``nki`` package by itself; only this does.
+to nkic's modules. nkic never installs a top-level ``nki`` package by itself; only this does.
 """
 
 from __future__ import annotations
 
 import sys
+from types import ModuleType
 
-from nkic.frontend import api, compiler, isa, language, nki_typing
+from nkic import api as nki
+from nkic.frontend import compiler, isa, language, nki_typing
 
-MODULES = {
-    "nki": api,
+MODULES: dict[str, ModuleType] = {
+    "nki": nki,
     "nki.language": language,
     "nki.isa": isa,
     "nki.isa.constants": isa,  # nki-library imports oob_mode / dge_mode / matmul_perf_mode from here

@@ -1,0 +1,66 @@
+"""Running kernels: ``nki.simulate`` and calling a ``@nki.jit`` kernel outside a trace.
+
+This module sits above both the frontend (which only traces) and the driver (which only compiles and runs NEFFs):
+running a kernel is *trace, compile once, simulate*. Importing it registers :func:`run_kernel` as the frontend's
+executor (``nkic.frontend.tracer.set_executor``), which is what makes ``kernel(*arrays)`` compile and simulate;
+``nkic.api``, the public NKI module that ``import nki`` gives after the alias, imports it for that reason.
+
+* ``simulate(kernel)(*args, **kwargs)``: the NKI ``nki.simulate``; numpy arrays in, numpy arrays out.
+* ``run_kernel(kernel, args, kwargs)``: the executor behind both.
+* ``run_traced(traced, arrays)``: compile a ``TracedKernel`` (cached per trace) and simulate it on named inputs.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from nkic.frontend.errors import NkiError
+from nkic.frontend.tracer import Kernel, TensorSpec, TracedKernel, jit, set_executor
+
+__all__ = ["run_kernel", "run_traced", "simulate"]
+
+# id(traced) -> NEFF bytes. Keyed by identity because a TracedKernel is already the per-specialization cache entry of
+# its Kernel; the NEFF is dropped when the trace dies.
+_NEFFS: dict[int, bytes] = {}
+
+
+def run_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """Compile ``traced`` (once per traced kernel) and simulate it; the outputs in the kernel's return order."""
+    from nkic.driver import compile_traced, run_neff
+
+    key = id(traced)
+    if key not in _NEFFS:
+        _NEFFS[key] = compile_traced(traced).neff
+        # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
+        weakref.finalize(traced, _NEFFS.pop, key, None)
+    result = run_neff(_NEFFS[key], arrays, target=traced.options.target)
+    return [result.outputs[name] for name, *_ in traced.outputs]
+
+
+def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Trace ``kernel`` for these arguments (cached), compile, simulate; a tuple if the kernel returns one."""
+    traced = kernel.trace(*args, **kwargs)
+    inputs: dict[str, np.ndarray] = {}
+    for name, value in kernel.array_arguments(*args, **kwargs).items():
+        if isinstance(value, TensorSpec):
+            raise NkiError(f"cannot run kernel '{kernel.name}' on a TensorSpec placeholder ('{name}')")
+        inputs[name] = value
+    results = run_traced(traced, inputs)
+    if traced.returns_tuple:
+        return tuple(results)
+    return results[0] if results else None
+
+
+def simulate(kernel: Any) -> Callable[..., Any]:
+    """``nki.simulate(kernel)(*arrays, **kwargs)``: trace, compile to a NEFF and run it on nkic's simulator.
+
+    ``kernel`` is a ``@nki.jit`` kernel (``kernel[2]`` for a grid) or a plain function, which is jitted first."""
+    k = kernel if isinstance(kernel, Kernel) else jit(kernel)
+    return lambda *args, **kwargs: run_kernel(k, args, kwargs)
+
+
+set_executor(run_kernel)

@@ -1,0 +1,220 @@
+"""The layering rules, checked on the source: every import of every module of the package, read with ``ast``.
+
+All imports count — module-level, function-local, under ``TYPE_CHECKING``, ``import nkic.x``, ``from nkic.x import
+y``, relative ones, and ``importlib.import_module("...")`` with a literal name — because a function-local import is
+still a dependency, only a later one. ``from P import name`` depends on the module ``P.name`` when the package has
+such a module, else on ``P``.
+
+The rules (a folder's modules never import the listed modules or packages):
+
+* ``target/``: xDSL or any other nkic module — the target description is plain data everyone can read;
+* ``dialects/``: ``runtime/``, ``frontend/``, ``passes/``, ``tools/``, ``kernels/``, ``library/``;
+* ``runtime/``: xDSL, ``dialects/``, ``frontend/``, ``passes/`` — a NEFF runs without the compiler;
+* ``passes/``: ``frontend/``, ``kernels/``, ``tools/``, ``library/`` — library kernels come in through
+  ``passes/resolver.py`` — nor the modules above those (``driver``, ``execute``, ``api``, ``alias``);
+* ``frontend/``: ``passes/``, ``runtime/``, ``driver``, ``tools/`` — the language surface does not know the
+  compiler; running a kernel is ``nkic.execute``'s job — nor the other modules above it (``execute``, ``api``,
+  ``alias``, ``library/``, ``kernels/``);
+* ``kernels/``: anything but the public NKI API (``nkic.api``, or ``nki`` after the alias), the standard library
+  and numpy — they are user-level kernels.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository root is the package nkic
+_NOT_PACKAGE = ("tests", "bench", "build", "out")
+
+
+def _package_files() -> list[Path]:
+    files = []
+    for path in sorted(ROOT.rglob("*.py")):
+        top = path.relative_to(ROOT).parts[0]
+        if top.startswith(".") or top in _NOT_PACKAGE or top.endswith(".egg-info"):
+            continue
+        files.append(path)
+    return files
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["nkic", *parts])
+
+
+FILES = _package_files()
+MODULES = {_module_name(p) for p in FILES}
+
+
+@dataclass(frozen=True)
+class Import:
+    file: str  # relative to the repository root
+    line: int
+    module: str  # absolute dotted name
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} imports {self.module}"
+
+
+def _resolve_relative(importer: str, is_package: bool, level: int, module: str | None) -> str:
+    base = importer.split(".") if is_package else importer.split(".")[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join([*base, *([module] if module else [])])
+
+
+def imports_of(path: Path) -> list[Import]:
+    """Every module the package file ``path`` imports, in line order."""
+    return imports_in(path.read_text(), path.relative_to(ROOT))
+
+
+def imports_in(source: str, rel: Path) -> list[Import]:
+    """Every module imported by ``source``, the text of the package file at ``rel`` (relative to the root); one
+    entry per line and module, in line order."""
+    return sorted(set(_imports(source, rel)), key=lambda i: (i.line, i.module))
+
+
+def _imports(source: str, rel_path: Path) -> Iterator[Import]:
+    rel = rel_path.as_posix()
+    importer = _module_name(ROOT / rel_path)
+    for node in ast.walk(ast.parse(source, filename=rel)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(rel, node.lineno, alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = _resolve_relative(importer, rel_path.name == "__init__.py", node.level, node.module)
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                yield Import(rel, node.lineno, sub if sub in MODULES else base)
+        elif isinstance(node, ast.Call) and _is_dynamic_import(node.func) and node.args:
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                yield Import(rel, node.lineno, arg.value)
+
+
+def _is_dynamic_import(func: ast.expr) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id in ("__import__", "import_module")
+    return isinstance(func, ast.Attribute) and func.attr == "import_module"
+
+
+def _within(module: str, *packages: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def _nkic(*names: str) -> tuple[str, ...]:
+    return tuple(f"nkic.{n}" for n in names)
+
+
+def _kernels_allow(module: str) -> bool:
+    if _within(module, "nkic.api", "nki", "__future__", "numpy"):
+        return True
+    return module.split(".")[0] in sys.stdlib_module_names
+
+
+@dataclass(frozen=True)
+class Rule:
+    folder: str
+    forbidden: Callable[[str], bool]
+
+
+# The top-level modules above the compiler and the frontend.
+_ABOVE = ("driver", "execute", "api", "alias")
+
+RULES: dict[str, Rule] = {
+    "target": Rule("target", lambda m: _within(m, "xdsl") or (_within(m, "nkic") and not _within(m, "nkic.target"))),
+    "dialects": Rule(
+        "dialects", lambda m: _within(m, *_nkic("runtime", "frontend", "passes", "tools", "kernels", "library"))
+    ),
+    "runtime": Rule("runtime", lambda m: _within(m, "xdsl", *_nkic("dialects", "frontend", "passes"))),
+    "passes": Rule("passes", lambda m: _within(m, *_nkic("frontend", "kernels", "tools", "library", *_ABOVE))),
+    "frontend": Rule(
+        "frontend", lambda m: _within(m, *_nkic("passes", "runtime", "tools", "library", "kernels", *_ABOVE))
+    ),
+    "kernels": Rule("kernels", lambda m: not _kernels_allow(m)),
+}
+
+def violations(rule: Rule) -> list[str]:
+    # A folder that does not exist (yet) simply has no files to check.
+    files = [p for p in FILES if p.relative_to(ROOT).parts[0] == rule.folder]
+    return [str(i) for p in files for i in imports_of(p) if rule.forbidden(i.module)]
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+def test_layering_rule(rule: str) -> None:
+    found = violations(RULES[rule])
+    assert not found, f"{rule}/ breaks its layering rule:\n" + "\n".join(found)
+
+
+def test_runtime_loads_without_xdsl() -> None:
+    """Reading and simulating a NEFF needs no compiler: the runtime modules load no xDSL at all."""
+    code = (
+        "import nkic.runtime.neff, nkic.runtime.simulator, sys; "
+        "print(any(m == 'xdsl' or m.startswith('xdsl.') for m in sys.modules))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "False"
+
+
+def test_import_nkic_leaves_the_environment_alone() -> None:
+    """Importing nkic sets no environment variables (the BLAS default belongs to the command-line entry point)."""
+    code = "import json, os; before = dict(os.environ); import nkic; print(json.dumps(dict(os.environ) == before))"
+    env = {"PATH": os.environ.get("PATH", "")}  # nothing else: whatever nkic would set stands out
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "true"
+
+
+# -- the checker itself ---------------------------------------------------------------------------------------
+def test_checker_sees_every_kind_of_import() -> None:
+    probe = Path("passes") / "_probe.py"  # checked as if it were this package file
+    source = (
+        "import nkic.tools.cli\n"
+        "from nkic.frontend import tracer\n"
+        "from ..kernels import softmax\n"
+        "from . import resolver\n"
+        "from nkic import __version__\n"
+        "def f():\n"
+        "    from nkic import library\n"
+        "    import importlib\n"
+        "    importlib.import_module('nkic.kernels.matmul')\n"
+    )
+    found = imports_in(source, probe)
+    assert [str(i) for i in found] == [
+        "passes/_probe.py:1 imports nkic.tools.cli",
+        "passes/_probe.py:2 imports nkic.frontend.tracer",
+        "passes/_probe.py:3 imports nkic.kernels.softmax",
+        "passes/_probe.py:4 imports nkic.passes.resolver",
+        "passes/_probe.py:5 imports nkic",
+        "passes/_probe.py:7 imports nkic.library",
+        "passes/_probe.py:8 imports importlib",
+        "passes/_probe.py:9 imports nkic.kernels.matmul",
+    ]
+    assert [i.module for i in found if RULES["passes"].forbidden(i.module)] == [
+        "nkic.tools.cli", "nkic.frontend.tracer", "nkic.kernels.softmax", "nkic.library", "nkic.kernels.matmul",
+    ]  # fmt: skip
+    inner = imports_in("from .. import encoding\nfrom .base import X\n", Path("runtime") / "sub" / "__init__.py")
+    assert [i.module for i in inner] == ["nkic.runtime.encoding", "nkic.runtime.sub.base"]
+
+
+def test_every_bundled_kernel_uses_only_the_public_api() -> None:
+    kernels = [p for p in FILES if p.relative_to(ROOT).parts[0] == "kernels" and p.name != "__init__.py"]
+    assert {p.stem for p in kernels} >= {"flash_attention", "matmul", "rmsnorm", "softmax", "tensor_add"}
+    for path in kernels:
+        modules = {i.module for i in imports_of(path)}
+        assert "nkic.api" in modules, f"{path.name} does not import the public NKI module"
+        assert all(_kernels_allow(m) for m in modules), f"{path.name}: {sorted(modules)}"
