@@ -119,7 +119,10 @@ class Target:
         return frozenset(n for n, s in INSTRUCTIONS.items() if s.since <= self.nc_version)
 
     def has(self, instruction: str) -> bool:
-        return instruction in self.instructions
+        from nkic.target.instructions import INSTRUCTIONS  # the declarations import this module
+
+        spec = INSTRUCTIONS.get(instruction)
+        return spec is not None and spec.since <= self.nc_version
 
     def first_with(self, instruction: str) -> str | None:
         """The first generation that has ``instruction`` (for error messages)."""
