@@ -16,8 +16,8 @@ from nkic.frontend.context import active_context, nki_op
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import act_func, alu_op
 from nkic.frontend.tensor import NkiTensor
-from nkic.target.instructions import INSTRUCTIONS
-from nkic.target.machine import NKI_ENGINES, Target, get_target
+from nkic.target.instructions import INSTRUCTIONS, Role
+from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, NKI_ENGINES, Target, get_target
 from nkic.target.vocab import REDUCE_CMDS
 
 
@@ -151,10 +151,13 @@ def _record(
             f"nisa.{INSTRUCTIONS[op].nki_name or op} is not available on {target.name}",
             f"it needs {first} or newer" if first else "",
         )
+    spec = INSTRUCTIONS[op]
+    dst = operands.get("dst")
     bank = target.psum_bank_bytes
     for role, t in operands.items():
         if t is None:
             continue
+        _declared_role(op, spec.role(role), t, dst)
         spans_banks = op == "matmul" and role == "dst" and target.matmul_spans_banks
         if t.buffer == "psum" and t.free_size * t.itemsize > bank and not spans_banks:
             raise NkiError(
@@ -162,9 +165,18 @@ def _record(
                 f"more than one {bank}-byte bank",
                 f"split the PSUM tile into bank-sized ({bank} bytes per partition) views",
             )
-        if engine_name == "gpsimd" and t.buffer == "psum":
-            raise NkiError(f"{op}: the GpSimd engine cannot access PSUM ('{role}')")
+        if engine_name in ENGINE_OF_HINT and not ENGINE_BY_NAME[ENGINE_OF_HINT[engine_name]].psum and t.buffer == "psum":
+            raise NkiError(f"{op}: the {engine_name} engine cannot access PSUM ('{role}')")
     ctx.inst(op, {r: t for r, t in operands.items() if t is not None}, attrs)
+
+
+def _declared_role(op: str, role: Role, t: NkiTensor, dst: NkiTensor | None) -> None:
+    """What the declaration says of a role: its memory spaces, and (P, 1) for a scalar tile."""
+    if str(t.buffer) not in role.memories:
+        where = " or ".join(m.upper() for m in role.memories)
+        raise NkiError(f"{op}: '{role.name}' must be in {where}, not {t.buffer}")
+    if role.scalar and dst is not None and (t.free_size != 1 or t.partitions != dst.partitions):
+        raise NkiError(f"{op}: '{role.name}' must be a ({dst.partitions}, 1) tile, got shape {t.shape}")
 
 
 # -- data movement ------------------------------------------------------------------------------------------

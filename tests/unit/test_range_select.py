@@ -116,3 +116,23 @@ def test_range_select_validation_names_the_line(change: dict, match: str) -> Non
         bad.trace(np.zeros((128, 16), np.float32))
     assert e.value.file == __file__
     assert e.value.line == next(n for n, t in enumerate(open(__file__), 1) if t.rstrip().endswith("# E-rs"))
+
+
+def test_declared_role_rules_apply_to_every_instruction() -> None:
+    """``_record`` checks what the declaration says of each role (memories, (P, 1) scalars) for any instruction,
+    so a new instruction gets those errors without restating them."""
+    from nkic.frontend.isa import _declared_role
+    from nkic.target.instructions import INSTRUCTIONS
+
+    @nki.jit
+    def probe(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        tile = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.psum)
+        spec = INSTRUCTIONS["range_select"]
+        with pytest.raises(NkiError, match=r"'bound0' must be a \(128, 1\) tile"):
+            _declared_role("range_select", spec.role("bound0"), tile, tile)
+        with pytest.raises(NkiError, match="'dst' must be in PSUM, not sbuf"):
+            _declared_role("matmul", INSTRUCTIONS["matmul"].role("dst"), nl.ndarray((128, 4), nl.float32), None)
+        return out
+
+    probe.trace(np.zeros((128, 4), np.float32))
