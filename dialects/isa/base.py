@@ -50,7 +50,7 @@ from nkic.target.isa import (
     encode_imm,
     word_kind,
 )
-from nkic.target.machine import MAX_PSUM_BYTES, MAX_SBUF_BYTES, NUM_PARTITIONS, engine_sem, valid_sem
+from nkic.target.machine import ENGINE_BY_NAME, MAX_PSUM_BYTES, MAX_SBUF_BYTES, NUM_PARTITIONS, engine_sem, valid_sem
 from nkic.target.vocab import DTYPES, ISA_MEMORIES, dtype_size
 
 MEMORIES = ISA_MEMORIES.names
@@ -459,9 +459,9 @@ class IsaInst(RoleOperandOp):
     def _verify_memory(self, role: str, mem: str) -> None:
         if (role == "pattern") != (mem == "none"):
             raise VerifyException(f"'{role}': only the 'pattern' slot is pattern-only (none), got {mem}")
-        if mem == "hbm" and self.ENGINE != "sp":
+        if mem == "hbm" and "dma" not in self.SPEC.traits:
             raise VerifyException(f"'{role}': engine {self.ENGINE} cannot access HBM (only SP DMA can)")
-        if mem == "psum" and self.ENGINE in ("pool", "sp"):
+        if mem == "psum" and not ENGINE_BY_NAME[self.ENGINE].psum:
             raise VerifyException(f"'{role}': engine {self.ENGINE} cannot access PSUM")
         if self.ENGINE == "pe":
             want = "psum" if role == "dst" else "sbuf"
