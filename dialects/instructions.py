@@ -31,19 +31,9 @@ def str_field(op: RoleOperandOp, name: str) -> str | None:
     return v.data if isinstance(v, StringAttr) else None
 
 
-def bool_field(op: RoleOperandOp, name: str) -> bool:
-    v = op.properties.get(name)
-    return bool(v.value.data) if isinstance(v, IntegerAttr) else False
-
-
 def float_field(op: RoleOperandOp, name: str) -> float | None:
     v = op.properties.get(name)
     return float(v.value.data) if isinstance(v, FloatAttr) else None
-
-
-def int_field(op: RoleOperandOp, name: str, default: int = 0) -> int:
-    v = op.properties.get(name)
-    return int(v.value.data) if isinstance(v, IntegerAttr) else default
 
 
 def _scalar_xor_tensor(op: RoleOperandOp, role: str, required: bool) -> None:
@@ -55,8 +45,6 @@ def _scalar_xor_tensor(op: RoleOperandOp, role: str, required: bool) -> None:
         raise VerifyException(f"'{op.name}' requires '{role}' (a tensor or an immediate)")
 
 
-
-_ENUM_VOCABS = ENUM_KINDS
 _CONSTRAINTS: dict[str, object] = {
     "alu": StringAttr, "act": StringAttr, "reduce_cmd": StringAttr, "engine": StringAttr, "f32": FloatAttr,
     "bool": BoolAttr, "int": IntegerAttr, "axes": DenseArrayBase, "pattern": AccessPatternAttr, "value": AnyAttr(),
@@ -102,8 +90,8 @@ def _check_field(op: RoleOperandOp, f: Field) -> None:
     value = op.properties.get(f.name)
     if f.kind == "engine" and isinstance(value, StringAttr):
         check_member("engine", value.data, ENGINES + BIR_ENGINES)
-    elif f.kind in _ENUM_VOCABS and isinstance(value, StringAttr):
-        vocab = _ENUM_VOCABS[f.kind]
+    elif f.kind in ENUM_KINDS and isinstance(value, StringAttr):
+        vocab = ENUM_KINDS[f.kind]
         check_member(vocab.what, value.data, vocab.names)
     elif f.kind == "value" and value is not None and not isinstance(value, FloatAttr | IntegerAttr):
         raise VerifyException(f"{f.name} must be a float or integer attribute")
@@ -125,7 +113,6 @@ def _fields_mixin(spec: InstrSpec) -> type[InstructionFields]:
         body[f.name] = prop_def(constraint) if stored else opt_prop_def(constraint)  # type: ignore[arg-type]
     name = "".join(p.capitalize() for p in spec.name.split("_")) + "Fields"
     return type(name, (InstructionFields,), body)
-
 
 
 # -- rules beyond the declarations ---------------------------------------------------------------------------------
