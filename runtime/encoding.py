@@ -26,6 +26,7 @@ from nkic.target.isa import (
     bits_i32,
     f32_bits,
     i32_bits,
+    word_kind,
 )
 from nkic.target.machine import (
     ENGINE_NAMES,
@@ -229,9 +230,7 @@ def decode_stream(data: bytes) -> tuple[str, list[Instr]]:
 # human-readable forms
 
 
-def _imm_value(kind: str, raw: int, flags: int) -> object:
-    if kind == "value":
-        kind = "i32" if flags & 1 else "f32"
+def _imm_value(kind: str, raw: int) -> object:
     if kind == "f32":
         value = bits_f32(raw)
         return value if math.isfinite(value) else repr(value)  # JSON has no nan/inf literals
@@ -249,7 +248,7 @@ def imm_values(ins: Instr) -> dict[str, object]:
     out: dict[str, object] = {}
     for i in range(max(len(named), len(ins.imms))):
         if i < len(named):
-            out[named[i].prop] = _imm_value(named[i].kind, ins.imm(i), ins.flags)
+            out[named[i].prop] = _imm_value(word_kind(named[i], ins.flag), ins.imm(i))
         else:
             out[f"imm{i}"] = ins.imm(i)
     return out

@@ -98,12 +98,6 @@ class InstrSpec:
     def role(self, name: str) -> Role:
         return next(r for r in self.roles if r.name == name)
 
-    def has_field(self, name: str) -> bool:
-        return any(f.name == name for f in self.fields)
-
-    def field_(self, name: str) -> Field:
-        return next(f for f in self.fields if f.name == name)
-
     @property
     def isa(self) -> OpSpec:
         return OPCODES[self.opcode]

@@ -329,11 +329,7 @@ class Instr:
 
     def value(self, prop: str) -> str | int | float:
         """Decoded immediate ``prop`` (enum names, floats, ints); ValueError for a corrupt enum code."""
-        imm = self.spec.imm(prop)
-        kind = imm.kind
-        if kind == "value":
-            kind = "i32" if self.flag("int_value") else "f32"
-        return decode_imm(kind, self.imm(prop))
+        return decode_imm(word_kind(self.spec.imm(prop), self.flag), self.imm(prop))
 
     def flag(self, name: str) -> bool:
         return bool(self.flags >> self.spec.flags.index(name) & 1)
