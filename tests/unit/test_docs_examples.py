@@ -146,7 +146,8 @@ Inputs = Callable[[np.random.Generator], "tuple[tuple[Any, ...], dict[str, Any]]
 class Case:
     """One (file, kernel) of the docs examples.
 
-    ``inputs(rng)`` gives the kernel's ``(args, kwargs)``; ``reference(*args, **kwargs)`` the expected output(s).
+    ``inputs(rng)`` gives the kernel's ``(args, kwargs)``; ``reference(*args, **kwargs)`` the expected output(s);
+    ``more_inputs`` are further input sets run through the same (cached) kernel and reference.
     ``tol`` is ``None`` for an exact comparison, else ``(rtol, atol)``. ``error`` = ``(exception type, regex)`` when
     the listing demonstrates a compile error instead. ``blocked`` = ``(exception type, reason)``: the precise
     current failure (-> strict xfail raising exactly that type).
@@ -157,6 +158,7 @@ class Case:
     kernel: str
     shapes: str
     inputs: Inputs | None = None
+    more_inputs: tuple[Inputs, ...] = ()
     reference: Callable[..., Any] | None = None
     tol: tuple[float, float] | None = None
     error: tuple[type[BaseException], str] | None = None
@@ -221,7 +223,9 @@ CASES: list[Case] = [
         "getting_started_baremetal.py",
         "nki_tensor_add_kernel",
         "a, b: float16[4, 3] (the docs' shape) and float16[128, 512] (a full partition tile)",
-        inputs=lambda rng: ((_uniform(rng, (4, 3), F16, -4, 4), _uniform(rng, (4, 3), F16, -4, 4)), {}),
+        inputs=_pair((4, 3), F16),
+        # The kernel asserts shape[0] <= pmax and tiles nothing: a full partition tile too.
+        more_inputs=(_pair((128, 512), F16),),
         reference=_add,
         blocked=_no_load("the value-returning nl.add and nl.store"),
     ),
@@ -530,12 +534,9 @@ def test_docs_example_kernel(case: Case) -> None:
     module = load_example(case.file)
     kernel = getattr(module, case.kernel)
     assert case.inputs is not None and case.reference is not None
-    args, kwargs = case.inputs(np.random.default_rng(SEED))
-    _compare(case, nki.simulate(kernel)(*args, **kwargs), case.reference(*args, **kwargs))
-    if case.kernel == "nki_tensor_add_kernel":
-        # getting_started_baremetal asserts shape[0] <= pmax: also run one full partition tile.
-        a, b = _pair((128, 512), F16)(np.random.default_rng(SEED + 1))[0]
-        _compare(case, nki.simulate(kernel)(a, b), _add(a, b))
+    for seed, make_inputs in enumerate((case.inputs, *case.more_inputs), start=SEED):
+        args, kwargs = make_inputs(np.random.default_rng(seed))
+        _compare(case, nki.simulate(kernel)(*args, **kwargs), case.reference(*args, **kwargs))
 
 
 @pytest.mark.parametrize("script", [_param(s) for s in SCRIPTS])
