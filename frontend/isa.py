@@ -627,3 +627,30 @@ def range_select(
              "reduce_cmd": _enum(reduce_cmd if reduce_cmd is not None else "reset_reduce", _REDUCE_CMD, "reduce_cmd")}
     operands = {"dst": dst, "on_true": on_true, **bounds, "reduce_res": reduce_res}
     _record(ctx, name, operands, attrs, "vector")  # type: ignore[arg-type]
+
+
+@nki_op
+def tensor_tensor_scan(
+    ctx: Any,
+    dst: NkiTensor,
+    data0: NkiTensor,
+    data1: NkiTensor,
+    initial: Any,
+    op0: Any,
+    op1: Any,
+    reverse0: bool = False,
+    reverse1: bool = False,
+    **kw: Any,
+) -> None:
+    """``dst[:, i] = op1(op0(data0[:, i], dst[:, i-1]), data1[:, i])`` along the free dim, ``initial`` before the
+    first element (a number or a (P, 1) tile); fp32 math on VectorE."""
+    _mask(kw)
+    name = "tensor_tensor_scan"
+    t = {role: _tensor(name, role, v) for role, v in (("dst", dst), ("data0", data0), ("data1", data1))}
+    _elementwise(name, t)
+    if t["data0"].buffer == "psum" and t["data1"].buffer == "psum":
+        raise NkiError(f"{name}: data0 and data1 cannot both be in PSUM", "copy one of them to SBUF first")
+    t_init, v_init = _scalar(name, "initial", initial, t["dst"])
+    attrs = {"op0": alu_op(op0, "op0"), "op1": alu_op(op1, "op1"), "initial": v_init, "reverse0": bool(reverse0),
+             "reverse1": bool(reverse1)}  # fmt: skip
+    _record(ctx, name, {**t, "initial": t_init}, attrs, "vector")

@@ -546,6 +546,23 @@ def _exec_range_select(core: _Core, ins: Instr) -> None:
     _accumulate(core, core.dve_regs, ins, on_true.partitions, result)
 
 
+@execute("TENSOR_TENSOR_SCAN")
+def _exec_tensor_tensor_scan(core: _Core, ins: Instr) -> None:
+    """A sequential recurrence along the free dim (all partitions at once), in fp32."""
+    dst, a, b = _view(core, ins, "dst"), _view(core, ins, "in0"), _view(core, ins, "in1")
+    _same_shape(dst, a, b)
+    op0, op1 = _alu_op(ins, "op0"), _alu_op(ins, "op1")
+    x, y = a.f32(), b.f32()
+    state = np.broadcast_to(_scalar_operand(core, ins, "initial", dst.nparts, False), (dst.nparts, 1))
+    state = state.reshape(-1).astype(np.float32)
+    out = np.empty_like(x)
+    for i in range(x.shape[1]):
+        step = sem.scalar_step(op0, x[:, i], state, ins.flag("reverse0"))
+        state = sem.scalar_step(op1, step.astype(np.float32), y[:, i], ins.flag("reverse1")).astype(np.float32)
+        out[:, i] = state
+    dst.store(out)
+
+
 @execute("SCALAR_TENSOR_TENSOR")
 def _exec_scalar_tensor_tensor(core: _Core, ins: Instr) -> None:
     dst, data, other = _view(core, ins, "dst"), _view(core, ins, "data"), _view(core, ins, "operand1")

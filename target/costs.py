@@ -93,6 +93,15 @@ def _tensor_tensor(ins: Instr, t: Target) -> int:
     return max(MIN_II, 2 * n)
 
 
+@cost("TENSOR_TENSOR_SCAN")
+def _tensor_tensor_scan(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): a two-input VectorE pass, ``max(64, 2N)``, ``max(64, N)`` with one input in PSUM."""
+    a, b = ins.operand("in0"), ins.operand("in1")
+    n = _free(a)
+    mems = {op.memory for op in (a, b) if op is not None}
+    return max(MIN_II, n) if mems == {"psum", "sbuf"} else max(MIN_II, 2 * n)
+
+
 @cost("TENSOR_SCALAR", "TENSOR_COPY")
 def _one_input(ins: Instr, t: Target) -> int:
     """``max(64, N)``."""

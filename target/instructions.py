@@ -245,3 +245,18 @@ declare(
                  Imm("reduce_op", "alu", default="bypass")),
            writes=("dst", "reduce_res"), scalar_slots=("bound0", "bound1", "reduce_res"), same_shape=("on_true",)),
 )
+declare(
+    InstrSpec(
+        "tensor_tensor_scan", "TENSOR_TENSOR_SCAN",
+        (_DST, Role("data0", slot="in0"), Role("data1", slot="in1"), Role("initial", required=False, scalar=True)),
+        ("dve",), "dst[:, i] = (data0[:, i] <op0> dst[:, i-1]) <op1> data1[:, i], dst[:, -1] = initial",
+        fields=(Field("op0", "alu", required=True), Field("op1", "alu", required=True),
+                Field("initial", "f32", tensor_role="initial", required=True), Field("reverse0", "bool"),
+                Field("reverse1", "bool")),
+        elementwise=("data0", "data1"),
+    ),
+    OpSpec("TENSOR_TENSOR_SCAN", 0x11, ("dve",), ("dst", "in0", "in1", "initial"),
+           "a running op0/op1 recurrence along the free dim, per partition, in fp32", required=("dst", "in0", "in1"),
+           imms=(Imm("op0", "alu"), Imm("op1", "alu"), Imm("initial", "f32", tensor_role="initial", required=True)),
+           flags=("reverse0", "reverse1"), scalar_slots=("initial",), same_shape=("in0", "in1")),
+)

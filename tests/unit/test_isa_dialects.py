@@ -99,6 +99,8 @@ PROGRAM: dict[str, list[str]] = {
         f"bound1 {_sb(0x3004, ap=COL)}, reduce_res {_sb(0x3008, ap=COL)} {{id = 33 : i64, comp_op0 = \"greater\", "
         f"comp_op1 = \"less_equal\", on_false_value = -3.000000e+04 : f32, range_start = -2 : i64, "
         f"reduce_cmd = \"reset_reduce\", reduce_op = \"maximum\"}}",
+        f"isa_dve.tensor_tensor_scan dst {_sb(0x800)}, in0 {_sb(0)}, in1 {_ps(0)}, initial {_sb(0x3000, ap=COL)} "
+        f"{{id = 34 : i64, op0 = \"multiply\", op1 = \"add\", reverse1 = true}}",
         "isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}",
     ],
     "pool": [
@@ -162,7 +164,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 31
+    assert len(ISA_OPS) == len(declared) == 32
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:

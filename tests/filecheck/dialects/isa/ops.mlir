@@ -38,6 +38,7 @@
 // CHECK-NEXT: isa_dve.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], operand1 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 21 : i64, op0 = "subtract", op1 = "multiply", reverse0 = true, reverse1 = true}
 // CHECK-NEXT: isa_dve.transpose dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 32]], src sbuf(p32, 0x0, float32)[0 : [1, 32], [1, 32]] {id = 22 : i64}
 // CHECK-NEXT: isa_dve.range_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], bound0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], bound1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 33 : i64, comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.000000e+04 : f32, range_start = 7 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum"}
+// CHECK-NEXT: isa_dve.tensor_tensor_scan dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 34 : i64, op0 = "multiply", op1 = "add", initial = 1.000000e+00 : f32, reverse0 = true}
 // CHECK-NEXT: isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
@@ -90,6 +91,7 @@ builtin.module {
       isa_dve.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], operand1 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 21 : i64, op0 = "subtract", op1 = "multiply", reverse0 = true, reverse1 = true}
       isa_dve.transpose dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 32]], src sbuf(p32, 0x0, float32)[0 : [1, 32], [1, 32]] {id = 22 : i64}
       isa_dve.range_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], bound0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], bound1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 33 : i64, comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.000000e+04 : f32, range_start = 7 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum"}
+      isa_dve.tensor_tensor_scan dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 34 : i64, op0 = "multiply", op1 = "add", initial = 1.000000e+00 : f32, reverse0 = true}
       isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
     }
     isa.stream "pool" {
