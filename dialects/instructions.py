@@ -20,7 +20,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects.common import BIR_ENGINES, ENGINES, AccessPatternAttr, check_member
 from nkic.dialects.inst import RoleOperandOp
-from nkic.dialects.traits import TRAITS, AccumulatesDst
+from nkic.dialects.traits import TRAITS, AccumulatesDst, ReadsDst
 from nkic.target.instructions import INSTRUCTIONS, Field, InstrSpec
 from nkic.target.isa import ENUM_KINDS
 from nkic.target.machine import MAX_MATMUL_K, MAX_MATMUL_M, MAX_MATMUL_N
@@ -195,6 +195,21 @@ def axis_list(op: RoleOperandOp) -> list[int]:
     return [int(a) for a in axes.get_values()]
 
 
+@shape_rule("bn_stats")
+def _bn_stats(op: InstructionFields) -> None:
+    if _free(op.ap("dst").shape) != 6:
+        raise VerifyException(f"bn_stats dst needs 6 elements per partition, got {_free(op.ap('dst').shape)}")
+
+
+@shape_rule("bn_aggr")
+def _bn_aggr(op: InstructionFields) -> None:
+    if _free(op.ap("data").shape) % 3 or _free(op.ap("dst").shape) != 2:
+        raise VerifyException(
+            f"bn_aggr reads (count, mean, variance * count) triples into 2 elements per partition, got "
+            f"data {op.ap('data').shape} and dst {op.ap('dst').shape}"
+        )
+
+
 @shape_rule("activation")
 def _activation(op: InstructionFields) -> None:
     if op.has("reduce_res") and str_field(op, "reduce_op") is None:
@@ -243,6 +258,8 @@ INSTRUCTION_FIELDS: dict[str, type[InstructionFields]] = {n: _fields_mixin(s) fo
 
 
 def reads_dst(op: RoleOperandOp) -> bool:
-    """Whether the destination is also read (PSUM accumulation unless ``accumulate = false``)."""
+    """Whether the destination is also read: a predicated copy, or PSUM accumulation unless ``accumulate = false``."""
+    if op.has_trait(ReadsDst):
+        return True
     acc = op.properties.get("accumulate")
     return op.has_trait(AccumulatesDst) and not (isinstance(acc, IntegerAttr) and acc.value.data == 0)

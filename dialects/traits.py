@@ -20,4 +20,9 @@ class AccumulatesDst(OpTrait):
     """The instruction may add into its destination (matmul into PSUM), so it reads dst too."""
 
 
-TRAITS: dict[str, type[OpTrait]] = {"dma": IsDma, "accumulates": AccumulatesDst}
+@dataclass(frozen=True)
+class ReadsDst(OpTrait):
+    """The instruction keeps part of its destination (a predicated copy), so it reads dst too."""
+
+
+TRAITS: dict[str, type[OpTrait]] = {"dma": IsDma, "accumulates": AccumulatesDst, "reads_dst": ReadsDst}

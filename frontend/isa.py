@@ -654,3 +654,92 @@ def tensor_tensor_scan(
     attrs = {"op0": alu_op(op0, "op0"), "op1": alu_op(op1, "op1"), "initial": v_init, "reverse0": bool(reverse0),
              "reverse1": bool(reverse1)}  # fmt: skip
     _record(ctx, name, {**t, "initial": t_init}, attrs, "vector")
+
+
+@nki_op
+def tensor_copy_predicated(
+    ctx: Any, dst: NkiTensor, src: Any, predicate: NkiTensor, reverse_pred: bool = False, **kw: Any
+) -> None:
+    """``dst = src`` where ``predicate`` is non-zero (zero with ``reverse_pred``); elsewhere dst is unchanged."""
+    _mask(kw)
+    name = "tensor_copy_predicated"
+    dst, pred = _tensor(name, "dst", dst), _tensor(name, "predicate", predicate)
+    tensors = {"dst": dst, "predicate": pred}
+    value = None
+    if isinstance(src, NkiTensor):
+        tensors["src"] = src
+        if src.dtype != dst.dtype:
+            raise NkiError(f"{name}: src is {src.dtype} but dst is {dst.dtype}", "src and dst share one dtype")
+        if src.buffer == "psum" and pred.buffer == "psum":
+            raise NkiError(f"{name}: src and predicate cannot both be in PSUM")
+    elif isinstance(src, (int, float)) and not isinstance(src, bool):
+        value = float(src)
+    else:
+        raise NkiError(f"{name}: src must be a tile or a number, got {type(src).__name__}")
+    _elementwise(name, tensors)
+    if pred.dtype not in ("uint8", "uint16", "uint32"):
+        raise NkiError(f"{name}: predicate must be uint8, uint16 or uint32, got {pred.dtype}")
+    operands = {"dst": dst, "src": tensors.get("src"), "predicate": pred}
+    _record(ctx, name, operands, {"src": value, "reverse_pred": bool(reverse_pred)}, "vector")
+
+
+@nki_op
+def bn_stats(ctx: Any, dst: NkiTensor, data: NkiTensor, **kw: Any) -> None:
+    """Per partition: ``(count, mean, variance * count)`` of the even elements of ``data``, then of the odd ones."""
+    _mask(kw)
+    dst, data = _tensor("bn_stats", "dst", dst), _tensor("bn_stats", "data", data)
+    _on_chip("bn_stats", "dst", dst)
+    _on_chip("bn_stats", "data", data)
+    _partitions_agree("bn_stats", {"dst": dst, "data": data})
+    fmax = _target(ctx).bn_stats_fmax
+    if data.free_size > fmax:
+        raise NkiError(f"bn_stats: data has {data.free_size} elements per partition, at most {fmax}",
+                       "run bn_stats per 512-element tile and aggregate them with one bn_aggr")  # fmt: skip
+    if dst.free_size != 6:
+        raise NkiError(f"bn_stats: dst needs 6 elements per partition, got shape {dst.shape}")
+    _record(ctx, "bn_stats", {"dst": dst, "data": data}, {})
+
+
+@nki_op
+def bn_aggr(ctx: Any, dst: NkiTensor, data: NkiTensor, **kw: Any) -> None:
+    """Mean and variance per partition from one or more ``bn_stats`` outputs laid side by side in ``data``."""
+    _mask(kw)
+    dst, data = _tensor("bn_aggr", "dst", dst), _tensor("bn_aggr", "data", data)
+    _on_chip("bn_aggr", "dst", dst)
+    _on_chip("bn_aggr", "data", data)
+    _partitions_agree("bn_aggr", {"dst": dst, "data": data})
+    if data.free_size % 3:
+        raise NkiError(f"bn_aggr: data holds (count, mean, variance * count) triples, got {data.free_size} elements")
+    if dst.free_size != 2:
+        raise NkiError(f"bn_aggr: dst needs 2 elements per partition (mean, variance), got shape {dst.shape}")
+    _record(ctx, "bn_aggr", {"dst": dst, "data": data}, {})
+
+
+@nki_op
+def exponential(
+    ctx: Any,
+    dst: NkiTensor,
+    src: NkiTensor,
+    max_value: Any = 0.0,
+    reduce_res: NkiTensor | None = None,
+    reduce_cmd: Any = None,
+    reduce_init: Any = 0.0,
+    **kw: Any,
+) -> None:
+    """``dst = exp(src - max_value)`` on VectorE (gen4+); the row sums accumulate in its registers per
+    ``reduce_cmd`` and ``reduce_res`` receives them."""
+    _mask(kw)
+    name = "exponential"
+    dst, src = _tensor(name, "dst", dst), _tensor(name, "src", src)
+    _elementwise(name, {"dst": dst, "src": src})
+    t_max, v_max = _scalar(name, "max_value", max_value, dst)
+    cmd = _enum(reduce_cmd if reduce_cmd is not None else "idle", _REDUCE_CMD, "reduce_cmd")
+    t_init, v_init = _scalar(name, "reduce_init", reduce_init, dst)
+    if cmd != "load_reduce" and (t_init is not None or v_init):
+        raise NkiError(f"{name}: reduce_init is only used with reduce_cmd=load_reduce (got {cmd})")
+    t_res = None
+    if reduce_res is not None:
+        t_res, _ = _scalar(name, "reduce_res", _tensor(name, "reduce_res", reduce_res), dst)
+    attrs = {"max_value": v_max if v_max else None, "reduce_cmd": cmd, "reduce_init": v_init if v_init else None}
+    operands = {"dst": dst, "src": src, "max_value": t_max, "reduce_res": t_res, "reduce_init": t_init}
+    _record(ctx, name, operands, attrs, "vector")

@@ -563,6 +563,79 @@ def _exec_tensor_tensor_scan(core: _Core, ins: Instr) -> None:
     dst.store(out)
 
 
+@execute("TENSOR_COPY_PREDICATED")
+def _exec_tensor_copy_predicated(core: _Core, ins: Instr) -> None:
+    dst, pred = _view(core, ins, "dst"), _view(core, ins, "predicate")
+    _same_shape(dst, pred)
+    keep = pred.raw() != 0
+    if ins.flag("reverse_pred"):
+        keep = ~keep
+    out = dst.raw().copy()
+    if ins.operand("src") is not None:
+        src = _view(core, ins, "src")
+        _same_shape(dst, src)
+        values = src.raw() if src.op.dtype == dst.op.dtype else sem.cast(src.f32(), dst.op.dtype)
+    else:
+        values = np.broadcast_to(sem.cast(np.float32(bits_f32(ins.imm("src"))), dst.op.dtype), out.shape)
+    out[keep] = values[keep]
+    dst.store_raw(out)
+
+
+@execute("BN_STATS")
+def _exec_bn_stats(core: _Core, ins: Instr) -> None:
+    """(count, mean, variance * count) of the even, then the odd elements of each partition, in fp32."""
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    x = src.f32()
+    cols = []
+    for half in (x[:, 0::2], x[:, 1::2]):
+        count = np.float32(half.shape[1])
+        mean = half.sum(axis=1, dtype=np.float32) / count if half.shape[1] else np.zeros(len(x), np.float32)
+        m2 = ((half - mean[:, None]) ** 2).sum(axis=1, dtype=np.float32)
+        cols += [np.full(len(x), count, np.float32), mean, m2]
+    dst.store(np.stack(cols, axis=1))
+
+
+@execute("BN_AGGR")
+def _exec_bn_aggr(core: _Core, ins: Instr) -> None:
+    """Chan's parallel combination of (count, mean, variance * count) triples: mean and variance per partition."""
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    t = src.f32().reshape(src.nparts, -1, 3)
+    n, m, m2 = t[..., 0], t[..., 1], t[..., 2]
+    total = n.sum(axis=1, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        mean = np.where(total > 0, (n * m).sum(axis=1, dtype=np.float32) / total, np.float32(0))
+        spread = (m2 + n * (m - mean[:, None]) ** 2).sum(axis=1, dtype=np.float32)
+        var = np.where(total > 0, spread / total, np.float32(0))
+    dst.store(np.stack([mean, var], axis=1))
+
+
+@execute("EXPONENTIAL")
+def _exec_exponential(core: _Core, ins: Instr) -> None:
+    """``exp(src - max_value)``; the row sums go into the VectorE registers as reduce_cmd says."""
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    _same_shape(dst, src)
+    shift = _scalar_operand(core, ins, "max_value", src.nparts, False)
+    result = sem.activation("exp", src.f32() - shift)
+    dst.store(result)
+    regs, parts, cmd = core.dve_regs, src.partitions, _alu_op(ins, "reduce_cmd")
+    total = result.sum(axis=1, dtype=np.float32)
+    if cmd == "reset":
+        regs[parts] = 0.0
+    elif cmd == "reset_reduce":
+        regs[parts] = total
+    elif cmd == "reduce":
+        regs[parts] += total
+    elif cmd == "load_reduce":
+        init = _scalar_operand(core, ins, "reduce_init", src.nparts, False)
+        regs[parts] = np.broadcast_to(init, (src.nparts, 1)).reshape(-1) + total
+    res = ins.operand("reduce_res")
+    if res is not None:
+        view = _resolve(core, res, "reduce_res")
+        if view.nparts != len(parts) or view.free != 1:
+            raise SimulationError(f"reduce_res must be ({len(parts)}, 1), got {res.shape}")
+        view.store(regs[parts])
+
+
 @execute("SCALAR_TENSOR_TENSOR")
 def _exec_scalar_tensor_tensor(core: _Core, ins: Instr) -> None:
     dst, data, other = _view(core, ins, "dst"), _view(core, ins, "data"), _view(core, ins, "operand1")

@@ -102,6 +102,21 @@ def _tensor_tensor_scan(ins: Instr, t: Target) -> int:
     return max(MIN_II, n) if mems == {"psum", "sbuf"} else max(MIN_II, 2 * n)
 
 
+@cost("TENSOR_COPY_PREDICATED", "BN_STATS", "BN_AGGR")
+def _one_pass_vector(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): one VectorE pass over the main operand, ``max(64, N)``."""
+    return max(MIN_II, _free(_main(ins)))
+
+
+@cost("EXPONENTIAL")
+def _exponential(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): ``max(64, N)``, ``+64`` when it accumulates (as ACTIVATE)."""
+    cycles = max(MIN_II, _free(ins.operand("src")))
+    if _enum_name(ins, "reduce_cmd") not in ("", "idle") or ins.operand("reduce_res") is not None:
+        cycles += MIN_II
+    return cycles
+
+
 @cost("TENSOR_SCALAR", "TENSOR_COPY")
 def _one_input(ins: Instr, t: Target) -> int:
     """``max(64, N)``."""

@@ -72,7 +72,7 @@ class InstrSpec:
     doc: str
     fields: tuple[Field, ...] = ()
     elementwise: tuple[str, ...] = ()  # roles with dst's partitions and elements per partition
-    traits: frozenset[str] = field(default_factory=frozenset)  # "dma", "accumulates"
+    traits: frozenset[str] = field(default_factory=frozenset)  # "dma", "accumulates", "reads_dst"
     constants: Mapping[str, Any] = field(default_factory=dict)  # ISA fields fixed by the instruction
     # ISA fields computed from the instruction's field values (e.g. tensor_reduce's axes -> num_reduced_dims)
     derive: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
@@ -259,4 +259,52 @@ declare(
            "a running op0/op1 recurrence along the free dim, per partition, in fp32", required=("dst", "in0", "in1"),
            imms=(Imm("op0", "alu"), Imm("op1", "alu"), Imm("initial", "f32", tensor_role="initial", required=True)),
            flags=("reverse0", "reverse1"), scalar_slots=("initial",), same_shape=("in0", "in1")),
+)
+declare(
+    InstrSpec(
+        "tensor_copy_predicated", "TENSOR_COPY_PREDICATED",
+        (Role("dst", write=True), Role("src", required=False), Role("predicate")), ("dve",),
+        "dst = src (a tile or a number) where predicate != 0 (== 0 with reverse_pred); elsewhere dst keeps its value",
+        fields=(Field("src", "f32", tensor_role="src", required=True), Field("reverse_pred", "bool")),
+        elementwise=("src", "predicate"), traits=frozenset({"reads_dst"}),
+    ),
+    OpSpec("TENSOR_COPY_PREDICATED", 0x12, ("dve",), ("dst", "src", "predicate"),
+           "dst = src where the predicate holds, unchanged elsewhere", required=("dst", "predicate"),
+           imms=(Imm("src", "f32", tensor_role="src", required=True),), flags=("reverse_pred",),
+           same_shape=("src", "predicate")),
+)
+declare(
+    InstrSpec(
+        "bn_stats", "BN_STATS", (_DST, Role("data", slot="src")), ("dve",),
+        "dst[p] = (count, mean, variance * count) of data[p]'s even elements, then of its odd ones",
+    ),
+    OpSpec("BN_STATS", 0x13, ("dve",), ("dst", "src"), "per-partition statistics of even and odd elements",
+           required=("dst", "src")),
+)
+declare(
+    InstrSpec(
+        "bn_aggr", "BN_AGGR", (_DST, Role("data", slot="src")), ("dve",),
+        "dst[p] = (mean, variance) of the (count, mean, variance * count) triples of data[p]",
+    ),
+    OpSpec("BN_AGGR", 0x14, ("dve",), ("dst", "src"), "combine bn_stats triples into a mean and a variance",
+           required=("dst", "src")),
+)
+declare(
+    InstrSpec(
+        "exponential", "EXPONENTIAL",
+        (_DST, Role("src"), Role("max_value", required=False, scalar=True),
+         Role("reduce_res", write=True, required=False, scalar=True),
+         Role("reduce_init", required=False, scalar=True)),
+        ("dve",), "dst = exp(src - max_value); reduce_res = the VectorE sum registers after reduce_cmd",
+        fields=(Field("max_value", "f32", tensor_role="max_value"), Field("reduce_cmd", "reduce_cmd"),
+                Field("reduce_init", "f32", tensor_role="reduce_init")),
+        elementwise=("src",), since=4,
+    ),
+    OpSpec("EXPONENTIAL", 0x15, ("dve",), ("dst", "src", "max_value", "reduce_res", "reduce_init"),
+           "dst = exp(src - max_value), summed into the VectorE registers per reduce_cmd", required=("dst", "src"),
+           imms=(Imm("max_value", "f32", default=0.0, tensor_role="max_value"),
+                 Imm("reduce_cmd", "reduce_cmd", default="idle"),
+                 Imm("reduce_init", "f32", default=0.0, tensor_role="reduce_init")),
+           writes=("dst", "reduce_res"), scalar_slots=("max_value", "reduce_res", "reduce_init"),
+           same_shape=("src",)),
 )

@@ -103,6 +103,7 @@ class Target:
     matmul_max_k: int = 128
     matmul_max_m: int = 128
     matmul_max_n: int = 512
+    bn_stats_fmax: int = 512  # elements per partition one bn_stats reads
     # Whether a matmul result may span several PSUM banks (gen4 accepts N up to 4096).
     matmul_spans_banks: bool = False
     aliases: tuple[str, ...] = field(default=())

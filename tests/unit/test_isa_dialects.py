@@ -101,6 +101,13 @@ PROGRAM: dict[str, list[str]] = {
         f"reduce_cmd = \"reset_reduce\", reduce_op = \"maximum\"}}",
         f"isa_dve.tensor_tensor_scan dst {_sb(0x800)}, in0 {_sb(0)}, in1 {_ps(0)}, initial {_sb(0x3000, ap=COL)} "
         f"{{id = 34 : i64, op0 = \"multiply\", op1 = \"add\", reverse1 = true}}",
+        f"isa_dve.tensor_copy_predicated dst {_sb(0x800)}, predicate {_sb(0x2000, 'uint8')} "
+        f"{{id = 35 : i64, src = 1.500000e+00 : f32}}",
+        f"isa_dve.bn_stats dst {_sb(0x3000, ap='[0 : [1, 128], [1, 6]]')}, src {_sb(0)} {{id = 36 : i64}}",
+        f"isa_dve.bn_aggr dst {_sb(0x3100, ap='[0 : [1, 128], [1, 2]]')}, "
+        f"src {_sb(0x3000, ap='[0 : [1, 128], [1, 6]]')} {{id = 37 : i64}}",
+        f"isa_dve.exponential dst {_sb(0x800)}, src {_ps(0)}, max_value {_sb(0x3000, ap=COL)} "
+        f"{{id = 38 : i64, reduce_cmd = \"reduce\", reduce_init = 1.000000e+00 : f32}}",
         "isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}",
     ],
     "pool": [
@@ -164,7 +171,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 32
+    assert len(ISA_OPS) == len(declared) == 36
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:

@@ -39,6 +39,10 @@
 // CHECK-NEXT: isa_dve.transpose dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 32]], src sbuf(p32, 0x0, float32)[0 : [1, 32], [1, 32]] {id = 22 : i64}
 // CHECK-NEXT: isa_dve.range_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], bound0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], bound1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 33 : i64, comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.000000e+04 : f32, range_start = 7 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum"}
 // CHECK-NEXT: isa_dve.tensor_tensor_scan dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 34 : i64, op0 = "multiply", op1 = "add", initial = 1.000000e+00 : f32, reverse0 = true}
+// CHECK-NEXT: isa_dve.tensor_copy_predicated dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], predicate sbuf(p0, 0x2000, uint8)[0 : [1, 128], [1, 512]] {id = 35 : i64, reverse_pred = true}
+// CHECK-NEXT: isa_dve.bn_stats dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 6]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 36 : i64}
+// CHECK-NEXT: isa_dve.bn_aggr dst sbuf(p0, 0x3100, float32)[0 : [1, 128], [1, 2]], src sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 6]] {id = 37 : i64}
+// CHECK-NEXT: isa_dve.exponential dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 38 : i64, max_value = 2.000000e+00 : f32, reduce_cmd = "reset_reduce"}
 // CHECK-NEXT: isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
@@ -92,6 +96,10 @@ builtin.module {
       isa_dve.transpose dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 32]], src sbuf(p32, 0x0, float32)[0 : [1, 32], [1, 32]] {id = 22 : i64}
       isa_dve.range_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], bound0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], bound1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 33 : i64, comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.000000e+04 : f32, range_start = 7 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum"}
       isa_dve.tensor_tensor_scan dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 34 : i64, op0 = "multiply", op1 = "add", initial = 1.000000e+00 : f32, reverse0 = true}
+      isa_dve.tensor_copy_predicated dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], predicate sbuf(p0, 0x2000, uint8)[0 : [1, 128], [1, 512]] {id = 35 : i64, reverse_pred = true}
+      isa_dve.bn_stats dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 6]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 36 : i64}
+      isa_dve.bn_aggr dst sbuf(p0, 0x3100, float32)[0 : [1, 128], [1, 2]], src sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 6]] {id = 37 : i64}
+      isa_dve.exponential dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 38 : i64, max_value = 2.000000e+00 : f32, reduce_cmd = "reset_reduce"}
       isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
     }
     isa.stream "pool" {

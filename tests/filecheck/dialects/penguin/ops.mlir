@@ -24,6 +24,11 @@
 // CHECK: penguin.scalar_tensor_tensor dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], operand0 %m[0 : [1, 128], [1, 1]], operand1 %x[0 : [512, 128], [1, 512]] {op0 = "multiply", op1 = "add"}
 // CHECK: penguin.tensor_scalar_reduce dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], reduce_res %s[0 : [1, 128], [1, 1]] {op0 = "multiply", operand0 = 5.000000e-01 : f32, reduce_op = "maximum"}
 // CHECK: penguin.tensor_tensor_scan dst %x[0 : [512, 128], [1, 512]], data0 %x[0 : [512, 128], [1, 512]], data1 %p[0 : [512, 128], [1, 512]], initial %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", reverse1 = true}
+// CHECK: penguin.tensor_copy_predicated dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512]] {reverse_pred = true}
+// CHECK: penguin.tensor_copy_predicated dst %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512]] {src = 5.000000e-01 : f32}
+// CHECK: penguin.bn_stats dst %st[0 : [6, 128], [1, 6]], data %x[0 : [512, 128], [1, 512]]
+// CHECK: penguin.bn_aggr dst %mv[0 : [2, 128], [1, 2]], data %st[0 : [6, 128], [1, 6]]
+// CHECK: penguin.exponential dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], max_value %m[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {reduce_cmd = "reset_reduce"}
 // CHECK: penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
 // CHECK: penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.40282347e+38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.return %out : !penguin.tensor<shared_hbm, 256x512xf32>
@@ -40,6 +45,8 @@ builtin.module {
     %w = penguin.alloc "w" : !penguin.tensor<sbuf, 128x128xf32>
     %m = penguin.alloc "m" : !penguin.tensor<sbuf, 128x1xf32>
     %s = penguin.alloc "s" : !penguin.tensor<sbuf, 128x1xf32>
+    %st = penguin.alloc "st" : !penguin.tensor<sbuf, 128x6xf32>
+    %mv = penguin.alloc "mv" : !penguin.tensor<sbuf, 128x2xf32>
     penguin.loop "affine" 0 to 2 step 1 {
       %x = penguin.alloc "x" {address = array<i64: 0, 1024>} : !penguin.tensor<sbuf, 128x512xf32>
       %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
@@ -59,6 +66,11 @@ builtin.module {
       penguin.scalar_tensor_tensor dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], operand0 %m[0 : [1, 128], [1, 1]], operand1 %x[0 : [512, 128], [1, 512]] {op0 = "multiply", op1 = "add"}
       penguin.tensor_scalar_reduce dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], reduce_res %s[0 : [1, 128], [1, 1]] {op0 = "multiply", operand0 = 0.5 : f32, reduce_op = "maximum"}
       penguin.tensor_tensor_scan dst %x[0 : [512, 128], [1, 512]], data0 %x[0 : [512, 128], [1, 512]], data1 %p[0 : [512, 128], [1, 512]], initial %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", reverse1 = true}
+      penguin.tensor_copy_predicated dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512]] {reverse_pred = true}
+      penguin.tensor_copy_predicated dst %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512]] {src = 5.000000e-01 : f32}
+      penguin.bn_stats dst %st[0 : [6, 128], [1, 6]], data %x[0 : [512, 128], [1, 512]]
+      penguin.bn_aggr dst %mv[0 : [2, 128], [1, 2]], data %st[0 : [6, 128], [1, 6]]
+      penguin.exponential dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], max_value %m[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {reduce_cmd = "reset_reduce"}
       penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
       penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.4028235e38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
     }
