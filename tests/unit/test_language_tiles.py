@@ -464,3 +464,7 @@ def test_load_errors():
     with pytest.raises(NkiError, match=r"nl.exp: 'x' is in shared_hbm; nl.exp works on SBUF/PSUM tiles"):
         kernel.trace(nki.TensorSpec((4, 4), "float32"))
 
+
+def test_tensor_operators_point_at_the_nl_functions():
+    with pytest.raises(NkiError, match=r"test_language_tiles.py:\d+: error: arithmetic operators .* nl.add\(a, b\)"):
+        run(lambda x: x + x, rand(4, 4))
