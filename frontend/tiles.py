@@ -652,12 +652,23 @@ def gather_flattened(ctx: Any, data: Any, indices: Any, axis: int = 0, dtype: An
 # -- composites ---------------------------------------------------------------------------------------------
 @_export()
 def softmax(ctx: Any, x: Any, axis: Any = -1, dtype: Any = None, **_: Any) -> NkiTensor:
-    """``exp(x - max) / sum(exp(x - max))`` over trailing free axes, in float32: tensor_reduce max, subtract,
-    ScalarE exp, tensor_reduce add, VectorE reciprocal, multiply."""
+    """``exp(x - max) / sum(exp(x - max))`` over trailing free axes, in float32: a negated tensor_reduce max, one
+    ScalarE exp with that bias and a sum reduction, VectorE reciprocal, tensor_scalar multiply (over only some
+    free dims: reduce, subtract, exp, reduce, reciprocal, multiply with broadcasting)."""
     x = _tile("softmax", "x", x)
-    m = _reduce(ctx, "softmax", "maximum", x, axis, "float32", True)
-    e = _activation(ctx, "softmax", "exp", _binary(ctx, "softmax", "subtract", x, m, "float32"), "float32")
-    s = _reduce(ctx, "softmax", "add", e, axis, "float32", True)
+    axes = _reduce_axes("softmax", x, axis)
+    if len(axes) == x.ndim - 1:
+        # Every free dim is reduced, so max and sum are (P, 1) columns: the hand-written form — a negated max
+        # as the exp's bias, the sum accumulated by the same ScalarE activation.
+        neg_max = _new(ctx, _reduced_shape(x, axes, True), "float32")
+        _impl("tensor_reduce")(ctx, neg_max, "maximum", x, list(axes), negate=True, keepdims=True)
+        e = _new(ctx, x.shape, "float32")
+        s = _new(ctx, neg_max.shape, "float32")
+        _impl("activation_reduce")(ctx, e, "exp", x, "add", s, bias=neg_max)
+    else:
+        m = _reduce(ctx, "softmax", "maximum", x, axis, "float32", True)
+        e = _activation(ctx, "softmax", "exp", _binary(ctx, "softmax", "subtract", x, m, "float32"), "float32")
+        s = _reduce(ctx, "softmax", "add", e, axis, "float32", True)
     r = _new(ctx, s.shape, "float32")
     _impl("reciprocal")(ctx, r, s)
     return _binary(ctx, "softmax", "multiply", e, r, _dtype(dtype, x.dtype))

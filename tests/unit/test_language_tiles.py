@@ -468,3 +468,36 @@ def test_load_errors():
 def test_tensor_operators_point_at_the_nl_functions():
     with pytest.raises(NkiError, match=r"test_language_tiles.py:\d+: error: arithmetic operators .* nl.add\(a, b\)"):
         run(lambda x: x + x, rand(4, 4))
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    p=st.integers(1, 128), free=st.lists(st.integers(1, 5), min_size=1, max_size=3), data=st.data(),
+    name=st.sampled_from(["add", "subtract", "multiply", "maximum", "less"]),
+)  # fmt: skip
+def test_binary_broadcasting_shapes(p, free, data, name):
+    full = (p, *free)
+    ones = data.draw(st.lists(st.booleans(), min_size=len(full), max_size=len(full)))
+    small = tuple(1 if o else n for o, n in zip(ones, full))
+    a, b = rand(*full), rand(*small)
+    if data.draw(st.booleans()):
+        a, b = b, a
+    got = run(lambda x, y: getattr(nl, name)(x, y), a, b)
+    np.testing.assert_allclose(got, BINARY[name](a, b), rtol=1e-6)
+
+
+def test_psum_operands():
+    @nki.jit
+    def kernel(x, y):
+        a, b = nl.load(x), nl.load(y)
+        p1 = nl.matmul(a, b, transpose_x=True)
+        p2 = nl.matmul(b, b, transpose_x=True)
+        r = nl.softmax(nl.add(nl.exp(nl.multiply(p1, 0.1)), p2), axis=1)
+        out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=r)
+        return out
+
+    x, y = rand(32, 32), rand(32, 32)
+    t = np.exp(0.1 * (x.T.astype(np.float64) @ y)) + y.T.astype(np.float64) @ y
+    e = np.exp(t - t.max(1, keepdims=True))
+    np.testing.assert_allclose(nki.simulate(kernel)(x, y), e / e.sum(1, keepdims=True), rtol=1e-4)
