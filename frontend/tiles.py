@@ -53,6 +53,7 @@ def _export(name: str | None = None) -> Callable[[Callable[..., Any]], Callable[
     def wrap(impl: Callable[..., Any]) -> Callable[..., Any]:
         public = name or impl.__name__.lstrip("_")
         impl.__name__ = impl.__qualname__ = public
+        impl.__module__ = "nkic.frontend.language"  # a bad call reads "bad call of language.<name>", like nl's own
         op = nki_op(impl)
         TILE_FUNCTIONS[public] = op
         __all__.append(public)

@@ -293,9 +293,27 @@ def test_missing_activations_raise_at_the_user_line(name):
         run(lambda x: getattr(nl, name)(x), rand(4, 4))
 
 
-def test_abs_max_needs_gen4():
+def test_abs_max_abs_min_on_gen4_only():
     with pytest.raises(NkiError, match="nl.abs_max is not available on gen3"):
         run(lambda x, y: nl.abs_max(x, y), rand(4, 4), rand(4, 4))
+
+    @nki.jit(platform_target="trn3")
+    def kernel(a, b):
+        x, y = nl.load(a), nl.load(b)
+        r = nl.abs_min(nl.abs_max(x, y), y)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=r)
+        return out
+
+    a, b = rand(8, 8), rand(8, 8)
+    b[0] = -a[0]  # ties pick y
+    m = np.where(np.abs(a) > np.abs(b), a, b)
+    np.testing.assert_array_equal(nki.simulate(kernel)(a, b), np.where(np.abs(m) < np.abs(b), m, b))
+
+
+def test_bad_call_names_the_nl_function():
+    with pytest.raises(NkiError, match=r"bad call of language.add: missing a required argument: 'y'"):
+        run(lambda x: nl.add(x), rand(4, 4))
 
 
 # -- reductions ---------------------------------------------------------------------------------------------
