@@ -130,12 +130,23 @@ def _scalar_result(tile_dtype: str, value: Any) -> str:
 
 
 def _flat(ctx: Any, t: NkiTensor) -> NkiTensor:
-    """``t`` as a dense (P, F) tile: a view when it already is dense, else a copy."""
-    if t.is_contiguous() and t.ndim >= 2:
+    """``t`` as a (P, F) tile: itself when 2-D, a view when its free dims are dense, else a copy."""
+    if t.ndim == 2:
+        return t
+    if t.ndim > 2 and _free_dense(t):
         return t.reshape(t.partitions, t.free_size)
     dense = _new(ctx, t.shape if t.ndim >= 2 else (t.partitions, 1), t.dtype, _SBUF)
     _impl("tensor_copy")(ctx, dense, t)
     return dense.reshape(dense.partitions, dense.free_size)
+
+
+def _free_dense(t: NkiTensor) -> bool:
+    expected = 1
+    for step, num in reversed(t.pairs[1:]):
+        if num != 1 and step != expected:
+            return False
+        expected *= num if num != 1 else 1
+    return True
 
 
 def _in_sbuf(ctx: Any, t: NkiTensor) -> NkiTensor:

@@ -519,3 +519,12 @@ def test_psum_operands():
     t = np.exp(0.1 * (x.T.astype(np.float64) @ y)) + y.T.astype(np.float64) @ y
     e = np.exp(t - t.max(1, keepdims=True))
     np.testing.assert_allclose(nki.simulate(kernel)(x, y), e / e.sum(1, keepdims=True), rtol=1e-4)
+
+
+def test_strided_views_as_operands():
+    a = rand(64, 96)
+    np.testing.assert_array_equal(run(lambda x: nl.transpose(x[0:48, 8:72:2]), a), a[0:48, 8:72:2].T)
+    np.testing.assert_array_equal(run(lambda x: nl.broadcast_to(x[3:4, 0:96:3], (16, 32)), a),
+                                  np.broadcast_to(a[3:4, 0:96:3], (16, 32)))  # fmt: skip
+    got = run(lambda x: nl.matmul(x[0:32, 0:64], x[0:64, 32:96]), a)
+    np.testing.assert_allclose(got, a[0:32, 0:64].astype(np.float64) @ a[0:64, 32:96], rtol=1e-4, atol=1e-4)
