@@ -145,7 +145,7 @@ def _free_dense(t: NkiTensor) -> bool:
     for step, num in reversed(t.pairs[1:]):
         if num != 1 and step != expected:
             return False
-        expected *= num if num != 1 else 1
+        expected *= num
     return True
 
 
@@ -175,7 +175,7 @@ def _broadcast_partitions(ctx: Any, fn: str, t: NkiTensor, parts: int) -> NkiTen
         raise NkiError(f"nl.{fn}: cannot broadcast a partition dim of {t.partitions} to {parts}")
     src = _flat(ctx, _in_sbuf(ctx, t))
     ones = _new(ctx, (1, parts), src.dtype if _is_float(src.dtype) else "float32", _SBUF)
-    _impl("memset")(ctx, ones, 1.0 if _is_float(ones.dtype) else 1)
+    _impl("memset")(ctx, ones, 1.0)
     if not _is_float(src.dtype):
         as_float = _new(ctx, src.shape, "float32", _SBUF)
         _impl("tensor_copy")(ctx, as_float, src)
