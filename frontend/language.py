@@ -15,6 +15,7 @@ from typing import Any
 from nkic.frontend.affine import DynSlice
 from nkic.frontend.context import active_context, nki_op
 from nkic.frontend.dtypes import BUFFERS, Buffer, normalize_buffer
+from nkic.frontend import tiles
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import ALIASES, TOKENS, OpToken
 from nkic.frontend.tensor import NkiTensor
@@ -133,6 +134,19 @@ add: OpToken
 exp: OpToken  # (all tokens are exported by _export_tokens; two listed for readers and type checkers)
 
 
+# -- tile functions (frontend/tiles.py) -----------------------------------------------------------------------
+def _export_tile_functions() -> None:
+    """``nl.load``, ``nl.matmul``, ``nl.softmax`` …; a name that is also an operator token (``nl.add``,
+    ``nl.exp``, ``nl.sum``) stays the token, whose call runs the same function."""
+    g = globals()
+    for name in tiles.__all__:
+        if not isinstance(g.get(name), OpToken):
+            g[name] = getattr(tiles, name)
+
+
+_export_tile_functions()
+
+
 # -- allocation ---------------------------------------------------------------------------------------------
 @nki_op
 def ndarray(
@@ -144,7 +158,7 @@ def ndarray(
 
 @nki_op
 def empty_like(ctx: Any, x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **_: Any) -> NkiTensor:
-    return ctx.allocate(x.shape, dtype or x.dtype, buffer or sbuf, name, None)
+    return ctx.allocate(x.shape, dtype or x.dtype, buffer or x.buffer, name, None)  # NKI: same buffer as x
 
 
 def _filled(ctx: Any, shape: Any, value: float, dtype: Any, buffer: Any, name: str) -> NkiTensor:

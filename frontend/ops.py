@@ -7,6 +7,7 @@ checks the name against the ALU / activation vocabularies of ``nkic.dialects.com
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,17 +18,36 @@ from nkic.frontend.dtypes import NamedToken
 from nkic.frontend.errors import NkiError
 
 
-class OpToken(NamedToken):
-    """An ``nl`` operator usable as ``op=`` of nisa instructions."""
+# The value-returning tile functions by nl name (``frontend/tiles.py`` fills it when it is imported): calling a
+# token runs the function of its name, so ``nl.add`` is both ``op=nl.add`` and ``nl.add(a, b)``.
+TILE_FUNCTIONS: dict[str, Callable[..., Any]] = {}
 
-    __slots__ = ()
+
+class OpToken(NamedToken):
+    """An ``nl`` operator usable as ``op=`` of nisa instructions and callable as the tile function ``nl.<name>``.
+
+    ``call_as`` is the tile function a call runs when it differs from the operator: ``nl.max`` is the ALU op
+    ``maximum`` as ``op=`` but the reduction ``nl.max(x, axis)`` when called.
+    """
+
+    __slots__ = ("call_as",)
+
+    def __init__(self, name: str, call_as: str | None = None):
+        super().__init__(name)
+        self.call_as = call_as or name
+
+    def __repr__(self) -> str:
+        return f"nl.{self.call_as}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         current_context()  # outside a kernel this is the "nki API called outside" error
-        raise NkiError(
-            f"nl.{self.name}(...) as a tensor function is not supported yet",
-            f"allocate a dst and use a nisa instruction with op=nl.{self.name}",
-        )
+        fn = TILE_FUNCTIONS.get(self.call_as)
+        if fn is None:
+            raise NkiError(
+                f"nl.{self.call_as}(...) is not a tile function",
+                f"nl.{self.call_as} is an operator: pass it as op=nl.{self.call_as} to a nisa instruction",
+            )
+        return fn(*args, **kwargs)
 
 
 ALU_TOKENS = (
@@ -41,7 +61,9 @@ ACT_TOKENS = (
 ).split()
 
 TOKENS: dict[str, OpToken] = {name: OpToken(name) for name in dict.fromkeys(ALU_TOKENS + ACT_TOKENS)}
-ALIASES: dict[str, OpToken] = {"max": TOKENS["maximum"], "min": TOKENS["minimum"], "sum": TOKENS["add"]}
+# nl.max / nl.min / nl.sum are these ALU ops as op= but reductions when called.
+ALIASES: dict[str, OpToken] = {"max": OpToken("maximum", "max"), "min": OpToken("minimum", "min"),
+                               "sum": OpToken("add", "sum")}
 
 _NUMPY: dict[Any, str] = {
     np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.divide: "divide",

@@ -278,9 +278,11 @@ class NkiTensor:
     __hash__ = object.__hash__
 
     def _operator(self, *_: Any) -> Any:
+        # NKI 0.3+ tensors define no arithmetic operators (only the legacy neuronxcc tiles did): point at the
+        # value-returning nl functions instead.
         raise NkiError(
-            "arithmetic operators on tensors are not supported",
-            "use nisa.tensor_tensor / nisa.tensor_scalar with a dst tensor",
+            "arithmetic operators on tensors are not supported (NKI 0.3+ tensors have none)",
+            "call the nl function instead: nl.add(a, b), nl.multiply(a, 2.0), nl.negative(a), nl.matmul(a, b)",
         )
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _operator

@@ -380,7 +380,7 @@ def test_nki_alias_install() -> None:
         "assert nki is nkic.api and nki.typing is sys.modules['nki.typing'] and nki.compiler.kernel_format\n"
         "assert str(nl.bfloat16) == 'bfloat16' and str(nl.sbuf) == 'sbuf' and nl.bool == 'bool_'\n"
         "assert nl.tile_size.pmax == 128 and nl.tile_size.psum_fmax == 512 and nl.fp32.min == -3.4028235e38\n"
-        "assert nl.max is nl.maximum and nl.sum is nl.add and str(nisa.engine.vector.name) == 'vector'\n"
+        "assert str(nl.max) == str(nl.maximum) and str(nl.sum) == 'add' and str(nisa.engine.vector.name) == 'vector'\n"
         "print('ok')\n"
     )
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
