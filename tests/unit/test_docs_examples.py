@@ -45,8 +45,6 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nkic.frontend.errors import NkiError
-
 # tests/unit/<this file> -> parents[2] is the repository root; the corpus folder sits next to the checkout.
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 EXAMPLES = CORPUS / "aws-neuron-sdk" / "nki" / "examples"
@@ -57,24 +55,10 @@ F32 = np.float32
 SEED = 20240611
 
 # Reasons shared by several cases (the first failure each case hits today).
-NO_LOAD = (
-    "nl.load missing: AttributeError: module 'nkic.frontend.language' has no attribute 'load' "
-    "(the kernel then also needs {rest})"
-)
-
-
-def _no_load(rest: str) -> tuple[type[BaseException], str]:
-    return AttributeError, NO_LOAD.format(rest=rest)
-
-
 LIST_IN_AFFINE_LOOP = (
     "IndexError 'list index out of range' at {where}: a Python list filled by .append() inside an "
     "nl.affine_range loop holds one element, because the loop body is traced once symbolically "
     "(lists filled in affine_range loops)"
-)
-NO_BROADCAST_TO = (
-    "nl.broadcast_to missing: AttributeError: module 'nkic.frontend.language' has no attribute 'broadcast_to' "
-    "(the kernel then also needs nisa.tensor_tensor_scan, which nkic.frontend.isa does not have either)"
 )
 
 
@@ -227,7 +211,6 @@ CASES: list[Case] = [
         # The kernel asserts shape[0] <= pmax and tiles nothing: a full partition tile too.
         more_inputs=(_pair((128, 512), F16),),
         reference=_add,
-        blocked=_no_load("the value-returning nl.add and nl.store"),
     ),
     Case(
         "simulate/nki_simulate_example.py",
@@ -235,7 +218,6 @@ CASES: list[Case] = [
         "a, b: float32[128, 512] (the docs' shape); loading the file also runs its own top-level check",
         inputs=_pair((128, 512), F32),
         reference=_add,
-        blocked=_no_load("the value-returning nl.add and nl.store"),
     ),
     Case(
         "tensor_addition/tensor_addition_nki_kernels.py",
@@ -258,11 +240,6 @@ CASES: list[Case] = [
         # arange values: the window sums (<= 4 * 71) and their quarters are exact in fp16; the docs compare exactly.
         inputs=lambda rng: ((np.arange(2 * 6 * 6, dtype=F16).reshape(2, 6, 6), 2), {}),
         reference=_avgpool2d,
-        blocked=(
-            NkiError,
-            "nl.sum(pool_view, axis=[3, 4]) as a value-returning reduction: NkiError 'nl.add(...) as a tensor "
-            "function is not supported yet' (nl.sum is an alias of the nl.add op token)",
-        ),
     ),
     Case(
         "index-case-1.py",
@@ -270,7 +247,6 @@ CASES: list[Case] = [
         "bfloat16[4, 5] = arange (the docs' shape); two outputs [4, 3] and [4, 2]",
         inputs=lambda rng: ((np.arange(4 * 5).astype(BF16).reshape(4, 5),), {}),
         reference=_split_even_odd,
-        blocked=_no_load("nl.store of the step-2 slices in_tile[:, 0:sz_f:2] of the loaded tile"),
     ),
     Case(
         "index-case-3.py",
@@ -278,7 +254,6 @@ CASES: list[Case] = [
         "bfloat16[2, 6, 6] = arange, pool 2 (the docs' shapes)",
         inputs=lambda rng: ((np.arange(2 * 6 * 6).astype(BF16).reshape(2, 6, 6), 2), {}),
         reference=_maxpool2d,
-        blocked=_no_load("the value-returning nl.max(tile.ap([... 5-D view ...]), axis=[3, 4]) and nl.store"),
     ),
     Case(
         "layout-pass.py",
@@ -287,7 +262,6 @@ CASES: list[Case] = [
         inputs=lambda rng: ((_uniform(rng, (128, 512), BF16, -4, 4),), {}),
         reference=_exp,
         tol=BF16_EXP_TOL,
-        blocked=_no_load("the value-returning nl.exp and nl.store"),
     ),
     Case(
         "layout-violation.py",
@@ -295,7 +269,6 @@ CASES: list[Case] = [
         "bfloat16[256, 512] (the docs' shape): nl.load of 256 partitions must be rejected",
         inputs=lambda rng: ((np.ones((256, 512), BF16),), {}),
         error=(Exception, r"layout-violation\.py:\d+: error: Size of partition dimension 256 exceeds .* 128"),
-        blocked=_no_load("nl.load of a 256-partition slice to raise nkic's partition limit NkiError"),
     ),
     Case(
         "layout-loop.py",
@@ -305,7 +278,6 @@ CASES: list[Case] = [
         inputs=lambda rng: ((np.ones((256, 512), BF16),), {}),
         error=(Exception, r"\bi_f\b"),
         stubs={"torch_neuronx": {"nki_jit": "jit"}},
-        blocked=_no_load("the value-returning nl.exp and nl.store, then an error naming the undefined i_f"),
     ),
     Case(
         "layout-dynamic-loop.py",
@@ -369,7 +341,6 @@ CASES: list[Case] = [
         inputs=_mamba_inputs(1, 256, 1024, 16),
         reference=_mamba,
         tol=MAMBA_TOL,
-        blocked=(AttributeError, NO_BROADCAST_TO),
     ),
     Case(
         MAMBA,
@@ -378,7 +349,6 @@ CASES: list[Case] = [
         inputs=_mamba_inputs(1, 256, 1024, 16),
         reference=_mamba,
         tol=MAMBA_TOL,
-        blocked=(AttributeError, NO_BROADCAST_TO),
     ),
     Case(
         MAMBA,
@@ -387,7 +357,6 @@ CASES: list[Case] = [
         inputs=_mamba_inputs(1, 256, 1024, 16),
         reference=_mamba,
         tol=MAMBA_TOL,
-        blocked=(AttributeError, NO_BROADCAST_TO),
     ),
 ]
 
@@ -410,13 +379,11 @@ SCRIPTS: list[Script] = [
     Script(
         "getting_started_baremetal.py",
         stdout=lambda: f"{np.full((4, 3), 2, dtype=F16)}\n",
-        blocked=_no_load("the value-returning nl.add and nl.store"),
     ),
     # Runs add_kernel on float32[128, 512] at module level and asserts allclose(result, a + b) itself; prints nothing.
     Script(
         "simulate/nki_simulate_example.py",
         stdout=lambda: "",
-        blocked=_no_load("the value-returning nl.add and nl.store"),
     ),
 ]
 
