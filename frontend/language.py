@@ -227,6 +227,33 @@ def program_ndim(ctx: Any) -> int:
     return ctx.program_ndim()
 
 
+class nc:  # noqa: N801 — NKI's spelling
+    """``nl.nc(k)``: a grid factor of ``k`` NeuronCores. It only decides which core runs which program, so for nkic,
+    which simulates the programs one after the other, ``a * nl.nc(k)`` is a grid dimension of ``a·k`` programs."""
+
+    def __init__(self, k: int):
+        self.k = int(k)
+
+    def __mul__(self, other: Any) -> int:
+        return spmd_dim(other, self)
+
+    __rmul__ = __mul__
+
+    def __index__(self) -> int:
+        return self.k
+
+    def __repr__(self) -> str:
+        return f"nl.nc({self.k})"
+
+
+def spmd_dim(*factors: Any) -> int:
+    """One launch-grid dimension, the product of its factors (``nl.spmd_dim(a, nl.nc(2))`` has ``2a`` programs)."""
+    size = 1
+    for f in factors:
+        size *= f.k if isinstance(f, nc) else int(f)
+    return size
+
+
 @nki_op
 def device_print(ctx: Any, prefix: str, tensor: Any = None, **_: Any) -> None:
     """Prints only when simulating; compiles to nothing."""

@@ -17,8 +17,8 @@ is observable:
 Control flow is resolved at trace time: Python ``if``/``while`` on a tensor raise the dynamic-control-flow error;
 ``affine_range``/``sequential_range`` become symbolic loops traced once unless the body needs the induction value, in
 which case the internal ``NeedsUnroll`` makes the tracer mark the loop site unrolled and re-trace the whole kernel
-(kernels are pure). ``static_range`` and ``range`` unroll. A grid launch ``kernel[2]`` traces the body once per
-program; the k-th ``shared_hbm`` allocation of every program is the same tensor.
+(kernels are pure). ``static_range`` and ``range`` unroll. A grid launch of any rank (``kernel[4]``, ``kernel[2, 2]``) traces the
+body once per program, in row-major grid order; the k-th ``shared_hbm`` allocation of every program is the same tensor.
 
 The frontend only traces: a ``Kernel`` called outside a trace hands itself to the executor that the layer above
 registered with :func:`set_executor` (``nkic.execute``: compile, then simulate); without one the call is an
@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import operator
 import os
 from collections.abc import Callable, Iterator
@@ -118,7 +119,7 @@ class Kernel:
     def __init__(
         self,
         func: Callable[..., Any],
-        grid: int | None = None,
+        grid: tuple[int, ...] | None = None,
         options: CompileOptions | None = None,
         cache: dict[Any, TracedKernel] | None = None,
     ):
@@ -137,11 +138,20 @@ class Kernel:
         return f"Kernel({self.name}, grid={self.grid})"
 
     def __getitem__(self, grid: Any) -> Kernel:
-        if isinstance(grid, tuple) and len(grid) == 1:
-            grid = grid[0]
-        if not isinstance(grid, int) or grid not in (1, 2):
-            raise NkiError(f"unsupported launch grid {grid!r}", "launch with kernel[1] or kernel[2] (the LNC degree)")
-        return Kernel(self.func, grid, self.options, self.cache)
+        """``kernel[4]``, ``kernel[2, 2]``, ``kernel[nl.spmd_dim(2, nl.nc(2))]``: a launch grid of any rank and size."""
+        dims = grid if isinstance(grid, tuple) else (grid,)
+        try:
+            shape = tuple(operator.index(d) for d in dims)
+        except TypeError:
+            shape = ()
+        if not shape or any(d <= 0 for d in shape):
+            raise NkiError(f"unsupported launch grid {grid!r}", "launch with positive ints: kernel[4], kernel[2, 2]")
+        return Kernel(self.func, shape, self.options, self.cache)
+
+    @property
+    def num_programs(self) -> int:
+        """The number of SPMD programs the launch grid runs (1 without a grid)."""
+        return math.prod(self.grid) if self.grid else 1
 
     def with_options(self, **changes: Any) -> Kernel:
         return Kernel(self.func, self.grid, dataclasses.replace(self.options, **changes), self.cache)
@@ -283,7 +293,7 @@ def _trace(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[tuple[str
         factory = emitter_factory
         if factory is None:
             from nkic.frontend.emit import PenguinEmitter as factory  # noqa: N813
-        ctx = TraceContext(kernel, factory(kernel.name, kernel.grid or 1, "external"), unrolled)
+        ctx = TraceContext(kernel, factory(kernel.name, kernel.num_programs, "external"), unrolled)
         try:
             traced = ctx.run(bound, arrays)
         except NeedsUnroll as e:
@@ -312,7 +322,8 @@ class TraceContext:
         self.kernel = kernel
         self.emitter = emitter
         self.options = kernel.options
-        self.grid = kernel.grid or 1
+        self.grid = kernel.num_programs
+        self.grid_shape: tuple[int, ...] = kernel.grid or ()
         self.unrolled = unrolled
         self.pending_unroll: set[tuple[str, int, int]] = set()
         self.loops: list[LoopVar] = []  # open symbolic loops, outermost first (index = loop depth)
@@ -411,6 +422,8 @@ class TraceContext:
         if is_nki_op(func):
             impl = func.__nki_impl__  # type: ignore[attr-defined]
             self._check_call(func, impl, args, kwargs)
+            if func.__module__ == _ISA_MODULE and _has_empty_tensor(args, kwargs):
+                return None  # an instruction on a zero-size view (x[0:0], nl.ds(i, 0)) does nothing: record nothing
             return impl(self, *args, **kwargs)
         if getattr(func, "__nki_dont_trace__", False):
             return self._call_concrete(func, args, kwargs)
@@ -552,17 +565,33 @@ class TraceContext:
 
     # -- SPMD ------------------------------------------------------------------------------------------
     def program_id(self, axis: Any) -> int:
-        if operator.index(axis) != 0:
-            raise NkiError(f"program_id axis {axis} does not exist", "NKI 0.3+ grids are 1-D: use axis=0")
-        return self._pid
+        """The index along ``axis`` of the program being traced; programs run in row-major grid order."""
+        ax = self._axis(axis, "program_id")
+        if not self.grid_shape:
+            return 0
+        index = self._pid
+        for a in range(len(self.grid_shape) - 1, ax, -1):
+            index //= self.grid_shape[a]
+        return index % self.grid_shape[ax]
 
     def num_programs(self, axes: Any) -> int:
-        if axes is not None and operator.index(axes) != 0:
-            raise NkiError(f"num_programs axes {axes} does not exist", "NKI 0.3+ grids are 1-D: use axes=0")
-        return self.grid
+        """Programs along ``axes`` (an axis or a tuple of them); ``None`` is the whole grid."""
+        if axes is None:
+            return self.grid
+        if isinstance(axes, (tuple, list)):
+            return math.prod(self.num_programs(a) for a in axes)
+        ax = self._axis(axes, "num_programs")
+        return self.grid_shape[ax] if self.grid_shape else 1
 
     def program_ndim(self) -> int:
-        return 0 if self.kernel.grid is None else 1
+        return len(self.grid_shape)
+
+    def _axis(self, axis: Any, what: str) -> int:
+        ax = operator.index(axis)
+        ndim = max(1, len(self.grid_shape))  # without a grid, axis 0 has one program
+        if not 0 <= ax < ndim:
+            raise NkiError(f"{what} axis {axis} does not exist", f"the launch grid has {len(self.grid_shape)} axes")
+        return ax
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -573,6 +602,13 @@ _EXCLUDED = ("nkic.frontend", "numpy", "math", "ml_dtypes")
 
 def _excluded(module: str) -> bool:
     return any(module == m or module.startswith(m + ".") for m in _EXCLUDED)
+
+
+_ISA_MODULE = "nkic.frontend.isa"  # the nisa instructions (a name, not an import: isa imports this module's users)
+
+
+def _has_empty_tensor(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return any(isinstance(v, NkiTensor) and v.size == 0 for v in (*args, *kwargs.values()))
 
 
 def has_nki_data(value: Any, _depth: int = 0) -> bool:
