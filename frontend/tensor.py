@@ -43,6 +43,8 @@ class Storage:
     loc: tuple[str, int, int] = ("<unknown>", 0, 0)
     is_param: bool = False
     written: bool = field(default=False)
+    # The symbolic loops open when it was allocated (LoopVars, outermost first): it exists only inside them.
+    scope: tuple[Any, ...] = ()
 
     @property
     def size(self) -> int:

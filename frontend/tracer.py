@@ -17,8 +17,12 @@ is observable:
 Control flow is resolved at trace time: Python ``if``/``while`` on a tensor raise the dynamic-control-flow error;
 ``affine_range``/``sequential_range`` become symbolic loops traced once unless the body needs the induction value, in
 which case the internal ``NeedsUnroll`` makes the tracer mark the loop site unrolled and re-trace the whole kernel
-(kernels are pure). ``static_range`` and ``range`` unroll. A grid launch of any rank (``kernel[4]``, ``kernel[2, 2]``) traces the
-body once per program, in row-major grid order; the k-th ``shared_hbm`` allocation of every program is the same tensor.
+(kernels are pure). A tensor allocated in a symbolic loop body and used after the loop closed is one tensor per
+iteration, so that loop unrolls too; an ``IndexError``/``KeyError`` escaping a trace that rolled loops re-traces with
+them unrolled (a list appended to in a rolled body has one entry). ``static_range`` and ``range`` unroll. A grid
+launch of any rank (``kernel[4]``, ``kernel[2, 2]``) traces the body once per program, in row-major grid order; the
+k-th ``shared_hbm`` allocation of every program is the same tensor. Inputs the kernel writes or returns are copied
+into outputs of their own at the end of the program (an input cannot also be an output variable).
 
 The frontend only traces: a ``Kernel`` called outside a trace hands itself to the executor that the layer above
 registered with :func:`set_executor` (``nkic.execute``: compile, then simulate); without one the call is an
@@ -46,6 +50,7 @@ from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_
 from nkic.frontend.emit import Affine, Loc, Operand
 from nkic.frontend.errors import NeedsUnroll, NkiError, user_location
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
+from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import TARGET_ALIASES, get_target
 
 MAX_RETRACES = 64
@@ -108,6 +113,9 @@ class TracedKernel:
     grid: int
     options: CompileOptions
     returns_tuple: bool
+    # (input, output): an input the kernel writes, and the kernel output that holds its final contents. The runner
+    # copies it back into the caller's array (NKI's simulator does the same); a returned input is returned as it.
+    written_inputs: tuple[tuple[str, str], ...] = ()
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -299,6 +307,15 @@ def _trace(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[tuple[str
         except NeedsUnroll as e:
             _mark_unrolled(unrolled, e.sites)
             continue
+        except (IndexError, KeyError, StopIteration):
+            # A rolled loop ran its body once, so a Python container filled in the body has one entry instead of
+            # one per iteration (``tiles.append(t)`` in the loop, ``tiles[1]`` after it). The unrolled program is
+            # the kernel's meaning: re-trace with the loops that were rolled unrolled; a real error stays one.
+            rolled = ctx.rolled_sites - unrolled
+            if not rolled:
+                raise
+            _mark_unrolled(unrolled, rolled)
+            continue
         if ctx.pending_unroll:
             _mark_unrolled(unrolled, ctx.pending_unroll)
             continue
@@ -326,6 +343,7 @@ class TraceContext:
         self.grid_shape: tuple[int, ...] = kernel.grid or ()
         self.unrolled = unrolled
         self.pending_unroll: set[tuple[str, int, int]] = set()
+        self.rolled_sites: set[tuple[str, int, int]] = set()  # loops traced symbolically in this attempt
         self.loops: list[LoopVar] = []  # open symbolic loops, outermost first (index = loop depth)
         self.concrete_depth = 0  # > 0 while a dont_trace helper runs
         self.live = False
@@ -344,11 +362,12 @@ class TraceContext:
         try:
             outputs: list[Storage] = []
             returns_tuple = False
+            written: tuple[tuple[str, str], ...] = ()
             for pid in range(self.grid):
-                outs, returns_tuple = self._run_program(pid, bound)
+                outs, returns_tuple, aliases = self._run_program(pid, bound)
                 if pid == 0:
-                    outputs = outs
-                elif [s.name for s in outs] != [s.name for s in outputs]:
+                    outputs, written = outs, aliases
+                elif [s.name for s in outs] != [s.name for s in outputs] or aliases != written:
                     raise NkiError("every SPMD program must return the same shared_hbm tensors")
             module = self.emitter.finish()
         finally:
@@ -356,13 +375,18 @@ class TraceContext:
             set_active(previous)
         inputs = [(n, tuple(v.shape), _array_dtype(n, v)) for n, v in arrays]
         outs_info = [(s.name, s.shape, s.dtype) for s in outputs]
-        return TracedKernel(module, self.kernel.name, inputs, outs_info, self.grid, self.options, returns_tuple)
+        return TracedKernel(
+            module, self.kernel.name, inputs, outs_info, self.grid, self.options, returns_tuple, written
+        )
 
-    def _run_program(self, pid: int, bound: inspect.BoundArguments) -> tuple[list[Storage], bool]:
+    def _run_program(
+        self, pid: int, bound: inspect.BoundArguments
+    ) -> tuple[list[Storage], bool, tuple[tuple[str, str], ...]]:
         self._pid, self._owner = pid, object()
         self._names = {s.name for s in self._shared}
         self._shared_seen = 0
         self._site_counts = {}
+        self._params: list[Storage] = []
         self.emitter.begin_program(pid)
         arguments = dict(bound.arguments)
         params = bound.signature.parameters
@@ -378,8 +402,38 @@ class TraceContext:
         result = self.kernel.func(*call.args, **call.kwargs)
         assert not self.loops, "symbolic loop left open"
         outputs, returns_tuple = self._outputs(result)
-        self.emitter.end_program([s.handle for s in outputs])
-        return outputs, returns_tuple
+        outputs, hidden, aliases = self._alias_inputs(outputs)
+        self.emitter.end_program([s.handle for s in outputs + hidden])
+        return outputs, returns_tuple, aliases
+
+    def _alias_inputs(self, outputs: list[Storage]) -> tuple[list[Storage], list[Storage], tuple[tuple[str, str], ...]]:
+        """Give every written or returned input an output holding its final contents (a whole-tensor DMA at the end
+        of the program), since an input and an output cannot be the same NEFF variable: the returned outputs with
+        inputs replaced by their copies, the copies of written inputs not returned, and the (input, output) pairs."""
+        returned = [p for p in self._params if any(o is p for o in outputs)]
+        if self.grid > 1:
+            # Programs run concurrently and do not synchronise: no program's copy is ordered after the others'
+            # writes. A written input is then not copied back, and returning one is an error.
+            if returned:
+                raise NkiError(
+                    f"kernel '{self.kernel.name}' returns its input '{returned[0].name}' under an SPMD grid",
+                    "nkic cannot order the copy of an input after every program's writes; return a shared_hbm output",
+                    where=returned[0].loc[:2],
+                )
+            return outputs, [], ()
+        params = [p for p in self._params if p.written or any(r is p for r in returned)]
+        if not params:
+            return outputs, [], ()
+        from nkic.frontend import isa  # isa imports this module
+
+        copies: dict[int, Storage] = {}
+        for p in params:
+            copy = self.allocate(p.shape, p.dtype, BUFFERS["shared_hbm"], f"{p.name}_out", None)
+            isa.dma_copy.__nki_impl__(self, dst=copy, src=NkiTensor(p, 0, contiguous_pairs(p.shape)))
+            copies[id(p)] = copy.storage
+        returned = [copies.get(id(o), o) for o in outputs]
+        hidden = [c for c in copies.values() if not any(c is r for r in returned)]
+        return returned, hidden, tuple((p.name, copies[id(p)].name) for p in params if p.written)
 
     def _arg(self, name: str, value: Any) -> Any:
         if not isinstance(value, (np.ndarray, TensorSpec)):
@@ -390,6 +444,7 @@ class TraceContext:
         code = self.kernel.func.__code__
         storage = Storage(name, shape, dtype, BUFFERS["shared_hbm"], None, handle, self._owner,
                           (code.co_filename, code.co_firstlineno, 0), is_param=True)  # fmt: skip
+        self._params.append(storage)
         return NkiTensor(storage, 0, contiguous_pairs(shape))
 
     def _outputs(self, result: Any) -> tuple[list[Storage], bool]:
@@ -405,6 +460,7 @@ class TraceContext:
                     "return a shared_hbm tensor or a tuple of them",
                     where=(code.co_filename, code.co_firstlineno),
                 )
+            self._check_scope(t.storage)
             if t.buffer != "shared_hbm":
                 raise NkiError(
                     "The input and output tensor of a NKI kernel must be in shared_hbm address space",
@@ -473,7 +529,7 @@ class TraceContext:
         else:
             name = self._unique(name or buf.name)
         handle = self.emitter.alloc(name, dims, dtype, buf.name, addr, Loc(*loc))
-        storage = Storage(name, dims, dtype, buf, addr, handle, self._owner, loc)
+        storage = Storage(name, dims, dtype, buf, addr, handle, self._owner, loc, scope=tuple(self.loops))
         if buf.name == "shared_hbm" and self._pid == 0:
             self._shared.append(storage)
         return NkiTensor(storage, 0, contiguous_pairs(dims))
@@ -504,17 +560,30 @@ class TraceContext:
     def inst(self, op: str, operands: dict[str, NkiTensor], attrs: dict[str, Any]) -> None:
         loc = Loc(*user_location())
         emitted = {role: self._operand(role, t) for role, t in operands.items()}
+        spec = INSTRUCTIONS[op]
+        for role, t in operands.items():
+            if t.storage.is_param and spec.role(role).write:
+                t.storage.written = True
         self.emitter.inst(op, emitted, attrs, loc)
 
     def _operand(self, role: str, t: NkiTensor) -> Operand:
         if t.storage.owner is not self._owner:
             raise NkiError(f"tensor '{t.name}' belongs to another trace or SPMD program", "do not cache tensors")
+        self._check_scope(t.storage)
         if t.dtype != t.storage.dtype:
             raise NkiError(
                 f"'{role}' reinterprets '{t.name}' ({t.storage.dtype}) as {t.dtype}",
                 "view(dtype) / ap(dtype=) operands cannot be emitted yet",
             )
         return Operand(t.storage.handle, self.affine(t.offset), t.pairs or ((1, 1),))
+
+    def _check_scope(self, storage: Storage) -> None:
+        """A tensor allocated in a symbolic loop body and used after that loop ended (a tile appended to a list in
+        the loop, used later) is one tensor per iteration: those loops must unroll, so that each iteration's tensor
+        exists."""
+        closed = [v for v in storage.scope if not any(v is open_ for open_ in self.loops)]
+        if closed:
+            raise NeedsUnroll(v.site for v in closed)
 
     def affine(self, value: IndexExpr | int) -> Affine:
         if not isinstance(value, IndexExpr):
@@ -549,6 +618,7 @@ class TraceContext:
     def _symbolic_loop(self, kind: str, start: int, stop: int, step: int, site: Any, loc: Loc) -> Iterator[Any]:
         """Yield the LoopVar once; the body between begin_loop/end_loop is traced a single time."""
         var = LoopVar(site, start, stop, step, self)
+        self.rolled_sites.add(site)
         self.emitter.begin_loop(kind, start, stop, step, loc)
         self.loops.append(var)
         finished = False
