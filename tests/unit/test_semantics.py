@@ -255,3 +255,27 @@ def test_matmul_tutorial_hoist_load_unmodified() -> None:
     # The m and n loops stay loops; the k loops unroll (their tiles live in lists used after them).
     assert ops_of(kernel.trace(lhsT, rhs).module).count("penguin.loop") == 2
     np.testing.assert_allclose(nki.simulate(kernel)(lhsT, rhs), lhsT.T @ rhs, rtol=1e-4, atol=1e-4)
+
+
+# -- helpers returning tensors they did not receive ---------------------------------------------------------------
+def test_plain_helper_may_return_a_tile_it_allocates_but_a_nested_kernel_may_not() -> None:
+    class Allocator:  # nki-library's ModularAllocator.alloc_sbuf_tensor(shape, dtype, ...) does exactly this
+        def alloc_sbuf_tensor(self, shape, dtype):
+            return nl.ndarray(shape, dtype, buffer=nl.sbuf)
+
+    @nki.jit
+    def nested(shape):
+        return nl.ndarray(shape, nl.float32, buffer=nl.sbuf)
+
+    @nki.jit
+    def k(x, use_nested):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        t = nested(x.shape) if use_nested else Allocator().alloc_sbuf_tensor(x.shape, x.dtype)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    x = RNG.standard_normal((128, 8)).astype(np.float32)
+    np.testing.assert_array_equal(nki.simulate(k)(x, False), x)
+    with pytest.raises(NkiError, match="function without nki data as input should not return nki data"):
+        k.trace(x, True)
