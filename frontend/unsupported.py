@@ -5,7 +5,8 @@ NKI modules are imported, and tables built from their names, at module level (nk
 ``nisa.foo``; it fails where the kernel *calls* it, as an ``NkiError`` located at the calling line. Each public NKI
 module defines ``__getattr__ = missing_names("nki.isa")``: any attribute the module lacks becomes a
 :class:`Unsupported` placeholder (one per name, hashable, so it works as a dict key or value), including the names of
-the API reference that nkic has not implemented.
+the API reference that nkic has not implemented. A placeholder for a class also works in ``isinstance`` (always
+false) and as a base class (constructing the subclass is the error).
 """
 
 from __future__ import annotations
@@ -42,6 +43,22 @@ class Unsupported:
 
     def __repr__(self) -> str:
         return f"<unsupported {self.qualname}>"
+
+    # A missing class stays usable where a module uses classes at import time: nothing nkic makes is an instance of
+    # it, and subclassing it defines a class whose construction is the error.
+    def __instancecheck__(self, instance: object) -> bool:
+        return False
+
+    def __subclasscheck__(self, subclass: type) -> bool:
+        return False
+
+    def __mro_entries__(self, bases: tuple[object, ...]) -> tuple[type, ...]:
+        qualname = self.qualname
+
+        def __init__(obj: object, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+            raise NkiError(f"{qualname} is not supported by nkic", "a subclass of it cannot be constructed")
+
+        return (type(f"Unsupported_{qualname.replace('.', '_')}", (), {"__init__": __init__}),)
 
 
 def is_unsupported(value: object) -> bool:

@@ -69,6 +69,13 @@ def test_placeholders_import_and_work_as_table_entries() -> None:
     assert is_unsupported(nki.typing.no_such_type) and is_unsupported(nki.collectives.all_reduce)
     with pytest.raises(AttributeError):
         nl.__no_such_dunder__  # noqa: B018  # import machinery and inspect keep their AttributeError
+    assert not isinstance(nl.sbuf, nl.NoSuchClass) and not issubclass(int, nisa.NoSuchClass)
+
+    class Derived(nisa.NoSuchBase):  # a module-level subclass of a missing class still imports
+        pass
+
+    with pytest.raises(NkiError, match="nki.isa.NoSuchBase is not supported by nkic"):
+        Derived()
 
 
 def test_placeholder_called_in_a_kernel_names_the_kernel_line() -> None:
