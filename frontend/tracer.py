@@ -21,7 +21,8 @@ Control flow is resolved at trace time: Python ``if``/``while`` on a tensor rais
 ``affine_range``/``sequential_range`` become symbolic loops traced once unless the body needs the induction value, in
 which case the internal ``NeedsUnroll`` makes the tracer mark the loop site unrolled and re-trace the whole kernel
 (kernels are pure). A tensor allocated in a symbolic loop body and used after the loop closed is one tensor per
-iteration, so that loop unrolls too; an ``IndexError``/``KeyError`` escaping a trace that rolled loops re-traces with
+iteration, so that loop unrolls too, as does a loop whose body hands a tensor of its own to the next iteration
+(``acc = t`` where the body reads ``acc`` before assigning it); an ``IndexError``/``KeyError`` escaping a trace that rolled loops re-traces with
 them unrolled (a list appended to in a rolled body has one entry). ``static_range`` and ``range`` unroll. A grid
 launch of any rank (``kernel[4]``, ``kernel[2, 2]``) traces the body once per program, in row-major grid order; the
 k-th ``shared_hbm`` allocation of every program is the same tensor. Inputs the kernel writes or returns are copied
@@ -34,12 +35,15 @@ registered with :func:`set_executor` (``nkic.execute``: compile, then simulate);
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import inspect
+import linecache
 import math
 import operator
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -628,6 +632,9 @@ class TraceContext:
         try:
             yield var
             finished = True
+            # Resumed by the user's `for` for a second iteration: sys._getframe(1) is the frame running the loop.
+            if self.live and _carries_loop_tensor(var, sys._getframe(1), loc):
+                self.pending_unroll.add(site)
         finally:
             if self.live:  # a dead context belongs to an abandoned attempt: leave it alone
                 if not finished:
@@ -665,6 +672,53 @@ class TraceContext:
         if not 0 <= ax < ndim:
             raise NkiError(f"{what} axis {axis} does not exist", f"the launch grid has {len(self.grid_shape)} axes")
         return ax
+
+
+# ------------------------------------------------------------------------------------------------------------
+# iteration-carried Python state of a rolled loop
+# ------------------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1024)
+def _carried_names(file: str, line: int) -> frozenset[str]:
+    """Names the body of the ``for`` at ``file:line`` reads before it assigns them (in source order, a line's reads
+    before its stores): the Python variables one iteration hands to the next (``prev = t`` after ``use(prev)``)."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(file)))
+    except (SyntaxError, ValueError):
+        return frozenset()
+    loop = next((n for n in ast.walk(tree) if isinstance(n, ast.For) and n.lineno == line), None)
+    if loop is None:
+        return frozenset()
+    names = sorted(
+        (n for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name)),
+        key=lambda n: (n.lineno, isinstance(n.ctx, ast.Store), n.col_offset),
+    )
+    first: dict[str, bool] = {}  # name -> first occurrence is a read
+    stored: set[str] = set()
+    for n in names:
+        first.setdefault(n.id, isinstance(n.ctx, ast.Load))
+        if isinstance(n.ctx, ast.Store):
+            stored.add(n.id)
+    return frozenset(name for name, read in first.items() if read and name in stored)
+
+
+def _carries_loop_tensor(var: LoopVar, frame: Any, loc: Loc) -> bool:
+    """True if, after the one traced iteration, a carried variable holds a tensor allocated in this loop's body:
+    the next iteration would read it, which a loop traced once cannot express, so the loop must unroll."""
+    names = _carried_names(loc.file, loc.line)
+    if not names:
+        return False
+    values = frame.f_locals
+    return any(_holds_scoped(values.get(name), var, 0) for name in names)
+
+
+def _holds_scoped(value: Any, var: LoopVar, depth: int) -> bool:
+    if isinstance(value, NkiTensor):
+        return any(v is var for v in value.storage.scope)
+    if depth < 2 and isinstance(value, (list, tuple)):
+        return any(_holds_scoped(v, var, depth + 1) for v in value)
+    if depth < 2 and isinstance(value, dict):
+        return any(_holds_scoped(v, var, depth + 1) for v in value.values())
+    return False
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -279,3 +279,24 @@ def test_plain_helper_may_return_a_tile_it_allocates_but_a_nested_kernel_may_not
     np.testing.assert_array_equal(nki.simulate(k)(x, False), x)
     with pytest.raises(NkiError, match="function without nki data as input should not return nki data"):
         k.trace(x, True)
+
+
+def test_a_tile_carried_to_the_next_iteration_unrolls_the_loop() -> None:
+    @nki.jit
+    def running_sum(x):
+        """out block i = x block 0 + ... + x block i, by handing each iteration's tile to the next."""
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        acc = nl.ndarray((128, x.shape[1]), x.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        for i in nl.affine_range(x.shape[0] // 128):
+            t = nl.ndarray((128, x.shape[1]), x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x[i * 128 : (i + 1) * 128, :])
+            nisa.tensor_tensor(dst=t, data1=t, data2=acc, op=nl.add)
+            nisa.dma_copy(dst=out[i * 128 : (i + 1) * 128, :], src=t)
+            acc = t  # the next iteration reads this iteration's tile
+        return out
+
+    x = RNG.standard_normal((384, 8)).astype(np.float32)
+    assert "penguin.loop" not in ops_of(running_sum.trace(x).module)
+    want = np.cumsum(x.reshape(3, 128, 8), axis=0).reshape(384, 8)
+    np.testing.assert_allclose(nki.simulate(running_sum)(x), want, rtol=1e-5, atol=1e-5)
