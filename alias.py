@@ -1,5 +1,5 @@
-"""``install()``: make ``import nki`` (and ``nki.language``, ``nki.isa``, ``nki.compiler``, ``nki.typing``) resolve
-to nkic's modules. nkic never installs a top-level ``nki`` package by itself; only this does.
+"""``install()``: make ``import nki`` (and ``nki.language``, ``nki.isa``, ``nki.compiler``, ``nki.typing``,
+``nki.collectives``) resolve to nkic's modules. nkic never installs a top-level ``nki`` package by itself; only this does.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 from types import ModuleType
 
 from nkic import api as nki
-from nkic.frontend import compiler, isa, language, nki_typing
+from nkic.frontend import collectives, compiler, isa, language, nki_typing
 
 MODULES: dict[str, ModuleType] = {
     "nki": nki,
@@ -16,6 +16,7 @@ MODULES: dict[str, ModuleType] = {
     "nki.isa": isa,
     "nki.isa.constants": isa,  # nki-library imports oob_mode / dge_mode / matmul_perf_mode from here
     "nki.compiler": compiler,
+    "nki.collectives": collectives,
     "nki.typing": nki_typing,
 }
 

@@ -6,7 +6,8 @@ executor (``nkic.frontend.tracer.set_executor``), which is what makes ``kernel(*
 ``nkic.api``, the public NKI module that ``import nki`` gives after the alias, imports it for that reason.
 
 * ``simulate(kernel)(*args, **kwargs)``: the NKI ``nki.simulate``; numpy arrays in, numpy arrays out.
-* ``run_kernel(kernel, args, kwargs)``: the executor behind both.
+* ``run_kernel(kernel, args, kwargs)``: the executor behind both; inputs the kernel writes are copied back into the
+  caller's arrays.
 * ``run_traced(traced, arrays)``: compile a ``TracedKernel`` (cached per trace) and simulate it on named inputs.
 """
 
@@ -30,6 +31,12 @@ _NEFFS: dict[int, bytes] = {}
 
 def run_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     """Compile ``traced`` (once per traced kernel) and simulate it; the outputs in the kernel's return order."""
+    outputs = _simulate_traced(traced, arrays)
+    return [outputs[name] for name, *_ in traced.outputs]
+
+
+def _simulate_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+    """Every output variable of one simulated run (the returned ones and the final contents of written inputs)."""
     from nkic.driver import compile_traced, run_neff
 
     key = id(traced)
@@ -37,19 +44,24 @@ def run_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> list[n
         _NEFFS[key] = compile_traced(traced).neff
         # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
         weakref.finalize(traced, _NEFFS.pop, key, None)
-    result = run_neff(_NEFFS[key], arrays, target=traced.options.target)
-    return [result.outputs[name] for name, *_ in traced.outputs]
+    return run_neff(_NEFFS[key], arrays, target=traced.options.target).outputs
 
 
 def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Trace ``kernel`` for these arguments (cached), compile, simulate; a tuple if the kernel returns one."""
+    """Trace ``kernel`` for these arguments (cached), compile, simulate; a tuple if the kernel returns one.
+
+    An input the kernel writes is copied back into the caller's array afterwards, as NKI's simulator does."""
     traced = kernel.trace(*args, **kwargs)
     inputs: dict[str, np.ndarray] = {}
     for name, value in kernel.array_arguments(*args, **kwargs).items():
         if isinstance(value, TensorSpec):
             raise NkiError(f"cannot run kernel '{kernel.name}' on a TensorSpec placeholder ('{name}')")
         inputs[name] = value
-    results = run_traced(traced, inputs)
+    outputs = _simulate_traced(traced, inputs)
+    for name, output in traced.written_inputs:
+        if inputs[name].flags.writeable:  # a read-only array keeps its values
+            np.copyto(inputs[name], outputs[output], casting="unsafe")
+    results = [outputs[name] for name, *_ in traced.outputs]
     if traced.returns_tuple:
         return tuple(results)
     return results[0] if results else None

@@ -9,6 +9,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from nkic.frontend.tracer import Kernel, jit
+from nkic.frontend.unsupported import missing_names
 
 
 def _kernel(fn: Any) -> Kernel:
@@ -44,3 +45,6 @@ def force_auto_alloc(kernel: Any) -> Kernel:
 def no_reorder() -> Any:
     """Scheduling directive; a no-op for nkic."""
     return nullcontext()
+
+# Names nkic lacks are placeholders that raise NkiError when called (``frontend/unsupported.py``).
+__getattr__ = missing_names("nki.compiler")

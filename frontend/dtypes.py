@@ -1,7 +1,9 @@
 """NKI dtypes (canonical strings, as in NKI 0.3+) and memory buffers.
 
-A dtype is its canonical name (``"bfloat16"``); ``str(nl.bfloat16) == "bfloat16"`` and a plain string is accepted
-wherever a dtype is expected (nki-library compares ``str(dtype)``). numpy / ml_dtypes dtypes are accepted too.
+A dtype is its canonical name (``"bfloat16"``), an instance of :class:`dtype`, a ``str`` subclass: NKI declares
+``DType = str``, kernels annotate parameters with ``nki.dtype`` and test ``isinstance(x, nl.dtype)``, and
+``nl.bfloat16 == "bfloat16"``. A plain string is accepted wherever a dtype is expected (nki-library compares
+``str(dtype)``); numpy / ml_dtypes dtypes are accepted too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,12 @@ import numpy as np
 from nkic.target.vocab import DTYPES, dtype_from_numpy, dtype_size
 from nkic.frontend.errors import NkiError
 
+class dtype(str):  # noqa: N801 — NKI's spelling (``nki.dtype``, ``nl.dtype``)
+    """An NKI dtype: its canonical name as a string (so it compares and hashes like the name)."""
+
+    __slots__ = ()
+
+
 # Spellings seen in public kernels -> canonical name.
 _ALIASES = {
     "bool": "bool_", "float8e4": "float8_e4m3", "float8e5": "float8_e5m2", "fp32": "float32", "bf16": "bfloat16",
@@ -23,23 +31,23 @@ _ALIASES = {
 _UNSUPPORTED = {"tfloat32", "float8_e4m3fn", "float8_e8m0fnu", "float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4"}
 
 
-def normalize_dtype(dtype: Any) -> str:
-    """The canonical NKI dtype name of ``dtype``; NkiError if nkic does not support it."""
-    if isinstance(dtype, str):
-        name = _ALIASES.get(dtype, dtype)
+def normalize_dtype(value: Any) -> str:
+    """The canonical NKI dtype (a :class:`dtype`) of ``value``; NkiError if nkic does not support it."""
+    if isinstance(value, str):
+        name = _ALIASES.get(value, value)
         if name in DTYPES:
-            return name
+            return dtype(name)
         if name in _UNSUPPORTED:
             raise NkiError(f"unsupported dtype '{name}'", f"nkic supports: {', '.join(DTYPES)}")
-        raise NkiError(f"unknown dtype '{dtype}'", f"expected one of: {', '.join(DTYPES)}")
+        raise NkiError(f"unknown dtype '{value}'", f"expected one of: {', '.join(DTYPES)}")
     try:
-        np_dtype = np.dtype(dtype)
+        np_dtype = np.dtype(value)
     except TypeError:
-        raise NkiError(f"unknown dtype {dtype!r}", "pass an nl dtype such as nl.float32") from None
+        raise NkiError(f"unknown dtype {value!r}", "pass an nl dtype such as nl.float32") from None
     name = dtype_from_numpy(np_dtype)
     if name is None:
         raise NkiError(f"unsupported dtype '{np_dtype}'", f"nkic supports: {', '.join(DTYPES)}")
-    return name
+    return dtype(name)
 
 
 def itemsize(dtype: str) -> int:
@@ -68,11 +76,11 @@ class Buffer(NamedToken):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
-            return self.name == other
-        return isinstance(other, Buffer) and other.name == self.name
+            return self.name == other or _region(self.name) == other
+        return isinstance(other, Buffer) and _region(other.name) == _region(self.name)
 
     def __hash__(self) -> int:
-        return hash(self.name)
+        return hash(_region(self.name))
 
     @property
     def on_chip(self) -> bool:
@@ -81,6 +89,11 @@ class Buffer(NamedToken):
     @property
     def is_hbm(self) -> bool:
         return not self.on_chip
+
+
+def _region(name: str) -> str:
+    """The memory region a buffer name denotes: NKI's ``nl.hbm`` is an alias of ``nl.private_hbm``."""
+    return "private_hbm" if name == "hbm" else name
 
 
 BUFFERS = {name: Buffer(name) for name in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")}

@@ -16,6 +16,7 @@ from nkic.frontend.context import active_context, nki_op
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import act_func, alu_op
 from nkic.frontend.tensor import NkiTensor
+from nkic.frontend.unsupported import missing_names
 from nkic.target.instructions import INSTRUCTIONS, Role
 from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, NKI_ENGINES, Target, get_target
 from nkic.target.vocab import REDUCE_CMDS
@@ -34,9 +35,23 @@ _ENGINE, _REDUCE_CMD = engine, reduce_cmd  # the instruction parameters named `e
 
 
 class nc_version(Enum):
+    """NeuronCore generations, ordered (``get_nc_version() >= nc_version.gen3``) but not equal to ints."""
+
     gen2 = 2
     gen3 = 3
     gen4 = 4
+
+    def __lt__(self, other: Any) -> bool:
+        return self.value < other.value if isinstance(other, nc_version) else NotImplemented
+
+    def __le__(self, other: Any) -> bool:
+        return self.value <= other.value if isinstance(other, nc_version) else NotImplemented
+
+    def __gt__(self, other: Any) -> bool:
+        return self.value > other.value if isinstance(other, nc_version) else NotImplemented
+
+    def __ge__(self, other: Any) -> bool:
+        return self.value >= other.value if isinstance(other, nc_version) else NotImplemented
 
 
 class dge_mode(Enum):
@@ -743,3 +758,7 @@ def exponential(
     attrs = {"max_value": v_max if v_max else None, "reduce_cmd": cmd, "reduce_init": v_init if v_init else None}
     operands = {"dst": dst, "src": src, "max_value": t_max, "reduce_res": t_res, "reduce_init": t_init}
     _record(ctx, name, operands, attrs, "vector")
+
+
+# Names nkic lacks are placeholders that raise NkiError when called (``frontend/unsupported.py``).
+__getattr__ = missing_names("nki.isa")

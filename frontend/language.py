@@ -14,11 +14,12 @@ from typing import Any
 
 from nkic.frontend.affine import DynSlice
 from nkic.frontend.context import active_context, nki_op
-from nkic.frontend.dtypes import BUFFERS, Buffer, normalize_buffer
+from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
 from nkic.frontend import tiles
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import ALIASES, TOKENS, OpToken
 from nkic.frontend.tensor import NkiTensor
+from nkic.frontend.unsupported import missing_names
 from nkic.target.machine import DEFAULT_TARGET, Target, get_target
 
 # -- buffers ----------------------------------------------------------------------------------------------
@@ -45,26 +46,27 @@ def is_on_chip(buffer: Any) -> bool:
     return normalize_buffer(buffer).on_chip
 
 
-# -- dtypes: canonical strings ------------------------------------------------------------------------------
-float32 = "float32"
-bfloat16 = "bfloat16"
-float16 = "float16"
-tfloat32 = "tfloat32"  # known to NKI; nkic rejects it when it is used
+# -- dtypes: canonical names, as instances of the dtype type ---------------------------------------------------
+DType = dtype  # the reference's name for the type (``DType = str`` there)
+float32 = dtype("float32")
+bfloat16 = dtype("bfloat16")
+float16 = dtype("float16")
+tfloat32 = dtype("tfloat32")  # known to NKI; nkic rejects it when it is used
 # Also known-but-unsupported: nki-library builds import-time tables keyed by these (kernel_helpers.py).
-float8_e4m3fn = "float8_e4m3fn"
-float8_e8m0fnu = "float8_e8m0fnu"
-float8_e5m2_x4 = "float8_e5m2_x4"
-float8_e4m3fn_x4 = "float8_e4m3fn_x4"
-float4_e2m1fn_x4 = "float4_e2m1fn_x4"
-int32 = "int32"
-uint32 = "uint32"
-int16 = "int16"
-uint16 = "uint16"
-int8 = "int8"
-uint8 = "uint8"
-float8_e4m3 = "float8_e4m3"
-float8_e5m2 = "float8_e5m2"
-bool_ = "bool_"
+float8_e4m3fn = dtype("float8_e4m3fn")
+float8_e8m0fnu = dtype("float8_e8m0fnu")
+float8_e5m2_x4 = dtype("float8_e5m2_x4")
+float8_e4m3fn_x4 = dtype("float8_e4m3fn_x4")
+float4_e2m1fn_x4 = dtype("float4_e2m1fn_x4")
+int32 = dtype("int32")
+uint32 = dtype("uint32")
+int16 = dtype("int16")
+uint16 = dtype("uint16")
+int8 = dtype("int8")
+uint8 = dtype("uint8")
+float8_e4m3 = dtype("float8_e4m3")
+float8_e5m2 = dtype("float8_e5m2")
+bool_ = dtype("bool_")
 bool = bool_  # noqa: A001 — nki-library spells it nl.bool
 
 
@@ -239,6 +241,33 @@ def program_ndim(ctx: Any) -> int:
     return ctx.program_ndim()
 
 
+class nc:  # noqa: N801 — NKI's spelling
+    """``nl.nc(k)``: a grid factor of ``k`` NeuronCores. It only decides which core runs which program, so for nkic,
+    which simulates the programs one after the other, ``a * nl.nc(k)`` is a grid dimension of ``a·k`` programs."""
+
+    def __init__(self, k: int):
+        self.k = int(k)
+
+    def __mul__(self, other: Any) -> int:
+        return spmd_dim(other, self)
+
+    __rmul__ = __mul__
+
+    def __index__(self) -> int:
+        return self.k
+
+    def __repr__(self) -> str:
+        return f"nl.nc({self.k})"
+
+
+def spmd_dim(*factors: Any) -> int:
+    """One launch-grid dimension, the product of its factors (``nl.spmd_dim(a, nl.nc(2))`` has ``2a`` programs)."""
+    size = 1
+    for f in factors:
+        size *= f.k if isinstance(f, nc) else int(f)
+    return size
+
+
 @nki_op
 def device_print(ctx: Any, prefix: str, tensor: Any = None, **_: Any) -> None:
     """Prints only when simulating; compiles to nothing."""
@@ -246,11 +275,14 @@ def device_print(ctx: Any, prefix: str, tensor: Any = None, **_: Any) -> None:
 
 # -- NKIObject ----------------------------------------------------------------------------------------------
 class NKIObject:
-    """Base of kernel configuration classes: every class-body field becomes a keyword constructor argument.
+    """Base of kernel configuration classes, constructible positionally (in field order) and by keyword.
 
-    nki-library declares fields as plain class attributes (``section_idx = 0``) and constructs with keywords, which
-    CPython dataclasses would reject; like KLR's rule, every non-callable, non-dunder class attribute is turned into
-    an annotated field before ``dataclass`` runs. Instances are compile-time constants (hashable by value through
+    nki-library declares fields as plain class attributes (``section_idx = 0``) as well as annotations, and builds
+    instances both ways (``Cfg(a, b)``, ``Cfg(tile=64)``). Like KLR's rule, every non-callable, non-dunder class
+    attribute is turned into an annotated field before ``dataclass`` runs. The fields are marked keyword-only only
+    so that CPython's dataclass machinery accepts a field with a default before one without; the ``__init__`` that
+    every subclass gets (``_nki_object_init``, placed in the class body so that a stacked ``@dataclass`` keeps it)
+    also takes them positionally. Instances are compile-time constants (hashable by value through
     ``tracer.constant_key``).
     """
 
@@ -267,34 +299,49 @@ class NKIObject:
             value = cls.__dict__.get(name, dataclasses.MISSING)
             if isinstance(value, (list, dict, set)):
                 setattr(cls, name, dataclasses.field(default_factory=lambda v=value: _copy.deepcopy(v)))
-        # init=False: NKIObject.__init__ (keywords only) serves every subclass, and a stacked @dataclass(frozen=True)
-        # can still install its own __init__ (dataclass never replaces a method defined in the class body).
+        if "__init__" not in cls.__dict__:
+            # dataclass never replaces a method defined in the class itself, so a stacked @dataclass keeps this one.
+            cls.__init__ = _nki_object_init  # type: ignore[method-assign]
         dataclasses.dataclass(cls, init=False, kw_only=True)
         for f in dataclasses.fields(cls):
             if f.name in annotations and f.name not in cls.__dict__:
                 # dataclass dropped the class attribute (no default / a factory): put a Field back so that a
-                # stacked @dataclass(frozen=True) sees the same keyword-only field instead of a bare annotation.
+                # stacked @dataclass sees the same keyword-only field instead of a bare annotation.
                 setattr(cls, f.name, dataclasses.field(default_factory=f.default_factory, kw_only=True))
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _nki_object_init(self, *args, **kwargs)
 
-    def __init__(self, **kwargs: Any) -> None:
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            if f.name in kwargs:
-                value = kwargs.pop(f.name)
-            elif f.default is not dataclasses.MISSING:
-                value = f.default
-            elif f.default_factory is not dataclasses.MISSING:
-                value = f.default_factory()
-            else:
-                raise TypeError(f"{type(self).__name__}() missing keyword argument '{f.name}'")
-            object.__setattr__(self, f.name, value)
-        if kwargs:
-            raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments {sorted(kwargs)}")
-        post_init = getattr(self, "__post_init__", None)
-        if post_init is not None:
-            post_init()
+
+def _nki_object_init(self: Any, *args: Any, **kwargs: Any) -> None:
+    """Fill the dataclass fields from ``args`` (declaration order), then ``kwargs``, then the defaults."""
+    fields = [f for f in dataclasses.fields(self) if f.init]
+    if len(args) > len(fields):
+        raise TypeError(f"{type(self).__name__}() takes {len(fields)} positional arguments but {len(args)} were given")
+    for f, value in zip(fields, args):
+        if f.name in kwargs:
+            raise TypeError(f"{type(self).__name__}() got multiple values for argument '{f.name}'")
+        kwargs[f.name] = value
+    for f in fields:
+        if f.name in kwargs:
+            value = kwargs.pop(f.name)
+        elif f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:
+            raise TypeError(f"{type(self).__name__}() missing keyword argument '{f.name}'")
+        object.__setattr__(self, f.name, value)
+    if kwargs:
+        raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments {sorted(kwargs)}")
+    post_init = getattr(self, "__post_init__", None)
+    if post_init is not None:
+        post_init()
 
 
 def _is_method_like(value: Any) -> bool:
     return callable(value) or isinstance(value, (staticmethod, classmethod, property)) or hasattr(value, "__get__")
 
+
+# Names nkic lacks are placeholders that raise NkiError when called (``frontend/unsupported.py``).
+__getattr__ = missing_names("nki.language")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from nkic.frontend.unsupported import missing_names
+
 
 class tensor:  # noqa: N801 — NKI's spelling
     """Annotation-only tensor type; subscripting returns the class itself."""
@@ -13,3 +15,6 @@ class tensor:  # noqa: N801 — NKI's spelling
 
 
 mutable_tensor = tensor
+
+# Names nkic lacks are placeholders that raise NkiError when called (``frontend/unsupported.py``).
+__getattr__ = missing_names("nki.typing")

@@ -8,6 +8,7 @@ exactly the operand pattern the emitter records.
 
 Indexing follows NKI 0.3+: ints, slices with steps, negative indices, ``...``, ``nl.ds`` and loop
 variable expressions. On-chip views keep the partition dim and stay ≥2-D; HBM views drop int-indexed dims.
+A slice may be empty (``x[0:0]``, ``nl.ds(i, 0)``): an instruction with an empty operand records nothing.
 Tensor values are unknown at trace time, so ``bool()``, comparisons and ``int()`` on a tensor raise the dynamic
 control flow error.
 """
@@ -42,6 +43,8 @@ class Storage:
     loc: tuple[str, int, int] = ("<unknown>", 0, 0)
     is_param: bool = False
     written: bool = field(default=False)
+    # The symbolic loops open when it was allocated (LoopVars, outermost first): it exists only inside them.
+    scope: tuple[Any, ...] = ()
 
     @property
     def size(self) -> int:
@@ -358,9 +361,9 @@ def _resolve_slice(k: slice, num: int, dim: int) -> tuple[IndexExpr | int, int, 
             raise NkiError("a slice with a loop-variable bound needs a positive step")
         start = 0 if k.start is None else k.start
         stop = num if k.stop is None else k.stop
-        length = -(-_static_int(stop - start, "slice length") // step)
-        if length <= 0:
-            raise NkiError(f"empty slice {k.start}:{k.stop} on dim {dim}")
+        length = max(0, -(-_static_int(stop - start, "slice length") // step))
+        if length == 0:
+            return start, 0, step  # an empty view: instructions using it record nothing
         lo, hi = value_bounds(start)
         if lo < 0 or hi + (length - 1) * step >= num:
             raise NkiError(f"slice {k.start}:{k.stop} is out of bounds for dim {dim} of size {num}")
@@ -370,10 +373,7 @@ def _resolve_slice(k: slice, num: int, dim: int) -> tuple[IndexExpr | int, int, 
         if v is not None and not -num <= v <= num:
             raise NkiError(f"slice bound {v} is out of bounds for dim {dim} of size {num}")
     start, stop, step = slice(bounds[0], bounds[1], step).indices(num)
-    length = len(range(start, stop, step))
-    if length == 0:
-        raise NkiError(f"empty slice {k.start}:{k.stop}:{k.step} on dim {dim} of size {num}")
-    return start, length, step
+    return start, len(range(start, stop, step)), step  # length 0: an empty view, a no-op in any instruction
 
 
 def _drop_int_dims(pairs: list[tuple[int, int]], int_dims: list[int], on_chip: bool) -> Pairs:

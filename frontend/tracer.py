@@ -12,13 +12,21 @@ is observable:
   enforces "function without nki data as input should not return nki data".
 * excluded modules (nkic.frontend, numpy, math) are library code that simply runs; any symbolic loop variable they
   need as a number (``math.ceil(i / 2)``) makes its loop unroll.
-* every other user helper is just executed — that is inline tracing.
+* every other user helper is just executed — that is inline tracing. The "function without nki data" rule is not
+  applied to them: public nki-library kernels that NKI runs break it (``attention_cte`` takes its tiles from
+  ``ModularAllocator.alloc_sbuf_tensor(shape, dtype, ...)``, which receives no tensor and returns a fresh one), and
+  observing every helper return with ``sys.setprofile`` made tracing ``attention_cte`` 4.3x slower.
 
 Control flow is resolved at trace time: Python ``if``/``while`` on a tensor raise the dynamic-control-flow error;
 ``affine_range``/``sequential_range`` become symbolic loops traced once unless the body needs the induction value, in
 which case the internal ``NeedsUnroll`` makes the tracer mark the loop site unrolled and re-trace the whole kernel
-(kernels are pure). ``static_range`` and ``range`` unroll. A grid launch ``kernel[2]`` traces the body once per
-program; the k-th ``shared_hbm`` allocation of every program is the same tensor.
+(kernels are pure). A tensor allocated in a symbolic loop body and used after the loop closed is one tensor per
+iteration, so that loop unrolls too, as does a loop whose body hands a tensor of its own to the next iteration
+(``acc = t`` where the body reads ``acc`` before assigning it); an ``IndexError``/``KeyError`` escaping a trace that rolled loops re-traces with
+them unrolled (a list appended to in a rolled body has one entry). ``static_range`` and ``range`` unroll. A grid
+launch of any rank (``kernel[4]``, ``kernel[2, 2]``) traces the body once per program, in row-major grid order; the
+k-th ``shared_hbm`` allocation of every program is the same tensor. Inputs the kernel writes or returns are copied
+into outputs of their own at the end of the program (an input cannot also be an output variable).
 
 The frontend only traces: a ``Kernel`` called outside a trace hands itself to the executor that the layer above
 registered with :func:`set_executor` (``nkic.execute``: compile, then simulate); without one the call is an
@@ -27,11 +35,15 @@ registered with :func:`set_executor` (``nkic.execute``: compile, then simulate);
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import inspect
+import linecache
+import math
 import operator
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -45,6 +57,7 @@ from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_
 from nkic.frontend.emit import Affine, Loc, Operand
 from nkic.frontend.errors import NeedsUnroll, NkiError, user_location
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
+from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import TARGET_ALIASES, get_target
 
 MAX_RETRACES = 64
@@ -107,6 +120,9 @@ class TracedKernel:
     grid: int
     options: CompileOptions
     returns_tuple: bool
+    # (input, output): an input the kernel writes, and the kernel output that holds its final contents. The runner
+    # copies it back into the caller's array (NKI's simulator does the same); a returned input is returned as it.
+    written_inputs: tuple[tuple[str, str], ...] = ()
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -118,7 +134,7 @@ class Kernel:
     def __init__(
         self,
         func: Callable[..., Any],
-        grid: int | None = None,
+        grid: tuple[int, ...] | None = None,
         options: CompileOptions | None = None,
         cache: dict[Any, TracedKernel] | None = None,
     ):
@@ -137,11 +153,20 @@ class Kernel:
         return f"Kernel({self.name}, grid={self.grid})"
 
     def __getitem__(self, grid: Any) -> Kernel:
-        if isinstance(grid, tuple) and len(grid) == 1:
-            grid = grid[0]
-        if not isinstance(grid, int) or grid not in (1, 2):
-            raise NkiError(f"unsupported launch grid {grid!r}", "launch with kernel[1] or kernel[2] (the LNC degree)")
-        return Kernel(self.func, grid, self.options, self.cache)
+        """``kernel[4]``, ``kernel[2, 2]``, ``kernel[nl.spmd_dim(2, nl.nc(2))]``: a launch grid of any rank and size."""
+        dims = grid if isinstance(grid, tuple) else (grid,)
+        try:
+            shape = tuple(operator.index(d) for d in dims)
+        except TypeError:
+            shape = ()
+        if not shape or any(d <= 0 for d in shape):
+            raise NkiError(f"unsupported launch grid {grid!r}", "launch with positive ints: kernel[4], kernel[2, 2]")
+        return Kernel(self.func, shape, self.options, self.cache)
+
+    @property
+    def num_programs(self) -> int:
+        """The number of SPMD programs the launch grid runs (1 without a grid)."""
+        return math.prod(self.grid) if self.grid else 1
 
     def with_options(self, **changes: Any) -> Kernel:
         return Kernel(self.func, self.grid, dataclasses.replace(self.options, **changes), self.cache)
@@ -283,11 +308,20 @@ def _trace(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[tuple[str
         factory = emitter_factory
         if factory is None:
             from nkic.frontend.emit import PenguinEmitter as factory  # noqa: N813
-        ctx = TraceContext(kernel, factory(kernel.name, kernel.grid or 1, "external"), unrolled)
+        ctx = TraceContext(kernel, factory(kernel.name, kernel.num_programs, "external"), unrolled)
         try:
             traced = ctx.run(bound, arrays)
         except NeedsUnroll as e:
             _mark_unrolled(unrolled, e.sites)
+            continue
+        except (IndexError, KeyError, StopIteration):
+            # A rolled loop ran its body once, so a Python container filled in the body has one entry instead of
+            # one per iteration (``tiles.append(t)`` in the loop, ``tiles[1]`` after it). The unrolled program is
+            # the kernel's meaning: re-trace with the loops that were rolled unrolled; a real error stays one.
+            rolled = ctx.rolled_sites - unrolled
+            if not rolled:
+                raise
+            _mark_unrolled(unrolled, rolled)
             continue
         if ctx.pending_unroll:
             _mark_unrolled(unrolled, ctx.pending_unroll)
@@ -312,9 +346,11 @@ class TraceContext:
         self.kernel = kernel
         self.emitter = emitter
         self.options = kernel.options
-        self.grid = kernel.grid or 1
+        self.grid = kernel.num_programs
+        self.grid_shape: tuple[int, ...] = kernel.grid or ()
         self.unrolled = unrolled
         self.pending_unroll: set[tuple[str, int, int]] = set()
+        self.rolled_sites: set[tuple[str, int, int]] = set()  # loops traced symbolically in this attempt
         self.loops: list[LoopVar] = []  # open symbolic loops, outermost first (index = loop depth)
         self.concrete_depth = 0  # > 0 while a dont_trace helper runs
         self.live = False
@@ -333,11 +369,12 @@ class TraceContext:
         try:
             outputs: list[Storage] = []
             returns_tuple = False
+            written: tuple[tuple[str, str], ...] = ()
             for pid in range(self.grid):
-                outs, returns_tuple = self._run_program(pid, bound)
+                outs, returns_tuple, aliases = self._run_program(pid, bound)
                 if pid == 0:
-                    outputs = outs
-                elif [s.name for s in outs] != [s.name for s in outputs]:
+                    outputs, written = outs, aliases
+                elif [s.name for s in outs] != [s.name for s in outputs] or aliases != written:
                     raise NkiError("every SPMD program must return the same shared_hbm tensors")
             module = self.emitter.finish()
         finally:
@@ -345,13 +382,18 @@ class TraceContext:
             set_active(previous)
         inputs = [(n, tuple(v.shape), _array_dtype(n, v)) for n, v in arrays]
         outs_info = [(s.name, s.shape, s.dtype) for s in outputs]
-        return TracedKernel(module, self.kernel.name, inputs, outs_info, self.grid, self.options, returns_tuple)
+        return TracedKernel(
+            module, self.kernel.name, inputs, outs_info, self.grid, self.options, returns_tuple, written
+        )
 
-    def _run_program(self, pid: int, bound: inspect.BoundArguments) -> tuple[list[Storage], bool]:
+    def _run_program(
+        self, pid: int, bound: inspect.BoundArguments
+    ) -> tuple[list[Storage], bool, tuple[tuple[str, str], ...]]:
         self._pid, self._owner = pid, object()
         self._names = {s.name for s in self._shared}
         self._shared_seen = 0
         self._site_counts = {}
+        self._params: list[Storage] = []
         self.emitter.begin_program(pid)
         arguments = dict(bound.arguments)
         params = bound.signature.parameters
@@ -367,8 +409,38 @@ class TraceContext:
         result = self.kernel.func(*call.args, **call.kwargs)
         assert not self.loops, "symbolic loop left open"
         outputs, returns_tuple = self._outputs(result)
-        self.emitter.end_program([s.handle for s in outputs])
-        return outputs, returns_tuple
+        outputs, hidden, aliases = self._alias_inputs(outputs)
+        self.emitter.end_program([s.handle for s in outputs + hidden])
+        return outputs, returns_tuple, aliases
+
+    def _alias_inputs(self, outputs: list[Storage]) -> tuple[list[Storage], list[Storage], tuple[tuple[str, str], ...]]:
+        """Give every written or returned input an output holding its final contents (a whole-tensor DMA at the end
+        of the program), since an input and an output cannot be the same NEFF variable: the returned outputs with
+        inputs replaced by their copies, the copies of written inputs not returned, and the (input, output) pairs."""
+        returned = [p for p in self._params if any(o is p for o in outputs)]
+        if self.grid > 1:
+            # Programs run concurrently and do not synchronise: no program's copy is ordered after the others'
+            # writes. A written input is then not copied back, and returning one is an error.
+            if returned:
+                raise NkiError(
+                    f"kernel '{self.kernel.name}' returns its input '{returned[0].name}' under an SPMD grid",
+                    "nkic cannot order the copy of an input after every program's writes; return a shared_hbm output",
+                    where=returned[0].loc[:2],
+                )
+            return outputs, [], ()
+        params = [p for p in self._params if p.written or any(r is p for r in returned)]
+        if not params:
+            return outputs, [], ()
+        from nkic.frontend import isa  # isa imports this module
+
+        copies: dict[int, Storage] = {}
+        for p in params:
+            copy = self.allocate(p.shape, p.dtype, BUFFERS["shared_hbm"], f"{p.name}_out", None)
+            isa.dma_copy.__nki_impl__(self, dst=copy, src=NkiTensor(p, 0, contiguous_pairs(p.shape)))
+            copies[id(p)] = copy.storage
+        returned = [copies.get(id(o), o) for o in outputs]
+        hidden = [c for c in copies.values() if not any(c is r for r in returned)]
+        return returned, hidden, tuple((p.name, copies[id(p)].name) for p in params if p.written)
 
     def _arg(self, name: str, value: Any) -> Any:
         if not isinstance(value, (np.ndarray, TensorSpec)):
@@ -379,6 +451,7 @@ class TraceContext:
         code = self.kernel.func.__code__
         storage = Storage(name, shape, dtype, BUFFERS["shared_hbm"], None, handle, self._owner,
                           (code.co_filename, code.co_firstlineno, 0), is_param=True)  # fmt: skip
+        self._params.append(storage)
         return NkiTensor(storage, 0, contiguous_pairs(shape))
 
     def _outputs(self, result: Any) -> tuple[list[Storage], bool]:
@@ -394,6 +467,7 @@ class TraceContext:
                     "return a shared_hbm tensor or a tuple of them",
                     where=(code.co_filename, code.co_firstlineno),
                 )
+            self._check_scope(t.storage)
             if t.buffer != "shared_hbm":
                 raise NkiError(
                     "The input and output tensor of a NKI kernel must be in shared_hbm address space",
@@ -411,6 +485,8 @@ class TraceContext:
         if is_nki_op(func):
             impl = func.__nki_impl__  # type: ignore[attr-defined]
             self._check_call(func, impl, args, kwargs)
+            if func.__module__ == _ISA_MODULE and _has_empty_tensor(args, kwargs):
+                return None  # an instruction on a zero-size view (x[0:0], nl.ds(i, 0)) does nothing: record nothing
             return impl(self, *args, **kwargs)
         if getattr(func, "__nki_dont_trace__", False):
             return self._call_concrete(func, args, kwargs)
@@ -460,7 +536,7 @@ class TraceContext:
         else:
             name = self._unique(name or buf.name)
         handle = self.emitter.alloc(name, dims, dtype, buf.name, addr, Loc(*loc))
-        storage = Storage(name, dims, dtype, buf, addr, handle, self._owner, loc)
+        storage = Storage(name, dims, dtype, buf, addr, handle, self._owner, loc, scope=tuple(self.loops))
         if buf.name == "shared_hbm" and self._pid == 0:
             self._shared.append(storage)
         return NkiTensor(storage, 0, contiguous_pairs(dims))
@@ -491,17 +567,30 @@ class TraceContext:
     def inst(self, op: str, operands: dict[str, NkiTensor], attrs: dict[str, Any]) -> None:
         loc = Loc(*user_location())
         emitted = {role: self._operand(role, t) for role, t in operands.items()}
+        spec = INSTRUCTIONS[op]
+        for role, t in operands.items():
+            if t.storage.is_param and spec.role(role).write:
+                t.storage.written = True
         self.emitter.inst(op, emitted, attrs, loc)
 
     def _operand(self, role: str, t: NkiTensor) -> Operand:
         if t.storage.owner is not self._owner:
             raise NkiError(f"tensor '{t.name}' belongs to another trace or SPMD program", "do not cache tensors")
+        self._check_scope(t.storage)
         if t.dtype != t.storage.dtype:
             raise NkiError(
                 f"'{role}' reinterprets '{t.name}' ({t.storage.dtype}) as {t.dtype}",
                 "view(dtype) / ap(dtype=) operands cannot be emitted yet",
             )
         return Operand(t.storage.handle, self.affine(t.offset), t.pairs or ((1, 1),))
+
+    def _check_scope(self, storage: Storage) -> None:
+        """A tensor allocated in a symbolic loop body and used after that loop ended (a tile appended to a list in
+        the loop, used later) is one tensor per iteration: those loops must unroll, so that each iteration's tensor
+        exists."""
+        closed = [v for v in storage.scope if not any(v is open_ for open_ in self.loops)]
+        if closed:
+            raise NeedsUnroll(v.site for v in closed)
 
     def affine(self, value: IndexExpr | int) -> Affine:
         if not isinstance(value, IndexExpr):
@@ -536,12 +625,16 @@ class TraceContext:
     def _symbolic_loop(self, kind: str, start: int, stop: int, step: int, site: Any, loc: Loc) -> Iterator[Any]:
         """Yield the LoopVar once; the body between begin_loop/end_loop is traced a single time."""
         var = LoopVar(site, start, stop, step, self)
+        self.rolled_sites.add(site)
         self.emitter.begin_loop(kind, start, stop, step, loc)
         self.loops.append(var)
         finished = False
         try:
             yield var
             finished = True
+            # Resumed by the user's `for` for a second iteration: sys._getframe(1) is the frame running the loop.
+            if self.live and _carries_loop_tensor(var, sys._getframe(1), loc):
+                self.pending_unroll.add(site)
         finally:
             if self.live:  # a dead context belongs to an abandoned attempt: leave it alone
                 if not finished:
@@ -552,17 +645,80 @@ class TraceContext:
 
     # -- SPMD ------------------------------------------------------------------------------------------
     def program_id(self, axis: Any) -> int:
-        if operator.index(axis) != 0:
-            raise NkiError(f"program_id axis {axis} does not exist", "NKI 0.3+ grids are 1-D: use axis=0")
-        return self._pid
+        """The index along ``axis`` of the program being traced; programs run in row-major grid order."""
+        ax = self._axis(axis, "program_id")
+        if not self.grid_shape:
+            return 0
+        index = self._pid
+        for a in range(len(self.grid_shape) - 1, ax, -1):
+            index //= self.grid_shape[a]
+        return index % self.grid_shape[ax]
 
     def num_programs(self, axes: Any) -> int:
-        if axes is not None and operator.index(axes) != 0:
-            raise NkiError(f"num_programs axes {axes} does not exist", "NKI 0.3+ grids are 1-D: use axes=0")
-        return self.grid
+        """Programs along ``axes`` (an axis or a tuple of them); ``None`` is the whole grid."""
+        if axes is None:
+            return self.grid
+        if isinstance(axes, (tuple, list)):
+            return math.prod(self.num_programs(a) for a in axes)
+        ax = self._axis(axes, "num_programs")
+        return self.grid_shape[ax] if self.grid_shape else 1
 
     def program_ndim(self) -> int:
-        return 0 if self.kernel.grid is None else 1
+        return len(self.grid_shape)
+
+    def _axis(self, axis: Any, what: str) -> int:
+        ax = operator.index(axis)
+        ndim = max(1, len(self.grid_shape))  # without a grid, axis 0 has one program
+        if not 0 <= ax < ndim:
+            raise NkiError(f"{what} axis {axis} does not exist", f"the launch grid has {len(self.grid_shape)} axes")
+        return ax
+
+
+# ------------------------------------------------------------------------------------------------------------
+# iteration-carried Python state of a rolled loop
+# ------------------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1024)
+def _carried_names(file: str, line: int) -> frozenset[str]:
+    """Names the body of the ``for`` at ``file:line`` reads before it assigns them (in source order, a line's reads
+    before its stores): the Python variables one iteration hands to the next (``prev = t`` after ``use(prev)``)."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(file)))
+    except (SyntaxError, ValueError):
+        return frozenset()
+    loop = next((n for n in ast.walk(tree) if isinstance(n, ast.For) and n.lineno == line), None)
+    if loop is None:
+        return frozenset()
+    names = sorted(
+        (n for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name)),
+        key=lambda n: (n.lineno, isinstance(n.ctx, ast.Store), n.col_offset),
+    )
+    first: dict[str, bool] = {}  # name -> first occurrence is a read
+    stored: set[str] = set()
+    for n in names:
+        first.setdefault(n.id, isinstance(n.ctx, ast.Load))
+        if isinstance(n.ctx, ast.Store):
+            stored.add(n.id)
+    return frozenset(name for name, read in first.items() if read and name in stored)
+
+
+def _carries_loop_tensor(var: LoopVar, frame: Any, loc: Loc) -> bool:
+    """True if, after the one traced iteration, a carried variable holds a tensor allocated in this loop's body:
+    the next iteration would read it, which a loop traced once cannot express, so the loop must unroll."""
+    names = _carried_names(loc.file, loc.line)
+    if not names:
+        return False
+    values = frame.f_locals
+    return any(_holds_scoped(values.get(name), var, 0) for name in names)
+
+
+def _holds_scoped(value: Any, var: LoopVar, depth: int) -> bool:
+    if isinstance(value, NkiTensor):
+        return any(v is var for v in value.storage.scope)
+    if depth < 2 and isinstance(value, (list, tuple)):
+        return any(_holds_scoped(v, var, depth + 1) for v in value)
+    if depth < 2 and isinstance(value, dict):
+        return any(_holds_scoped(v, var, depth + 1) for v in value.values())
+    return False
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -573,6 +729,13 @@ _EXCLUDED = ("nkic.frontend", "numpy", "math", "ml_dtypes")
 
 def _excluded(module: str) -> bool:
     return any(module == m or module.startswith(m + ".") for m in _EXCLUDED)
+
+
+_ISA_MODULE = "nkic.frontend.isa"  # the nisa instructions (a name, not an import: isa imports this module's users)
+
+
+def _has_empty_tensor(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    return any(isinstance(v, NkiTensor) and v.size == 0 for v in (*args, *kwargs.values()))
 
 
 def has_nki_data(value: Any, _depth: int = 0) -> bool:

@@ -166,7 +166,6 @@ def test_index_errors() -> None:
         h[4]
     with pytest.raises(NkiError, match="too many indices"):
         h[0, 0, 0]
-    with pytest.raises(NkiError, match="empty slice"):
-        h[2:2]
+    assert h[2:2].shape == (0, 6) and h[2:2].size == 0  # an empty view is legal (a no-op in instructions)
     with pytest.raises(NkiError, match="dynamic control flow"):
         bool(h)

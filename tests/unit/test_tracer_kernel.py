@@ -79,11 +79,13 @@ def test_kernel_fields_and_options() -> None:
     assert isinstance(k, Kernel) and k.func is copy_kernel and list(k.signature.parameters) == ["x"]
     assert k.grid is None and k.options.target == "gen3" and k.options.carrier_format == "bir"
     k2 = k[2]
-    assert k2.grid == 2 and k2.cache is k.cache and k.grid is None
+    assert k2.grid == (2,) and k2.num_programs == 2 and k2.cache is k.cache and k.grid is None
     k3 = jit(mode="simulation")(copy_kernel)
     assert ("mode", "simulation") in k3.options.extra
-    with pytest.raises(NkiError, match="unsupported launch grid"):
-        k[3]
+    assert k[3].grid == (3,) and k[2, 4].num_programs == 8
+    for bad in (0, (2, 0), "2", ()):
+        with pytest.raises(NkiError, match="unsupported launch grid"):
+            k[bad]
 
 
 def test_compiler_decorators() -> None:

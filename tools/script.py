@@ -1,0 +1,56 @@
+"""``python -m nkic SCRIPT.py [ARGS]``: run a Python script whose ``import nki`` is nkic.
+
+The script runs as ``__main__`` (``runpy``) with ``sys.argv = [SCRIPT.py, *ARGS]`` and its folder first on
+``sys.path``, exactly as ``python SCRIPT.py`` would, after the ``nki`` alias is installed: a ``@nki.jit`` kernel called
+on numpy arrays compiles and simulates on the CPU. An ``NkiError`` escaping the script is printed as its one line
+(``file:line: error: ...``) and exits 1; any other exception is the script's own and keeps Python's traceback.
+``python -m nkic compile|run|info|demo ...`` is the ``nkic`` command.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+from nkic.tools.cli import build_parser, default_blas_threads
+from nkic.tools.cli import main as cli_main
+
+USAGE = "usage: python -m nkic SCRIPT.py [ARGS...]   (or: python -m nkic {compile,run,info,demo} ...)"
+
+
+def _cli_commands() -> set[str]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")  # noqa: SLF001 — argparse keeps them here
+    return set(sub.choices)  # type: ignore[arg-type]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stderr if not args else sys.stdout)
+        return 2 if not args else 0
+    if args[0] in _cli_commands() or args[0] == "--debug":
+        return cli_main(args)
+    script = args[0]
+    if not os.path.isfile(script):
+        print(f"nkic: error: cannot open script '{script}'", file=sys.stderr)
+        return 2
+    default_blas_threads()  # before the script (or nkic) imports numpy
+    import nkic
+    from nkic.frontend.errors import NkiError
+
+    nkic.install_nki_alias()
+    saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
+    sys.argv = [script, *args[1:]]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except NkiError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    finally:
+        sys.argv = saved_argv
+        if sys.path and sys.path[0] != saved_path0:
+            del sys.path[0]
+    return 0
