@@ -440,6 +440,11 @@ def _accumulate(core: _Core, regs: np.ndarray, ins: Instr, parts: np.ndarray, va
         regs[parts] = sem.reduce_last(op, values)
     elif cmd in ("reduce", "load_reduce"):
         regs[parts] = sem.alu(op, regs[parts], sem.reduce_last(op, values))
+    _write_registers(core, ins, regs, parts)
+
+
+def _write_registers(core: _Core, ins: Instr, regs: np.ndarray, parts: np.ndarray) -> None:
+    """``reduce_res``, when present, receives the accumulator registers of the instruction's partitions."""
     res = ins.operand("reduce_res")
     if res is not None:
         view = _resolve(core, res, "reduce_res")
@@ -628,12 +633,7 @@ def _exec_exponential(core: _Core, ins: Instr) -> None:
     elif cmd == "load_reduce":
         init = _scalar_operand(core, ins, "reduce_init", src.nparts, False)
         regs[parts] = np.broadcast_to(init, (src.nparts, 1)).reshape(-1) + total
-    res = ins.operand("reduce_res")
-    if res is not None:
-        view = _resolve(core, res, "reduce_res")
-        if view.nparts != len(parts) or view.free != 1:
-            raise SimulationError(f"reduce_res must be ({len(parts)}, 1), got {res.shape}")
-        view.store(regs[parts])
+    _write_registers(core, ins, regs, parts)
 
 
 @execute("SCALAR_TENSOR_TENSOR")

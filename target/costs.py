@@ -108,13 +108,19 @@ def _one_pass_vector(ins: Instr, t: Target) -> int:
     return max(MIN_II, _free(_main(ins)))
 
 
-@cost("EXPONENTIAL")
-def _exponential(ins: Instr, t: Target) -> int:
-    """Estimate (unpublished): ``max(64, N)``, ``+64`` when it accumulates (as ACTIVATE)."""
-    cycles = max(MIN_II, _free(ins.operand("src")))
-    if _enum_name(ins, "reduce_cmd") not in ("", "idle") or ins.operand("reduce_res") is not None:
+def _accumulating(ins: Instr, slot: str) -> int:
+    """``max(64, N)`` over ``slot``, ``+64`` when the instruction accumulates into the reduce registers."""
+    cycles = max(MIN_II, _free(ins.operand(slot)))
+    accumulates = _enum_name(ins, "reduce_cmd") in ("reduce", "reset_reduce", "load_reduce")
+    if accumulates or ins.operand("reduce_res") is not None:
         cycles += MIN_II
     return cycles
+
+
+@cost("EXPONENTIAL")
+def _exponential(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): as ACTIVATE, ``max(64, N)``, ``+64`` when it accumulates."""
+    return _accumulating(ins, "src")
 
 
 @cost("TENSOR_SCALAR", "TENSOR_COPY")
@@ -146,14 +152,7 @@ def _reduce(ins: Instr, t: Target) -> int:
 @cost("ACTIVATE")
 def _activate(ins: Instr, t: Target) -> int:
     """``max(64, N)`` whatever scale/bias; ``+64`` when it accumulates into the reduce registers."""
-    cycles = max(MIN_II, _free(ins.operand("src")))
-    try:
-        cmd = str(ins.value("reduce_cmd"))
-    except ValueError:
-        cmd = "idle"
-    if cmd in ("reduce", "reset_reduce", "load_reduce") or ins.operand("reduce_res") is not None:
-        cycles += MIN_II
-    return cycles
+    return _accumulating(ins, "src")
 
 
 @cost("TENSOR_SCALAR_REDUCE")
@@ -177,10 +176,7 @@ def _reciprocal(ins: Instr, t: Target) -> int:
 @cost("RANGE_SELECT")
 def _range_select(ins: Instr, t: Target) -> int:
     """Estimate: ``max(64, N)`` like a one-input VectorE op, ``+64`` when it accumulates (as ACTIVATE)."""
-    cycles = max(MIN_II, _free(ins.operand("on_true")))
-    if _enum_name(ins, "reduce_cmd") not in ("", "idle") or ins.operand("reduce_res") is not None:
-        cycles += MIN_II
-    return cycles
+    return _accumulating(ins, "on_true")
 
 
 @cost("IOTA", "AFFINE_SELECT")
