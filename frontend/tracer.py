@@ -43,6 +43,7 @@ import linecache
 import math
 import operator
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -254,16 +255,23 @@ def _specialize(bound: inspect.BoundArguments) -> tuple[list[tuple[str, Any]], t
     return arrays, tuple(key)
 
 
+def param_name(name: str) -> str:
+    """The name a kernel input keeps through the IR and the NEFF. IR value names drop a ``_<digits>`` suffix (the
+    printer's uniquing suffix), so ``in_1`` and ``in_2`` (or the ``args_0``, ``args_1`` of ``*args``) would
+    collide; such names get a trailing underscore."""
+    return f"{name}_" if re.search(r"_\d+$", name) else name
+
+
 def _flat_arguments(bound: inspect.BoundArguments) -> Iterator[tuple[str, Any]]:
     params = bound.signature.parameters
     for name, value in bound.arguments.items():
         kind = params[name].kind
         if kind is inspect.Parameter.VAR_POSITIONAL:
-            yield from ((f"{name}_{i}", v) for i, v in enumerate(value))
+            yield from ((param_name(f"{name}_{i}"), v) for i, v in enumerate(value))
         elif kind is inspect.Parameter.VAR_KEYWORD:
-            yield from value.items()
+            yield from ((param_name(k), v) for k, v in value.items())
         else:
-            yield name, value
+            yield param_name(name), value
 
 
 def _array_dtype(name: str, value: Any) -> str:
@@ -400,11 +408,11 @@ class TraceContext:
         for name, value in bound.arguments.items():
             kind = params[name].kind
             if kind is inspect.Parameter.VAR_POSITIONAL:
-                arguments[name] = tuple(self._arg(f"{name}_{i}", v) for i, v in enumerate(value))
+                arguments[name] = tuple(self._arg(param_name(f"{name}_{i}"), v) for i, v in enumerate(value))
             elif kind is inspect.Parameter.VAR_KEYWORD:
-                arguments[name] = {k: self._arg(k, v) for k, v in value.items()}
+                arguments[name] = {k: self._arg(param_name(k), v) for k, v in value.items()}
             else:
-                arguments[name] = self._arg(name, value)
+                arguments[name] = self._arg(param_name(name), value)
         call = inspect.BoundArguments(bound.signature, arguments)  # type: ignore[arg-type]
         result = self.kernel.func(*call.args, **call.kwargs)
         assert not self.loops, "symbolic loop left open"

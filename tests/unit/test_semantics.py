@@ -300,3 +300,24 @@ def test_a_tile_carried_to_the_next_iteration_unrolls_the_loop() -> None:
     assert "penguin.loop" not in ops_of(running_sum.trace(x).module)
     want = np.cumsum(x.reshape(3, 128, 8), axis=0).reshape(384, 8)
     np.testing.assert_allclose(nki.simulate(running_sum)(x), want, rtol=1e-5, atol=1e-5)
+
+
+def test_inputs_named_like_ir_uniquing_suffixes_stay_distinct() -> None:
+    """``*args`` inputs and parameters like ``in_1``/``in_2`` keep distinct names through the IR and the NEFF."""
+
+    @nki.jit
+    def varargs(*args):
+        out = nl.ndarray(args[0].shape, dtype=args[0].dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.subtract(nl.load(args[0]), nl.load(args[1])))
+        return out
+
+    @nki.jit
+    def suffixed(in_1, in_2):
+        out = nl.ndarray(in_1.shape, dtype=in_1.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.subtract(nl.load(in_1), nl.load(in_2)))
+        return out
+
+    a = np.arange(128 * 4, dtype=np.float32).reshape(128, 4)
+    b = np.ones((128, 4), np.float32)
+    np.testing.assert_array_equal(nki.simulate(varargs)(a, b), a - b)
+    np.testing.assert_array_equal(nki.simulate(suffixed)(a, b), a - b)
