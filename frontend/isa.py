@@ -180,7 +180,8 @@ def _record(
                 f"more than one {bank}-byte bank",
                 f"split the PSUM tile into bank-sized ({bank} bytes per partition) views",
             )
-        if engine_name in ENGINE_OF_HINT and not ENGINE_BY_NAME[ENGINE_OF_HINT[engine_name]].psum and t.buffer == "psum":
+        hinted = ENGINE_BY_NAME.get(ENGINE_OF_HINT.get(engine_name, ""))
+        if hinted is not None and not hinted.psum and t.buffer == "psum":
             raise NkiError(f"{op}: the {engine_name} engine cannot access PSUM ('{role}')")
     ctx.inst(op, {r: t for r, t in operands.items() if t is not None}, attrs)
 
@@ -758,6 +759,79 @@ def exponential(
     attrs = {"max_value": v_max if v_max else None, "reduce_cmd": cmd, "reduce_init": v_init if v_init else None}
     operands = {"dst": dst, "src": src, "max_value": t_max, "reduce_res": t_res, "reduce_init": t_init}
     _record(ctx, name, operands, attrs, "vector")
+
+
+@nki_op
+def select_reduce(
+    ctx: Any,
+    dst: NkiTensor,
+    predicate: NkiTensor,
+    on_true: NkiTensor,
+    on_false: Any,
+    reduce_res: NkiTensor | None = None,
+    reduce_cmd: Any = None,
+    reduce_op: Any = None,
+    reverse_pred: bool = False,
+    **kw: Any,
+) -> None:
+    """``dst = on_true`` where ``predicate`` holds, else ``on_false`` (a number or a (P, 1) tile), max-reduced into
+    the VectorE registers per ``reduce_cmd``."""
+    _mask(kw)
+    name = "select_reduce"
+    t = {r: _tensor(name, r, v) for r, v in (("dst", dst), ("predicate", predicate), ("on_true", on_true))}
+    _elementwise(name, t)
+    if t["on_true"].buffer == "psum" and t["predicate"].buffer == "psum":
+        raise NkiError(f"{name}: on_true and predicate cannot both be in PSUM")
+    if t["predicate"].dtype not in ("int8", "uint8", "int16", "uint16"):
+        raise NkiError(f"{name}: predicate must be int8, uint8, int16 or uint16, got {t['predicate'].dtype}")
+    reduce = alu_op(reduce_op if reduce_op is not None else "maximum", "reduce_op")
+    if reduce != "maximum":
+        raise NkiError(f"{name}: reduce_op must be nl.maximum, got {reduce}")
+    t_false, v_false = _scalar(name, "on_false", on_false, t["dst"])
+    t_res = None
+    if reduce_res is not None:
+        t_res, _ = _scalar(name, "reduce_res", _tensor(name, "reduce_res", reduce_res), t["dst"])
+    attrs = {"on_false": v_false, "reduce_cmd": _enum(reduce_cmd if reduce_cmd is not None else "idle", _REDUCE_CMD,
+             "reduce_cmd"), "reduce_op": reduce, "reverse_pred": bool(reverse_pred)}  # fmt: skip
+    _record(ctx, name, {**t, "on_false": t_false, "reduce_res": t_res}, attrs, "vector")
+
+
+_CUMULATIVE_OPS = ("add", "subtract", "multiply", "maximum", "minimum")
+
+
+@nki_op
+def tensor_scalar_cumulative(
+    ctx: Any,
+    dst: NkiTensor,
+    src: NkiTensor,
+    op0: Any,
+    op1: Any,
+    imm0: Any,
+    imm1: Any = None,
+    reduce_cmd: Any = None,
+    **kw: Any,
+) -> None:
+    """A running ``op1`` over ``op0(src, imm0)`` along the free dim, ``dst[i]`` the running value; the register
+    starts at op1's identity (``reset_reduce``), at ``imm1`` (``load_reduce``) or where it was (``reduce``)."""
+    _mask(kw)
+    name = "tensor_scalar_cumulative"
+    dst, src = _tensor(name, "dst", dst), _tensor(name, "src", src)
+    _elementwise(name, {"dst": dst, "src": src})
+    for role, t in (("dst", dst), ("src", src)):
+        if t.dtype in ("int32", "uint32"):
+            raise NkiError(f"{name}: '{role}' cannot be {t.dtype} (the instruction has no 32-bit integer mode)")
+    ops = {"op0": alu_op(op0, "op0"), "op1": alu_op(op1, "op1")}
+    if ops["op1"] not in _CUMULATIVE_OPS:
+        raise NkiError(f"{name}: op1 must be one of {', '.join(_CUMULATIVE_OPS)}, got {ops['op1']}")
+    cmd = _enum(reduce_cmd if reduce_cmd is not None else "reset_reduce", _REDUCE_CMD, "reduce_cmd")
+    t0, v0 = _scalar(name, "imm0", imm0, dst)
+    t1 = v1 = None
+    if cmd == "load_reduce":
+        if imm1 is None:
+            raise NkiError(f"{name}: reduce_cmd=load_reduce needs imm1, the starting value")
+        t1, v1 = _scalar(name, "imm1", imm1, dst)
+    attrs = {**ops, "imm0": v0, "imm1": v1, "reduce_cmd": cmd}
+    _record(ctx, name, {"dst": dst, "src": src, "imm0": t0, "imm1": t1}, attrs, "vector")
 
 
 # Names nkic lacks are placeholders that raise NkiError when called (``frontend/unsupported.py``).

@@ -636,6 +636,45 @@ def _exec_exponential(core: _Core, ins: Instr) -> None:
     _write_registers(core, ins, regs, parts)
 
 
+@execute("SELECT_REDUCE")
+def _exec_select_reduce(core: _Core, ins: Instr) -> None:
+    dst, pred, on_true = _view(core, ins, "dst"), _view(core, ins, "predicate"), _view(core, ins, "on_true")
+    _same_shape(dst, pred, on_true)
+    keep = pred.raw() != 0
+    if ins.flag("reverse_pred"):
+        keep = ~keep
+    on_false = _scalar_operand(core, ins, "on_false", dst.nparts, False)
+    result = np.where(keep, on_true.f32(), on_false).astype(np.float32)
+    dst.store(result)
+    _accumulate(core, core.dve_regs, ins, on_true.partitions, result)
+
+
+@execute("TENSOR_SCALAR_CUMULATIVE")
+def _exec_tensor_scalar_cumulative(core: _Core, ins: Instr) -> None:
+    """The documented pseudocode: the register starts per reduce_cmd, then ``reg = op1(op0(x, imm0), reg)``."""
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    _same_shape(dst, src)
+    op0, op1, cmd = _alu_op(ins, "op0"), _alu_op(ins, "op1"), _alu_op(ins, "reduce_cmd")
+    parts = src.partitions
+    if cmd == "reset_reduce":
+        identity = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": -np.inf, "minimum": np.inf}
+        if op1 not in identity:
+            raise SimulationError(f"reduce op '{op1}' has no reset value")
+        reg = np.full(src.nparts, identity[op1], np.float32)
+    elif cmd == "load_reduce":
+        init = _scalar_operand(core, ins, "imm1", src.nparts, False)
+        reg = np.broadcast_to(init, (src.nparts, 1)).reshape(-1).astype(np.float32)
+    else:
+        reg = core.dve_regs[parts].astype(np.float32)
+    scaled = sem.scalar_step(op0, src.f32(), _scalar_operand(core, ins, "imm0", src.nparts, False), False)
+    out = np.empty((src.nparts, src.free), np.float32)
+    for i in range(src.free):
+        reg = sem.alu(op1, scaled[:, i].astype(np.float32), reg).astype(np.float32)
+        out[:, i] = reg
+    dst.store(out)
+    core.dve_regs[parts] = reg
+
+
 @execute("SCALAR_TENSOR_TENSOR")
 def _exec_scalar_tensor_tensor(core: _Core, ins: Instr) -> None:
     dst, data, other = _view(core, ins, "dst"), _view(core, ins, "data"), _view(core, ins, "operand1")

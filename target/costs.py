@@ -117,6 +117,18 @@ def _accumulating(ins: Instr, slot: str) -> int:
     return cycles
 
 
+@cost("SELECT_REDUCE")
+def _select_reduce(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): as ACTIVATE, ``max(64, N)``, ``+64`` when it accumulates."""
+    return _accumulating(ins, "on_true")
+
+
+@cost("TENSOR_SCALAR_CUMULATIVE")
+def _tensor_scalar_cumulative(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): a one-input VectorE pass that accumulates, ``max(64, N) + 64``."""
+    return max(MIN_II, _free(ins.operand("src"))) + MIN_II
+
+
 @cost("EXPONENTIAL")
 def _exponential(ins: Instr, t: Target) -> int:
     """Estimate (unpublished): as ACTIVATE, ``max(64, N)``, ``+64`` when it accumulates."""

@@ -308,3 +308,40 @@ declare(
            writes=("dst", "reduce_res"), scalar_slots=("max_value", "reduce_res", "reduce_init"),
            same_shape=("src",)),
 )
+declare(
+    InstrSpec(
+        "select_reduce", "SELECT_REDUCE",
+        (_DST, Role("predicate"), Role("on_true"), Role("on_false", required=False, scalar=True),
+         Role("reduce_res", write=True, required=False, scalar=True)),
+        ("dve",), "dst = on_true where predicate != 0 (== 0 with reverse_pred), else on_false; reduce_res = the "
+        "VectorE registers after reduce_cmd with reduce_op",
+        fields=(Field("on_false", "f32", tensor_role="on_false", required=True), Field("reduce_cmd", "reduce_cmd"),
+                Field("reduce_op", "alu"), Field("reverse_pred", "bool")),
+        elementwise=("predicate", "on_true"),
+    ),
+    OpSpec("SELECT_REDUCE", 0x16, ("dve",), ("dst", "predicate", "on_true", "on_false", "reduce_res"),
+           "dst = predicate ? on_true : on_false, max-reduced into the VectorE registers",
+           required=("dst", "predicate", "on_true"),
+           imms=(Imm("on_false", "f32", tensor_role="on_false", required=True),
+                 Imm("reduce_cmd", "reduce_cmd", default="idle"), Imm("reduce_op", "alu", default="bypass")),
+           flags=("reverse_pred",), writes=("dst", "reduce_res"), scalar_slots=("on_false", "reduce_res"),
+           same_shape=("predicate", "on_true")),
+)
+declare(
+    InstrSpec(
+        "tensor_scalar_cumulative", "TENSOR_SCALAR_CUMULATIVE",
+        (_DST, Role("src"), Role("imm0", required=False, scalar=True), Role("imm1", required=False, scalar=True)),
+        ("dve",), "reg = op1(op0(src[i], imm0), reg), dst[i] = reg along the free dim; reg starts per reduce_cmd "
+        "(op1's identity, the VectorE register, or imm1)",
+        fields=(Field("op0", "alu", required=True), Field("op1", "alu", required=True),
+                Field("imm0", "f32", tensor_role="imm0", required=True), Field("imm1", "f32", tensor_role="imm1"),
+                Field("reduce_cmd", "reduce_cmd")),
+        elementwise=("src",),
+    ),
+    OpSpec("TENSOR_SCALAR_CUMULATIVE", 0x17, ("dve",), ("dst", "src", "imm0", "imm1"),
+           "a running op1 over op0(src, imm0) along the free dim, in the VectorE registers",
+           required=("dst", "src"),
+           imms=(Imm("op0", "alu"), Imm("op1", "alu"), Imm("imm0", "f32", tensor_role="imm0", required=True),
+                 Imm("imm1", "f32", tensor_role="imm1"), Imm("reduce_cmd", "reduce_cmd", default="idle")),
+           scalar_slots=("imm0", "imm1"), same_shape=("src",)),
+)

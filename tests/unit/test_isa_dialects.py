@@ -108,6 +108,10 @@ PROGRAM: dict[str, list[str]] = {
         f"src {_sb(0x3000, ap='[0 : [1, 128], [1, 6]]')} {{id = 37 : i64}}",
         f"isa_dve.exponential dst {_sb(0x800)}, src {_ps(0)}, max_value {_sb(0x3000, ap=COL)} "
         f"{{id = 38 : i64, reduce_cmd = \"reduce\", reduce_init = 1.000000e+00 : f32}}",
+        f"isa_dve.select_reduce dst {_sb(0x800)}, predicate {_sb(0x2000, 'uint8')}, on_true {_ps(0)} "
+        f"{{id = 39 : i64, on_false = -1.000000e+00 : f32, reduce_cmd = \"reduce\", reduce_op = \"maximum\"}}",
+        f"isa_dve.tensor_scalar_cumulative dst {_sb(0x800)}, src {_sb(0)}, imm0 {_sb(0x3000, ap=COL)}, "
+        f"imm1 {_sb(0x3004, ap=COL)} {{id = 40 : i64, op0 = \"multiply\", op1 = \"add\", reduce_cmd = \"load_reduce\"}}",
         "isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}",
     ],
     "pool": [
@@ -171,7 +175,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 36
+    assert len(ISA_OPS) == len(declared) == 38
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:

@@ -133,3 +133,85 @@ def test_exponential_is_a_gen4_instruction() -> None:
     kernel = _exp_kernel(False, False)
     with pytest.raises(NkiError, match="nisa.exponential is not available on gen3.*gen4 or newer"):
         nki.jit(kernel.func, platform_target="trn2").trace(np.zeros((128, 8), "f4"), np.zeros((128, 1), "f4"))
+
+
+# -- select_reduce ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("tile_false,reverse,chained", [(False, False, False), (True, True, False), (False, False, True)])
+def test_select_reduce(tile_false: bool, reverse: bool, chained: bool) -> None:
+    @nki.jit
+    def kernel(x, p, f):
+        xs, ps, fs = _sbuf_copy(x), _sbuf_copy(p), _sbuf_copy(f)
+        y = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        on_false = fs if tile_false else -2.5
+        if chained:  # the max of two halves through the shared VectorE registers
+            h = x.shape[1] // 2
+            nisa.select_reduce(dst=y[:, nl.ds(0, h)], predicate=ps[:, nl.ds(0, h)], on_true=xs[:, nl.ds(0, h)],
+                               on_false=on_false, reduce_cmd=nisa.reduce_cmd.reset_reduce, reverse_pred=reverse)
+            nisa.select_reduce(dst=y[:, nl.ds(h, h)], predicate=ps[:, nl.ds(h, h)], on_true=xs[:, nl.ds(h, h)],
+                               on_false=on_false, reduce_res=r, reduce_cmd=nisa.reduce_cmd.reduce,
+                               reverse_pred=reverse)
+        else:
+            nisa.select_reduce(dst=y, predicate=ps, on_true=xs, on_false=on_false, reduce_res=r,
+                               reduce_cmd=nisa.reduce_cmd.reset_reduce, reverse_pred=reverse)
+        return _out(y), _out(r)
+
+    x = RNG.standard_normal((128, 48)).astype(np.float32)
+    p = RNG.integers(0, 2, (128, 48)).astype(np.uint8)
+    f = RNG.standard_normal((128, 1)).astype(np.float32)
+    y, r = nki.simulate(kernel)(x, p, f)
+    keep = (p == 0) if reverse else (p != 0)
+    want = np.where(keep, x, f if tile_false else np.float32(-2.5))
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(r[:, 0], want.max(axis=1))
+
+
+# -- tensor_scalar_cumulative -------------------------------------------------------------------------------
+def _cumulative_reference(x, op0, imm0, op1, start):
+    f0 = {"add": np.add, "multiply": np.multiply, "subtract": np.subtract}[op0]
+    f1 = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, "subtract": np.subtract}[op1]
+    reg = np.broadcast_to(np.asarray(start, np.float32), (x.shape[0],)).astype(np.float32)
+    out = np.empty_like(x)
+    for i in range(x.shape[1]):
+        reg = f1(f0(x[:, i], np.float32(imm0)).astype(np.float32), reg).astype(np.float32)
+        out[:, i] = reg
+    return out
+
+
+@pytest.mark.parametrize(
+    "op0,imm0,op1,cmd,start",
+    [("multiply", 1.0, "add", "reset_reduce", 0.0), ("add", 0.5, "maximum", "reset_reduce", -np.inf),
+     ("multiply", 0.9, "multiply", "reset_reduce", 1.0), ("add", 0.0, "add", "load_reduce", 3.0),
+     ("add", 1.0, "subtract", "reset_reduce", 0.0)],
+)  # fmt: skip
+def test_tensor_scalar_cumulative(op0: str, imm0: float, op1: str, cmd: str, start: float) -> None:
+    @nki.jit
+    def kernel(x):
+        xs = _sbuf_copy(x)
+        y = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_cumulative(dst=y, src=xs, op0=getattr(nl, op0), op1=getattr(nl, op1), imm0=imm0,
+                                      imm1=start if cmd == "load_reduce" else None,
+                                      reduce_cmd=getattr(nisa.reduce_cmd, cmd))
+        return _out(y)
+
+    x = RNG.uniform(0.5, 1.5, (128, 32)).astype(np.float32)
+    got = nki.simulate(kernel)(x)
+    np.testing.assert_allclose(got, _cumulative_reference(x, op0, imm0, op1, start), rtol=1e-6)
+
+
+def test_tensor_scalar_cumulative_continues_from_the_register() -> None:
+    """reduce_cmd=reduce starts from the VectorE register the previous call left: a cumsum in two chunks."""
+
+    @nki.jit
+    def kernel(x):
+        xs = _sbuf_copy(x)
+        y = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        h = x.shape[1] // 2
+        nisa.tensor_scalar_cumulative(dst=y[:, nl.ds(0, h)], src=xs[:, nl.ds(0, h)], op0=nl.multiply, op1=nl.add,
+                                      imm0=1.0, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        nisa.tensor_scalar_cumulative(dst=y[:, nl.ds(h, h)], src=xs[:, nl.ds(h, h)], op0=nl.multiply, op1=nl.add,
+                                      imm0=1.0, reduce_cmd=nisa.reduce_cmd.reduce)
+        return _out(y)
+
+    x = RNG.standard_normal((128, 64)).astype(np.float32)
+    np.testing.assert_allclose(nki.simulate(kernel)(x), np.cumsum(x, axis=1), rtol=1e-5, atol=1e-5)

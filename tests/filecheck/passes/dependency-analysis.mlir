@@ -1,4 +1,4 @@
-// RUN: nkic-opt %s -p dependency-analysis | filecheck %s
+// RUN: nkic-opt %s --split-input-file -p dependency-analysis | filecheck %s
 
 // Edges come from physical bytes: @b reuses @a's address, so writing @b waits for the last reader of @a
 // (anti) although the names differ; the disjoint @c gets no edge; a write after a write is an output edge.
@@ -20,5 +20,29 @@ builtin.module {
     bir.memset dst @b[0 : [512, 128], [1, 512]] {id = 2 : i64, engine = "pool", value = 1.0 : f32}
     bir.dma_copy dst @out[0 : [512, 128], [1, 512]], src @b[0 : [512, 128], [1, 512]] {id = 3 : i64, engine = "sp"}
     bir.dma_copy dst @out[0 : [512, 128], [1, 512]], src @c[0 : [512, 128], [1, 512]] {id = 4 : i64, engine = "sp"}
+  }
+}
+
+// -----
+
+// The VectorE accumulator registers are state: continuing an accumulation (reduce) depends on the write before it
+// (flow), even through disjoint memory; a later reset_reduce waits for that reader (anti); two writes with no reader
+// between them stay unordered.
+// CHECK: bir.exponential dst @x{{.*}} {id = 0 : i64, engine = "dve", reduce_cmd = "reset_reduce"}
+// CHECK-NEXT: bir.exponential dst @y{{.*}} {id = 1 : i64, engine = "dve", reduce_cmd = "reduce", deps = [#bir.dep<flow, 0>]}
+// CHECK-NEXT: bir.exponential dst @z{{.*}} {id = 2 : i64, engine = "dve", reduce_cmd = "reset_reduce", deps = [#bir.dep<anti, 1>]}
+// CHECK-NEXT: bir.exponential dst @w{{.*}} {id = 3 : i64, engine = "dve", reduce_cmd = "reset_reduce"}
+
+builtin.module {
+  bir.function @f attributes {inputs = [], outputs = []} {
+    bir.memloc @x : sbuf [128, 64] float32 {address = array<i64: 0, 0>}
+    bir.memloc @y : sbuf [128, 64] float32 {address = array<i64: 0, 256>}
+    bir.memloc @z : sbuf [128, 64] float32 {address = array<i64: 0, 512>}
+    bir.memloc @w : sbuf [128, 64] float32 {address = array<i64: 0, 768>}
+    bir.memloc @s : sbuf [128, 1] float32 {address = array<i64: 0, 1024>}
+    bir.exponential dst @x[0 : [64, 128], [1, 64]], src @x[0 : [64, 128], [1, 64]] {id = 0 : i64, engine = "dve", reduce_cmd = "reset_reduce"}
+    bir.exponential dst @y[0 : [64, 128], [1, 64]], src @y[0 : [64, 128], [1, 64]], reduce_res @s[0 : [1, 128], [1, 1]] {id = 1 : i64, engine = "dve", reduce_cmd = "reduce"}
+    bir.exponential dst @z[0 : [64, 128], [1, 64]], src @z[0 : [64, 128], [1, 64]] {id = 2 : i64, engine = "dve", reduce_cmd = "reset_reduce"}
+    bir.exponential dst @w[0 : [64, 128], [1, 64]], src @w[0 : [64, 128], [1, 64]] {id = 3 : i64, engine = "dve", reduce_cmd = "reset_reduce"}
   }
 }

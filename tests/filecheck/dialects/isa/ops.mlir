@@ -43,6 +43,8 @@
 // CHECK-NEXT: isa_dve.bn_stats dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 6]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 36 : i64}
 // CHECK-NEXT: isa_dve.bn_aggr dst sbuf(p0, 0x3100, float32)[0 : [1, 128], [1, 2]], src sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 6]] {id = 37 : i64}
 // CHECK-NEXT: isa_dve.exponential dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 38 : i64, max_value = 2.000000e+00 : f32, reduce_cmd = "reset_reduce"}
+// CHECK-NEXT: isa_dve.select_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], predicate sbuf(p0, 0x2000, uint8)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], on_false sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 39 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum", reverse_pred = true}
+// CHECK-NEXT: isa_dve.tensor_scalar_cumulative dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 40 : i64, op0 = "add", op1 = "maximum", imm0 = 1.000000e+00 : f32, reduce_cmd = "reset_reduce"}
 // CHECK-NEXT: isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
@@ -100,6 +102,8 @@ builtin.module {
       isa_dve.bn_stats dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 6]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 36 : i64}
       isa_dve.bn_aggr dst sbuf(p0, 0x3100, float32)[0 : [1, 128], [1, 2]], src sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 6]] {id = 37 : i64}
       isa_dve.exponential dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 38 : i64, max_value = 2.000000e+00 : f32, reduce_cmd = "reset_reduce"}
+      isa_dve.select_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], predicate sbuf(p0, 0x2000, uint8)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], on_false sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 39 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum", reverse_pred = true}
+      isa_dve.tensor_scalar_cumulative dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 40 : i64, op0 = "add", op1 = "maximum", imm0 = 1.000000e+00 : f32, reduce_cmd = "reset_reduce"}
       isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
     }
     isa.stream "pool" {
