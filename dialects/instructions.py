@@ -210,6 +210,13 @@ def _bn_aggr(op: InstructionFields) -> None:
         )
 
 
+@shape_rule("tensor_partition_reduce")
+def _tensor_partition_reduce(op: InstructionFields) -> None:
+    dst, data = op.ap("dst").shape, op.ap("data").shape
+    if dst[0] != 1 or _free(dst) != _free(data):
+        raise VerifyException(f"tensor_partition_reduce of {data} writes one partition of {_free(data)}, got {dst}")
+
+
 @shape_rule("activation")
 def _activation(op: InstructionFields) -> None:
     if op.has("reduce_res") and str_field(op, "reduce_op") is None:

@@ -834,5 +834,24 @@ def tensor_scalar_cumulative(
     _record(ctx, name, {"dst": dst, "src": src, "imm0": t0, "imm1": t1}, attrs, "vector")
 
 
+_PARTITION_REDUCE_OPS = ("add", "maximum", "minimum", "bitwise_or", "bitwise_and")
+
+
+@nki_op
+def tensor_partition_reduce(ctx: Any, dst: NkiTensor, op: Any, data: NkiTensor, **kw: Any) -> None:
+    """``dst[0, ...] = op``-reduction of ``data`` across its partitions, on GpSimd (no PSUM operands)."""
+    _mask(kw)
+    name = "tensor_partition_reduce"
+    dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
+    _on_chip(name, "dst", dst)
+    _on_chip(name, "data", data)
+    reduce = alu_op(op)
+    if reduce not in _PARTITION_REDUCE_OPS:
+        raise NkiError(f"{name}: op must be one of {', '.join(_PARTITION_REDUCE_OPS)}, got {reduce}")
+    if dst.partitions != 1 or dst.free_size != data.free_size:
+        raise NkiError(f"{name}: dst must be one partition of {data.free_size} elements, got shape {dst.shape}")
+    _record(ctx, name, {"dst": dst, "data": data}, {"op": reduce}, "gpsimd")
+
+
 # Names nkic lacks are placeholders that raise NkiError when called (``frontend/unsupported.py``).
 __getattr__ = missing_names("nki.isa")

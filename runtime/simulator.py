@@ -675,6 +675,15 @@ def _exec_tensor_scalar_cumulative(core: _Core, ins: Instr) -> None:
     core.dve_regs[parts] = reg
 
 
+@execute("TENSOR_PARTITION_REDUCE")
+def _exec_tensor_partition_reduce(core: _Core, ins: Instr) -> None:
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    if (dst.nparts, dst.free) != (1, src.free):
+        raise SimulationError(f"partition reduce of {src.nparts}x{src.free} into {dst.nparts}x{dst.free}")
+    values = src.load(_all_int(dst, src))
+    dst.store(sem.reduce_last(_alu_op(ins, "op"), values.T)[None, :])
+
+
 @execute("SCALAR_TENSOR_TENSOR")
 def _exec_scalar_tensor_tensor(core: _Core, ins: Instr) -> None:
     dst, data, other = _view(core, ins, "dst"), _view(core, ins, "data"), _view(core, ins, "operand1")

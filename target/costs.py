@@ -191,6 +191,13 @@ def _range_select(ins: Instr, t: Target) -> int:
     return _accumulating(ins, "on_true")
 
 
+@cost("TENSOR_PARTITION_REDUCE")
+def _partition_reduce(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): a GpSimd pass like iota/affine_select, ``150 + N``, plus one step per partition."""
+    src = ins.operand("src")
+    return 150 + _free(src) + (src.num_partitions if src is not None else 1)
+
+
 @cost("IOTA", "AFFINE_SELECT")
 def _pattern_ops(ins: Instr, t: Target) -> int:
     """``150 + N`` (GpSimd)."""

@@ -345,3 +345,12 @@ declare(
                  Imm("imm1", "f32", tensor_role="imm1"), Imm("reduce_cmd", "reduce_cmd", default="idle")),
            scalar_slots=("imm0", "imm1"), same_shape=("src",)),
 )
+declare(
+    InstrSpec(
+        "tensor_partition_reduce", "TENSOR_PARTITION_REDUCE", (Role("dst", write=True), Role("data", slot="src")),
+        ("pool",), "dst[0, f] = reduce(op) of data[p, f] over the partitions p",
+        fields=(Field("op", "alu", required=True),),
+    ),
+    OpSpec("TENSOR_PARTITION_REDUCE", 0x18, ("pool",), ("dst", "src"), "a reduction across partitions into one",
+           required=("dst", "src"), imms=(Imm("op", "alu"),)),
+)

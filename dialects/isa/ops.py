@@ -131,6 +131,12 @@ class BnAggrFormat(IsaInst):
             raise VerifyException(f"bn_aggr of {(sp, sf)} (triples) writes {(sp, 2)}, not {dst}")
 
 
+class TensorPartitionReduceFormat(IsaInst):
+    def verify_format(self) -> None:
+        if self.dims("dst") != (1, self.dims("src")[1]):
+            raise VerifyException(f"a partition reduce of {self.dims('src')} writes (1, free), not {self.dims('dst')}")
+
+
 class SemWaitFormat(IsaInst):
     def verify_format(self) -> None:
         if "wait_sem" not in self.properties:
@@ -141,6 +147,7 @@ FORMATS: dict[str, type[IsaInst]] = {
     "DMA_COPY": DmaCopyFormat, "MATMUL": MatmulFormat, "TRANSPOSE": TransposeFormat,
     "TENSOR_SCALAR": TensorScalarFormat, "TENSOR_REDUCE": TensorReduceFormat, "MEMSET": MemsetFormat,
     "SEM_WAIT": SemWaitFormat, "BN_STATS": BnStatsFormat, "BN_AGGR": BnAggrFormat,
+    "TENSOR_PARTITION_REDUCE": TensorPartitionReduceFormat,
 }  # fmt: skip
 
 

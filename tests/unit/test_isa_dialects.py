@@ -129,6 +129,8 @@ PROGRAM: dict[str, list[str]] = {
         "{id = 30 : i64, cmp_op = \"greater_equal\", on_false_value = -3.000000e+04 : f32}",
         f"isa_pool.scalar_tensor_tensor dst {_sb(0x800)}, data {_sb(0)}, operand1 {_sb(0)} "
         "{id = 31 : i64, op0 = \"multiply\", operand0 = 3.000000e+00 : f32, op1 = \"add\"}",
+        f"isa_pool.tensor_partition_reduce dst {_sb(0x800, ap='[0 : [1, 1], [1, 512]]')}, src {_sb(0)} "
+        f"{{id = 41 : i64, op = \"add\"}}",
         "isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}",
     ],
 }
@@ -175,7 +177,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 38
+    assert len(ISA_OPS) == len(declared) == 39
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:

@@ -215,3 +215,28 @@ def test_tensor_scalar_cumulative_continues_from_the_register() -> None:
 
     x = RNG.standard_normal((128, 64)).astype(np.float32)
     np.testing.assert_allclose(nki.simulate(kernel)(x), np.cumsum(x, axis=1), rtol=1e-5, atol=1e-5)
+
+
+# -- tensor_partition_reduce (GpSimd) -----------------------------------------------------------------------
+@pytest.mark.parametrize("op,dtype", [("add", np.float32), ("maximum", np.float32), ("minimum", ml_dtypes.bfloat16),
+                                      ("bitwise_or", np.int32), ("bitwise_and", np.uint16)])  # fmt: skip
+def test_tensor_partition_reduce(op: str, dtype) -> None:
+    @nki.jit
+    def kernel(x):
+        xs = _sbuf_copy(x)
+        r = nl.ndarray((1, *x.shape[1:]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_partition_reduce(dst=r, op=getattr(nl, op), data=xs)
+        return _out(r)
+
+    if np.dtype(dtype).kind in "iu":
+        x = RNG.integers(0, 1 << 12, (128, 16, 4)).astype(dtype)
+    else:
+        x = (RNG.standard_normal((128, 16, 4)) * 4).astype(dtype)
+    numpy_op = {"add": np.add, "maximum": np.maximum, "minimum": np.minimum, "bitwise_or": np.bitwise_or,
+                "bitwise_and": np.bitwise_and}[op]  # fmt: skip
+    got = nki.simulate(kernel)(x)
+    if op == "add":
+        # fp32 accumulation of 128 values of magnitude ~4: absolute error ~128 * 2^-24 * 16 (sums may be near 0)
+        np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=0, keepdims=True), rtol=1e-5, atol=1e-3)
+    else:
+        np.testing.assert_array_equal(got, numpy_op.reduce(x, axis=0, keepdims=True))

@@ -56,6 +56,7 @@
 // CHECK-NEXT: isa_pool.iota dst sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 64]], pattern none(int32)[0 : [64, 128], [1, 64]] {id = 29 : i64, offset = -3 : i64}
 // CHECK-NEXT: isa_pool.affine_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = 30 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f32}
 // CHECK-NEXT: isa_pool.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 31 : i64, op0 = "multiply", operand0 = 3.000000e+00 : f32, op1 = "add"}
+// CHECK-NEXT: isa_pool.tensor_partition_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 1], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 41 : i64, op = "maximum"}
 // CHECK-NEXT: isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: }
@@ -115,6 +116,7 @@ builtin.module {
       isa_pool.iota dst sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 64]], pattern none(int32)[0 : [64, 128], [1, 64]] {id = 29 : i64, offset = -3 : i64}
       isa_pool.affine_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = 30 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f32}
       isa_pool.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 31 : i64, op0 = "multiply", operand0 = 3.000000e+00 : f32, op1 = "add"}
+      isa_pool.tensor_partition_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 1], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 41 : i64, op = "maximum"}
       isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
     }
   }
