@@ -21,7 +21,7 @@ from xdsl.utils.exceptions import VerifyException
 from nkic.dialects.common import BIR_ENGINES, ENGINES, AccessPatternAttr, check_member
 from nkic.dialects.inst import RoleOperandOp
 from nkic.dialects.traits import TRAITS, AccumulatesDst, ReadsDst
-from nkic.target.instructions import INSTRUCTIONS, Field, InstrSpec
+from nkic.target.instructions import INSTRUCTIONS, Field, InstrSpec, dims_problem
 from nkic.target.isa import ENUM_KINDS
 from nkic.target.machine import MAX_MATMUL_K, MAX_MATMUL_M, MAX_MATMUL_N
 
@@ -81,6 +81,10 @@ class InstructionFields(RoleOperandOp):
         for f in spec.fields:
             if f.kind == "pattern":
                 _pattern_matches(self, "dst", f.name)
+        dims = {r: (ap.shape[0], _free(ap.shape)) for r, ap in zip(self.role_names, self.aps.data)}
+        problem = dims_problem(spec, dims)
+        if problem is not None:
+            raise VerifyException(problem)
         rule = SHAPE_RULES.get(spec.name)
         if rule is not None:
             rule(self)
@@ -193,28 +197,6 @@ def axis_list(op: RoleOperandOp) -> list[int]:
     axes = op.properties["axes"]
     assert isinstance(axes, DenseArrayBase)
     return [int(a) for a in axes.get_values()]
-
-
-@shape_rule("bn_stats")
-def _bn_stats(op: InstructionFields) -> None:
-    if _free(op.ap("dst").shape) != 6:
-        raise VerifyException(f"bn_stats dst needs 6 elements per partition, got {_free(op.ap('dst').shape)}")
-
-
-@shape_rule("bn_aggr")
-def _bn_aggr(op: InstructionFields) -> None:
-    if _free(op.ap("data").shape) % 3 or _free(op.ap("dst").shape) != 2:
-        raise VerifyException(
-            f"bn_aggr reads (count, mean, variance * count) triples into 2 elements per partition, got "
-            f"data {op.ap('data').shape} and dst {op.ap('dst').shape}"
-        )
-
-
-@shape_rule("tensor_partition_reduce")
-def _tensor_partition_reduce(op: InstructionFields) -> None:
-    dst, data = op.ap("dst").shape, op.ap("data").shape
-    if dst[0] != 1 or _free(dst) != _free(data):
-        raise VerifyException(f"tensor_partition_reduce of {data} writes one partition of {_free(data)}, got {dst}")
 
 
 @shape_rule("activation")

@@ -17,7 +17,7 @@ from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import act_func, alu_op
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.unsupported import missing_names
-from nkic.target.instructions import INSTRUCTIONS, Role
+from nkic.target.instructions import INSTRUCTIONS, Role, dims_problem
 from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, NKI_ENGINES, Target, get_target
 from nkic.target.vocab import REDUCE_CMDS
 
@@ -173,6 +173,12 @@ def _record(
         if t is None:
             continue
         _declared_role(op, spec.role(role), t, dst)
+    problem = dims_problem(spec, {r: (t.partitions, t.free_size) for r, t in operands.items() if t is not None})
+    if problem is not None:
+        raise NkiError(problem)
+    for role, t in operands.items():
+        if t is None:
+            continue
         spans_banks = op == "matmul" and role == "dst" and target.matmul_spans_banks
         if t.buffer == "psum" and t.free_size * t.itemsize > bank and not spans_banks:
             raise NkiError(
@@ -711,8 +717,6 @@ def bn_stats(ctx: Any, dst: NkiTensor, data: NkiTensor, **kw: Any) -> None:
     if data.free_size > fmax:
         raise NkiError(f"bn_stats: data has {data.free_size} elements per partition, at most {fmax}",
                        "run bn_stats per 512-element tile and aggregate them with one bn_aggr")  # fmt: skip
-    if dst.free_size != 6:
-        raise NkiError(f"bn_stats: dst needs 6 elements per partition, got shape {dst.shape}")
     _record(ctx, "bn_stats", {"dst": dst, "data": data}, {})
 
 
@@ -724,10 +728,6 @@ def bn_aggr(ctx: Any, dst: NkiTensor, data: NkiTensor, **kw: Any) -> None:
     _on_chip("bn_aggr", "dst", dst)
     _on_chip("bn_aggr", "data", data)
     _partitions_agree("bn_aggr", {"dst": dst, "data": data})
-    if data.free_size % 3:
-        raise NkiError(f"bn_aggr: data holds (count, mean, variance * count) triples, got {data.free_size} elements")
-    if dst.free_size != 2:
-        raise NkiError(f"bn_aggr: dst needs 2 elements per partition (mean, variance), got shape {dst.shape}")
     _record(ctx, "bn_aggr", {"dst": dst, "data": data}, {})
 
 
@@ -848,8 +848,6 @@ def tensor_partition_reduce(ctx: Any, dst: NkiTensor, op: Any, data: NkiTensor, 
     reduce = alu_op(op)
     if reduce not in _PARTITION_REDUCE_OPS:
         raise NkiError(f"{name}: op must be one of {', '.join(_PARTITION_REDUCE_OPS)}, got {reduce}")
-    if dst.partitions != 1 or dst.free_size != data.free_size:
-        raise NkiError(f"{name}: dst must be one partition of {data.free_size} elements, got shape {dst.shape}")
     _record(ctx, name, {"dst": dst, "data": data}, {"op": reduce}, "gpsimd")
 
 

@@ -76,6 +76,9 @@ class InstrSpec:
     constants: Mapping[str, Any] = field(default_factory=dict)  # ISA fields fixed by the instruction
     # ISA fields computed from the instruction's field values (e.g. tensor_reduce's axes -> num_reduced_dims)
     derive: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    # A shape rule over (partitions, elements per partition) by role, checked at every level (nisa call, penguin,
+    # bir, ISA): returns what is wrong, or None.
+    dims_rule: Callable[[Mapping[str, tuple[int, int]]], str | None] | None = None
     nki_name: str = ""  # the nisa function, when it is not named like the instruction
     since: int = 2  # the first NeuronCore generation (nc_version) that has it
 
@@ -108,6 +111,30 @@ class InstrSpec:
 
 
 INSTRUCTIONS: dict[str, InstrSpec] = {}
+
+
+def dims_problem(spec: InstrSpec, dims: Mapping[str, tuple[int, int]]) -> str | None:
+    """What ``spec.dims_rule`` says of these operand dims (roles that are absent are left out)."""
+    return None if spec.dims_rule is None else spec.dims_rule(dims)
+
+
+def _bn_stats_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    if d["dst"] != (d["data"][0], 6):
+        return f"bn_stats of {d['data']} (partitions, free) writes {(d['data'][0], 6)}, not {d['dst']}"
+    return None
+
+
+def _bn_aggr_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    (p, f), dst = d["data"], d["dst"]
+    if f % 3 or dst != (p, 2):
+        return f"bn_aggr reads (count, mean, variance * count) triples of {(p, f)} into {(p, 2)}, not {dst}"
+    return None
+
+
+def _partition_reduce_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    if d["dst"] != (1, d["data"][1]):
+        return f"tensor_partition_reduce of {d['data']} writes {(1, d['data'][1])}, not {d['dst']}"
+    return None
 
 
 def declare(spec: InstrSpec, opcode: OpSpec | None = None) -> InstrSpec:
@@ -277,6 +304,7 @@ declare(
     InstrSpec(
         "bn_stats", "BN_STATS", (_DST, Role("data", slot="src")), ("dve",),
         "dst[p] = (count, mean, variance * count) of data[p]'s even elements, then of its odd ones",
+        dims_rule=_bn_stats_dims,
     ),
     OpSpec("BN_STATS", 0x13, ("dve",), ("dst", "src"), "per-partition statistics of even and odd elements",
            required=("dst", "src")),
@@ -285,6 +313,7 @@ declare(
     InstrSpec(
         "bn_aggr", "BN_AGGR", (_DST, Role("data", slot="src")), ("dve",),
         "dst[p] = (mean, variance) of the (count, mean, variance * count) triples of data[p]",
+        dims_rule=_bn_aggr_dims,
     ),
     OpSpec("BN_AGGR", 0x14, ("dve",), ("dst", "src"), "combine bn_stats triples into a mean and a variance",
            required=("dst", "src")),
@@ -349,7 +378,7 @@ declare(
     InstrSpec(
         "tensor_partition_reduce", "TENSOR_PARTITION_REDUCE", (Role("dst", write=True), Role("data", slot="src")),
         ("pool",), "dst[0, f] = reduce(op) of data[p, f] over the partitions p",
-        fields=(Field("op", "alu", required=True),),
+        fields=(Field("op", "alu", required=True),), dims_rule=_partition_reduce_dims,
     ),
     OpSpec("TENSOR_PARTITION_REDUCE", 0x18, ("pool",), ("dst", "src"), "a reduction across partitions into one",
            required=("dst", "src"), imms=(Imm("op", "alu"),)),

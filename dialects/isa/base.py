@@ -38,6 +38,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects.common import AccessPatternAttr, attr_of, check_member, value_of
 from nkic.dialects.inst import RoleOperandOp
+from nkic.target.instructions import INSTRUCTIONS, dims_problem
 from nkic.target.isa import (
     DERIVED_FLAGS,
     ENUM_KINDS,
@@ -416,9 +417,16 @@ class IsaInst(RoleOperandOp):
         self.verify_format()
 
     def verify_format(self) -> None:
-        """Shape checks the spec declares; formats with rules of their own extend this."""
+        """Shape checks the spec and the instructions lowering to it declare; formats with rules of their own
+        extend this."""
         self.same_dims(*self.SPEC.same_shape)
         self.scalar_tiles(*self.SPEC.scalar_slots)
+        for spec in INSTRUCTIONS.values():
+            if spec.opcode == self.MNEMONIC and spec.dims_rule is not None:
+                dims = {r.name: self.dims(r.isa_slot) for r in spec.roles if self.has(r.isa_slot)}
+                problem = dims_problem(spec, dims)
+                if problem is not None:
+                    raise VerifyException(problem)
 
     def _verify_header(self) -> None:
         spec = self.SPEC

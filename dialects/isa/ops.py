@@ -116,27 +116,6 @@ class MemsetFormat(IsaInst):
             raise VerifyException(f"memset value {value} does not fit in int32")
 
 
-class BnStatsFormat(IsaInst):
-    def verify_format(self) -> None:
-        if self.dims("dst") != (self.dims("src")[0], 6):
-            raise VerifyException(
-                f"bn_stats of {self.dims('src')} writes 6 elements per partition, not {self.dims('dst')}"
-            )
-
-
-class BnAggrFormat(IsaInst):
-    def verify_format(self) -> None:
-        (sp, sf), dst = self.dims("src"), self.dims("dst")
-        if sf % 3 or dst != (sp, 2):
-            raise VerifyException(f"bn_aggr of {(sp, sf)} (triples) writes {(sp, 2)}, not {dst}")
-
-
-class TensorPartitionReduceFormat(IsaInst):
-    def verify_format(self) -> None:
-        if self.dims("dst") != (1, self.dims("src")[1]):
-            raise VerifyException(f"a partition reduce of {self.dims('src')} writes (1, free), not {self.dims('dst')}")
-
-
 class SemWaitFormat(IsaInst):
     def verify_format(self) -> None:
         if "wait_sem" not in self.properties:
@@ -146,8 +125,7 @@ class SemWaitFormat(IsaInst):
 FORMATS: dict[str, type[IsaInst]] = {
     "DMA_COPY": DmaCopyFormat, "MATMUL": MatmulFormat, "TRANSPOSE": TransposeFormat,
     "TENSOR_SCALAR": TensorScalarFormat, "TENSOR_REDUCE": TensorReduceFormat, "MEMSET": MemsetFormat,
-    "SEM_WAIT": SemWaitFormat, "BN_STATS": BnStatsFormat, "BN_AGGR": BnAggrFormat,
-    "TENSOR_PARTITION_REDUCE": TensorPartitionReduceFormat,
+    "SEM_WAIT": SemWaitFormat,
 }  # fmt: skip
 
 

@@ -240,3 +240,27 @@ def test_tensor_partition_reduce(op: str, dtype) -> None:
         np.testing.assert_allclose(got, x.astype(np.float64).sum(axis=0, keepdims=True), rtol=1e-5, atol=1e-3)
     else:
         np.testing.assert_array_equal(got, numpy_op.reduce(x, axis=0, keepdims=True))
+
+
+@pytest.mark.parametrize(
+    "which,match",
+    [("bn_stats", r"bn_stats of \(128, 8\) \(partitions, free\) writes \(128, 6\), not \(128, 4\)"),
+     ("bn_aggr", r"bn_aggr reads .* triples of \(128, 8\)"),
+     ("tensor_partition_reduce", r"tensor_partition_reduce of \(128, 8\) writes \(1, 8\), not \(128, 4\)")],
+)  # fmt: skip
+def test_declared_shape_rules_name_the_user_line(which: str, match: str) -> None:
+    """The declaration's shape rule is the one error at the nisa call (and the same rule verifies the IR)."""
+
+    @nki.jit
+    def bad(x):
+        xs = _sbuf_copy(x)
+        d = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+        if which == "tensor_partition_reduce":
+            nisa.tensor_partition_reduce(dst=d, op=nl.add, data=xs)  # E-shape
+        else:
+            getattr(nisa, which)(dst=d, data=xs)  # E-shape
+        return _out(d)
+
+    with pytest.raises(NkiError, match=match) as e:
+        bad.trace(np.zeros((128, 8), np.float32))
+    assert e.value.file == __file__

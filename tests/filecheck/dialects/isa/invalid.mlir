@@ -243,3 +243,14 @@ builtin.module {
 }
 // CHECK: 'bound0' must be a (128, 1) tile, got (64, 1)
 
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.bn_aggr dst sbuf(p0, 0x3100, float32)[0 : [1, 128], [1, 2]], src sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 5]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: bn_aggr reads (count, mean, variance * count) triples of (128, 5) into (128, 2), not (128, 2)

@@ -190,3 +190,16 @@ builtin.module {
   }
 }
 // CHECK: unknown ALU opcode 'fuse'
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x512xf32>
+    %b = penguin.alloc "b" : !penguin.tensor<sbuf, 128x4xf32>
+    penguin.bn_stats dst %b[0 : [4, 128], [1, 4]], data %x[0 : [512, 128], [1, 512]]
+    penguin.return
+  }
+}
+// CHECK: bn_stats of (128, 512) (partitions, free) writes (128, 6), not (128, 4)
