@@ -165,13 +165,6 @@ def _matmul(op: InstructionFields) -> None:
         )
 
 
-@shape_rule("transpose")
-def _transpose(op: InstructionFields) -> None:
-    d, s = op.ap("dst").shape, op.ap("data").shape
-    if d[0] != _free(s) or _free(d) != s[0]:
-        raise VerifyException(f"transpose shapes do not match: dst {d}, data {s}")
-
-
 @shape_rule("tensor_scalar")
 def _tensor_scalar(op: InstructionFields) -> None:
     if str_field(op, "op1") is not None and not (op.has("operand1") or float_field(op, "operand1") is not None):

@@ -118,6 +118,12 @@ def dims_problem(spec: InstrSpec, dims: Mapping[str, tuple[int, int]]) -> str | 
     return None if spec.dims_rule is None else spec.dims_rule(dims)
 
 
+def _transpose_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    if d["dst"] != d["data"][::-1]:
+        return f"transpose of {d['data']} (partitions, free) writes {d['data'][::-1]}, not {d['dst']}"
+    return None
+
+
 def _bn_stats_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
     if d["dst"] != (d["data"][0], 6):
         return f"bn_stats of {d['data']} (partitions, free) writes {(d['data'][0], 6)}, not {d['dst']}"
@@ -176,7 +182,7 @@ declare(InstrSpec(
 ))
 declare(InstrSpec(
     "transpose", "TRANSPOSE", (_DST, Role("data", slot="src")), ("pe", "dve"), "dst[F, P] = data[P, F]",
-    fields=(_ENGINE,), nki_name="nc_transpose",
+    fields=(_ENGINE,), nki_name="nc_transpose", dims_rule=_transpose_dims,
 ))
 declare(InstrSpec(
     "tensor_copy", "TENSOR_COPY", (_DST, Role("src")), ("dve", "act", "pool"), "dst = src (with a dtype cast)",

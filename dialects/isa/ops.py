@@ -69,12 +69,6 @@ class MatmulFormat(IsaInst):
             raise VerifyException(f"a multi-bank matmul dst must start on a bank, got {lo:#x}")
 
 
-class TransposeFormat(IsaInst):
-    def verify_format(self) -> None:
-        if self.dims("dst") != self.dims("src")[::-1]:
-            raise VerifyException(f"transpose of {self.dims('src')} cannot produce {self.dims('dst')}")
-
-
 class TensorScalarFormat(IsaInst):
     """The second stage (op1, operand1, reverse1) is all there or not at all."""
 
@@ -123,7 +117,7 @@ class SemWaitFormat(IsaInst):
 
 
 FORMATS: dict[str, type[IsaInst]] = {
-    "DMA_COPY": DmaCopyFormat, "MATMUL": MatmulFormat, "TRANSPOSE": TransposeFormat,
+    "DMA_COPY": DmaCopyFormat, "MATMUL": MatmulFormat,
     "TENSOR_SCALAR": TensorScalarFormat, "TENSOR_REDUCE": TensorReduceFormat, "MEMSET": MemsetFormat,
     "SEM_WAIT": SemWaitFormat,
 }  # fmt: skip

@@ -254,3 +254,14 @@ builtin.module {
   }
 }
 // CHECK: bn_aggr reads (count, mean, variance * count) triples of (128, 5) into (128, 2), not (128, 2)
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pe" {
+      isa_pe.transpose dst psum(p0, 0x0, float32)[0 : [1, 64], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 32]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: transpose of (128, 32) (partitions, free) writes (32, 128), not (64, 128)
