@@ -81,10 +81,11 @@ class InstructionFields(RoleOperandOp):
         for f in spec.fields:
             if f.kind == "pattern":
                 _pattern_matches(self, "dst", f.name)
-        dims = {r: (ap.shape[0], _free(ap.shape)) for r, ap in zip(self.role_names, self.aps.data)}
-        problem = dims_problem(spec, dims)
-        if problem is not None:
-            raise VerifyException(problem)
+        if spec.dims_rule is not None:
+            dims = {r: (ap.shape[0], _free(ap.shape)) for r, ap in zip(self.role_names, self.aps.data)}
+            problem = dims_problem(spec, dims)
+            if problem is not None:
+                raise VerifyException(problem)
         rule = SHAPE_RULES.get(spec.name)
         if rule is not None:
             rule(self)

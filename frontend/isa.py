@@ -173,9 +173,10 @@ def _record(
         if t is None:
             continue
         _declared_role(op, spec.role(role), t, dst)
-    problem = dims_problem(spec, {r: (t.partitions, t.free_size) for r, t in operands.items() if t is not None})
-    if problem is not None:
-        raise NkiError(problem)
+    if spec.dims_rule is not None:
+        problem = dims_problem(spec, {r: (t.partitions, t.free_size) for r, t in operands.items() if t is not None})
+        if problem is not None:
+            raise NkiError(problem)
     for role, t in operands.items():
         if t is None:
             continue

@@ -20,9 +20,6 @@ from nkic.dialects import bir
 from nkic.target.machine import TARGETS, get_target
 
 SBUF_ALIGN = 64
-# The PSUM geometry is the same on every generation.
-PSUM_BANK = TARGETS["gen3"].psum_bank_bytes
-assert all(t.psum_bank_bytes == PSUM_BANK for t in TARGETS.values())
 
 
 def live_ranges(fn: bir.FunctionOp) -> dict[str, tuple[int, int]]:
@@ -34,26 +31,27 @@ def live_ranges(fn: bir.FunctionOp) -> dict[str, tuple[int, int]]:
     return ranges
 
 
-def _fits_psum(off: int, size: int) -> bool:
-    return (off % PSUM_BANK) + size <= PSUM_BANK if size <= PSUM_BANK else off % PSUM_BANK == 0
+def _fits_psum(off: int, size: int, bank: int) -> bool:
+    return (off % bank) + size <= bank if size <= bank else off % bank == 0
 
 
 def first_fit(
-    busy: list[tuple[int, int]], size: int, capacity: int, memory: str, cursor: int = 0
+    busy: list[tuple[int, int]], size: int, capacity: int, memory: str, bank: int, cursor: int = 0
 ) -> int | None:
     """First legal offset at or after ``cursor`` (wrapping around) where [off, off+size) overlaps none of ``busy``.
 
     Starting after the previous allocation rather than at 0 rotates tiles through free memory, so a tile freed by
     one loop iteration is not immediately reused by the next: that reuse would serialise the iterations through
-    anti-dependencies when there is room to overlap them.
+    anti-dependencies when there is room to overlap them. A PSUM tile stays inside one ``bank``-byte bank, or starts
+    on one when it is larger.
     """
     align = SBUF_ALIGN if memory == "sbuf" else 4
     starts = {0, cursor, *(hi for _, hi in busy)}
     if memory == "psum":
-        starts |= set(range(0, capacity, PSUM_BANK))
+        starts |= set(range(0, capacity, bank))
     for start in sorted(starts, key=lambda s: (s < cursor, s)):
         off = -(-start // align) * align
-        if memory == "psum" and not _fits_psum(off, size):
+        if memory == "psum" and not _fits_psum(off, size, bank):
             continue
         if off + size <= capacity and all(off + size <= lo or off >= hi for lo, hi in busy):
             return off
@@ -98,7 +96,7 @@ class AllocateMemoryPass(ModulePass):
             live[mem] = [x for x in live[mem] if x[0] >= first]
             busy = fixed[mem] + [(lo, hi) for _, lo, hi in live[mem]]
             size = loc.bytes_per_partition
-            off = first_fit(busy, size, capacity[mem], mem, cursor[mem])
+            off = first_fit(busy, size, capacity[mem], mem, target.psum_bank_bytes, cursor[mem])
             if off is None:
                 used = sum(hi - lo for lo, hi in busy)
                 raise PassFailedException(

@@ -431,15 +431,28 @@ def _exec_tensor_reduce(core: _Core, ins: Instr) -> None:
     dst.store(result)
 
 
-def _accumulate(core: _Core, regs: np.ndarray, ins: Instr, parts: np.ndarray, values: np.ndarray) -> None:
-    """Apply ``reduce_cmd`` to an engine's accumulator registers, then write them to ``reduce_res`` if given."""
-    cmd, op = _alu_op(ins, "reduce_cmd"), _alu_op(ins, "reduce_op")
+def _accumulate(
+    core: _Core,
+    regs: np.ndarray,
+    ins: Instr,
+    parts: np.ndarray,
+    values: np.ndarray,
+    op: str | None = None,
+    load: np.ndarray | None = None,
+) -> None:
+    """Apply ``reduce_cmd`` to an engine's accumulator registers, then write them to ``reduce_res`` if given.
+
+    ``op`` is the reduction (default: the ``reduce_op`` immediate); ``load_reduce`` starts from ``load`` when the
+    instruction has a value to load, else from the registers."""
+    cmd = _alu_op(ins, "reduce_cmd")
+    op = op or _alu_op(ins, "reduce_op")
     if cmd == "reset":
         regs[parts] = sem.reduce_identity(op)
     elif cmd == "reset_reduce":
         regs[parts] = sem.reduce_last(op, values)
     elif cmd in ("reduce", "load_reduce"):
-        regs[parts] = sem.alu(op, regs[parts], sem.reduce_last(op, values))
+        start = load if cmd == "load_reduce" and load is not None else regs[parts]
+        regs[parts] = sem.alu(op, start, sem.reduce_last(op, values))
     _write_registers(core, ins, regs, parts)
 
 
@@ -622,18 +635,9 @@ def _exec_exponential(core: _Core, ins: Instr) -> None:
     shift = _scalar_operand(core, ins, "max_value", src.nparts, False)
     result = sem.activation("exp", src.f32() - shift)
     dst.store(result)
-    regs, parts, cmd = core.dve_regs, src.partitions, _alu_op(ins, "reduce_cmd")
-    total = result.sum(axis=1, dtype=np.float32)
-    if cmd == "reset":
-        regs[parts] = 0.0
-    elif cmd == "reset_reduce":
-        regs[parts] = total
-    elif cmd == "reduce":
-        regs[parts] += total
-    elif cmd == "load_reduce":
-        init = _scalar_operand(core, ins, "reduce_init", src.nparts, False)
-        regs[parts] = np.broadcast_to(init, (src.nparts, 1)).reshape(-1) + total
-    _write_registers(core, ins, regs, parts)
+    init = _scalar_operand(core, ins, "reduce_init", src.nparts, False)
+    load = np.broadcast_to(init, (src.nparts, 1)).reshape(-1).astype(np.float32)
+    _accumulate(core, core.dve_regs, ins, src.partitions, result, op="add", load=load)
 
 
 @execute("SELECT_REDUCE")
@@ -656,11 +660,8 @@ def _exec_tensor_scalar_cumulative(core: _Core, ins: Instr) -> None:
     _same_shape(dst, src)
     op0, op1, cmd = _alu_op(ins, "op0"), _alu_op(ins, "op1"), _alu_op(ins, "reduce_cmd")
     parts = src.partitions
-    if cmd == "reset_reduce":
-        identity = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": -np.inf, "minimum": np.inf}
-        if op1 not in identity:
-            raise SimulationError(f"reduce op '{op1}' has no reset value")
-        reg = np.full(src.nparts, identity[op1], np.float32)
+    if cmd == "reset_reduce":  # a running difference starts from 0 like a sum
+        reg = np.full(src.nparts, sem.reduce_identity("add" if op1 == "subtract" else op1), np.float32)
     elif cmd == "load_reduce":
         init = _scalar_operand(core, ins, "imm1", src.nparts, False)
         reg = np.broadcast_to(init, (src.nparts, 1)).reshape(-1).astype(np.float32)

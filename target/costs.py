@@ -85,21 +85,22 @@ def _tensor_tensor(ins: Instr, t: Target) -> int:
     """``max(64, N)`` with one input in PSUM and the other in SBUF, or for all-BF16 add/subtract/multiply;
     otherwise ``max(64, 2N)`` (two SBUF reads share the port)."""
     a, b = ins.operand("in0"), ins.operand("in1")
+    all_bf16 = all(op is not None and op.dtype == "bfloat16" for op in (ins.operand("dst"), a, b))
+    return _two_inputs(ins, all_bf16 and _enum_name(ins, "op") in ("add", "subtract", "multiply"))
+
+
+def _two_inputs(ins: Instr, fast: bool = False) -> int:
+    """``max(64, N)`` when in0/in1 are one PSUM and one SBUF operand (or ``fast``), else ``max(64, 2N)``."""
+    a, b = ins.operand("in0"), ins.operand("in1")
     n = _free(a)
     mems = {op.memory for op in (a, b) if op is not None}
-    all_bf16 = all(op is not None and op.dtype == "bfloat16" for op in (ins.operand("dst"), a, b))
-    if mems == {"psum", "sbuf"} or (all_bf16 and _enum_name(ins, "op") in ("add", "subtract", "multiply")):
-        return max(MIN_II, n)
-    return max(MIN_II, 2 * n)
+    return max(MIN_II, n) if fast or mems == {"psum", "sbuf"} else max(MIN_II, 2 * n)
 
 
 @cost("TENSOR_TENSOR_SCAN")
 def _tensor_tensor_scan(ins: Instr, t: Target) -> int:
-    """Estimate (unpublished): a two-input VectorE pass, ``max(64, 2N)``, ``max(64, N)`` with one input in PSUM."""
-    a, b = ins.operand("in0"), ins.operand("in1")
-    n = _free(a)
-    mems = {op.memory for op in (a, b) if op is not None}
-    return max(MIN_II, n) if mems == {"psum", "sbuf"} else max(MIN_II, 2 * n)
+    """Estimate (unpublished): a two-input VectorE pass, as TENSOR_TENSOR without its BF16 fast ops."""
+    return _two_inputs(ins)
 
 
 @cost("TENSOR_COPY_PREDICATED", "BN_STATS", "BN_AGGR")
@@ -121,12 +122,6 @@ def _accumulating(ins: Instr, slot: str) -> int:
 def _select_reduce(ins: Instr, t: Target) -> int:
     """Estimate (unpublished): as ACTIVATE, ``max(64, N)``, ``+64`` when it accumulates."""
     return _accumulating(ins, "on_true")
-
-
-@cost("TENSOR_SCALAR_CUMULATIVE")
-def _tensor_scalar_cumulative(ins: Instr, t: Target) -> int:
-    """Estimate (unpublished): a one-input VectorE pass that accumulates, ``max(64, N) + 64``."""
-    return max(MIN_II, _free(ins.operand("src"))) + MIN_II
 
 
 @cost("EXPONENTIAL")
@@ -167,9 +162,9 @@ def _activate(ins: Instr, t: Target) -> int:
     return _accumulating(ins, "src")
 
 
-@cost("TENSOR_SCALAR_REDUCE")
+@cost("TENSOR_SCALAR_REDUCE", "TENSOR_SCALAR_CUMULATIVE")
 def _tensor_scalar_reduce(ins: Instr, t: Target) -> int:
-    """``max(64, N) + 64``."""
+    """``max(64, N) + 64`` (published for TENSOR_SCALAR_REDUCE; an estimate for the cumulative form)."""
     return max(MIN_II, _free(ins.operand("src"))) + MIN_II
 
 

@@ -38,7 +38,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects.common import AccessPatternAttr, attr_of, check_member, value_of
 from nkic.dialects.inst import RoleOperandOp
-from nkic.target.instructions import INSTRUCTIONS, dims_problem
+from nkic.target.instructions import InstrSpec, dims_problem
 from nkic.target.isa import (
     DERIVED_FLAGS,
     ENUM_KINDS,
@@ -238,6 +238,7 @@ class IsaInst(RoleOperandOp):
     """
 
     SPEC: ClassVar[OpSpec]
+    DIMS_RULES: ClassVar[tuple[InstrSpec, ...]] = ()  # the instructions lowering to SPEC that have a dims_rule
     ENGINE: ClassVar[str] = ""
     MNEMONIC: ClassVar[str] = ""
     REQUIRED: ClassVar[tuple[str, ...]] = ()
@@ -421,12 +422,11 @@ class IsaInst(RoleOperandOp):
         extend this."""
         self.same_dims(*self.SPEC.same_shape)
         self.scalar_tiles(*self.SPEC.scalar_slots)
-        for spec in INSTRUCTIONS.values():
-            if spec.opcode == self.MNEMONIC and spec.dims_rule is not None:
-                dims = {r.name: self.dims(r.isa_slot) for r in spec.roles if self.has(r.isa_slot)}
-                problem = dims_problem(spec, dims)
-                if problem is not None:
-                    raise VerifyException(problem)
+        for spec in self.DIMS_RULES:
+            dims = {r.name: self.dims(r.isa_slot) for r in spec.roles if self.has(r.isa_slot)}
+            problem = dims_problem(spec, dims)
+            if problem is not None:
+                raise VerifyException(problem)
 
     def _verify_header(self) -> None:
         spec = self.SPEC

@@ -15,6 +15,7 @@ from xdsl.irdl import irdl_op_definition, opt_prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects.isa.base import IsaInst, byte_range, imm_prop_def
+from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.isa import OPCODES, Instr, OpSpec
 from nkic.target.machine import ENGINES, MAX_MATMUL_N, NUM_DMA_QUEUES, TARGETS, queue_sem
 
@@ -139,9 +140,10 @@ def _op_class(spec: OpSpec, engine: str) -> type[IsaInst]:
         "IMMS": spec.imms,
         "FLAGS": spec.flags,
         "DERIVED_FLAGS": spec.derived_flags,
+        "DIMS_RULES": tuple(s for s in INSTRUCTIONS.values() if s.opcode == spec.mnemonic and s.dims_rule),
         "__doc__": f"``{spec.mnemonic}`` on {engine}: {spec.doc}.",
         "__annotations__": {k: ClassVar[object] for k in ("SPEC", "ENGINE", "MNEMONIC", "ROLES", "REQUIRED", "IMMS",
-                                                          "FLAGS", "DERIVED_FLAGS")},
+                                                          "FLAGS", "DERIVED_FLAGS", "DIMS_RULES")},
     }  # fmt: skip
     body.update({imm.prop: imm_prop_def(imm) for imm in spec.imms})
     body.update({f: opt_prop_def(BoolAttr) for f in spec.flags if f not in spec.derived_flags})
