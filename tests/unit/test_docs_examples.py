@@ -290,29 +290,16 @@ CASES: list[Case] = [
     ),
     # The docs run the tiled stages on lhs [4096, 1024] x rhs [1024, 2048] (1024 tile matmuls each). Kept: K = 1024
     # and N = 2048; M is 512 (2 blocks of the 256-row blocking of block_free_dimension): 128 tile matmuls each.
-    Case(
-        MATMUL,
-        "nki_matmul_tiled_",
-        "lhsT bfloat16[1024, 512], rhs bfloat16[1024, 2048]",
-        inputs=_matmul_inputs(1024, 512, 2048),
-        reference=_matmul_t,
-        tol=BF16_MATMUL_TOL,
-    ),
-    Case(
-        MATMUL,
-        "nki_matmul_hoist_load_",
-        "lhsT bfloat16[1024, 512], rhs bfloat16[1024, 2048]",
-        inputs=_matmul_inputs(1024, 512, 2048),
-        reference=_matmul_t,
-        tol=BF16_MATMUL_TOL,
-    ),
-    Case(
-        MATMUL,
-        "nki_matmul_block_free_dimension_",
-        "lhsT bfloat16[1024, 512], rhs bfloat16[1024, 2048]",
-        inputs=_matmul_inputs(1024, 512, 2048),
-        reference=_matmul_t,
-        tol=BF16_MATMUL_TOL,
+    *(
+        Case(
+            MATMUL,
+            kernel,
+            "lhsT bfloat16[1024, 512], rhs bfloat16[1024, 2048]",
+            inputs=_matmul_inputs(1024, 512, 2048),
+            reference=_matmul_t,
+            tol=BF16_MATMUL_TOL,
+        )
+        for kernel in ("nki_matmul_tiled_", "nki_matmul_hoist_load_", "nki_matmul_block_free_dimension_")
     ),
     # With its default blocking (16 x 2 x 8 tiles) the kernel needs M % 2048, N % 1024 and K % 1024: the smallest
     # such problem, one block per dimension (256 tile matmuls), instead of the docs' [4096, 1024] x [1024, 2048].
@@ -326,29 +313,16 @@ CASES: list[Case] = [
     ),
     # mamba_torch.py runs batch 1, channels 256, seq_len 512, state_size 16 (mamba_nki_kernels.py's __main__ seq_len
     # 2048). seq_len 1024 keeps two 512-column tiles, so mamba_v3's scan carries its state across a tile boundary.
-    Case(
-        MAMBA,
-        "mamba_v1",
-        "delta, u float32[1, 256, 1024], A float32[256, 16], B, C float32[1, 16, 1024]",
-        inputs=_mamba_inputs(1, 256, 1024, 16),
-        reference=_mamba,
-        tol=MAMBA_TOL,
-    ),
-    Case(
-        MAMBA,
-        "mamba_v2",
-        "delta, u float32[1, 256, 1024], A float32[256, 16], B, C float32[1, 16, 1024]",
-        inputs=_mamba_inputs(1, 256, 1024, 16),
-        reference=_mamba,
-        tol=MAMBA_TOL,
-    ),
-    Case(
-        MAMBA,
-        "mamba_v3",
-        "delta, u float32[1, 256, 1024], A float32[256, 16], B, C float32[1, 16, 1024]",
-        inputs=_mamba_inputs(1, 256, 1024, 16),
-        reference=_mamba,
-        tol=MAMBA_TOL,
+    *(
+        Case(
+            MAMBA,
+            kernel,
+            "delta, u float32[1, 256, 1024], A float32[256, 16], B, C float32[1, 16, 1024]",
+            inputs=_mamba_inputs(1, 256, 1024, 16),
+            reference=_mamba,
+            tol=MAMBA_TOL,
+        )
+        for kernel in ("mamba_v1", "mamba_v2", "mamba_v3")
     ),
 ]
 
