@@ -25,4 +25,11 @@ class ReadsDst(OpTrait):
     """The instruction keeps part of its destination (a predicated copy), so it reads dst too."""
 
 
-TRAITS: dict[str, type[OpTrait]] = {"dma": IsDma, "accumulates": AccumulatesDst, "reads_dst": ReadsDst}
+@dataclass(frozen=True)
+class IsControl(OpTrait):
+    """A register or loop instruction: every engine of the core executes it together, at a barrier (all engines
+    idle, every DMA landed). Passes treat it as a fence: no dependency edge, schedule move or semaphore count
+    crosses it."""
+
+
+TRAITS: dict[str, type[OpTrait]] = {"dma": IsDma, "accumulates": AccumulatesDst, "reads_dst": ReadsDst, "control": IsControl}

@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
+from nkic.frontend import control
 from nkic.frontend.affine import is_symbolic
+from nkic.frontend.control import VirtualRegister
 from nkic.frontend.context import active_context, nki_op
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import act_func, alu_op
@@ -850,6 +852,44 @@ def tensor_partition_reduce(ctx: Any, dst: NkiTensor, op: Any, data: NkiTensor, 
     if reduce not in _PARTITION_REDUCE_OPS:
         raise NkiError(f"{name}: op must be one of {', '.join(_PARTITION_REDUCE_OPS)}, got {reduce}")
     _record(ctx, name, {"dst": dst, "data": data}, {"op": reduce}, "gpsimd")
+
+
+# -- registers (frontend/control.py has the loops that use them) ----------------------------------------------
+@nki_op
+def register_alloc(ctx: Any, x: Any = None) -> VirtualRegister:
+    """A fresh register, set to ``x`` when it is an int (or a register: a copy)."""
+    reg = control.new_register(ctx)
+    if x is not None:
+        control.set_register(ctx, reg, x, "register_alloc")
+    return reg
+
+
+@nki_op
+def register_move(ctx: Any, dst: Any, src: Any) -> None:
+    """``dst = src``, an int constant or another register."""
+    control.set_register(ctx, _register("register_move", "dst", dst), src)
+
+
+@nki_op
+def register_load(ctx: Any, dst: Any, src: Any) -> None:
+    """``dst`` = the one element of ``src`` (SBUF or HBM), read as a 32-bit integer."""
+    reg = _register("register_load", "dst", dst)
+    t = control.check_scalar_tensor("register_load", "src", src)
+    _record(ctx, "register_load", {"src": t}, {"dst_reg": reg.number})
+
+
+@nki_op
+def register_store(ctx: Any, dst: Any, src: Any) -> None:
+    """The one element of ``dst`` (SBUF or HBM) = the register ``src``, converted to dst's dtype."""
+    reg = _register("register_store", "src", src)
+    t = control.check_scalar_tensor("register_store", "dst", dst)
+    _record(ctx, "register_store", {"dst": t}, {"src_reg": reg.number})
+
+
+def _register(op: str, role: str, value: Any) -> VirtualRegister:
+    if not isinstance(value, VirtualRegister):
+        raise NkiError(f"{op}: '{role}' must be a VirtualRegister (nisa.register_alloc), got {type(value).__name__}")
+    return value
 
 
 # Names nkic lacks are placeholders that raise NkiError when called (``frontend/unsupported.py``).

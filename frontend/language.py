@@ -16,6 +16,7 @@ from nkic.frontend.affine import DynSlice
 from nkic.frontend.context import active_context, nki_op
 from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
 from nkic.frontend import tiles
+from nkic.frontend.control import dynamic_range, fori_loop, while_loop  # noqa: F401 — runtime loops
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import ALIASES, TOKENS, OpToken
 from nkic.frontend.tensor import NkiTensor

@@ -369,6 +369,8 @@ class TraceContext:
         self._shared_seen = 0
         self._site_counts: dict[tuple[str, int], int] = {}
         self._signatures: dict[Any, inspect.Signature] = {}
+        self.registers = 0  # virtual registers allocated in the program being traced (register 0 reads as zero)
+        self.dynamic_loops: list[tuple[str, int]] = []  # open runtime loops (dynamic_range, ...): where they began
 
     # -- driving ----------------------------------------------------------------------------------------
     def run(self, bound: inspect.BoundArguments, arrays: list[tuple[str, Any]]) -> TracedKernel:
@@ -401,6 +403,8 @@ class TraceContext:
         self._names = {s.name for s in self._shared}
         self._shared_seen = 0
         self._site_counts = {}
+        self.registers = 0
+        self.dynamic_loops = []
         self._params: list[Storage] = []
         self.emitter.begin_program(pid)
         arguments = dict(bound.arguments)
@@ -416,6 +420,10 @@ class TraceContext:
         call = inspect.BoundArguments(bound.signature, arguments)  # type: ignore[arg-type]
         result = self.kernel.func(*call.args, **call.kwargs)
         assert not self.loops, "symbolic loop left open"
+        if self.dynamic_loops:
+            raise NkiError("a runtime loop (nl.dynamic_range) was left with break or return",
+                           "its trip count must come from its bounds; compute it into a register",
+                           where=self.dynamic_loops[-1])  # fmt: skip
         outputs, returns_tuple = self._outputs(result)
         outputs, hidden, aliases = self._alias_inputs(outputs)
         self.emitter.end_program([s.handle for s in outputs + hidden])

@@ -5,6 +5,9 @@ linear scan over its live range (first to last instruction using it, in program 
 previous allocation (wrapping around) among the bytes not used by overlapping live tensors, 64-byte aligned in
 SBUF; in PSUM a tensor never straddles a 2 KiB
 bank (larger ones start on a bank). A kernel that does not fit fails with the tensor, its size and what is live.
+
+A runtime loop (``loop_begin`` … ``loop_end``) runs its body again after its last instruction: a tensor used both
+inside a loop and outside it is live over the whole loop, so no tensor of the body can take its bytes.
 """
 
 from __future__ import annotations
@@ -24,10 +27,20 @@ SBUF_ALIGN = 64
 
 def live_ranges(fn: bir.FunctionOp) -> dict[str, tuple[int, int]]:
     ranges: dict[str, tuple[int, int]] = {}
+    loops: list[tuple[int, int]] = []
+    open_loops: list[int] = []
     for i, inst in enumerate(fn.instructions()):
+        if inst.OPNAME == "loop_begin":
+            open_loops.append(i)
+        elif inst.OPNAME == "loop_end" and open_loops:
+            loops.append((open_loops.pop(), i))
         for name in inst.ref_names:
             lo, _ = ranges.get(name, (i, i))
             ranges[name] = (lo, i)
+    for begin, end in loops:  # inner loops first, so an outer loop sees the ranges they widened
+        for name, (lo, hi) in ranges.items():
+            if lo <= end and hi >= begin and not (begin <= lo and hi <= end):
+                ranges[name] = (min(lo, begin), max(hi, end))
     return ranges
 
 

@@ -3,7 +3,9 @@
 Each host BIR function (one per SPMD program) becomes an ``isa.core @sgNN`` holding the HBM variables of the
 NEFF's ``def.json`` and one ``isa.stream`` per engine, in program order. Every BIR instruction becomes the ISA op of
 its engine with physical operands (partition range + byte address on chip, variable + byte offset in HBM); the
-first semaphore wait rides on the instruction, further waits become ``sem_wait`` ops in front of it.
+first semaphore wait rides on the instruction, further waits become ``sem_wait`` ops in front of it. A control
+instruction (``IsControl``: registers, runtime loops) goes into every engine's stream: the engines execute it
+together, at a barrier.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects.traits import IsControl
 from nkic.passes.lowering import isa_fields, pattern_operands
 from nkic.passes.physical import place
 from nkic.target.instructions import InstrSpec
@@ -49,12 +52,13 @@ def _operand(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp], var_id
 
 
 def lower_instruction(
-    inst: bir.BirInst, locs: dict[str, bir.MemLocOp], var_ids: dict[str, int]
+    inst: bir.BirInst, locs: dict[str, bir.MemLocOp], var_ids: dict[str, int], engine: str | None = None
 ) -> list[Operation]:
+    """The ISA ops of ``inst`` on its engine (or on ``engine``, for a control instruction's copies)."""
     from nkic.dialects.isa import isa_op
 
     spec: InstrSpec = inst.SPEC
-    engine = inst.engine.data
+    engine = engine or inst.engine.data
     cls = isa_op(engine, spec.opcode)
     if cls is None:
         where = f", {inst.loc.data}" if inst.loc else ""
@@ -91,7 +95,11 @@ def lower_function(fn: bir.FunctionOp, core: str, table: _VarTable) -> Operation
             variables.append(VarOp(key, kinds[loc.kind.data], loc.dims, loc.dtype.data, var_ids[name]))
     streams = {e: StreamOp(e) for e in ENGINE_NAMES}
     for inst in fn.instructions():
-        streams[inst.engine.data].body.block.add_ops(lower_instruction(inst, locs, var_ids))
+        if inst.has_trait(IsControl):
+            for e, stream in streams.items():
+                stream.body.block.add_ops(lower_instruction(inst, locs, var_ids, e))
+        else:
+            streams[inst.engine.data].body.block.add_ops(lower_instruction(inst, locs, var_ids))
     result = CoreOp(core)
     result.body.block.add_ops([*variables, *(s for s in streams.values() if s.body.block.ops)])
     return result

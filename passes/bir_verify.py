@@ -15,6 +15,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects.traits import IsControl
 from nkic.passes.insert_semaphores import ENGINE_SEM
 
 
@@ -25,13 +26,19 @@ def verify_function(fn: bir.FunctionOp) -> None:
             raise PassFailedException(f"@{name}: '{op.name}' must be lowered before the backend")
     locs = fn.memlocs()
     signals: dict[int, int] = {}
-    last_id = -1
+    last_id = barrier = -1
+    depth = 0
     for inst in fn.instructions():
         i = inst.inst_id
         where = f"@{name} instruction {i} ({inst.OPNAME})"
         if i <= last_id:
             raise PassFailedException(f"{where}: ids must increase in program order")
         last_id = i
+        if inst.has_trait(IsControl):  # a barrier: semaphores restart from zero, no edge crosses it
+            signals, barrier = {}, i
+            depth += {"loop_begin": 1, "loop_end": -1}.get(inst.OPNAME, 0)
+            if depth < 0:
+                raise PassFailedException(f"{where}: loop_end without a loop_begin")
         if inst.engine.data not in ENGINE_SEM:
             raise PassFailedException(f"{where}: no engine assigned")
         for r in inst.ref_names:
@@ -40,6 +47,8 @@ def verify_function(fn: bir.FunctionOp) -> None:
         for _, dep in inst.dep_list:
             if dep >= i:
                 raise PassFailedException(f"{where}: depends on a later instruction {dep}")
+            if dep <= barrier:
+                raise PassFailedException(f"{where}: depends on instruction {dep}, across the barrier {barrier}")
         if inst.waits is not None:
             vals = [int(v) for v in inst.waits.get_values()]
             for sem, value in zip(vals[::2], vals[1::2]):
@@ -51,6 +60,8 @@ def verify_function(fn: bir.FunctionOp) -> None:
         if inst.signal is not None:
             s = inst.signal.value.data
             signals[s] = signals.get(s, 0) + 1
+    if depth:
+        raise PassFailedException(f"@{name}: {depth} loop_begin without a loop_end")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ chunk can only add an edge, never lose one. For every chunk we keep the last wri
 The accumulator registers of an engine (``reduce_cmd``) are state too: an instruction that continues an
 accumulation (``reduce`` / ``load_reduce``, or ``idle`` with a ``reduce_res``) depends on the last one that wrote
 them (flow), and a new write waits for the readers since (anti). Writes that nobody reads in between need no order.
+
+A control instruction (register or loop, ``IsControl``) is a barrier every engine reaches together: it orders
+everything before it before everything after it, so it has no edges and the tables start afresh after it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.instructions import reads_dst, str_field
+from nkic.dialects.traits import IsControl
 from nkic.passes.physical import place
 
 CHUNK = {"sbuf": 64, "psum": 512, "hbm": 4096}
@@ -67,6 +71,10 @@ def analyse(fn: bir.FunctionOp) -> None:
     reg_writer: dict[str, int] = {}
     reg_readers: dict[str, list[int]] = {}
     for inst in fn.instructions():
+        if inst.has_trait(IsControl):
+            writer, readers, reg_writer, reg_readers = {}, {}, {}, {}
+            inst.properties.pop("deps", None)
+            continue
         reads: set[tuple[str, str, int]] = set()
         writes: set[tuple[str, str, int]] = set()
         for role in inst.role_names:

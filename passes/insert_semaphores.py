@@ -6,6 +6,10 @@ completes, so "instruction k of engine E is done" is "S[E] >= k+1". A dependency
 becomes a wait on that semaphore; same-engine and same-queue edges are implied by in-order execution, and a wait
 already satisfied by an earlier wait on the same engine is dropped. Semaphore ids: engines pe 0, act 1, dve 2,
 pool 3, sp 4; DMA queue q is 8+q.
+
+A control instruction (``IsControl``: registers, runtime loops) is a barrier every engine and queue reaches with all
+work done, and it resets every semaphore to zero: it gets no semaphore of its own, and counting starts afresh after
+it (which is what lets a loop body's waits hold in every iteration).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.traits import IsDma
+from nkic.dialects.traits import IsControl, IsDma
 from nkic.target.machine import ENGINE_NAMES, NUM_DMA_QUEUES, engine_sem, queue_sem
 
 ENGINE_SEM = {e: engine_sem(e) for e in ENGINE_NAMES}
@@ -32,6 +36,12 @@ def schedule(fn: bir.FunctionOp, num_queues: int) -> None:
     known: dict[str, dict[int, int]] = {e: {} for e in ENGINE_SEM}
     dmas = 0
     for inst in fn.instructions():
+        if inst.has_trait(IsControl):
+            sem_of, count_of, counts = {}, {}, {}
+            known = {e: {} for e in ENGINE_SEM}
+            for prop in ("signal", "waits", "queue"):
+                inst.properties.pop(prop, None)
+            continue
         engine = inst.engine.data
         if engine not in ENGINE_SEM:
             raise PassFailedException(f"instruction {inst.inst_id} has no engine (run assign-engines first)")
@@ -44,6 +54,9 @@ def schedule(fn: bir.FunctionOp, num_queues: int) -> None:
             sem = ENGINE_SEM[engine]
         waits: dict[int, int] = {}
         for _, dep in inst.dep_list:
+            if dep not in sem_of:
+                raise PassFailedException(f"instruction {inst.inst_id} depends on {dep}, which is not before it in "
+                                          "the same barrier-free stretch")  # fmt: skip
             dsem = sem_of[dep]
             if dsem == sem:
                 continue

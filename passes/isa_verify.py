@@ -3,6 +3,10 @@
 The semaphore protocol is played out abstractly (no timing): an engine may advance while its next instruction's
 wait is met; DMA completions are credited to their queue semaphores in issue order. If no engine can advance
 before every stream is done, the schedule would deadlock on hardware, and the pass reports who waits for what.
+
+Control instructions (registers, runtime loops) are barriers that reset the semaphores: every stream of a core must
+hold the same control instructions in the same order, with balanced LOOP_BEGIN/LOOP_END, and the protocol is
+played stretch by stretch between them (a loop body's stretch is then the same in every iteration).
 """
 
 from __future__ import annotations
@@ -18,7 +22,45 @@ from xdsl.utils.exceptions import PassFailedException
 def check_core(core: object) -> None:
     from nkic.dialects.isa import core_streams
 
-    streams = {e: list(s) for e, s in core_streams(core).items()}  # type: ignore[arg-type]
+    name = core.sym_name.data  # type: ignore[attr-defined]
+    segments: dict[str, list[list]] = {}
+    controls: dict[str, list[tuple[int, str]]] = {}
+    for engine, stream in core_streams(core).items():  # type: ignore[arg-type]
+        segments[engine], controls[engine] = _split(list(stream))
+        _check_nesting(name, engine, controls[engine])
+    first = next(iter(controls.values()), [])
+    for engine, ctl in controls.items():
+        if ctl != first:
+            raise PassFailedException(f"@{name}: stream {engine} has control instructions {ctl}, other streams "
+                                      f"{first}; every engine must reach the same barriers")  # fmt: skip
+    for k in range(len(first) + 1):
+        _check_segment(name, {e: segs[k] for e, segs in segments.items()})
+
+
+def _split(insts: list) -> tuple[list[list], list[tuple[int, str]]]:
+    """The stretches between control instructions, and those instructions as (id, mnemonic)."""
+    segments: list[list] = [[]]
+    controls: list[tuple[int, str]] = []
+    for inst in insts:
+        if "control" in inst.SPEC.traits:
+            controls.append((inst.inst_id, inst.MNEMONIC))
+            segments.append([])
+        else:
+            segments[-1].append(inst)
+    return segments, controls
+
+
+def _check_nesting(core: str, engine: str, controls: list[tuple[int, str]]) -> None:
+    depth = 0
+    for inst_id, mnemonic in controls:
+        depth += {"LOOP_BEGIN": 1, "LOOP_END": -1}.get(mnemonic, 0)
+        if depth < 0:
+            raise PassFailedException(f"@{core}: {engine} LOOP_END (id {inst_id}) has no LOOP_BEGIN")
+    if depth:
+        raise PassFailedException(f"@{core}: {engine} has {depth} LOOP_BEGIN without a LOOP_END")
+
+
+def _check_segment(core: str, streams: dict[str, list]) -> None:
     pos = dict.fromkeys(streams, 0)
     sems: dict[int, int] = {}
     progressed = True
@@ -42,7 +84,7 @@ def check_core(core: object) -> None:
         if pos[e] < len(insts)
     ]
     if stuck:
-        raise PassFailedException(f"@{core.sym_name.data}: the semaphore schedule deadlocks: " + "; ".join(stuck))  # type: ignore[attr-defined]
+        raise PassFailedException(f"@{core}: the semaphore schedule deadlocks: " + "; ".join(stuck))
 
 
 @dataclass(frozen=True)

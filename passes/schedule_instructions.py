@@ -5,7 +5,8 @@ independent work (e.g. one attention Q group's softmax blocks the next group's Q
 dependency graph of ``dependency-analysis`` against the shared cost model (``nkic.target.costs``, the simulator's): repeatedly emit, among the instructions
 whose dependencies are all emitted, the one that can start earliest (its engine free and its producers finished),
 ties broken by program order. Any topological order of the edges is correct; instructions are then renumbered in
-the new order (dependency edges follow).
+the new order (dependency edges follow). Control instructions (``IsControl``: registers, runtime loops) are
+barriers: each stretch between two of them is scheduled on its own, and they keep their places.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.traits import IsDma
+from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.lowering import cost_record
 from nkic.target.costs import dma_ns, instr_ns
 from nkic.target.machine import TARGETS, Target, get_target
@@ -32,12 +33,30 @@ def duration_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target
 
 
 def schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> None:
-    insts = list(fn.instructions())
     if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
         raise PassFailedException("schedule-instructions needs unrolled BIR (run bir-unroll first)")
     locs = fn.memlocs()
+    order: list[bir.BirInst] = []
+    segment: list[bir.BirInst] = []
+    for inst in fn.instructions():
+        if inst.has_trait(IsControl):
+            order += _schedule_segment(fn, segment, locs, target, num_queues) + [inst]
+            segment = []
+        else:
+            segment.append(inst)
+    order += _schedule_segment(fn, segment, locs, target, num_queues)
+    _reorder(fn, order)
+
+
+def _schedule_segment(fn: bir.FunctionOp, insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target,
+                      num_queues: int) -> list[bir.BirInst]:  # fmt: skip
+    """A list-scheduled order of ``insts``, whose dependency edges stay among them."""
     index = {inst.inst_id: i for i, inst in enumerate(insts)}
-    preds: list[list[int]] = [[index[d] for _, d in inst.dep_list] for inst in insts]
+    try:
+        preds: list[list[int]] = [[index[d] for _, d in inst.dep_list] for inst in insts]
+    except KeyError as e:
+        raise PassFailedException(f"@{fn.sym_name.data}: a dependency on instruction {e.args[0]}, which is not "
+                                  "before it in the same barrier-free stretch") from None  # fmt: skip
     succs: list[list[int]] = [[] for _ in insts]
     for i, ps in enumerate(preds):
         for p in ps:
@@ -84,7 +103,7 @@ def schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> None:
                 push(s)
     if len(order) != len(insts):
         raise PassFailedException(f"@{fn.sym_name.data}: dependency edges form a cycle")
-    _reorder(fn, [insts[i] for i in order])
+    return [insts[i] for i in order]
 
 
 def _reorder(fn: bir.FunctionOp, new_order: list[bir.BirInst]) -> None:

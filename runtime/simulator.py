@@ -22,7 +22,8 @@ from nkic.runtime import semantics as sem
 from nkic.runtime.errors import SimulationDeadlock, SimulationError
 from nkic.runtime.neff import Neff, Variable, read_neff
 from nkic.target.costs import dma_ns, instr_ns
-from nkic.target.isa import Instr, Operand, bits_f32, per_opcode
+from nkic.target.instructions import NUM_REGISTERS
+from nkic.target.isa import Instr, Operand, bits_f32, bits_i32, per_opcode
 from nkic.target.machine import (
     ENGINE_NAMES,
     ENGINES,
@@ -170,6 +171,10 @@ class _Core:
         self.act_regs = np.zeros(NUM_PARTITIONS, np.float32)
         self.dve_regs = np.zeros(NUM_PARTITIONS, np.float32)
         self.sems = [0] * NUM_SEMAPHORES
+        # The sequencers' 32-bit registers. Every engine executes each register instruction at the same barrier,
+        # so their copies are always equal: one file per core stands for all of them. Register 0 reads as zero.
+        self.regs = [0] * NUM_REGISTERS
+        self.dma_in_flight = 0
 
 
 def _element_offsets(pairs: tuple[tuple[int, int], ...]) -> np.ndarray:
@@ -294,7 +299,8 @@ def _resolve(core: _Core, op: Operand | None, what: str) -> _View:
 # ---------------------------------------------------------------------------------------------------------------
 # instruction semantics: one executor per opcode, registered like xDSL's ``@impl(Op)``
 
-Executor = Callable[["_Core", Instr], None]
+# An executor returns None, or (a branch) whether the branch is taken.
+Executor = Callable[["_Core", Instr], "bool | None"]
 EXECUTORS: dict[str, Executor] = {}
 
 
@@ -337,6 +343,66 @@ def _scalar_operand(core: _Core, ins: Instr, slot: str, nparts: int, integer: bo
     if view.free != 1 or view.nparts != nparts:
         raise SimulationError(f"scalar operand must be ({nparts}, 1), got {view.op.shape}")
     return view.load(integer)
+
+
+# -- registers and branches: executed once per core, when every engine has reached the barrier ----------------
+def _reg(core: _Core, ins: Instr, prop: str) -> int:
+    n = ins.imm(prop)
+    if not 0 <= n < NUM_REGISTERS:
+        raise SimulationError(f"{prop} {n} is not a register (0..{NUM_REGISTERS - 1})")
+    return n
+
+
+def _reg_source(core: _Core, ins: Instr, reg: str, imm: str) -> int:
+    return core.regs[_reg(core, ins, reg)] + bits_i32(ins.imm(imm))
+
+
+def _wrap_i32(value: int) -> int:
+    return bits_i32(int(value) & 0xFFFFFFFF)
+
+
+def _set_reg(core: _Core, ins: Instr, prop: str, value: int) -> None:
+    n = _reg(core, ins, prop)
+    if n:  # writes to register 0 are dropped: it reads as zero
+        core.regs[n] = _wrap_i32(value)
+
+
+@execute("REG_ALU")
+def _exec_reg_alu(core: _Core, ins: Instr) -> None:
+    a = np.int64(_reg_source(core, ins, "src0_reg", "imm0"))
+    b = np.int64(_reg_source(core, ins, "src1_reg", "imm1"))
+    _set_reg(core, ins, "dst_reg", int(sem.alu(_alu_op(ins, "op"), a, b)))
+
+
+@execute("REG_LOAD")
+def _exec_reg_load(core: _Core, ins: Instr) -> None:
+    src = _view(core, ins, "src")
+    if src.nparts * src.free != 1:
+        raise SimulationError(f"a register loads one element, not {src.op.shape}")
+    value = src.raw().reshape(-1)[0]
+    if not np.isfinite(value):
+        raise SimulationError(f"register load of the non-finite value {value}")
+    _set_reg(core, ins, "dst_reg", int(value))
+
+
+@execute("REG_STORE")
+def _exec_reg_store(core: _Core, ins: Instr) -> None:
+    dst = _view(core, ins, "dst")
+    if dst.nparts * dst.free != 1:
+        raise SimulationError(f"a register stores one element, not {dst.op.shape}")
+    dst.store(np.asarray([core.regs[_reg(core, ins, "src_reg")]], np.int64))
+
+
+@execute("LOOP_BEGIN")
+def _exec_loop_begin(core: _Core, ins: Instr) -> bool:
+    """Taken (skip the body) when the condition register is zero."""
+    return core.regs[_reg(core, ins, "cond_reg")] == 0
+
+
+@execute("LOOP_END")
+def _exec_loop_end(core: _Core, ins: Instr) -> bool:
+    """Taken (back to the body's start) while the condition register is non-zero."""
+    return core.regs[_reg(core, ins, "cond_reg")] != 0
 
 
 @execute("SEM_WAIT")
@@ -706,10 +772,29 @@ class _Engine:
     instrs: list[Instr]
     pc: int = 0
     busy: bool = False
+    # LOOP_BEGIN <-> LOOP_END positions in this stream (structured control flow: a branch goes to its partner)
+    partner: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        opened: list[int] = []
+        for i, ins in enumerate(self.instrs):
+            if ins.opcode == "LOOP_BEGIN":
+                opened.append(i)
+            elif ins.opcode == "LOOP_END":
+                if not opened:
+                    raise SimulationError(f"core {self.core} {self.name}[{i}] LOOP_END without a LOOP_BEGIN")
+                begin = opened.pop()
+                self.partner[begin], self.partner[i] = i, begin
+        if opened:
+            raise SimulationError(f"core {self.core} {self.name}[{opened[-1]}] LOOP_BEGIN without a LOOP_END")
 
     @property
     def done(self) -> bool:
         return self.pc >= len(self.instrs)
+
+    @property
+    def at_barrier(self) -> bool:
+        return not self.busy and not self.done and "control" in self.instrs[self.pc].spec.traits
 
 
 class _Scheduler:
@@ -731,6 +816,8 @@ class _Scheduler:
             for eng in self.engines:
                 if self._ready(eng):
                     self._issue(eng)
+            for core in range(len(self.cores)):
+                self._barrier(core)
             if not self.heap:
                 break
             self._advance()
@@ -756,17 +843,19 @@ class _Scheduler:
         if eng.busy or eng.done:
             return False
         ins = eng.instrs[eng.pc]
+        if "control" in ins.spec.traits:
+            return False  # run by _barrier, with the core's other engines
         return ins.wait_sem is None or self.cores[eng.core].sems[ins.wait_sem] >= ins.wait_value
 
     def _where(self, eng: _Engine, ins: Instr) -> str:
         return f"core {eng.core} {eng.name}[{eng.pc}] {ins.opcode} (inst_id {ins.inst_id})"
 
-    def _execute(self, eng: _Engine, ins: Instr) -> None:
+    def _execute(self, eng: _Engine, ins: Instr) -> bool | None:
         executor = EXECUTORS.get(ins.opcode)
         if executor is None:
             raise SimulationError(f"{self._where(eng, ins)}: the simulator has no executor for {ins.opcode}")
         try:
-            executor(self.cores[eng.core], ins)
+            return executor(self.cores[eng.core], ins)
         except SimulationError as e:
             raise SimulationError(f"{self._where(eng, ins)}: {e}") from e
 
@@ -789,6 +878,29 @@ class _Scheduler:
         else:
             self._at(self.now + dur, partial(self._finish, eng, ins.signal_sem))
 
+    def _barrier(self, core: int) -> None:
+        """When every engine of ``core`` waits at a control instruction and no DMA is in flight, run it once (the
+        engines hold equal copies of the registers), reset the semaphores and move every engine on: past it, or
+        to the partner of a taken branch."""
+        engines = [e for e in self.engines if e.core == core]
+        if self.cores[core].dma_in_flight or not all(e.at_barrier for e in engines):
+            return
+        lead = engines[0]
+        ins = lead.instrs[lead.pc]
+        for e in engines[1:]:
+            other = e.instrs[e.pc]
+            if (other.opcode, other.inst_id) != (ins.opcode, ins.inst_id):
+                raise SimulationError(f"{self._where(e, other)} and {self._where(lead, ins)} meet at one barrier: "
+                                      "every engine must reach the same control instructions")  # fmt: skip
+        taken = self._execute(lead, ins)
+        self.cores[core].sems = [0] * NUM_SEMAPHORES
+        for e in engines:
+            dur = self._cost(e, ins)
+            self._record(e.core, e.name, e.instrs[e.pc], self.now, dur)
+            e.pc = e.partner[e.pc] + 1 if taken else e.pc + 1
+            e.busy = True
+            self._at(self.now + dur, partial(self._finish, e, None))
+
     def _finish(self, eng: _Engine, signal: int | None) -> None:
         eng.busy = False
         self._signal(eng.core, signal)
@@ -805,7 +917,12 @@ class _Scheduler:
         dur = dma_ns(ins, self.target)
         self.queue_free[core][queue] = start + dur
         self._record(core, f"q{queue}", ins, start, dur)
-        self._at(start + dur, partial(self._signal, core, ins.signal_sem))
+        self.cores[core].dma_in_flight += 1
+        self._at(start + dur, partial(self._land, core, ins.signal_sem))
+
+    def _land(self, core: int, signal: int | None) -> None:
+        self.cores[core].dma_in_flight -= 1
+        self._signal(core, signal)
 
     def _record(self, core: int, track: str, ins: Instr, start: float, dur: float) -> None:
         self.profile.events.append(ProfileEvent(core, track, ins.opcode, ins.inst_id, start, dur))

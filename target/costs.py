@@ -264,3 +264,18 @@ def dma_ns(instr: Instr, target: str | Target = DEFAULT_TARGET) -> float:
         on_chip = {dst.memory, src.memory} <= {"sbuf", "psum"}
         eff *= 0.5 if on_chip else 0.9
     return DMA_FIXED_NS + nbytes / (engines * t.dma_bytes_per_ns * eff)
+
+
+CONTROL_CYCLES = 64  # estimate: a sequencer register operation or branch costs about one MIN_II
+
+
+@cost("REG_ALU", "LOOP_BEGIN", "LOOP_END")
+def _control(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): a register ALU operation or a branch, executed by each sequencer at a barrier."""
+    return CONTROL_CYCLES
+
+
+@cost("REG_LOAD", "REG_STORE")
+def _register_memory(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): a 4-byte register load/store; the sequencers read SBUF/HBM at about DMA latency."""
+    return 2 * CONTROL_CYCLES

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nkic.target.isa import OPCODES, Imm, OpSpec, register_opcode
+from nkic.target.machine import ENGINE_NAMES
 from nkic.target.vocab import HBM_MEMORIES, ON_CHIP
 
 __all__ = ["Role", "Field", "InstrSpec", "INSTRUCTIONS", "declare", "FIELD_KINDS"]
@@ -388,4 +389,72 @@ declare(
     ),
     OpSpec("TENSOR_PARTITION_REDUCE", 0x18, ("pool",), ("dst", "src"), "a reduction across partitions into one",
            required=("dst", "src"), imms=(Imm("op", "alu"),)),
+)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Registers and control flow. Each engine sequencer has NUM_REGISTERS 32-bit registers; register 0 reads as zero
+# (as RISC-V's x0), so every register source is "register + immediate" and a move of a constant is r0 + value.
+# These are "control" instructions: every engine of the core executes them together, at a barrier (all engines
+# idle, every DMA landed), which is what lets a loop's trip count come from data. See ARCHITECTURE.md, "Runtime
+# loops".
+# ---------------------------------------------------------------------------------------------------------------
+NUM_REGISTERS = 64
+_CONTROL = frozenset({"control"})
+_REG_MEMS = ("sbuf", *HBM_MEMORIES)
+
+
+def _single_element(d: Mapping[str, tuple[int, int]]) -> str | None:
+    bad = {r: pf for r, pf in d.items() if pf != (1, 1)}
+    return f"a register moves one 32-bit element, not {bad}" if bad else None
+
+
+declare(
+    InstrSpec(
+        "register_alu", "REG_ALU", (), ("sp",),
+        "r[dst_reg] = (r[src0_reg] + imm0) <op> (r[src1_reg] + imm1), r[0] = 0 (a move is op = bypass)",
+        fields=(Field("dst_reg", "int", required=True), Field("op", "alu", required=True),
+                Field("src0_reg", "int"), Field("imm0", "int"), Field("src1_reg", "int"), Field("imm1", "int")),
+        traits=_CONTROL, nki_name="register_move",
+    ),
+    OpSpec("REG_ALU", 0x40, ENGINE_NAMES, (), "r[dst_reg] = (r[src0_reg] + imm0) <op> (r[src1_reg] + imm1)",
+           imms=(Imm("dst_reg", "u32"), Imm("op", "alu"), Imm("src0_reg", "u32", default=0),
+                 Imm("imm0", "i32", default=0), Imm("src1_reg", "u32", default=0), Imm("imm1", "i32", default=0)),
+           writes=(), traits=_CONTROL),
+)
+declare(
+    InstrSpec(
+        "register_load", "REG_LOAD", (Role("src", memories=_REG_MEMS),), ("sp",),
+        "r[dst_reg] = src, one element read as a 32-bit integer",
+        fields=(Field("dst_reg", "int", required=True),), traits=_CONTROL, dims_rule=_single_element,
+    ),
+    OpSpec("REG_LOAD", 0x41, ENGINE_NAMES, ("src",), "r[dst_reg] = the one element of src, as an int32",
+           required=("src",), imms=(Imm("dst_reg", "u32"),), writes=(), traits=_CONTROL),
+)
+declare(
+    InstrSpec(
+        "register_store", "REG_STORE", (Role("dst", write=True, memories=_REG_MEMS),), ("sp",),
+        "dst = r[src_reg], one element converted to dst's dtype",
+        fields=(Field("src_reg", "int", required=True),), traits=_CONTROL, dims_rule=_single_element,
+    ),
+    OpSpec("REG_STORE", 0x42, ENGINE_NAMES, ("dst",), "dst's one element = r[src_reg]", required=("dst",),
+           imms=(Imm("src_reg", "u32"),), traits=_CONTROL),
+)
+declare(
+    InstrSpec(
+        "loop_begin", "LOOP_BEGIN", (), ("sp",),
+        "if r[cond_reg] == 0, continue after the matching loop_end (a while loop's entry test)",
+        fields=(Field("cond_reg", "int", required=True),), traits=_CONTROL,
+    ),
+    OpSpec("LOOP_BEGIN", 0x43, ENGINE_NAMES, (), "skip to after the matching LOOP_END if r[cond_reg] == 0",
+           imms=(Imm("cond_reg", "u32"),), writes=(), traits=_CONTROL),
+)
+declare(
+    InstrSpec(
+        "loop_end", "LOOP_END", (), ("sp",),
+        "if r[cond_reg] != 0, continue after the matching loop_begin (the back edge)",
+        fields=(Field("cond_reg", "int", required=True),), traits=_CONTROL,
+    ),
+    OpSpec("LOOP_END", 0x44, ENGINE_NAMES, (), "jump back to after the matching LOOP_BEGIN if r[cond_reg] != 0",
+           imms=(Imm("cond_reg", "u32"),), writes=(), traits=_CONTROL),
 )

@@ -467,6 +467,10 @@ class IsaInst(RoleOperandOp):
     def _verify_memory(self, role: str, mem: str) -> None:
         if (role == "pattern") != (mem == "none"):
             raise VerifyException(f"'{role}': only the 'pattern' slot is pattern-only (none), got {mem}")
+        if "control" in self.SPEC.traits:  # the core's sequencers together reach SBUF and HBM (not PSUM)
+            if mem == "psum":
+                raise VerifyException(f"'{role}': a register moves to or from SBUF or HBM, not PSUM")
+            return
         if mem == "hbm" and "dma" not in self.SPEC.traits:
             raise VerifyException(f"'{role}': engine {self.ENGINE} cannot access HBM (only SP DMA can)")
         if mem == "psum" and not ENGINE_BY_NAME[self.ENGINE].psum:
@@ -513,6 +517,8 @@ class IsaInst(RoleOperandOp):
     # -- shape helpers for verify_format ------------------------------------------------------------
     def same_dims(self, *roles: str) -> None:
         """Every present role has dst's (partitions, elements per partition)."""
+        if not roles:
+            return
         want = self.dims("dst")
         for r in roles:
             if self.has(r) and self.dims(r) != want:
@@ -520,6 +526,8 @@ class IsaInst(RoleOperandOp):
 
     def scalar_tiles(self, *roles: str) -> None:
         """Every present role is a (P, 1) tile, P = dst's partitions (scalars broadcast along the free dims)."""
+        if not roles:
+            return
         nparts = self.dims("dst")[0]
         for r in roles:
             if self.has(r) and self.dims(r) != (nparts, 1):

@@ -147,3 +147,99 @@ builtin.module {
     }
   }
 }
+
+// -----
+
+// Registers and runtime loops: every engine's stream holds the same control instructions (they run at a barrier).
+
+// CHECK: builtin.module {
+// CHECK-NEXT: isa.core @sg00 {
+// CHECK-NEXT: isa.var @n : input [1, 1] int32 {var_id = 0 : i64}
+// CHECK-NEXT: isa.stream "pe" {
+// CHECK-NEXT: isa_pe.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
+// CHECK-NEXT: isa_pe.reg_alu {id = 1 : i64, dst_reg = 2 : i64, op = "less", imm0 = -1 : i64, src1_reg = 1 : i64}
+// CHECK-NEXT: isa_pe.loop_begin {id = 2 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: isa_pe.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
+// CHECK-NEXT: isa_pe.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
+// CHECK-NEXT: isa_pe.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "act" {
+// CHECK-NEXT: isa_act.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
+// CHECK-NEXT: isa_act.reg_alu {id = 1 : i64, dst_reg = 2 : i64, op = "less", imm0 = -1 : i64, src1_reg = 1 : i64}
+// CHECK-NEXT: isa_act.loop_begin {id = 2 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: isa_act.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
+// CHECK-NEXT: isa_act.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
+// CHECK-NEXT: isa_act.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "dve" {
+// CHECK-NEXT: isa_dve.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
+// CHECK-NEXT: isa_dve.reg_alu {id = 1 : i64, dst_reg = 2 : i64, op = "less", imm0 = -1 : i64, src1_reg = 1 : i64}
+// CHECK-NEXT: isa_dve.loop_begin {id = 2 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: isa_dve.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
+// CHECK-NEXT: isa_dve.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
+// CHECK-NEXT: isa_dve.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "pool" {
+// CHECK-NEXT: isa_pool.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
+// CHECK-NEXT: isa_pool.reg_alu {id = 1 : i64, dst_reg = 2 : i64, op = "less", imm0 = -1 : i64, src1_reg = 1 : i64}
+// CHECK-NEXT: isa_pool.loop_begin {id = 2 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: isa_pool.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
+// CHECK-NEXT: isa_pool.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
+// CHECK-NEXT: isa_pool.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "sp" {
+// CHECK-NEXT: isa_sp.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
+// CHECK-NEXT: isa_sp.reg_alu {id = 1 : i64, dst_reg = 2 : i64, op = "less", imm0 = -1 : i64, src1_reg = 1 : i64}
+// CHECK-NEXT: isa_sp.loop_begin {id = 2 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: isa_sp.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
+// CHECK-NEXT: isa_sp.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
+// CHECK-NEXT: isa_sp.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+
+builtin.module {
+  isa.core @sg00 {
+    isa.var @n : input [1, 1] int32 {var_id = 0 : i64}
+    isa.stream "pe" {
+      isa_pe.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
+      isa_pe.reg_alu {id = 1 : i64, dst_reg = 2 : i64, op = "less", imm0 = -1 : i64, src1_reg = 1 : i64}
+      isa_pe.loop_begin {id = 2 : i64, cond_reg = 2 : i64}
+      isa_pe.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
+      isa_pe.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
+      isa_pe.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+    }
+    isa.stream "act" {
+      isa_act.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
+      isa_act.reg_alu {id = 1 : i64, dst_reg = 2 : i64, op = "less", imm0 = -1 : i64, src1_reg = 1 : i64}
+      isa_act.loop_begin {id = 2 : i64, cond_reg = 2 : i64}
+      isa_act.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
+      isa_act.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
+      isa_act.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+    }
+    isa.stream "dve" {
+      isa_dve.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
+      isa_dve.reg_alu {id = 1 : i64, dst_reg = 2 : i64, op = "less", imm0 = -1 : i64, src1_reg = 1 : i64}
+      isa_dve.loop_begin {id = 2 : i64, cond_reg = 2 : i64}
+      isa_dve.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
+      isa_dve.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
+      isa_dve.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+    }
+    isa.stream "pool" {
+      isa_pool.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
+      isa_pool.reg_alu {id = 1 : i64, dst_reg = 2 : i64, op = "less", imm0 = -1 : i64, src1_reg = 1 : i64}
+      isa_pool.loop_begin {id = 2 : i64, cond_reg = 2 : i64}
+      isa_pool.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
+      isa_pool.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
+      isa_pool.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+    }
+    isa.stream "sp" {
+      isa_sp.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
+      isa_sp.reg_alu {id = 1 : i64, dst_reg = 2 : i64, op = "less", imm0 = -1 : i64, src1_reg = 1 : i64}
+      isa_sp.loop_begin {id = 2 : i64, cond_reg = 2 : i64}
+      isa_sp.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
+      isa_sp.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
+      isa_sp.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+    }
+  }
+}

@@ -32,6 +32,11 @@
 // CHECK: penguin.select_reduce dst %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], reduce_res %s[0 : [1, 128], [1, 1]] {on_false = -1.000000e+00 : f32, reduce_cmd = "reset_reduce", reduce_op = "maximum"}
 // CHECK: penguin.tensor_scalar_cumulative dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], imm0 %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.tensor_partition_reduce dst %mv[0 : [2, 1], [1, 2]], data %mv[0 : [2, 128], [1, 2]] {op = "add"}
+// CHECK: penguin.register_load src %m[0 : [1, 1], [1, 1]] {dst_reg = 1 : i64}
+// CHECK: penguin.register_alu {dst_reg = 2 : i64, op = "less", imm0 = 3 : i64, src1_reg = 1 : i64}
+// CHECK: penguin.loop_begin {cond_reg = 2 : i64}
+// CHECK: penguin.register_store dst %out[0 : [1, 1], [1, 1]] {src_reg = 1 : i64}
+// CHECK: penguin.loop_end {cond_reg = 2 : i64}
 // CHECK: penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
 // CHECK: penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.40282347e+38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.return %out : !penguin.tensor<shared_hbm, 256x512xf32>
@@ -77,6 +82,11 @@ builtin.module {
       penguin.select_reduce dst %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], reduce_res %s[0 : [1, 128], [1, 1]] {on_false = -1.000000e+00 : f32, reduce_cmd = "reset_reduce", reduce_op = "maximum"}
       penguin.tensor_scalar_cumulative dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], imm0 %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", reduce_cmd = "reset_reduce"}
       penguin.tensor_partition_reduce dst %mv[0 : [2, 1], [1, 2]], data %mv[0 : [2, 128], [1, 2]] {op = "add"}
+      penguin.register_load src %m[0 : [1, 1], [1, 1]] {dst_reg = 1 : i64}
+      penguin.register_alu {dst_reg = 2 : i64, op = "less", imm0 = 3 : i64, src1_reg = 1 : i64}
+      penguin.loop_begin {cond_reg = 2 : i64}
+      penguin.register_store dst %out[0 : [1, 1], [1, 1]] {src_reg = 1 : i64}
+      penguin.loop_end {cond_reg = 2 : i64}
       penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
       penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.4028235e38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
     }
