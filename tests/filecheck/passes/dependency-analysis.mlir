@@ -46,3 +46,25 @@ builtin.module {
     bir.exponential dst @w[0 : [64, 128], [1, 64]], src @w[0 : [64, 128], [1, 64]] {id = 3 : i64, engine = "dve", reduce_cmd = "reset_reduce"}
   }
 }
+
+// -----
+
+// A control instruction (here a runtime loop's loop_begin/loop_end) is a barrier: it gets no edges and none cross it,
+// so the copy after loop_begin has no flow edge on the memset before it although it reads what the memset wrote.
+// CHECK: bir.memset dst @a{{.*}} {id = 0 : i64, engine = "pool", value = 1.000000e+00 : f32}
+// CHECK-NEXT: bir.loop_begin {id = 1 : i64, engine = "sp", cond_reg = 1 : i64}
+// CHECK-NEXT: bir.tensor_copy dst @b{{.*}}, src @a{{.*}} {id = 2 : i64, engine = "dve"}
+// CHECK-NEXT: bir.tensor_copy dst @a{{.*}}, src @b{{.*}} {id = 3 : i64, engine = "dve", deps = [#bir.dep<flow, 2>]}
+// CHECK-NEXT: bir.loop_end {id = 4 : i64, engine = "sp", cond_reg = 1 : i64}
+
+builtin.module {
+  bir.function @f attributes {inputs = [], outputs = []} {
+    bir.memloc @a : sbuf [128, 64] float32 {address = array<i64: 0, 0>}
+    bir.memloc @b : sbuf [128, 64] float32 {address = array<i64: 0, 256>}
+    bir.memset dst @a[0 : [64, 128], [1, 64]] {id = 0 : i64, engine = "pool", value = 1.0 : f32}
+    bir.loop_begin {id = 1 : i64, engine = "sp", cond_reg = 1 : i64}
+    bir.tensor_copy dst @b[0 : [64, 128], [1, 64]], src @a[0 : [64, 128], [1, 64]] {id = 2 : i64, engine = "dve"}
+    bir.tensor_copy dst @a[0 : [64, 128], [1, 64]], src @b[0 : [64, 128], [1, 64]] {id = 3 : i64, engine = "dve"}
+    bir.loop_end {id = 4 : i64, engine = "sp", cond_reg = 1 : i64}
+  }
+}
