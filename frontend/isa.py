@@ -88,6 +88,15 @@ def get_nc_version() -> nc_version:
     return nc_version[default_target()]
 
 
+def get_nc_sub_version() -> int:
+    """The silicon revision within the target's generation: nkic models the first revision of each (0)."""
+    return 0
+
+
+class NkiValidationError(NkiError):
+    """A hardware constraint violated by an instruction's operands (nkic raises NkiError, of which this is a kind)."""
+
+
 # -- validation helpers -------------------------------------------------------------------------------------
 def _target(ctx: Any) -> Target:
     return get_target(ctx.options.target)
