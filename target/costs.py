@@ -264,3 +264,17 @@ def dma_ns(instr: Instr, target: str | Target = DEFAULT_TARGET) -> float:
         on_chip = {dst.memory, src.memory} <= {"sbuf", "psum"}
         eff *= 0.5 if on_chip else 0.9
     return DMA_FIXED_NS + nbytes / (engines * t.dma_bytes_per_ns * eff)
+
+
+@cost("RNG", "RAND2", "DROPOUT")
+def _random(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): one VectorE/GpSimd pass writing dst, ``max(64, N)`` (hardware.md lists dropout among
+    the one-input ``max(64, N)`` instructions)."""
+    return max(MIN_II, _free(ins.operand("dst")))
+
+
+@cost("SET_RNG_SEED", "RAND_SET_STATE", "RAND_GET_STATE")
+def _rng_state(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): moving at most 24 words per lane to or from the generators costs one minimum
+    initiation interval, 64 cycles."""
+    return MIN_II
