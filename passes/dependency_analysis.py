@@ -89,7 +89,7 @@ class _StateOrder:
                     late.setdefault(last, {}).setdefault(w, "output")
             if writes:
                 since = [r for r in self.readers.get(key, ()) if r != me]
-                edges.update({r: "anti" for r in since})
+                edges.update({r: "anti" for r in since if edges.get(r) != "flow"})
                 if last is not None and last != me and not since and not reads:
                     self.unordered.setdefault(key, []).append(last)
                 self.writer[key], self.readers[key] = me, []

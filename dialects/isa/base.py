@@ -513,6 +513,8 @@ class IsaInst(RoleOperandOp):
     # -- shape helpers for verify_format ------------------------------------------------------------
     def same_dims(self, *roles: str) -> None:
         """Every present role has dst's (partitions, elements per partition)."""
+        if not roles:
+            return  # also for opcodes without a dst (SET_RNG_SEED)
         want = self.dims("dst")
         for r in roles:
             if self.has(r) and self.dims(r) != want:
@@ -520,6 +522,8 @@ class IsaInst(RoleOperandOp):
 
     def scalar_tiles(self, *roles: str) -> None:
         """Every present role is a (P, 1) tile, P = dst's partitions (scalars broadcast along the free dims)."""
+        if not roles:
+            return
         nparts = self.dims("dst")[0]
         for r in roles:
             if self.has(r) and self.dims(r) != (nparts, 1):
