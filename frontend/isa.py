@@ -938,8 +938,6 @@ def set_rng_seed(ctx: Any, src_seeds: NkiTensor, **kw: Any) -> None:
     _on_chip(name, "src_seeds", src)
     if src.itemsize != 4:
         raise NkiError(f"{name}: src_seeds must hold a 32-bit value, got {src.dtype}")
-    if src.partitions != 1 or src.free_size != 1:
-        raise NkiError(f"{name}: src_seeds must be a [1, 1] tensor, got shape {src.shape}")
     _record(ctx, name, {"src_seeds": src}, {}, "vector")
 
 

@@ -147,6 +147,12 @@ def _partition_reduce_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
     return None
 
 
+def _seed_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    if d["src_seeds"] != (1, 1):
+        return f"set_rng_seed reads one 32-bit seed: src_seeds must be [1, 1], got {d['src_seeds']} (partitions, free)"
+    return None
+
+
 def declare(spec: InstrSpec, opcode: OpSpec | None = None) -> InstrSpec:
     """Register an instruction (and, for an instruction with an ISA form of its own, that opcode)."""
     if spec.name in INSTRUCTIONS:
@@ -436,6 +442,7 @@ declare(
     InstrSpec(
         "set_rng_seed", "SET_RNG_SEED", (Role("src_seeds", slot="src"),), ("dve",),
         "seed every VectorE XORWOW generator from the 32-bit value src_seeds[0, 0]", writes_state=_RNG,
+        dims_rule=_seed_dims,
     ),
     OpSpec("SET_RNG_SEED", 0x2B, ("dve",), ("src",), "seed the VectorE PRNG from one 32-bit value",
            required=("src",), writes=()),
