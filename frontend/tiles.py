@@ -18,6 +18,8 @@ Lowering, in short (``README.md`` lists every name):
   ``mean``/``var``.
 * ``matmul`` is ``nc_matmul`` into a fresh PSUM tile (with an ``nc_transpose`` of x unless ``transpose_x``);
   ``transpose`` is a TensorE ``nc_transpose`` into PSUM.
+* random numbers: ``random_seed`` is ``set_rng_seed``; ``rand`` is a VectorE ``rng`` into uint32, a ``right_shift``
+  and a ``multiply`` (``k / 2^b``, exact and below 1 in the dtype); ``dropout`` is ``nisa.dropout``.
 
 Result dtypes: ``dtype=`` wins; otherwise a unary function keeps its input's dtype and a binary one promotes the two
 tile dtypes (float beats int, the wider float wins, float16 with bfloat16 gives float32, mixed-sign integers widen),
