@@ -199,6 +199,20 @@ def _pattern_ops(ins: Instr, t: Target) -> int:
     return 150 + _free(ins.operand("dst"))
 
 
+@cost("RNG", "RAND2", "DROPOUT")
+def _random(ins: Instr, t: Target) -> int:
+    """``max(64, N)``: the published one-input VectorE figure for dropout; for rng and rand2 (and rng on GpSimd) an
+    estimate (unpublished), the same one pass writing dst."""
+    return max(MIN_II, _free(ins.operand("dst")))
+
+
+@cost("SET_RNG_SEED", "RAND_SET_STATE", "RAND_GET_STATE")
+def _rng_state(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): moving at most 24 words per lane to or from the generators costs one minimum
+    initiation interval, 64 cycles."""
+    return MIN_II
+
+
 def instr_cycles(instr: Instr, target: str | Target = DEFAULT_TARGET) -> int:
     """Cycles ``instr`` occupies its engine, in that engine's clock.
 
@@ -265,16 +279,3 @@ def dma_ns(instr: Instr, target: str | Target = DEFAULT_TARGET) -> float:
         eff *= 0.5 if on_chip else 0.9
     return DMA_FIXED_NS + nbytes / (engines * t.dma_bytes_per_ns * eff)
 
-
-@cost("RNG", "RAND2", "DROPOUT")
-def _random(ins: Instr, t: Target) -> int:
-    """Estimate (unpublished): one VectorE/GpSimd pass writing dst, ``max(64, N)`` (hardware.md lists dropout among
-    the one-input ``max(64, N)`` instructions)."""
-    return max(MIN_II, _free(ins.operand("dst")))
-
-
-@cost("SET_RNG_SEED", "RAND_SET_STATE", "RAND_GET_STATE")
-def _rng_state(ins: Instr, t: Target) -> int:
-    """Estimate (unpublished): moving at most 24 words per lane to or from the generators costs one minimum
-    initiation interval, 64 cycles."""
-    return MIN_II
