@@ -20,8 +20,8 @@ from nkic.frontend.ops import act_func, alu_op
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.unsupported import missing_names
 from nkic.target.instructions import INSTRUCTIONS, Role, dims_problem
-from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, NKI_ENGINES, Target, get_target
-from nkic.target.vocab import REDUCE_CMDS
+from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, NKI_ENGINES, XORWOW_WORDS, Target, get_target
+from nkic.target.vocab import FLOAT_DTYPES, REDUCE_CMDS
 
 
 # -- enums --------------------------------------------------------------------------------------------------
@@ -899,6 +899,119 @@ def _register(op: str, role: str, value: Any) -> VirtualRegister:
     if not isinstance(value, VirtualRegister):
         raise NkiError(f"{op}: '{role}' must be a VirtualRegister (nisa.register_alloc), got {type(value).__name__}")
     return value
+# -- random numbers (XORWOW inside VectorE / GpSimd: runtime/rng.py) -----------------------------------------
+_RNG_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+_RAND2_DTYPES = ("float8_e4m3", "float8_e5m2", "float16", "bfloat16", "float32", *_RNG_DTYPES)
+
+
+def _rng_engine(ctx: Any, op: str, engine: Any, default: str, vector_since: int, gpsimd_since: int) -> str:
+    """The engine hint of an RNG instruction: vector or gpsimd, each from the generation the docs name."""
+    eng = _enum(engine, _ENGINE, "engine")
+    eng = default if eng == "unknown" else eng
+    since = {"vector": vector_since, "gpsimd": gpsimd_since}.get(eng)
+    if since is None:
+        raise NkiError(f"{op}: engine must be nisa.engine.vector or nisa.engine.gpsimd, got {eng}")
+    target = _target(ctx)
+    if target.nc_version < since:
+        raise NkiError(f"{op}: the {eng} engine has no PRNG instruction on {target.name}", f"it needs gen{since}")
+    return eng
+
+
+def _state_words(op: str, role: str, t: NkiTensor, eng: str) -> None:
+    """A PRNG state tile: uint32, 6 words (one XORWOW state) per generator of the engine's lanes."""
+    if t.dtype != "uint32":
+        raise NkiError(f"{op}: '{role}' must be uint32, got {t.dtype}")
+    words = XORWOW_WORDS * ENGINE_BY_NAME[ENGINE_OF_HINT[eng]].rng_generators
+    if t.free_size != words:
+        raise NkiError(f"{op}: '{role}' must hold {words} uint32 words per partition (XORWOW state on {eng}), "
+                       f"got {t.free_size}")  # fmt: skip
+
+
+@nki_op
+def rng(ctx: Any, dst: NkiTensor, engine: Any = None, **kw: Any) -> None:
+    """``dst`` = 32 random bits per element from the engine's XORWOW generators, truncated to the dtype's low bits."""
+    _mask(kw)
+    name = "rng"
+    dst = _tensor(name, "dst", dst)
+    _on_chip(name, "dst", dst)
+    if dst.dtype not in _RNG_DTYPES:
+        raise NkiError(f"{name}: dst must be an integer tile ({', '.join(_RNG_DTYPES)}), got {dst.dtype}")
+    eng = _rng_engine(ctx, name, engine if engine is not None else "vector", "vector", 2, 3)
+    _record(ctx, name, {"dst": dst}, {"engine": eng}, eng)
+
+
+@nki_op
+def rand2(ctx: Any, dst: NkiTensor, min: Any, max: Any, **kw: Any) -> None:  # noqa: A002 (NKI's names)
+    """``dst`` uniform in [min, max] (fp32 ``min + u * (max - min)``, u in [0, 1) from VectorE's XORWOW), cast."""
+    _mask(kw)
+    name = "rand2"
+    dst = _tensor(name, "dst", dst)
+    _on_chip(name, "dst", dst)
+    if dst.dtype not in _RAND2_DTYPES:
+        raise NkiError(f"{name}: dst cannot be {dst.dtype} (one of {', '.join(_RAND2_DTYPES)})")
+    t_min, v_min = _scalar(name, "min", min, dst)
+    t_max, v_max = _scalar(name, "max", max, dst)
+    if v_min is not None and v_max is not None and not is_symbolic(min) and not is_symbolic(max) and v_min >= v_max:
+        raise NkiError(f"{name}: min must be less than max, got min={v_min}, max={v_max}")
+    _record(ctx, name, {"dst": dst, "min": t_min, "max": t_max}, {"min": v_min, "max": v_max}, "vector")
+
+
+@nki_op
+def dropout(ctx: Any, dst: NkiTensor, data: NkiTensor, prob: Any, **kw: Any) -> None:
+    """``dst = data`` with each element replaced by 0 with probability ``prob`` (a number or a (P, 1) tile); no
+    rescaling of the kept elements (the docs name none)."""
+    _mask(kw)
+    name = "dropout"
+    dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
+    _elementwise(name, {"dst": dst, "data": data})
+    if dst.dtype != data.dtype:
+        raise NkiError(f"{name}: dst dtype {dst.dtype} must match data dtype {data.dtype}")
+    t_prob, v_prob = _scalar(name, "prob", prob, dst)
+    if t_prob is not None:
+        want = ("float32",) if data.dtype not in FLOAT_DTYPES else tuple(sorted(FLOAT_DTYPES))
+        if t_prob.dtype not in want:
+            raise NkiError(f"{name}: prob must be {' or '.join(want)} for {data.dtype} data, got {t_prob.dtype}")
+    elif not is_symbolic(prob) and not 0.0 <= float(prob) <= 1.0:
+        raise NkiError(f"{name}: prob is a probability in [0, 1], got {prob}")
+    _record(ctx, name, {"dst": dst, "data": data, "prob": t_prob}, {"prob": v_prob}, "vector")
+
+
+@nki_op
+def set_rng_seed(ctx: Any, src_seeds: NkiTensor, **kw: Any) -> None:
+    """Seed VectorE's PRNG from the 32-bit value ``src_seeds[0, 0]`` (its bits: an int32 42 is seed 42)."""
+    _mask(kw)
+    name = "set_rng_seed"
+    src = _tensor(name, "src_seeds", src_seeds)
+    _on_chip(name, "src_seeds", src)
+    if src.itemsize != 4:
+        raise NkiError(f"{name}: src_seeds must hold a 32-bit value, got {src.dtype}")
+    _record(ctx, name, {"src_seeds": src}, {}, "vector")
+
+
+@nki_op
+def rand_set_state(ctx: Any, src_seeds: NkiTensor, engine: Any = None, **kw: Any) -> None:
+    """The engine's PRNG state of lane p = ``src_seeds[p, :]`` (uint32; 6 words on GpSimd, 24 on VectorE)."""
+    _mask(kw)
+    name = "rand_set_state"
+    src = _tensor(name, "src_seeds", src_seeds)
+    _in(name, "src_seeds", src, "sbuf")
+    eng = _rng_engine(ctx, name, engine, "gpsimd", 4, 3)
+    _state_words(name, "src_seeds", src, eng)
+    _record(ctx, name, {"src_seeds": src}, {"engine": eng}, eng)
+
+
+@nki_op
+def rand_get_state(ctx: Any, dst: NkiTensor, engine: Any = None, **kw: Any) -> None:
+    """``dst[p, :]`` = the engine's PRNG state of lane p (uint32; 6 words on GpSimd, 24 on VectorE)."""
+    _mask(kw)
+    name = "rand_get_state"
+    dst = _tensor(name, "dst", dst)
+    _on_chip(name, "dst", dst)
+    eng = _rng_engine(ctx, name, engine, "gpsimd", 4, 3)
+    if dst.buffer == "psum" and _target(ctx).nc_version < 4:
+        raise NkiError(f"{name}: dst must be in SBUF on {_target(ctx).name} (PSUM needs gen4)")
+    _state_words(name, "dst", dst, eng)
+    _record(ctx, name, {"dst": dst}, {"engine": eng}, eng)
 
 
 # Names nkic lacks are placeholders that raise NkiError when called (``frontend/unsupported.py``).

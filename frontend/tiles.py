@@ -18,6 +18,8 @@ Lowering, in short (``README.md`` lists every name):
   ``mean``/``var``.
 * ``matmul`` is ``nc_matmul`` into a fresh PSUM tile (with an ``nc_transpose`` of x unless ``transpose_x``);
   ``transpose`` is a TensorE ``nc_transpose`` into PSUM.
+* random numbers: ``random_seed`` is ``set_rng_seed``; ``rand`` is a VectorE ``rng`` into uint32, a ``right_shift``
+  and a ``multiply`` (``k / 2^b``, exact and below 1 in the dtype); ``dropout`` is ``nisa.dropout``.
 
 Result dtypes: ``dtype=`` wins; otherwise a unary function keeps its input's dtype and a binary one promotes the two
 tile dtypes (float beats int, the wider float wins, float16 with bfloat16 gives float32, mixed-sign integers widen),
@@ -31,6 +33,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import ml_dtypes
+
 from nkic.frontend import isa
 from nkic.frontend.affine import is_symbolic
 from nkic.frontend.context import nki_op
@@ -39,7 +43,7 @@ from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import TILE_FUNCTIONS
 from nkic.frontend.tensor import NkiTensor
 from nkic.target.machine import get_target
-from nkic.target.vocab import ACT_FUNCS, FLOAT_DTYPES
+from nkic.target.vocab import ACT_FUNCS, DTYPES, FLOAT_DTYPES
 
 __all__: list[str] = []  # filled by _export; language.py re-exports the names that are not operator tokens
 
@@ -703,16 +707,46 @@ def rms_norm(ctx: Any, x: Any, w: Any, axis: Any, n: Any, epsilon: float = 1e-6,
 
 @_export()
 def dropout(ctx: Any, x: Any, rate: Any, dtype: Any = None, **_: Any) -> NkiTensor:
-    _unsupported("dropout", "it needs random numbers and nkic has no random-number instruction")
-    raise AssertionError  # unreachable
+    """``x`` with each element zeroed with probability ``rate`` (a number or a (P, 1) tile): ``nisa.dropout`` on
+    VectorE's PRNG. The kept elements are not rescaled (the docs name no scaling); another ``dtype`` is a
+    ``tensor_copy`` after it."""
+    x = _tile("dropout", "x", x)
+    out = _new(ctx, x.shape, x.dtype)
+    _impl("dropout")(ctx, out, x, rate)
+    want = _dtype(dtype, x.dtype)
+    if want == x.dtype:
+        return out
+    cast = _new(ctx, x.shape, want)
+    _impl("tensor_copy")(ctx, cast, out)
+    return cast
 
 
 @_export()
 def rand(ctx: Any, shape: Any, dtype: Any, buffer: Any = _SBUF, name: str = "", **_: Any) -> NkiTensor:
-    _unsupported("rand", "nkic has no random-number instruction")
-    raise AssertionError  # unreachable
+    """A new tile uniform in [0, 1), from VectorE's PRNG (seeded by ``nl.random_seed``): ``nisa.rng`` into uint32,
+    a shift keeping the top ``b`` bits (``b`` = the dtype's significand digits, so that every ``k / 2^b`` is exact
+    and below 1 in the dtype: 24 for float32, 8 for bfloat16, 11 for float16, 4/3 for fp8), then ``* 2^-b``."""
+    want = normalize_dtype(dtype)
+    if want not in FLOAT_DTYPES:
+        raise NkiError(f"nl.rand: dtype must be a float type (values in [0, 1)), got {want}",
+                       "nisa.rng writes random integer bits")  # fmt: skip
+    out = ctx.allocate(tuple(shape), want, buffer, name, None)
+    if not out.on_chip:
+        raise NkiError("initial values on HBM tensors are not supported", "fill an SBUF tile and dma_copy it")
+    digits = int(ml_dtypes.finfo(DTYPES[want]).nmant) + 1
+    bits = _new(ctx, out.shape, "uint32")
+    _impl("rng")(ctx, bits)
+    _impl("tensor_scalar")(ctx, bits, bits, "right_shift", float(32 - digits))
+    _impl("tensor_scalar")(ctx, out, bits, "multiply", 2.0**-digits)
+    return out
 
 
 @_export()
 def random_seed(ctx: Any, seed: Any) -> None:
-    _unsupported("random_seed", "nkic has no random-number instruction")
+    """Seed VectorE's PRNG (``nl.rand``, ``nl.dropout``) from a [1, 1] 32-bit tensor (``nisa.set_rng_seed``); an HBM
+    seed is loaded into SBUF first."""
+    if isinstance(seed, NkiTensor) and not seed.on_chip:
+        tile = _new(ctx, seed.shape, seed.dtype)
+        _impl("dma_copy")(ctx, tile, seed)
+        seed = tile
+    _impl("set_rng_seed")(ctx, seed)

@@ -4,9 +4,11 @@ Runs after allocation, so tensors that share addresses (reused memory) are order
 is its partition-independent byte span, tracked in chunks (64 B in SBUF — the allocation alignment, so distinct small tiles never share one — 512 B in PSUM, 4 KiB in HBM): a coarse
 chunk can only add an edge, never lose one. For every chunk we keep the last writer and the readers since.
 
-The accumulator registers of an engine (``reduce_cmd``) are state too: an instruction that continues an
-accumulation (``reduce`` / ``load_reduce``, or ``idle`` with a ``reduce_res``) depends on the last one that wrote
-them (flow), and a new write waits for the readers since (anti). Writes that nobody reads in between need no order.
+State inside an engine is ordered the same way, per (engine, state): the accumulator registers (``reduce_cmd``: an
+instruction that continues an accumulation — ``reduce`` / ``load_reduce``, or ``idle`` with a ``reduce_res`` —
+reads them; ``reset*``/``reduce``/``load_reduce`` write them) and whatever a declaration names in ``reads_state`` /
+``writes_state`` (the PRNG state of ``rng``, ``dropout``, ``set_rng_seed`` …). A reader depends on the last writer
+(flow), a writer on the readers since (anti) and on the last writer (output).
 
 A control instruction (register or loop, ``IsControl``) is a barrier every engine reaches together: it orders
 everything before it before everything after it, so it has no edges and the tables start afresh after it.
@@ -14,7 +16,7 @@ everything before it before everything after it, so it has no edges and the tabl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
@@ -51,29 +53,67 @@ def register_use(inst: bir.BirInst) -> tuple[bool, bool]:
     return reads, cmd in _WRITES_REGISTERS
 
 
-def _register_edges(inst: bir.BirInst, writer: dict[str, int], readers: dict[str, list[int]]) -> dict[int, str]:
+def state_use(inst: bir.BirInst) -> dict[str, tuple[bool, bool]]:
+    """(reads, writes) per piece of engine state: the accumulator registers (from ``reduce_cmd``) and what the
+    declaration names (``reads_state`` / ``writes_state``, e.g. the PRNG state)."""
+    spec = inst.SPEC
+    named = spec.reads_state | spec.writes_state
+    uses = {name: (name in spec.reads_state, name in spec.writes_state) for name in named}
     reads, writes = register_use(inst)
-    engine, edges = inst.engine.data, {}
-    if reads and engine in writer:
-        edges[writer[engine]] = "flow"
-    if writes:
-        edges.update({r: "anti" for r in readers.get(engine, ())})
-        writer[engine], readers[engine] = inst.inst_id, []
-    if reads:
-        readers.setdefault(engine, []).append(inst.inst_id)
-    return edges
+    if reads or writes:
+        uses["accumulators"] = (reads, writes)
+    return uses
+
+
+EngineState = tuple[str, str]  # (engine, state name)
+
+
+@dataclass
+class _StateOrder:
+    """Orders the readers and writers of engine state, one (engine, state) at a time.
+
+    A reader depends on the last writer (flow); a writer on the readers since (anti). Writes with no read in between
+    stay unordered while nobody reads (the accumulator writes of consecutive ``reset_reduce`` activations, each
+    consumed by its own ``reduce_res``), but once a reader depends on the last of them, that writer is ordered after
+    the others (output), so none of them can slip between it and the reader (two seeds then a draw)."""
+
+    writer: dict[EngineState, int] = field(default_factory=dict)
+    readers: dict[EngineState, list[int]] = field(default_factory=dict)
+    unordered: dict[EngineState, list[int]] = field(default_factory=dict)  # earlier writers not before the writer
+
+    def edges(self, inst: bir.BirInst, late: dict[int, dict[int, str]]) -> dict[int, str]:
+        """``inst``'s edges; output edges of an earlier writer go to ``late[writer]``."""
+        me, edges = inst.inst_id, {}
+        for name, (reads, writes) in state_use(inst).items():
+            key = (inst.engine.data, name)
+            last = self.writer.get(key)
+            if reads and last is not None:
+                edges[last] = "flow"
+                for w in self.unordered.pop(key, ()):
+                    late.setdefault(last, {}).setdefault(w, "output")
+            if writes:
+                since = [r for r in self.readers.get(key, ()) if r != me]
+                edges.update({r: "anti" for r in since if edges.get(r) != "flow"})
+                if last is not None and last != me and not since and not reads:
+                    self.unordered.setdefault(key, []).append(last)
+                self.writer[key], self.readers[key] = me, []
+            if reads:
+                self.readers.setdefault(key, []).append(me)
+        return edges
 
 
 def analyse(fn: bir.FunctionOp) -> None:
     locs = fn.memlocs()
     writer: dict[tuple[str, str, int], int] = {}
     readers: dict[tuple[str, str, int], list[int]] = {}
-    reg_writer: dict[str, int] = {}
-    reg_readers: dict[str, list[int]] = {}
-    for inst in fn.instructions():
+    state = _StateOrder()
+    all_edges: dict[int, dict[int, str]] = {}
+    late: dict[int, dict[int, str]] = {}
+    insts = list(fn.instructions())
+    for inst in insts:
         if inst.has_trait(IsControl):
-            writer, readers, reg_writer, reg_readers = {}, {}, {}, {}
-            inst.properties.pop("deps", None)
+            writer, readers, state = {}, {}, _StateOrder()
+            all_edges[inst.inst_id] = {}
             continue
         reads: set[tuple[str, str, int]] = set()
         writes: set[tuple[str, str, int]] = set()
@@ -82,7 +122,7 @@ def analyse(fn: bir.FunctionOp) -> None:
             (writes if role in inst.SPEC.write_roles else reads).update(chunks)
             if role == "dst" and reads_dst(inst):
                 reads.update(chunks)
-        edges = {d: k for d, k in _register_edges(inst, reg_writer, reg_readers).items() if d != inst.inst_id}
+        edges = {d: k for d, k in state.edges(inst, late).items() if d != inst.inst_id}
         for c in reads:
             if c in writer:
                 edges.setdefault(writer[c], "flow")
@@ -98,6 +138,11 @@ def analyse(fn: bir.FunctionOp) -> None:
         for c in writes:
             writer[c] = me
             readers[c] = []
+        all_edges[me] = edges
+    for inst in insts:
+        edges = all_edges[inst.inst_id]
+        for d, k in late.get(inst.inst_id, {}).items():
+            edges.setdefault(d, k)
         if edges:
             inst.properties["deps"] = ArrayAttr([bir.DepAttr(k, i) for i, k in sorted(edges.items())])
         else:

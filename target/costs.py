@@ -199,6 +199,20 @@ def _pattern_ops(ins: Instr, t: Target) -> int:
     return 150 + _free(ins.operand("dst"))
 
 
+@cost("RNG", "RAND2", "DROPOUT")
+def _random(ins: Instr, t: Target) -> int:
+    """``max(64, N)``: the published one-input VectorE figure for dropout; for rng and rand2 (and rng on GpSimd) an
+    estimate (unpublished), the same one pass writing dst."""
+    return max(MIN_II, _free(ins.operand("dst")))
+
+
+@cost("SET_RNG_SEED", "RAND_SET_STATE", "RAND_GET_STATE")
+def _rng_state(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): moving at most 24 words per lane to or from the generators costs one minimum
+    initiation interval, 64 cycles."""
+    return MIN_II
+
+
 def instr_cycles(instr: Instr, target: str | Target = DEFAULT_TARGET) -> int:
     """Cycles ``instr`` occupies its engine, in that engine's clock.
 

@@ -82,6 +82,10 @@ class InstrSpec:
     dims_rule: Callable[[Mapping[str, tuple[int, int]]], str | None] | None = None
     nki_name: str = ""  # the nisa function, when it is not named like the instruction
     since: int = 2  # the first NeuronCore generation (nc_version) that has it
+    # State kept inside the executing engine (beyond memory) that the instruction reads / writes, e.g. "rng" (the
+    # PRNG state): dependency-analysis orders the readers and writers of one engine's state like memory accesses.
+    reads_state: frozenset[str] = frozenset()
+    writes_state: frozenset[str] = frozenset()
 
     @property
     def role_names(self) -> tuple[str, ...]:
@@ -141,6 +145,12 @@ def _bn_aggr_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
 def _partition_reduce_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
     if d["dst"] != (1, d["data"][1]):
         return f"tensor_partition_reduce of {d['data']} writes {(1, d['data'][1])}, not {d['dst']}"
+    return None
+
+
+def _seed_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    if d["src_seeds"] != (1, 1):
+        return f"set_rng_seed reads one 32-bit seed: src_seeds must be [1, 1], got {d['src_seeds']} (partitions, free)"
     return None
 
 
@@ -457,4 +467,70 @@ declare(
     ),
     OpSpec("LOOP_END", 0x44, ENGINE_NAMES, (), "jump back to after the matching LOOP_BEGIN if r[cond_reg] != 0",
            imms=(Imm("cond_reg", "u32"),), writes=(), traits=_CONTROL),
+)
+
+
+# -- random numbers: XORWOW state inside VectorE / GpSimd (``runtime/rng.py``) ----------------------------------
+_RNG = frozenset({"rng"})
+_RNG_ENGINES = ("dve", "pool")
+declare(
+    InstrSpec(
+        "rng", "RNG", (_DST,), _RNG_ENGINES,
+        "dst = the next 32-bit XORWOW outputs of the engine's lanes, truncated to dst's integer dtype",
+        fields=(_ENGINE,), reads_state=_RNG, writes_state=_RNG,
+    ),
+    OpSpec("RNG", 0x28, _RNG_ENGINES, ("dst",), "dst = next XORWOW outputs (low bits)", required=("dst",)),
+)
+declare(
+    InstrSpec(
+        "rand2", "RAND2",
+        (_DST, Role("min", required=False, scalar=True), Role("max", required=False, scalar=True)), ("dve",),
+        "dst = min + u * (max - min) in fp32, u uniform in [0, 1) from the VectorE XORWOW generators",
+        fields=(Field("min", "f32", tensor_role="min", required=True),
+                Field("max", "f32", tensor_role="max", required=True)),
+        reads_state=_RNG, writes_state=_RNG, since=4,
+    ),
+    OpSpec("RAND2", 0x29, ("dve",), ("dst", "min", "max"), "dst = uniform in [min, max] (XORWOW)",
+           required=("dst",),
+           imms=(Imm("min", "f32", tensor_role="min", required=True),
+                 Imm("max", "f32", tensor_role="max", required=True)),
+           scalar_slots=("min", "max")),
+)
+declare(
+    InstrSpec(
+        "dropout", "DROPOUT", (_DST, Role("data", slot="src"), Role("prob", required=False, scalar=True)), ("dve",),
+        "dst = 0 where u < prob (u uniform in [0, 1) from the VectorE XORWOW generators), else data",
+        fields=(Field("prob", "f32", tensor_role="prob", required=True),), elementwise=("data",),
+        reads_state=_RNG, writes_state=_RNG,
+    ),
+    OpSpec("DROPOUT", 0x2A, ("dve",), ("dst", "src", "prob"), "dst = src, zeroed with probability prob",
+           required=("dst", "src"), imms=(Imm("prob", "f32", tensor_role="prob", required=True),),
+           scalar_slots=("prob",), same_shape=("src",)),
+)
+declare(
+    InstrSpec(
+        "set_rng_seed", "SET_RNG_SEED", (Role("src_seeds", slot="src"),), ("dve",),
+        "seed every VectorE XORWOW generator from the 32-bit value src_seeds[0, 0]", writes_state=_RNG,
+        dims_rule=_seed_dims,
+    ),
+    OpSpec("SET_RNG_SEED", 0x2B, ("dve",), ("src",), "seed the VectorE PRNG from one 32-bit value",
+           required=("src",), writes=()),
+)
+declare(
+    InstrSpec(
+        "rand_set_state", "RAND_SET_STATE", (Role("src_seeds", slot="src", memories=("sbuf",)),), _RNG_ENGINES,
+        "the engine's XORWOW state of lane p = src_seeds[p, :] (6 uint32 words per generator)",
+        fields=(_ENGINE,), writes_state=_RNG, since=3,
+    ),
+    OpSpec("RAND_SET_STATE", 0x2C, _RNG_ENGINES, ("src",), "load the PRNG state of each lane",
+           required=("src",), writes=()),
+)
+declare(
+    InstrSpec(
+        "rand_get_state", "RAND_GET_STATE", (_DST,), _RNG_ENGINES,
+        "dst[p, :] = the engine's XORWOW state of lane p (6 uint32 words per generator)",
+        fields=(_ENGINE,), reads_state=_RNG, since=3,
+    ),
+    OpSpec("RAND_GET_STATE", 0x2D, _RNG_ENGINES, ("dst",), "store the PRNG state of each lane",
+           required=("dst",)),
 )

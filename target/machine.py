@@ -15,7 +15,7 @@ __all__ = [
     "Engine", "ENGINES", "ENGINE_NAMES", "ENGINE_BY_NAME", "NKI_ENGINES", "ENGINE_OF_HINT", "Target", "TARGETS",
     "DEFAULT_TARGET", "TARGET_ALIASES", "get_target", "NUM_PARTITIONS", "NUM_DMA_QUEUES", "QUEUE_SEM_BASE",
     "NUM_SEMAPHORES", "engine_sem", "queue_sem", "valid_sem", "sem_name", "MAX_SBUF_BYTES", "MAX_PSUM_BYTES",
-    "MAX_MATMUL_K", "MAX_MATMUL_M", "MAX_MATMUL_N", "REFERENCE_CLOCK_GHZ",
+    "MAX_MATMUL_K", "MAX_MATMUL_M", "MAX_MATMUL_N", "REFERENCE_CLOCK_GHZ", "XORWOW_WORDS",
 ]  # fmt: skip
 
 
@@ -33,13 +33,17 @@ class Engine:
     label: str
     psum: bool = True
     alu_ops: frozenset[str] | None = None
+    # XORWOW generators per compute lane (0: the engine has no PRNG). The docs size rand_get_state/rand_set_state
+    # at 6 words per lane on GpSimd and 24 on VectorE: one XORWOW state (x0..x4, d) is 6 words, so VectorE lanes
+    # hold 4 generators.
+    rng_generators: int = 0
 
 
 ENGINES: tuple[Engine, ...] = (
     Engine("pe", "tensor", 0, "PE (TensorE)"),
     Engine("act", "scalar", 1, "ACT (ScalarE)", alu_ops=frozenset({"multiply", "add", "subtract", "bypass"})),
-    Engine("dve", "vector", 2, "DVE (VectorE)"),
-    Engine("pool", "gpsimd", 3, "POOL (GpSimdE)", psum=False),
+    Engine("dve", "vector", 2, "DVE (VectorE)", rng_generators=4),
+    Engine("pool", "gpsimd", 3, "POOL (GpSimdE)", psum=False, rng_generators=1),
     Engine("sp", "sync", 4, "SP (SyncE)", psum=False),
 )
 ENGINE_NAMES: tuple[str, ...] = tuple(e.name for e in ENGINES)
@@ -53,6 +57,7 @@ NKI_ENGINES = Vocabulary(
 ENGINE_OF_HINT: dict[str, str] = {**{e.nki: e.name for e in ENGINES}, "dma": "sp"}
 
 NUM_PARTITIONS = 128
+XORWOW_WORDS = 6  # one XORWOW generator's state: x0..x4 and the Weyl counter d, uint32 each
 NUM_DMA_QUEUES = 16
 QUEUE_SEM_BASE = 8  # DMA queue q signals semaphore QUEUE_SEM_BASE + q; 0..4 are the engines'
 NUM_SEMAPHORES = QUEUE_SEM_BASE + NUM_DMA_QUEUES

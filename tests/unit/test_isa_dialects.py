@@ -112,6 +112,12 @@ PROGRAM: dict[str, list[str]] = {
         f"{{id = 39 : i64, on_false = -1.000000e+00 : f32, reduce_cmd = \"reduce\", reduce_op = \"maximum\"}}",
         f"isa_dve.tensor_scalar_cumulative dst {_sb(0x800)}, src {_sb(0)}, imm0 {_sb(0x3000, ap=COL)}, "
         f"imm1 {_sb(0x3004, ap=COL)} {{id = 40 : i64, op0 = \"multiply\", op1 = \"add\", reduce_cmd = \"load_reduce\"}}",
+        f"isa_dve.set_rng_seed src {_sb(0x3200, 'int32', '[0 : [1, 1], [1, 1]]')} {{id = 42 : i64}}",
+        f"isa_dve.rng dst {_sb(0x3300, 'uint16', '[0 : [1, 128], [1, 64]]')} {{id = 43 : i64}}",
+        f"isa_dve.rand2 dst {_ps(0, 'bfloat16')}, max {_sb(0x3000, ap=COL)} {{id = 44 : i64, min = -1.000000e+00 : f32}}",
+        f"isa_dve.dropout dst {_sb(0x800)}, src {_sb(0)}, prob {_sb(0x3000, ap=COL)} {{id = 45 : i64}}",
+        f"isa_dve.rand_set_state src {_sb(0x3400, 'uint32', '[0 : [1, 128], [1, 24]]')} {{id = 46 : i64}}",
+        f"isa_dve.rand_get_state dst {_ps(0, 'uint32', '[0 : [1, 128], [1, 24]]')} {{id = 47 : i64}}",
         "isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}",
     ],
     "pool": [
@@ -131,6 +137,9 @@ PROGRAM: dict[str, list[str]] = {
         "{id = 31 : i64, op0 = \"multiply\", operand0 = 3.000000e+00 : f32, op1 = \"add\"}",
         f"isa_pool.tensor_partition_reduce dst {_sb(0x800, ap='[0 : [1, 1], [1, 512]]')}, src {_sb(0)} "
         f"{{id = 41 : i64, op = \"add\"}}",
+        f"isa_pool.rng dst {_sb(0x3300, 'int8', '[0 : [1, 128], [1, 64]]')} {{id = 48 : i64}}",
+        f"isa_pool.rand_set_state src {_sb(0x3400, 'uint32', '[0 : [1, 128], [1, 6]]')} {{id = 49 : i64}}",
+        f"isa_pool.rand_get_state dst {_sb(0x3400, 'uint32', '[0 : [1, 128], [1, 6]]')} {{id = 50 : i64}}",
         "isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}",
     ],
 }
@@ -187,7 +196,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 64
+    assert len(ISA_OPS) == len(declared) == 73
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:

@@ -68,3 +68,36 @@ builtin.module {
     bir.loop_end {id = 4 : i64, engine = "sp", cond_reg = 1 : i64}
   }
 }
+
+// -----
+
+// The PRNG state of an engine is state too (the declarations' reads_state/writes_state), per engine: two seeds stay
+// unordered until a draw reads the state, which then depends on the last seed (flow) and orders that seed after the
+// first (output), so the first cannot slip between them; GpSimd's generators are apart from VectorE's; a new state
+// waits for the draws and reads since (anti).
+// CHECK: bir.set_rng_seed src_seeds @s{{.*}} {id = 0 : i64, engine = "dve"}
+// CHECK-NEXT: bir.set_rng_seed src_seeds @t{{.*}} {id = 1 : i64, engine = "dve", deps = [#bir.dep<output, 0>]}
+// CHECK-NEXT: bir.rng dst @x{{.*}} {id = 2 : i64, engine = "dve", deps = [#bir.dep<flow, 1>]}
+// CHECK-NEXT: bir.rng dst @y{{.*}} {id = 3 : i64, engine = "pool"}
+// CHECK-NEXT: bir.rand_get_state dst @g{{.*}} {id = 4 : i64, engine = "pool", deps = [#bir.dep<flow, 3>]}
+// CHECK-NEXT: bir.rand_set_state src_seeds @h{{.*}} {id = 5 : i64, engine = "pool", deps = [#bir.dep<anti, 3>, #bir.dep<anti, 4>]}
+// CHECK-NEXT: bir.rng dst @z{{.*}} {id = 6 : i64, engine = "dve", deps = [#bir.dep<flow, 2>]}
+
+builtin.module {
+  bir.function @f attributes {inputs = [], outputs = []} {
+    bir.memloc @s : sbuf [1, 1] int32 {address = array<i64: 0, 0>}
+    bir.memloc @t : sbuf [1, 1] int32 {address = array<i64: 0, 64>}
+    bir.memloc @x : sbuf [128, 16] uint32 {address = array<i64: 0, 128>}
+    bir.memloc @y : sbuf [128, 16] uint32 {address = array<i64: 0, 192>}
+    bir.memloc @z : sbuf [128, 16] uint32 {address = array<i64: 0, 256>}
+    bir.memloc @g : sbuf [128, 6] uint32 {address = array<i64: 0, 320>}
+    bir.memloc @h : sbuf [128, 6] uint32 {address = array<i64: 0, 384>}
+    bir.set_rng_seed src_seeds @s[0 : [1, 1], [1, 1]] {id = 0 : i64, engine = "dve"}
+    bir.set_rng_seed src_seeds @t[0 : [1, 1], [1, 1]] {id = 1 : i64, engine = "dve"}
+    bir.rng dst @x[0 : [16, 128], [1, 16]] {id = 2 : i64, engine = "dve"}
+    bir.rng dst @y[0 : [16, 128], [1, 16]] {id = 3 : i64, engine = "pool"}
+    bir.rand_get_state dst @g[0 : [6, 128], [1, 6]] {id = 4 : i64, engine = "pool"}
+    bir.rand_set_state src_seeds @h[0 : [6, 128], [1, 6]] {id = 5 : i64, engine = "pool"}
+    bir.rng dst @z[0 : [16, 128], [1, 16]] {id = 6 : i64, engine = "dve"}
+  }
+}

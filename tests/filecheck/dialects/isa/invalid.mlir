@@ -265,3 +265,25 @@ builtin.module {
   }
 }
 // CHECK: transpose of (128, 32) (partitions, free) writes (32, 128), not (64, 128)
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.set_rng_seed src sbuf(p0, 0x0, uint32)[0 : [1, 1], [1, 4]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: set_rng_seed reads one 32-bit seed: src_seeds must be [1, 1], got (1, 4) (partitions, free)
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.dropout dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], prob sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 2]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: 'prob' must be a (128, 1) tile, got (128, 2)

@@ -45,6 +45,12 @@
 // CHECK-NEXT: isa_dve.exponential dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 38 : i64, max_value = 2.000000e+00 : f32, reduce_cmd = "reset_reduce"}
 // CHECK-NEXT: isa_dve.select_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], predicate sbuf(p0, 0x2000, uint8)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], on_false sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 39 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum", reverse_pred = true}
 // CHECK-NEXT: isa_dve.tensor_scalar_cumulative dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 40 : i64, op0 = "add", op1 = "maximum", imm0 = 1.000000e+00 : f32, reduce_cmd = "reset_reduce"}
+// CHECK-NEXT: isa_dve.set_rng_seed src sbuf(p0, 0x3200, int32)[0 : [1, 1], [1, 1]] {id = 42 : i64}
+// CHECK-NEXT: isa_dve.rng dst sbuf(p0, 0x3300, uint16)[0 : [1, 128], [1, 64]] {id = 43 : i64}
+// CHECK-NEXT: isa_dve.rand2 dst psum(p0, 0x0, bfloat16)[0 : [1, 128], [1, 512]], max sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 44 : i64, min = -1.000000e+00 : f32}
+// CHECK-NEXT: isa_dve.dropout dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 45 : i64, prob = 1.000000e-01 : f32}
+// CHECK-NEXT: isa_dve.rand_set_state src sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 24]] {id = 46 : i64}
+// CHECK-NEXT: isa_dve.rand_get_state dst psum(p0, 0x0, uint32)[0 : [1, 128], [1, 24]] {id = 47 : i64}
 // CHECK-NEXT: isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
@@ -57,6 +63,9 @@
 // CHECK-NEXT: isa_pool.affine_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = 30 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f32}
 // CHECK-NEXT: isa_pool.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 31 : i64, op0 = "multiply", operand0 = 3.000000e+00 : f32, op1 = "add"}
 // CHECK-NEXT: isa_pool.tensor_partition_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 1], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 41 : i64, op = "maximum"}
+// CHECK-NEXT: isa_pool.rng dst sbuf(p0, 0x3300, int8)[0 : [1, 128], [1, 64]] {id = 48 : i64}
+// CHECK-NEXT: isa_pool.rand_set_state src sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 6]] {id = 49 : i64}
+// CHECK-NEXT: isa_pool.rand_get_state dst sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 6]] {id = 50 : i64}
 // CHECK-NEXT: isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: }
@@ -105,6 +114,12 @@ builtin.module {
       isa_dve.exponential dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 38 : i64, max_value = 2.000000e+00 : f32, reduce_cmd = "reset_reduce"}
       isa_dve.select_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], predicate sbuf(p0, 0x2000, uint8)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], on_false sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 39 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum", reverse_pred = true}
       isa_dve.tensor_scalar_cumulative dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 40 : i64, op0 = "add", op1 = "maximum", imm0 = 1.000000e+00 : f32, reduce_cmd = "reset_reduce"}
+      isa_dve.set_rng_seed src sbuf(p0, 0x3200, int32)[0 : [1, 1], [1, 1]] {id = 42 : i64}
+      isa_dve.rng dst sbuf(p0, 0x3300, uint16)[0 : [1, 128], [1, 64]] {id = 43 : i64}
+      isa_dve.rand2 dst psum(p0, 0x0, bfloat16)[0 : [1, 128], [1, 512]], max sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 44 : i64, min = -1.000000e+00 : f32}
+      isa_dve.dropout dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 45 : i64, prob = 1.000000e-01 : f32}
+      isa_dve.rand_set_state src sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 24]] {id = 46 : i64}
+      isa_dve.rand_get_state dst psum(p0, 0x0, uint32)[0 : [1, 128], [1, 24]] {id = 47 : i64}
       isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
     }
     isa.stream "pool" {
@@ -117,6 +132,9 @@ builtin.module {
       isa_pool.affine_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = 30 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f32}
       isa_pool.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 31 : i64, op0 = "multiply", operand0 = 3.000000e+00 : f32, op1 = "add"}
       isa_pool.tensor_partition_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 1], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 41 : i64, op = "maximum"}
+      isa_pool.rng dst sbuf(p0, 0x3300, int8)[0 : [1, 128], [1, 64]] {id = 48 : i64}
+      isa_pool.rand_set_state src sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 6]] {id = 49 : i64}
+      isa_pool.rand_get_state dst sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 6]] {id = 50 : i64}
       isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
     }
   }

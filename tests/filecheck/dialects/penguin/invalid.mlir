@@ -203,3 +203,15 @@ builtin.module {
   }
 }
 // CHECK: bn_stats of (128, 512) (partitions, free) writes (128, 6), not (128, 4)
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %s = penguin.alloc "s" : !penguin.tensor<sbuf, 2x1xi32>
+    penguin.set_rng_seed src_seeds %s[0 : [1, 2], [1, 1]]
+    penguin.return
+  }
+}
+// CHECK: set_rng_seed reads one 32-bit seed: src_seeds must be [1, 1], got (2, 1) (partitions, free)

@@ -37,6 +37,14 @@
 // CHECK: penguin.loop_begin {cond_reg = 2 : i64}
 // CHECK: penguin.register_store dst %out[0 : [1, 1], [1, 1]] {src_reg = 1 : i64}
 // CHECK: penguin.loop_end {cond_reg = 2 : i64}
+// CHECK: penguin.set_rng_seed src_seeds %seed[0 : [1, 1], [1, 1]]
+// CHECK: penguin.rng dst %r[0 : [24, 128], [1, 24]] {engine = "vector"}
+// CHECK: penguin.rng dst %r[0 : [24, 128], [1, 6]] {engine = "gpsimd"}
+// CHECK: penguin.rand_get_state dst %r[0 : [24, 128], [1, 24]] {engine = "vector"}
+// CHECK: penguin.rand_set_state src_seeds %r[0 : [24, 128], [1, 6]] {engine = "gpsimd"}
+// CHECK: penguin.rand2 dst %x[0 : [512, 128], [1, 512]], min %m[0 : [1, 128], [1, 1]] {max = 2.000000e+00 : f32}
+// CHECK: penguin.dropout dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]] {prob = 2.500000e-01 : f32}
+// CHECK: penguin.dropout dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], prob %m[0 : [1, 128], [1, 1]]
 // CHECK: penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
 // CHECK: penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.40282347e+38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.return %out : !penguin.tensor<shared_hbm, 256x512xf32>
@@ -55,6 +63,8 @@ builtin.module {
     %s = penguin.alloc "s" : !penguin.tensor<sbuf, 128x1xf32>
     %st = penguin.alloc "st" : !penguin.tensor<sbuf, 128x6xf32>
     %mv = penguin.alloc "mv" : !penguin.tensor<sbuf, 128x2xf32>
+    %seed = penguin.alloc "seed" : !penguin.tensor<sbuf, 1x1xi32>
+    %r = penguin.alloc "r" : !penguin.tensor<sbuf, 128x24xui32>
     penguin.loop "affine" 0 to 2 step 1 {
       %x = penguin.alloc "x" {address = array<i64: 0, 1024>} : !penguin.tensor<sbuf, 128x512xf32>
       %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
@@ -87,6 +97,14 @@ builtin.module {
       penguin.loop_begin {cond_reg = 2 : i64}
       penguin.register_store dst %out[0 : [1, 1], [1, 1]] {src_reg = 1 : i64}
       penguin.loop_end {cond_reg = 2 : i64}
+      penguin.set_rng_seed src_seeds %seed[0 : [1, 1], [1, 1]]
+      penguin.rng dst %r[0 : [24, 128], [1, 24]] {engine = "vector"}
+      penguin.rng dst %r[0 : [24, 128], [1, 6]] {engine = "gpsimd"}
+      penguin.rand_get_state dst %r[0 : [24, 128], [1, 24]] {engine = "vector"}
+      penguin.rand_set_state src_seeds %r[0 : [24, 128], [1, 6]] {engine = "gpsimd"}
+      penguin.rand2 dst %x[0 : [512, 128], [1, 512]], min %m[0 : [1, 128], [1, 1]] {max = 2.000000e+00 : f32}
+      penguin.dropout dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]] {prob = 2.500000e-01 : f32}
+      penguin.dropout dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], prob %m[0 : [1, 128], [1, 1]]
       penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
       penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.4028235e38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
     }
