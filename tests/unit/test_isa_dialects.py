@@ -112,6 +112,12 @@ PROGRAM: dict[str, list[str]] = {
         f"{{id = 39 : i64, on_false = -1.000000e+00 : f32, reduce_cmd = \"reduce\", reduce_op = \"maximum\"}}",
         f"isa_dve.tensor_scalar_cumulative dst {_sb(0x800)}, src {_sb(0)}, imm0 {_sb(0x3000, ap=COL)}, "
         f"imm1 {_sb(0x3004, ap=COL)} {{id = 40 : i64, op0 = \"multiply\", op1 = \"add\", reduce_cmd = \"load_reduce\"}}",
+        f"isa_dve.max8 dst {_sb(0x3000, ap='[0 : [1, 128], [1, 8]]')}, src {_sb(0)} {{id = 42 : i64}}",
+        f"isa_dve.find_index8 dst {_sb(0x3100, 'uint16', '[0 : [1, 128], [1, 8]]')}, "
+        f"src {_sb(0, ap='[0 : [1, 128], [4, 128], [1, 4]]')}, vals {_sb(0x3000, ap='[0 : [1, 128], [1, 8]]')} "
+        "{id = 43 : i64}",
+        f"isa_dve.match_replace8 dst {_sb(0)}, src {_sb(0)}, vals {_sb(0x3000, ap='[0 : [1, 128], [1, 8]]')}, "
+        f"dst_idx {_sb(0x3200, 'uint32', '[0 : [1, 128], [1, 8]]')} {{id = 44 : i64, imm = -1.000000e+00 : f32}}",
         "isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}",
     ],
     "pool": [
@@ -131,6 +137,11 @@ PROGRAM: dict[str, list[str]] = {
         "{id = 31 : i64, op0 = \"multiply\", operand0 = 3.000000e+00 : f32, op1 = \"add\"}",
         f"isa_pool.tensor_partition_reduce dst {_sb(0x800, ap='[0 : [1, 1], [1, 512]]')}, src {_sb(0)} "
         f"{{id = 41 : i64, op = \"add\"}}",
+        f"isa_pool.nonzero_with_count dst {_sb(0x4000, 'int32', '[0 : [1, 128], [1, 513]]')}, src {_sb(0)} "
+        "{id = 45 : i64, index_offset = 512 : i64, padding_val = 0 : i64}",
+        f"isa_pool.topk dst {_sb(0x5000, 'bfloat16', '[0 : [1, 128], [1, 64]]')}, "
+        f"idx_dst {_sb(0x5100, 'uint32', '[0 : [1, 128], [1, 64]]')}, src {_sb(0x6000, 'bfloat16', '[0 : [1, 128], [1, 256]]')} "
+        "{id = 46 : i64, n = 4000 : i64}",
         "isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}",
     ],
 }
@@ -177,7 +188,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 39
+    assert len(ISA_OPS) == len(declared) == 44
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:

@@ -45,6 +45,9 @@
 // CHECK-NEXT: isa_dve.exponential dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 38 : i64, max_value = 2.000000e+00 : f32, reduce_cmd = "reset_reduce"}
 // CHECK-NEXT: isa_dve.select_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], predicate sbuf(p0, 0x2000, uint8)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], on_false sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 39 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum", reverse_pred = true}
 // CHECK-NEXT: isa_dve.tensor_scalar_cumulative dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 40 : i64, op0 = "add", op1 = "maximum", imm0 = 1.000000e+00 : f32, reduce_cmd = "reset_reduce"}
+// CHECK-NEXT: isa_dve.max8 dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 42 : i64}
+// CHECK-NEXT: isa_dve.find_index8 dst sbuf(p0, 0x3100, uint16)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [4, 128], [1, 4]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]] {id = 43 : i64}
+// CHECK-NEXT: isa_dve.match_replace8 dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], dst_idx sbuf(p0, 0x3200, uint32)[0 : [1, 128], [1, 8]] {id = 44 : i64, imm = -1.000000e+00 : f32}
 // CHECK-NEXT: isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
@@ -57,6 +60,8 @@
 // CHECK-NEXT: isa_pool.affine_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = 30 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f32}
 // CHECK-NEXT: isa_pool.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 31 : i64, op0 = "multiply", operand0 = 3.000000e+00 : f32, op1 = "add"}
 // CHECK-NEXT: isa_pool.tensor_partition_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 1], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 41 : i64, op = "maximum"}
+// CHECK-NEXT: isa_pool.nonzero_with_count dst sbuf(p0, 0x4000, int32)[0 : [1, 128], [1, 513]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 45 : i64, index_offset = 512 : i64}
+// CHECK-NEXT: isa_pool.topk dst sbuf(p0, 0x5000, bfloat16)[0 : [1, 128], [1, 64]], idx_dst sbuf(p0, 0x5100, uint32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x6000, bfloat16)[0 : [1, 128], [1, 256]] {id = 46 : i64, n = 4000 : i64}
 // CHECK-NEXT: isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: }
@@ -105,6 +110,9 @@ builtin.module {
       isa_dve.exponential dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 38 : i64, max_value = 2.000000e+00 : f32, reduce_cmd = "reset_reduce"}
       isa_dve.select_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], predicate sbuf(p0, 0x2000, uint8)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], on_false sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 39 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum", reverse_pred = true}
       isa_dve.tensor_scalar_cumulative dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 40 : i64, op0 = "add", op1 = "maximum", imm0 = 1.000000e+00 : f32, reduce_cmd = "reset_reduce"}
+      isa_dve.max8 dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 42 : i64}
+      isa_dve.find_index8 dst sbuf(p0, 0x3100, uint16)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [4, 128], [1, 4]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]] {id = 43 : i64}
+      isa_dve.match_replace8 dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], dst_idx sbuf(p0, 0x3200, uint32)[0 : [1, 128], [1, 8]] {id = 44 : i64, imm = -1.000000e+00 : f32}
       isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
     }
     isa.stream "pool" {
@@ -117,6 +125,8 @@ builtin.module {
       isa_pool.affine_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = 30 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f32}
       isa_pool.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 31 : i64, op0 = "multiply", operand0 = 3.000000e+00 : f32, op1 = "add"}
       isa_pool.tensor_partition_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 1], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 41 : i64, op = "maximum"}
+      isa_pool.nonzero_with_count dst sbuf(p0, 0x4000, int32)[0 : [1, 128], [1, 513]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 45 : i64, index_offset = 512 : i64}
+      isa_pool.topk dst sbuf(p0, 0x5000, bfloat16)[0 : [1, 128], [1, 64]], idx_dst sbuf(p0, 0x5100, uint32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x6000, bfloat16)[0 : [1, 128], [1, 256]] {id = 46 : i64, n = 4000 : i64}
       isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
     }
   }
