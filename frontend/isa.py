@@ -867,7 +867,7 @@ def _dtype_in(op: str, role: str, t: NkiTensor, *dtypes: str) -> None:
 
 
 def _eight_per_partition(op: str, role: str, t: NkiTensor, data: NkiTensor) -> None:
-    """A ``[par_dim, 8]`` tile (2-D for outputs, up to 3-D for vals), with ``data``'s partitions."""
+    """Eight elements on each of ``data``'s partitions (a ``[par_dim, 8]`` tile or a view of that size)."""
     if t.partitions != data.partitions or t.free_size != 8:
         raise NkiError(f"{op}: '{role}' must hold 8 elements on each of {data.partitions} partitions, got {t.shape}")
 

@@ -485,7 +485,8 @@ declare(
     ),
     OpSpec("NONZERO_WITH_COUNT", 0x23, ("pool",), ("dst", "src"),
            "nonzero indices, padding and count on the first partition of each 16-partition group",
-           required=("dst", "src"), imms=(Imm("index_offset", "i32", default=0), Imm("padding_val", "i32", default=-1))),
+           required=("dst", "src"),
+           imms=(Imm("index_offset", "i32", default=0), Imm("padding_val", "i32", default=-1))),
 )
 declare(
     InstrSpec(
@@ -493,7 +494,8 @@ declare(
         (Role("val_dst", write=True, memories=("sbuf",), slot="dst"),
          Role("idx_dst", write=True, memories=("sbuf",)), Role("src", memories=("sbuf",))), ("pool",),
         "per 16-partition group: the k largest of the n-element snake src[j % 16, j // 16], ascending, written in "
-        "the same snake layout to val_dst with their snake indices in idx_dst", fields=(Field("n", "int", required=True),),
+        "the same snake layout to val_dst with their snake indices in idx_dst",
+        fields=(Field("n", "int", required=True),),
         dims_rule=_topk_dims,
     ),
     OpSpec("TOPK", 0x24, ("pool",), ("dst", "idx_dst", "src"),

@@ -140,7 +140,8 @@ PROGRAM: dict[str, list[str]] = {
         f"isa_pool.nonzero_with_count dst {_sb(0x4000, 'int32', '[0 : [1, 128], [1, 513]]')}, src {_sb(0)} "
         "{id = 45 : i64, index_offset = 512 : i64, padding_val = 0 : i64}",
         f"isa_pool.topk dst {_sb(0x5000, 'bfloat16', '[0 : [1, 128], [1, 64]]')}, "
-        f"idx_dst {_sb(0x5100, 'uint32', '[0 : [1, 128], [1, 64]]')}, src {_sb(0x6000, 'bfloat16', '[0 : [1, 128], [1, 256]]')} "
+        f"idx_dst {_sb(0x5100, 'uint32', '[0 : [1, 128], [1, 64]]')}, "
+        f"src {_sb(0x6000, 'bfloat16', '[0 : [1, 128], [1, 256]]')} "
         "{id = 46 : i64, n = 4000 : i64}",
         "isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}",
     ],
