@@ -231,3 +231,34 @@ def activation(func: str, x: Array) -> Array:
         raise SimulationError(f"unsupported activation function '{func}'")
     with np.errstate(all="ignore"):
         return ACT_FUNCS_IMPL[func](np.asarray(x, np.float64)).astype(np.float32)
+
+
+# -- ranking and matching (max8, nc_find_index8, nc_match_replace8, topk) -----------------------------------------
+def descending_order(values: Array) -> Array:
+    """Indices that order ``values`` along the last axis from largest to smallest.
+
+    NaN ranks above every number (a choice: the hardware rule is unpublished) and equal values keep their index
+    order, so among ties the lowest index comes first."""
+    v = np.asarray(values, np.float64)
+    nan = np.isnan(v)
+    return np.lexsort((np.where(nan, 0.0, -v), ~nan))
+
+
+def claimed_matches(data: Array, vals: Array, reverse: bool) -> tuple[Array, Array]:
+    """Where each of the 8 ``vals[p, i]`` is matched in ``data[p]`` (fp32 equality).
+
+    Slots are served in order ``i = 0 .. 7`` (``reverse``: ``7 .. 0``) and each takes the first match not taken by an
+    earlier-served slot of the same value, so the k-th duplicate of a value gets its k-th match. Returns the free
+    indices (int64) and a found mask; NaN matches nothing."""
+    same = vals[:, :, None] == vals[:, None, :]
+    slot = np.arange(vals.shape[1])
+    earlier = slot[None, :] > slot[:, None] if reverse else slot[None, :] < slot[:, None]
+    rank = (same & earlier[None]).sum(axis=2)  # duplicates served before this slot
+    index = np.zeros(vals.shape, np.int64)
+    found = np.zeros(vals.shape, bool)
+    for i in range(vals.shape[1]):
+        eq = data == vals[:, i : i + 1]
+        hit = eq & (np.cumsum(eq, axis=1, dtype=np.int32) == rank[:, i : i + 1] + 1)
+        found[:, i] = hit.any(axis=1)
+        index[:, i] = hit.argmax(axis=1)
+    return index, found

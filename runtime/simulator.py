@@ -23,7 +23,7 @@ from nkic.runtime import semantics as sem
 from nkic.runtime.errors import SimulationDeadlock, SimulationError
 from nkic.runtime.neff import Neff, Variable, read_neff
 from nkic.target.costs import dma_ns, instr_ns
-from nkic.target.instructions import NUM_REGISTERS
+from nkic.target.instructions import GPSIMD_GROUP, NUM_REGISTERS
 from nkic.target.isa import Instr, Operand, bits_f32, bits_i32, per_opcode
 from nkic.target.machine import (
     ENGINE_NAMES,
@@ -829,6 +829,95 @@ def _exec_rand_set_state(core: _Core, ins: Instr) -> None:
 def _exec_rand_get_state(core: _Core, ins: Instr) -> None:
     dst, state = _state_view(core, ins, "dst")
     dst.store_raw(state[dst.partitions])
+def _all_ones(dtype: np.dtype) -> int:
+    """The not-found sentinel of an index dtype: every bit set."""
+    return int(np.iinfo(dtype).max) if dtype.kind == "u" else -1
+
+
+@execute("MAX8")
+def _exec_max8(core: _Core, ins: Instr) -> None:
+    """The 8 largest fp32 values of each partition, descending (``descending_order``: NaN first, ties kept)."""
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    if (dst.nparts, dst.free) != (src.nparts, 8) or src.free < 8:
+        raise SimulationError(f"MAX8 of {src.nparts}x{src.free} into {dst.nparts}x{dst.free}")
+    values = src.f32()
+    dst.store(np.take_along_axis(values, sem.descending_order(values)[:, :8], axis=1))
+
+
+def _index8(core: _Core, ins: Instr, data: _View, slot: str, reverse: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Match the 8 values of ``vals`` in ``data`` and write their indices (all-ones where absent) to ``slot``."""
+    vals = _view(core, ins, "vals")
+    if vals.nparts != data.nparts or vals.free != 8:
+        raise SimulationError(f"vals must be {data.nparts}x8, got {vals.nparts}x{vals.free}")
+    index, found = sem.claimed_matches(data.f32(), vals.f32(), reverse)
+    if ins.operand(slot) is not None:
+        out = _view(core, ins, slot)
+        if (out.nparts, out.free) != (data.nparts, 8):
+            raise SimulationError(f"{slot} must be {data.nparts}x8, got {out.nparts}x{out.free}")
+        out.store(np.where(found, index, _all_ones(out.dtype)))
+    return index, found
+
+
+@execute("FIND_INDEX8")
+def _exec_find_index8(core: _Core, ins: Instr) -> None:
+    _index8(core, ins, _view(core, ins, "src"), "dst", reverse=False)
+
+
+@execute("MATCH_REPLACE8")
+def _exec_match_replace8(core: _Core, ins: Instr) -> None:
+    """``vals`` served from slot 7 down to 0; the matched elements become ``imm``, the rest pass through fp32."""
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    _same_shape(dst, src)
+    values = src.f32()  # read before dst is written: dst may be src itself
+    index, found = _index8(core, ins, src, "dst_idx", reverse=True)
+    rows = np.broadcast_to(np.arange(src.nparts)[:, None], index.shape)
+    values[rows[found], index[found]] = np.float32(_value(ins, "imm"))
+    dst.store(values)
+
+
+def _group_rows(view: _View, what: str) -> None:
+    """GpSimd core c owns partitions 16c .. 16c + 15: an operand worked on per core starts at a core boundary."""
+    if view.op.start_partition % GPSIMD_GROUP:
+        raise SimulationError(f"{what} starts at partition {view.op.start_partition}, not on a GpSimd core boundary")
+
+
+@execute("NONZERO_WITH_COUNT")
+def _exec_nonzero_with_count(core: _Core, ins: Instr) -> None:
+    """Only the first partition of each 16-partition GpSimd core is read and written; other rows keep their bits."""
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    if (dst.nparts, dst.free) != (src.nparts, src.free + 1):
+        raise SimulationError(f"NONZERO_WITH_COUNT of {src.nparts}x{src.free} into {dst.nparts}x{dst.free}")
+    offset, padding = int(_value(ins, "index_offset")), int(_value(ins, "padding_val"))
+    values, out = src.raw(), dst.raw().copy()
+    for row in range(-src.op.start_partition % GPSIMD_GROUP, src.nparts, GPSIMD_GROUP):
+        hits = np.flatnonzero(values[row] != 0)
+        line = np.full(dst.free, padding, np.int64)
+        line[: len(hits)] = hits + offset
+        line[-1] = len(hits)
+        out[row] = line.astype(np.int32)  # int32 arithmetic wraps like the hardware's
+    dst.store_raw(out)
+
+
+@execute("TOPK")
+def _exec_topk(core: _Core, ins: Instr) -> None:
+    """Per 16-partition group: the k largest of its n-element snake, ascending, written back as a snake."""
+    vals, idx, src = _view(core, ins, "dst"), _view(core, ins, "idx_dst"), _view(core, ins, "src")
+    n, k = int(_value(ins, "n")), vals.free
+    if (idx.nparts, idx.free) != (vals.nparts, k) or src.nparts != vals.nparts or src.nparts % GPSIMD_GROUP:
+        raise SimulationError(f"TOPK of {src.nparts}x{src.free} into {vals.nparts}x{k} and {idx.nparts}x{idx.free}")
+    if not 1 <= k <= n or src.free * GPSIMD_GROUP < n:
+        raise SimulationError(f"TOPK: n = {n} elements, k = {k}, src {src.nparts}x{src.free}")
+    for view, what in ((vals, "val_dst"), (idx, "idx_dst"), (src, "src")):
+        _group_rows(view, what)
+    data, out_vals, out_idx = src.f32(), vals.raw().copy(), idx.raw().copy()
+    j = np.arange(k)
+    for g in range(0, src.nparts, GPSIMD_GROUP):
+        snake = data[g : g + GPSIMD_GROUP].T.reshape(-1)[:n]  # element j at partition j % 16, column j // 16
+        chosen = sem.descending_order(snake)[:k][::-1]  # the k largest, ascending
+        out_vals[g + j % GPSIMD_GROUP, j // GPSIMD_GROUP] = sem.cast(snake[chosen], vals.op.dtype)
+        out_idx[g + j % GPSIMD_GROUP, j // GPSIMD_GROUP] = chosen
+    vals.store_raw(out_vals)
+    idx.store_raw(out_idx)
 
 
 @execute("SCALAR_TENSOR_TENSOR")

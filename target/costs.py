@@ -193,6 +193,25 @@ def _partition_reduce(ins: Instr, t: Target) -> int:
     return 150 + _free(src) + (src.num_partitions if src is not None else 1)
 
 
+@cost("MAX8", "FIND_INDEX8", "MATCH_REPLACE8")
+def _top8(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): one VectorE pass over the searched operand, ``max(64, N)``."""
+    return max(MIN_II, _free(ins.operand("src")))
+
+
+@cost("NONZERO_WITH_COUNT")
+def _nonzero_with_count(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): a GpSimd pass like iota, ``150 + N`` over the source row (the 8 cores work in
+    parallel, one row each)."""
+    return 150 + _free(ins.operand("src"))
+
+
+@cost("TOPK")
+def _topk(ins: Instr, t: Target) -> int:
+    """``4n + K`` (published; the 8 GpSimd cores each run one 16-partition group in parallel)."""
+    return 4 * ins.imm("n") + _free(ins.operand("dst"))
+
+
 @cost("IOTA", "AFFINE_SELECT")
 def _pattern_ops(ins: Instr, t: Target) -> int:
     """``150 + N`` (GpSimd)."""

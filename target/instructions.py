@@ -534,3 +534,116 @@ declare(
     OpSpec("RAND_GET_STATE", 0x2D, _RNG_ENGINES, ("dst",), "store the PRNG state of each lane",
            required=("dst",)),
 )
+
+
+# -- the top-k family: max8 / nc_find_index8 / nc_match_replace8 (VectorE), nonzero_with_count / topk (GpSimd) ------
+TOP8 = 8  # max8 and the *8 matchers work on 8 values per partition
+TOP8_MIN_ELEMS, TOP8_MAX_ELEMS = 8, 16384  # elements per partition max8 / nc_find_index8 read
+GPSIMD_GROUP = 16  # partitions per GpSimd core: nonzero_with_count and topk work per group of 16
+TOPK_MAX_N, TOPK_MAX_K = 65536, 32768  # topk: 8 <= n < 65536, 1 <= k < 32768
+
+
+def _top8_count(what: str, dims: tuple[int, int], lo: int = TOP8_MIN_ELEMS) -> str | None:
+    if not lo <= dims[1] <= TOP8_MAX_ELEMS:
+        return f"{what} has {dims[1]} elements per partition, not between {lo} and {TOP8_MAX_ELEMS}"
+    return None
+
+
+def _max8_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    if d["dst"] != (d["src"][0], TOP8):
+        return f"max8 of {d['src']} (partitions, free) writes {(d['src'][0], TOP8)}, not {d['dst']}"
+    return _top8_count("max8's src", d["src"])
+
+
+def _find_index8_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    want = (d["data"][0], TOP8)
+    for role in ("dst", "vals"):
+        if d[role] != want:
+            return f"nc_find_index8 over {d['data']} (partitions, free) needs {role} {want}, not {d[role]}"
+    return _top8_count("nc_find_index8's data", d["data"])
+
+
+def _match_replace8_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    want = (d["data"][0], TOP8)
+    for role in ("vals", "dst_idx"):
+        if role in d and d[role] != want:
+            return f"nc_match_replace8 over {d['data']} (partitions, free) needs {role} {want}, not {d[role]}"
+    return _top8_count("nc_match_replace8's data", d["data"], lo=1)
+
+
+def _nonzero_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    (p, f), dst = d["src"], d["dst"]
+    if dst != (p, f + 1):
+        return f"nonzero_with_count of {(p, f)} (partitions, free) writes {(p, f + 1)} (count last), not {dst}"
+    return None
+
+
+def _topk_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    (p, _), val, idx = d["src"], d["val_dst"], d["idx_dst"]
+    if p % GPSIMD_GROUP:
+        return f"topk works on groups of {GPSIMD_GROUP} partitions, src has {p}"
+    if val != idx or val[0] != p:
+        return f"topk of {d['src']} (partitions, free) needs val_dst and idx_dst of ({p}, k), not {val} and {idx}"
+    if not 1 <= val[1] < TOPK_MAX_K:
+        return f"topk needs 1 <= k < {TOPK_MAX_K}, got k = {val[1]}"
+    return None
+
+
+declare(
+    InstrSpec(
+        "max8", "MAX8", (_DST, Role("src")), ("dve",),
+        "dst[p, :8] = the 8 largest values of src[p] in descending order (fp32 compares, duplicates kept)",
+        dims_rule=_max8_dims,
+    ),
+    OpSpec("MAX8", 0x20, ("dve",), ("dst", "src"), "the 8 largest values per partition, descending",
+           required=("dst", "src")),
+)
+declare(
+    InstrSpec(
+        "find_index8", "FIND_INDEX8", (_DST, Role("data", slot="src"), Role("vals")), ("dve",),
+        "dst[p, i] = the free index of vals[p, i] in data[p] (the k-th match for its k-th duplicate in vals), "
+        "all-ones when absent", nki_name="nc_find_index8", dims_rule=_find_index8_dims,
+    ),
+    OpSpec("FIND_INDEX8", 0x21, ("dve",), ("dst", "src", "vals"), "indices of 8 values per partition",
+           required=("dst", "src", "vals")),
+)
+declare(
+    InstrSpec(
+        "match_replace8", "MATCH_REPLACE8",
+        (_DST, Role("data", slot="src"), Role("vals"), Role("dst_idx", write=True, required=False)), ("dve",),
+        "dst = data with the first unclaimed match of each vals[p, i] (i = 7 .. 0) replaced by imm; dst_idx[p, i] "
+        "= its free index, all-ones when absent", fields=(Field("imm", "f32", required=True),),
+        elementwise=("data",), nki_name="nc_match_replace8", dims_rule=_match_replace8_dims,
+    ),
+    OpSpec("MATCH_REPLACE8", 0x22, ("dve",), ("dst", "src", "vals", "dst_idx"),
+           "replace the matches of 8 values per partition by imm, recording their indices",
+           required=("dst", "src", "vals"), imms=(Imm("imm", "f32"),), writes=("dst", "dst_idx"),
+           same_shape=("src",)),
+)
+declare(
+    InstrSpec(
+        "nonzero_with_count", "NONZERO_WITH_COUNT",
+        (Role("dst", write=True, memories=("sbuf",)), Role("src", memories=("sbuf",))), ("pool",),
+        "on partitions 0, 16, ..., 112: dst[p] = (indices of src[p]'s nonzeros + index_offset, padding_val..., "
+        "count)", fields=(Field("index_offset", "int"), Field("padding_val", "int")),
+        dims_rule=_nonzero_dims, since=3,
+    ),
+    OpSpec("NONZERO_WITH_COUNT", 0x23, ("pool",), ("dst", "src"),
+           "nonzero indices, padding and count on the first partition of each 16-partition group",
+           required=("dst", "src"),
+           imms=(Imm("index_offset", "i32", default=0), Imm("padding_val", "i32", default=-1))),
+)
+declare(
+    InstrSpec(
+        "topk", "TOPK",
+        (Role("val_dst", write=True, memories=("sbuf",), slot="dst"),
+         Role("idx_dst", write=True, memories=("sbuf",)), Role("src", memories=("sbuf",))), ("pool",),
+        "per 16-partition group: the k largest of the n-element snake src[j % 16, j // 16], ascending, written in "
+        "the same snake layout to val_dst with their snake indices in idx_dst",
+        fields=(Field("n", "int", required=True),),
+        dims_rule=_topk_dims,
+    ),
+    OpSpec("TOPK", 0x24, ("pool",), ("dst", "idx_dst", "src"),
+           "top-k of the n-element 16-partition snake of each group, ascending, in snake layout",
+           required=("dst", "idx_dst", "src"), imms=(Imm("n", "u32"),), writes=("dst", "idx_dst")),
+)

@@ -118,6 +118,12 @@ PROGRAM: dict[str, list[str]] = {
         f"isa_dve.dropout dst {_sb(0x800)}, src {_sb(0)}, prob {_sb(0x3000, ap=COL)} {{id = 45 : i64}}",
         f"isa_dve.rand_set_state src {_sb(0x3400, 'uint32', '[0 : [1, 128], [1, 24]]')} {{id = 46 : i64}}",
         f"isa_dve.rand_get_state dst {_ps(0, 'uint32', '[0 : [1, 128], [1, 24]]')} {{id = 47 : i64}}",
+        f"isa_dve.max8 dst {_sb(0x3000, ap='[0 : [1, 128], [1, 8]]')}, src {_sb(0)} {{id = 51 : i64}}",
+        f"isa_dve.find_index8 dst {_sb(0x3100, 'uint16', '[0 : [1, 128], [1, 8]]')}, "
+        f"src {_sb(0, ap='[0 : [1, 128], [4, 128], [1, 4]]')}, vals {_sb(0x3000, ap='[0 : [1, 128], [1, 8]]')} "
+        "{id = 52 : i64}",
+        f"isa_dve.match_replace8 dst {_sb(0)}, src {_sb(0)}, vals {_sb(0x3000, ap='[0 : [1, 128], [1, 8]]')}, "
+        f"dst_idx {_sb(0x3200, 'uint32', '[0 : [1, 128], [1, 8]]')} {{id = 53 : i64, imm = -1.000000e+00 : f32}}",
         "isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}",
     ],
     "pool": [
@@ -140,6 +146,12 @@ PROGRAM: dict[str, list[str]] = {
         f"isa_pool.rng dst {_sb(0x3300, 'int8', '[0 : [1, 128], [1, 64]]')} {{id = 48 : i64}}",
         f"isa_pool.rand_set_state src {_sb(0x3400, 'uint32', '[0 : [1, 128], [1, 6]]')} {{id = 49 : i64}}",
         f"isa_pool.rand_get_state dst {_sb(0x3400, 'uint32', '[0 : [1, 128], [1, 6]]')} {{id = 50 : i64}}",
+        f"isa_pool.nonzero_with_count dst {_sb(0x4000, 'int32', '[0 : [1, 128], [1, 513]]')}, src {_sb(0)} "
+        "{id = 54 : i64, index_offset = 512 : i64, padding_val = 0 : i64}",
+        f"isa_pool.topk dst {_sb(0x5000, 'bfloat16', '[0 : [1, 128], [1, 64]]')}, "
+        f"idx_dst {_sb(0x5100, 'uint32', '[0 : [1, 128], [1, 64]]')}, "
+        f"src {_sb(0x6000, 'bfloat16', '[0 : [1, 128], [1, 256]]')} "
+        "{id = 55 : i64, n = 4000 : i64}",
         "isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}",
     ],
 }
@@ -196,7 +208,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 73
+    assert len(ISA_OPS) == len(declared) == 78
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:

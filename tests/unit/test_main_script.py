@@ -29,7 +29,7 @@ def test_nki_error_is_one_line_with_the_kernel_location(tmp_path: Path) -> None:
     r = python_m_nkic(str(SCRIPTS / "nisa_error.py"), cwd=tmp_path)
     assert r.returncode == 1
     assert r.stderr.strip().splitlines() == [
-        f"{SCRIPTS / 'nisa_error.py'}:13: error: nki.isa.nc_find_index8 is not supported by nkic. nkic implements a subset "
+        f"{SCRIPTS / 'nisa_error.py'}:13: error: nki.isa.sendrecv is not supported by nkic. nkic implements a subset "
         "of the NKI API; see the README for what is supported"
     ]
 

@@ -10,7 +10,7 @@ import nki.language as nl
 @nki.jit
 def broken(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    nisa.nc_find_index8(dst=out, data=a, vals=a)  # line 13: not implemented by nkic
+    nisa.sendrecv(dst=out, src=a)  # line 13: not implemented by nkic
     return out
 
 

@@ -287,3 +287,25 @@ builtin.module {
   }
 }
 // CHECK: 'prob' must be a (128, 1) tile, got (128, 2)
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.max8 dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 4]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: max8 of (128, 512) (partitions, free) writes (128, 8), not (128, 4)
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pool" {
+      isa_pool.topk dst sbuf(p0, 0x5000, bfloat16)[0 : [1, 128], [1, 64]], idx_dst sbuf(p0, 0x5100, uint32)[0 : [1, 128], [1, 32]], src sbuf(p0, 0x6000, bfloat16)[0 : [1, 128], [1, 256]] {id = 0 : i64, n = 4000 : i64}
+    }
+  }
+}
+// CHECK: topk of (128, 256) (partitions, free) needs val_dst and idx_dst of (128, k), not (128, 64) and (128, 32)

@@ -51,6 +51,9 @@
 // CHECK-NEXT: isa_dve.dropout dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 45 : i64, prob = 1.000000e-01 : f32}
 // CHECK-NEXT: isa_dve.rand_set_state src sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 24]] {id = 46 : i64}
 // CHECK-NEXT: isa_dve.rand_get_state dst psum(p0, 0x0, uint32)[0 : [1, 128], [1, 24]] {id = 47 : i64}
+// CHECK-NEXT: isa_dve.max8 dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 42 : i64}
+// CHECK-NEXT: isa_dve.find_index8 dst sbuf(p0, 0x3100, uint16)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [4, 128], [1, 4]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]] {id = 43 : i64}
+// CHECK-NEXT: isa_dve.match_replace8 dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], dst_idx sbuf(p0, 0x3200, uint32)[0 : [1, 128], [1, 8]] {id = 44 : i64, imm = -1.000000e+00 : f32}
 // CHECK-NEXT: isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
@@ -66,6 +69,8 @@
 // CHECK-NEXT: isa_pool.rng dst sbuf(p0, 0x3300, int8)[0 : [1, 128], [1, 64]] {id = 48 : i64}
 // CHECK-NEXT: isa_pool.rand_set_state src sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 6]] {id = 49 : i64}
 // CHECK-NEXT: isa_pool.rand_get_state dst sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 6]] {id = 50 : i64}
+// CHECK-NEXT: isa_pool.nonzero_with_count dst sbuf(p0, 0x4000, int32)[0 : [1, 128], [1, 513]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 45 : i64, index_offset = 512 : i64}
+// CHECK-NEXT: isa_pool.topk dst sbuf(p0, 0x5000, bfloat16)[0 : [1, 128], [1, 64]], idx_dst sbuf(p0, 0x5100, uint32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x6000, bfloat16)[0 : [1, 128], [1, 256]] {id = 46 : i64, n = 4000 : i64}
 // CHECK-NEXT: isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: }
@@ -120,6 +125,9 @@ builtin.module {
       isa_dve.dropout dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 45 : i64, prob = 1.000000e-01 : f32}
       isa_dve.rand_set_state src sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 24]] {id = 46 : i64}
       isa_dve.rand_get_state dst psum(p0, 0x0, uint32)[0 : [1, 128], [1, 24]] {id = 47 : i64}
+      isa_dve.max8 dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 42 : i64}
+      isa_dve.find_index8 dst sbuf(p0, 0x3100, uint16)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [4, 128], [1, 4]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]] {id = 43 : i64}
+      isa_dve.match_replace8 dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], dst_idx sbuf(p0, 0x3200, uint32)[0 : [1, 128], [1, 8]] {id = 44 : i64, imm = -1.000000e+00 : f32}
       isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
     }
     isa.stream "pool" {
@@ -135,6 +143,8 @@ builtin.module {
       isa_pool.rng dst sbuf(p0, 0x3300, int8)[0 : [1, 128], [1, 64]] {id = 48 : i64}
       isa_pool.rand_set_state src sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 6]] {id = 49 : i64}
       isa_pool.rand_get_state dst sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 6]] {id = 50 : i64}
+      isa_pool.nonzero_with_count dst sbuf(p0, 0x4000, int32)[0 : [1, 128], [1, 513]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 45 : i64, index_offset = 512 : i64}
+      isa_pool.topk dst sbuf(p0, 0x5000, bfloat16)[0 : [1, 128], [1, 64]], idx_dst sbuf(p0, 0x5100, uint32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x6000, bfloat16)[0 : [1, 128], [1, 256]] {id = 46 : i64, n = 4000 : i64}
       isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
     }
   }

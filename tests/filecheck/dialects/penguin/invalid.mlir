@@ -215,3 +215,68 @@ builtin.module {
   }
 }
 // CHECK: set_rng_seed reads one 32-bit seed: src_seeds must be [1, 1], got (2, 1) (partitions, free)
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x4xf32>
+    %e = penguin.alloc "e" : !penguin.tensor<sbuf, 128x8xf32>
+    penguin.max8 dst %e[0 : [8, 128], [1, 8]], src %x[0 : [4, 128], [1, 4]]
+    penguin.return
+  }
+}
+// CHECK: max8's src has 4 elements per partition, not between 8 and 16384
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x512xf32>
+    %e = penguin.alloc "e" : !penguin.tensor<sbuf, 128x8xf32>
+    penguin.find_index8 dst %e[0 : [8, 128], [1, 8]], data %x[0 : [512, 128], [1, 512]], vals %x[0 : [512, 128], [1, 4]]
+    penguin.return
+  }
+}
+// CHECK: nc_find_index8 over (128, 512) (partitions, free) needs vals (128, 8), not (128, 4)
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x512xf32>
+    %e = penguin.alloc "e" : !penguin.tensor<sbuf, 128x8xf32>
+    penguin.match_replace8 dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], vals %e[0 : [8, 128], [1, 8]], dst_idx %e[0 : [8, 64], [1, 8]] {imm = 0.0 : f32}
+    penguin.return
+  }
+}
+// CHECK: nc_match_replace8 over (128, 512) (partitions, free) needs dst_idx (128, 8), not (64, 8)
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x512xf32>
+    %n = penguin.alloc "n" : !penguin.tensor<sbuf, 128x512xi32>
+    penguin.nonzero_with_count dst %n[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]]
+    penguin.return
+  }
+}
+// CHECK: nonzero_with_count of (128, 512) (partitions, free) writes (128, 513) (count last), not (128, 512)
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %t = penguin.alloc "t" : !penguin.tensor<sbuf, 128x40xbf16>
+    %i = penguin.alloc "i" : !penguin.tensor<sbuf, 128x40xui32>
+    penguin.topk val_dst %t[0 : [40, 24], [1, 8]], idx_dst %i[0 : [40, 24], [1, 8]], src %t[0 : [40, 24], [1, 40]] {n = 600 : i64}
+    penguin.return
+  }
+}
+// CHECK: topk works on groups of 16 partitions, src has 24

@@ -45,6 +45,11 @@
 // CHECK: penguin.rand2 dst %x[0 : [512, 128], [1, 512]], min %m[0 : [1, 128], [1, 1]] {max = 2.000000e+00 : f32}
 // CHECK: penguin.dropout dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]] {prob = 2.500000e-01 : f32}
 // CHECK: penguin.dropout dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], prob %m[0 : [1, 128], [1, 1]]
+// CHECK: penguin.max8 dst %e8[0 : [8, 128], [1, 8]], src %x[0 : [512, 128], [1, 512]]
+// CHECK: penguin.find_index8 dst %i8[0 : [8, 128], [1, 8]], data %x[0 : [512, 128], [1, 512]], vals %e8[0 : [8, 128], [1, 8]]
+// CHECK: penguin.match_replace8 dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], vals %e8[0 : [8, 128], [1, 8]], dst_idx %i8[0 : [8, 128], [1, 8]] {imm = -3.40282347e+38 : f32}
+// CHECK: penguin.nonzero_with_count dst %nz[0 : [513, 128], [1, 513]], src %x[0 : [512, 128], [1, 512]] {index_offset = 16 : i64, padding_val = -1 : i64}
+// CHECK: penguin.topk val_dst %tv[0 : [40, 128], [1, 8]], idx_dst %ti[0 : [40, 128], [1, 8]], src %tv[0 : [40, 128], [1, 40]] {n = 630 : i64}
 // CHECK: penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
 // CHECK: penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.40282347e+38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.return %out : !penguin.tensor<shared_hbm, 256x512xf32>
@@ -65,6 +70,11 @@ builtin.module {
     %mv = penguin.alloc "mv" : !penguin.tensor<sbuf, 128x2xf32>
     %seed = penguin.alloc "seed" : !penguin.tensor<sbuf, 1x1xi32>
     %r = penguin.alloc "r" : !penguin.tensor<sbuf, 128x24xui32>
+    %e8 = penguin.alloc "e8" : !penguin.tensor<sbuf, 128x8xf32>
+    %i8 = penguin.alloc "i8" : !penguin.tensor<sbuf, 128x8xui32>
+    %nz = penguin.alloc "nz" : !penguin.tensor<sbuf, 128x513xi32>
+    %tv = penguin.alloc "tv" : !penguin.tensor<sbuf, 128x40xbf16>
+    %ti = penguin.alloc "ti" : !penguin.tensor<sbuf, 128x40xui32>
     penguin.loop "affine" 0 to 2 step 1 {
       %x = penguin.alloc "x" {address = array<i64: 0, 1024>} : !penguin.tensor<sbuf, 128x512xf32>
       %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
@@ -105,6 +115,11 @@ builtin.module {
       penguin.rand2 dst %x[0 : [512, 128], [1, 512]], min %m[0 : [1, 128], [1, 1]] {max = 2.000000e+00 : f32}
       penguin.dropout dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]] {prob = 2.500000e-01 : f32}
       penguin.dropout dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], prob %m[0 : [1, 128], [1, 1]]
+      penguin.max8 dst %e8[0 : [8, 128], [1, 8]], src %x[0 : [512, 128], [1, 512]]
+      penguin.find_index8 dst %i8[0 : [8, 128], [1, 8]], data %x[0 : [512, 128], [1, 512]], vals %e8[0 : [8, 128], [1, 8]]
+      penguin.match_replace8 dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], vals %e8[0 : [8, 128], [1, 8]], dst_idx %i8[0 : [8, 128], [1, 8]] {imm = -3.4028235e38 : f32}
+      penguin.nonzero_with_count dst %nz[0 : [513, 128], [1, 513]], src %x[0 : [512, 128], [1, 512]] {index_offset = 16 : i64, padding_val = -1 : i64}
+      penguin.topk val_dst %tv[0 : [40, 128], [1, 8]], idx_dst %ti[0 : [40, 128], [1, 8]], src %tv[0 : [40, 128], [1, 40]] {n = 630 : i64}
       penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
       penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.4028235e38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
     }
