@@ -12,6 +12,7 @@
 // CHECK-NEXT: isa_sp.dma_copy dst sbuf(p0, 0x4000, float32)[0 : [1, 64], [1, 32]], src hbm(var 0, 0x80, float32)[0 : [512, 32], [1, 64]] {id = 1 : i64, queue = 1 : i64, transpose = true, signal_sem = 9 : i64}
 // CHECK-NEXT: isa_sp.sem_wait {id = 2 : i64, wait_sem = 2 : i64, wait_value = 3 : i64}
 // CHECK-NEXT: isa_sp.dma_copy dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src sbuf(p0, 0x2000, float32)[0 : [1, 128], [1, 512]] {id = 3 : i64, queue = 2 : i64, signal_sem = 10 : i64}
+// CHECK-NEXT: isa_sp.dma_compute dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src0 hbm(var 0, 0x0, float32)[0 : [512, 128], [1, 512]], src1 sbuf(p0, 0x2000, float32)[0 : [1, 128], [1, 512]] {id = 42 : i64, queue = 3 : i64, reduce_op = "add", signal_sem = 11 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pe" {
 // CHECK-NEXT: isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
@@ -45,6 +46,7 @@
 // CHECK-NEXT: isa_dve.exponential dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 38 : i64, max_value = 2.000000e+00 : f32, reduce_cmd = "reset_reduce"}
 // CHECK-NEXT: isa_dve.select_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], predicate sbuf(p0, 0x2000, uint8)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], on_false sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 39 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum", reverse_pred = true}
 // CHECK-NEXT: isa_dve.tensor_scalar_cumulative dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 40 : i64, op0 = "add", op1 = "maximum", imm0 = 1.000000e+00 : f32, reduce_cmd = "reset_reduce"}
+// CHECK-NEXT: isa_dve.nc_stream_shuffle dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 32], [1, 512]] {id = 46 : i64, mask0 = 33619999 : i64, mask1 = 100992003 : i64, mask2 = 168364039 : i64, mask3 = 235736075 : i64, mask4 = 303108111 : i64, mask5 = 370480147 : i64, mask6 = 437852183 : i64, mask7 = 4280097819 : i64}
 // CHECK-NEXT: isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
@@ -57,6 +59,9 @@
 // CHECK-NEXT: isa_pool.affine_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = 30 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f32}
 // CHECK-NEXT: isa_pool.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 31 : i64, op0 = "multiply", operand0 = 3.000000e+00 : f32, op1 = "add"}
 // CHECK-NEXT: isa_pool.tensor_partition_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 1], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 41 : i64, op = "maximum"}
+// CHECK-NEXT: isa_pool.local_gather dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], index sbuf(p0, 0x3000, uint16)[0 : [1, 128], [1, 4]] {id = 43 : i64, num_elem_per_idx = 2 : i64, num_valid_indices = 64 : i64}
+// CHECK-NEXT: isa_pool.nc_n_gather dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 16]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], indices sbuf(p0, 0x3000, uint32)[0 : [1, 128], [1, 16]] {id = 44 : i64}
+// CHECK-NEXT: isa_pool.sequence_bounds dst sbuf(p0, 0x800, int32)[0 : [1, 1], [64, 2], [1, 64]], src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 64]] {id = 45 : i64}
 // CHECK-NEXT: isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: }
@@ -72,6 +77,7 @@ builtin.module {
       isa_sp.dma_copy dst sbuf(p0, 0x4000, float32)[0 : [1, 64], [1, 32]], src hbm(var 0, 0x80, float32)[0 : [512, 32], [1, 64]] {id = 1 : i64, queue = 1 : i64, transpose = true, signal_sem = 9 : i64}
       isa_sp.sem_wait {id = 2 : i64, wait_sem = 2 : i64, wait_value = 3 : i64}
       isa_sp.dma_copy dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src sbuf(p0, 0x2000, float32)[0 : [1, 128], [1, 512]] {id = 3 : i64, queue = 2 : i64, signal_sem = 10 : i64}
+      isa_sp.dma_compute dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src0 hbm(var 0, 0x0, float32)[0 : [512, 128], [1, 512]], src1 sbuf(p0, 0x2000, float32)[0 : [1, 128], [1, 512]] {id = 42 : i64, queue = 3 : i64, reduce_op = "add", signal_sem = 11 : i64}
     }
     isa.stream "pe" {
       isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
@@ -105,6 +111,7 @@ builtin.module {
       isa_dve.exponential dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 38 : i64, max_value = 2.000000e+00 : f32, reduce_cmd = "reset_reduce"}
       isa_dve.select_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], predicate sbuf(p0, 0x2000, uint8)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], on_false sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 39 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum", reverse_pred = true}
       isa_dve.tensor_scalar_cumulative dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 40 : i64, op0 = "add", op1 = "maximum", imm0 = 1.000000e+00 : f32, reduce_cmd = "reset_reduce"}
+      isa_dve.nc_stream_shuffle dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 32], [1, 512]] {id = 46 : i64, mask0 = 33619999 : i64, mask1 = 100992003 : i64, mask2 = 168364039 : i64, mask3 = 235736075 : i64, mask4 = 303108111 : i64, mask5 = 370480147 : i64, mask6 = 437852183 : i64, mask7 = 4280097819 : i64}
       isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
     }
     isa.stream "pool" {
@@ -117,6 +124,9 @@ builtin.module {
       isa_pool.affine_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = 30 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f32}
       isa_pool.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 31 : i64, op0 = "multiply", operand0 = 3.000000e+00 : f32, op1 = "add"}
       isa_pool.tensor_partition_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 1], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 41 : i64, op = "maximum"}
+      isa_pool.local_gather dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], index sbuf(p0, 0x3000, uint16)[0 : [1, 128], [1, 4]] {id = 43 : i64, num_elem_per_idx = 2 : i64, num_valid_indices = 64 : i64}
+      isa_pool.nc_n_gather dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 16]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], indices sbuf(p0, 0x3000, uint32)[0 : [1, 128], [1, 16]] {id = 44 : i64}
+      isa_pool.sequence_bounds dst sbuf(p0, 0x800, int32)[0 : [1, 1], [64, 2], [1, 64]], src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 64]] {id = 45 : i64}
       isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
     }
   }
