@@ -16,6 +16,8 @@ Lowering, in short (``README.md`` lists every name):
   row (``[1, P]^T @ x[1, F]``, exact for floats; integers pass through fp32).
 * reductions: ``tensor_reduce`` over trailing free axes (never the partition axis), plus ALU stages for
   ``mean``/``var``.
+* ``gather_flattened`` is a GpSimd ``nc_n_gather`` (indices copied to uint32 first when they are another integer
+  dtype or not in SBUF).
 * ``matmul`` is ``nc_matmul`` into a fresh PSUM tile (with an ``nc_transpose`` of x unless ``transpose_x``);
   ``transpose`` is a TensorE ``nc_transpose`` into PSUM.
 
