@@ -21,6 +21,7 @@ from nkic.target.instructions import (
     SHUFFLE_KEEP,
     SHUFFLE_MASK_WORDS,
     SHUFFLE_QUADRANT,
+    shuffle_start_problem,
     unpack_shuffle_mask,
 )
 from nkic.target.isa import OPCODES, Instr, OpSpec
@@ -88,6 +89,10 @@ class NcStreamShuffleFormat(IsaInst):
         bad = [m for m in unpack_shuffle_mask(words) if m >= SHUFFLE_QUADRANT and m != SHUFFLE_KEEP]
         if bad:
             raise VerifyException(f"shuffle mask entries must be 0..{SHUFFLE_QUADRANT - 1} or {SHUFFLE_KEEP}, got {bad}")
+        starts = {r: self.loc(r).start for r in ("src", "dst")}
+        problem = shuffle_start_problem(self.dims("src")[0], self.dims("dst")[0], starts)
+        if problem is not None:
+            raise VerifyException(problem)
 
 
 class MatmulFormat(IsaInst):
