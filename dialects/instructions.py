@@ -21,7 +21,17 @@ from xdsl.utils.exceptions import VerifyException
 from nkic.dialects.common import BIR_ENGINES, ENGINES, AccessPatternAttr, check_member
 from nkic.dialects.inst import RoleOperandOp
 from nkic.dialects.traits import TRAITS, AccumulatesDst, ReadsDst
-from nkic.target.instructions import INSTRUCTIONS, Field, InstrSpec, dims_problem
+from nkic.target.instructions import (
+    GPSIMD_CORE_PARTITIONS,
+    INSTRUCTIONS,
+    LOCAL_GATHER_ELEMS,
+    LOCAL_GATHER_MAX_INDICES,
+    SHUFFLE_KEEP,
+    SHUFFLE_QUADRANT,
+    Field,
+    InstrSpec,
+    dims_problem,
+)
 from nkic.target.isa import ENUM_KINDS
 from nkic.target.machine import MAX_MATMUL_K, MAX_MATMUL_M, MAX_MATMUL_N
 
@@ -197,6 +207,35 @@ def axis_list(op: RoleOperandOp) -> list[int]:
 def _activation(op: InstructionFields) -> None:
     if op.has("reduce_res") and str_field(op, "reduce_op") is None:
         raise VerifyException("activation with reduce_res needs a reduce_op")
+
+
+@shape_rule("local_gather")
+def _local_gather(op: InstructionFields) -> None:
+    per_idx = _int_field(op, "num_elem_per_idx", 1)
+    valid = _int_field(op, "num_valid_indices", 0)
+    if per_idx not in LOCAL_GATHER_ELEMS:
+        raise VerifyException(f"num_elem_per_idx must be one of {LOCAL_GATHER_ELEMS}, got {per_idx}")
+    per_core = GPSIMD_CORE_PARTITIONS * _free(op.ap("index").shape)
+    if not 1 <= valid <= min(per_core, LOCAL_GATHER_MAX_INDICES):
+        raise VerifyException(f"num_valid_indices must be 1..{min(per_core, LOCAL_GATHER_MAX_INDICES)}, got {valid}")
+    if _free(op.ap("dst").shape) != valid * per_idx:
+        raise VerifyException(f"local_gather of {valid} indices x {per_idx} elements writes {valid * per_idx} "
+                              f"elements per partition, dst has {_free(op.ap('dst').shape)}")  # fmt: skip
+
+
+@shape_rule("nc_stream_shuffle")
+def _nc_stream_shuffle(op: InstructionFields) -> None:
+    mask = [int(m) for m in op.properties["shuffle_mask"].get_values()]  # type: ignore[attr-defined]
+    if len(mask) != SHUFFLE_QUADRANT:
+        raise VerifyException(f"shuffle_mask needs {SHUFFLE_QUADRANT} entries, got {len(mask)}")
+    bad = [m for m in mask if not (0 <= m < SHUFFLE_QUADRANT or m == SHUFFLE_KEEP)]
+    if bad:
+        raise VerifyException(f"shuffle_mask entries must be 0..{SHUFFLE_QUADRANT - 1} or {SHUFFLE_KEEP}, got {bad}")
+
+
+def _int_field(op: RoleOperandOp, name: str, default: int) -> int:
+    v = op.properties.get(name)
+    return int(v.value.data) if isinstance(v, IntegerAttr) else default
 
 
 def _free(shape: tuple[int, ...]) -> int:

@@ -19,7 +19,20 @@ from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import act_func, alu_op
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.unsupported import missing_names
-from nkic.target.instructions import GPSIMD_GROUP, INSTRUCTIONS, TOPK_MAX_N, Role, dims_problem
+from nkic.target.instructions import (
+    DMA_COMPUTE_MAX_SRCS,
+    GPSIMD_CORE_PARTITIONS,
+    GPSIMD_GROUP,
+    INSTRUCTIONS,
+    LOCAL_GATHER_ELEMS,
+    LOCAL_GATHER_MAX_INDICES,
+    SHUFFLE_KEEP,
+    SHUFFLE_QUADRANT,
+    TOPK_MAX_N,
+    Role,
+    dims_problem,
+    shuffle_start_problem,
+)
 from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, NKI_ENGINES, XORWOW_WORDS, Target, get_target
 from nkic.target.vocab import FLOAT_DTYPES, REDUCE_CMDS
 
@@ -66,6 +79,9 @@ class dge_mode(Enum):
 class oob_mode(Enum):
     error = 0
     skip = 1
+
+
+_OOB_MODE = oob_mode  # dma_compute's parameter named `oob_mode` shadows the enum
 
 
 class matmul_perf_mode(Enum):
@@ -1150,6 +1166,189 @@ def topk(ctx: Any, val_dst: NkiTensor, idx_dst: NkiTensor, src: NkiTensor, n: An
         raise NkiError(f"{name}: a {GPSIMD_GROUP}-partition snake of n = {count} needs src free size >= "
                        f"{-(-count // GPSIMD_GROUP)}, got {t['src'].free_size}")  # fmt: skip
     _record(ctx, name, t, {"n": count}, "gpsimd")
+# -- gathers and partition shuffles -------------------------------------------------------------------------
+def _start_partition(t: NkiTensor) -> int | None:
+    """The first partition an on-chip view reaches, when the trace knows it (a static offset into an allocation
+    that nkic places; None otherwise)."""
+    if not t.on_chip or t.storage.address is not None or not isinstance(t.offset, int):
+        return None
+    if t.dtype != t.storage.dtype:
+        return None
+    row = 1
+    for n in t.storage.shape[1:]:
+        row *= n
+    return t.offset // row
+
+
+def _same_dtype(op: str, dst: NkiTensor, role: str, src: NkiTensor) -> None:
+    if dst.dtype != src.dtype:
+        raise NkiError(f"{op}: dst is {dst.dtype} but {role} is {src.dtype}", f"{op} moves data without a cast")
+
+
+@nki_op
+def local_gather(
+    ctx: Any,
+    dst: NkiTensor,
+    src_buffer: NkiTensor,
+    index: NkiTensor,
+    num_elem_per_idx: Any = 1,
+    num_valid_indices: Any = None,
+    **kw: Any,
+) -> None:
+    """Per GpSimd core (16 partitions): the core's ``index`` slice flattened partition-first, its first
+    ``num_valid_indices`` entries used; every partition p of the core gets ``src_buffer[p, idx : idx +
+    num_elem_per_idx]`` for each index in turn (indices count elements of the flattened free dims).
+
+    The cores are the 16-partition groups of the tiles, which must start on a core boundary. Out-of-range indices
+    (undefined in NKI) are a simulation error."""
+    _mask(kw)
+    name = "local_gather"
+    t = {r: _tensor(name, r, v) for r, v in (("dst", dst), ("src_buffer", src_buffer), ("index", index))}
+    _same_dtype(name, t["dst"], "src_buffer", t["src_buffer"])
+    if t["index"].dtype != "uint16":
+        raise NkiError(f"{name}: index must be uint16, got {t['index'].dtype}")
+    for role, v in t.items():
+        start = _start_partition(v)
+        if start is not None and start % GPSIMD_CORE_PARTITIONS:
+            raise NkiError(f"{name}: '{role}' starts at partition {start}, not on a GpSimd core boundary "
+                           f"(a multiple of {GPSIMD_CORE_PARTITIONS})")  # fmt: skip
+    per_idx = int(num_elem_per_idx)
+    if per_idx not in LOCAL_GATHER_ELEMS:
+        raise NkiError(f"{name}: num_elem_per_idx must be one of {list(LOCAL_GATHER_ELEMS)}, got {per_idx}")
+    per_core = GPSIMD_CORE_PARTITIONS * t["index"].free_size  # the indices in one core's 16-partition slice
+    valid = per_core if num_valid_indices is None else int(num_valid_indices)
+    if not 1 <= valid <= per_core:
+        raise NkiError(f"{name}: num_valid_indices must be 1..{per_core} (the indices in a 16-partition slice of "
+                       f"index), got {valid}")  # fmt: skip
+    if valid > LOCAL_GATHER_MAX_INDICES:
+        raise NkiError(f"{name}: {valid} indices per GpSimd core, at most {LOCAL_GATHER_MAX_INDICES}")
+    if t["dst"].free_size != valid * per_idx:
+        raise NkiError(f"{name}: dst needs {valid} x {per_idx} = {valid * per_idx} elements per partition, has "
+                       f"{t['dst'].free_size}")  # fmt: skip
+    attrs = {"num_elem_per_idx": per_idx, "num_valid_indices": valid}
+    _record(ctx, name, t, attrs, "gpsimd")
+
+
+@nki_op
+def nc_n_gather(ctx: Any, dst: NkiTensor, data: NkiTensor, indices: NkiTensor, **kw: Any) -> None:
+    """``dst[p, i] = data[p, indices[p, i]]`` within each partition, data's free dims flattened (GpSimd, SBUF).
+    An index outside ``[0, data.size / data.shape[0])`` is a simulation error."""
+    _mask(kw)
+    name = "nc_n_gather"
+    t = {r: _tensor(name, r, v) for r, v in (("dst", dst), ("data", data), ("indices", indices))}
+    _same_dtype(name, t["dst"], "data", t["data"])
+    if t["indices"].dtype != "uint32":
+        raise NkiError(f"{name}: indices must be uint32, got {t['indices'].dtype}")
+    _partitions_agree(name, t)  # type: ignore[arg-type]
+    _free_agree(name, "dst", t["dst"], "indices", t["indices"])
+    _record(ctx, name, t, {}, "gpsimd")
+
+
+def _shuffle_mask(op: str, mask: Any) -> tuple[int, ...]:
+    try:
+        entries = tuple(int(m) for m in mask)
+    except TypeError:
+        raise NkiError(f"{op}: shuffle_mask must be a list of {SHUFFLE_QUADRANT} integers, got {mask!r}") from None
+    if len(entries) != SHUFFLE_QUADRANT:
+        raise NkiError(f"{op}: shuffle_mask must have {SHUFFLE_QUADRANT} entries, got {len(entries)}")
+    bad = [m for m in entries if not (0 <= m < SHUFFLE_QUADRANT or m == SHUFFLE_KEEP)]
+    if bad:
+        raise NkiError(f"{op}: shuffle_mask entries must be 0..{SHUFFLE_QUADRANT - 1} (a partition of the quadrant) "
+                       f"or {SHUFFLE_KEEP} (keep), got {bad}")  # fmt: skip
+    return entries
+
+
+@nki_op
+def nc_stream_shuffle(ctx: Any, dst: NkiTensor, src: NkiTensor, shuffle_mask: Any, **kw: Any) -> None:
+    """Per 32-partition quadrant q: ``dst[32q + i] = src[32q + shuffle_mask[i]]`` (whole partitions, VectorE); an
+    entry of 255 leaves ``dst[32q + i]`` unmodified, and entries for partitions dst does not have are unused.
+    In place (dst is src) is allowed."""
+    _mask(kw)
+    name = "nc_stream_shuffle"
+    dst, src = _tensor(name, "dst", dst), _tensor(name, "src", src)
+    _on_chip(name, "dst", dst)
+    _on_chip(name, "src", src)
+    _same_dtype(name, dst, "src", src)
+    _free_agree(name, "dst", dst, "src", src)
+    mask = _shuffle_mask(name, shuffle_mask)
+    for i in range(dst.partitions):
+        quadrant, lane = divmod(i, SHUFFLE_QUADRANT)
+        pick = mask[lane]
+        if pick != SHUFFLE_KEEP and quadrant * SHUFFLE_QUADRANT + pick >= src.partitions:
+            raise NkiError(f"{name}: shuffle_mask[{lane}] = {pick} makes dst partition {i} read partition "
+                           f"{quadrant * SHUFFLE_QUADRANT + pick} of src, which has {src.partitions}",
+                           f"use {SHUFFLE_KEEP} for partitions to leave unchanged")  # fmt: skip
+    starts = {r: s for r, s in (("src", _start_partition(src)), ("dst", _start_partition(dst))) if s is not None}
+    problem = shuffle_start_problem(src.partitions, dst.partitions, starts)
+    if problem is not None:
+        raise NkiError(f"{name}: {problem}")
+    _record(ctx, name, {"dst": dst, "src": src}, {"shuffle_mask": mask}, "vector")
+
+
+@nki_op
+def sequence_bounds(ctx: Any, dst: NkiTensor, segment_ids: NkiTensor, **kw: Any) -> None:
+    """For each element of the one-partition ``segment_ids`` (n of them), ``dst[0, 0, i]`` / ``dst[0, 1, i]`` =
+    the start / end (exclusive) of the run of equal ids holding it; id 0 is padding and gets ``(n, -1)``. Runs are
+    maximal stretches of equal neighbours, as in NKI's reference. Negative or non-integral ids are a simulation
+    error (NKI requires non-negative integers)."""
+    _mask(kw)
+    name = "sequence_bounds"
+    dst, seg = _tensor(name, "dst", dst), _tensor(name, "segment_ids", segment_ids)
+    for role, v in (("dst", dst), ("segment_ids", seg)):
+        if v.dtype not in ("float32", "int32"):
+            raise NkiError(f"{name}: '{role}' must be float32 or int32, got {v.dtype}")
+        if v.partitions != 1:
+            raise NkiError(f"{name}: '{role}' must have one partition, got shape {v.shape}")
+    if dst.free_size != 2 * seg.free_size:
+        raise NkiError(f"{name}: dst must be (1, 2, {seg.free_size}) for {seg.free_size} segment ids, got shape "
+                       f"{dst.shape}")  # fmt: skip
+    _record(ctx, name, {"dst": dst, "segment_ids": seg}, {}, "gpsimd")
+
+
+@nki_op
+def dma_compute(
+    ctx: Any,
+    dst: NkiTensor,
+    srcs: Any,
+    reduce_op: Any,
+    scales: Any = None,
+    unique_indices: bool = True,
+    oob_mode: Any = None,
+    **kw: Any,
+) -> None:
+    """``dst = reduce_op(srcs[0] * scales[0], srcs[1] * scales[1], ...)`` by a DMA engine, in fp32 with one cast
+    to dst's dtype; only ``nl.add`` and scales of 1.0, as in NKI. Operands in HBM or SBUF with equal element
+    counts. nkic has no indirect (``vector_offset``) access patterns, so the read-modify-write scatter/gather
+    forms — and with them ``unique_indices`` and ``oob_mode`` — do not arise; up to 5 sources (nkic's records have
+    6 operand slots; NKI allows 16)."""
+    _mask(kw)
+    name = "dma_compute"
+    dst = _tensor(name, "dst", dst)
+    if isinstance(srcs, NkiTensor) or not isinstance(srcs, (list, tuple)):
+        raise NkiError(f"{name}: srcs must be a list of tensors, got {type(srcs).__name__}")
+    if not srcs:
+        raise NkiError(f"{name}: srcs is empty")
+    if len(srcs) > DMA_COMPUTE_MAX_SRCS:
+        raise NkiError(f"{name}: {len(srcs)} sources, nkic supports at most {DMA_COMPUTE_MAX_SRCS}",
+                       "split the reduction into several dma_compute calls")  # fmt: skip
+    sources = {f"src{i}": _tensor(name, f"srcs[{i}]", v) for i, v in enumerate(srcs)}
+    if alu_op(reduce_op, "reduce_op") != "add":
+        raise NkiError(f"{name}: reduce_op must be nl.add, got {alu_op(reduce_op, 'reduce_op')}")
+    if scales is not None:
+        factors = list(scales)
+        if len(factors) != len(srcs):
+            raise NkiError(f"{name}: {len(factors)} scales for {len(srcs)} sources")
+        if any(float(f) != 1.0 for f in factors):
+            raise NkiError(f"{name}: every scale must be 1.0, got {factors}")
+    _enum(oob_mode if oob_mode is not None else "error", _OOB_MODE, "oob_mode")
+    if not isinstance(unique_indices, bool):
+        raise NkiError(f"{name}: unique_indices must be True or False, got {unique_indices!r}")
+    for role, t in (("dst", dst), *((f"srcs[{i}]", v) for i, v in enumerate(sources.values()))):
+        if t.buffer == "psum":
+            raise NkiError(f"{name}: '{role}' cannot be in PSUM", "copy PSUM to SBUF with nisa.tensor_copy first")
+        if t.size != dst.size:
+            raise NkiError(f"{name}: element count mismatch: dst has {dst.size} elements, {role} has {t.size}")
+    _record(ctx, name, {"dst": dst, **sources}, {"reduce_op": "add"})
 
 
 # Names nkic lacks are placeholders that raise NkiError when called (``frontend/unsupported.py``).

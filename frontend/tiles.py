@@ -16,6 +16,8 @@ Lowering, in short (``README.md`` lists every name):
   row (``[1, P]^T @ x[1, F]``, exact for floats; integers pass through fp32).
 * reductions: ``tensor_reduce`` over trailing free axes (never the partition axis), plus ALU stages for
   ``mean``/``var``.
+* ``gather_flattened`` is a GpSimd ``nc_n_gather`` (indices copied to uint32 first when they are another integer
+  dtype or not in SBUF).
 * ``matmul`` is ``nc_matmul`` into a fresh PSUM tile (with an ``nc_transpose`` of x unless ``transpose_x``);
   ``transpose`` is a TensorE ``nc_transpose`` into PSUM.
 * random numbers: ``random_seed`` is ``set_rng_seed``; ``rand`` is a VectorE ``rng`` into uint32, a ``right_shift``
@@ -661,8 +663,34 @@ def where(ctx: Any, condition: Any, x: Any, y: Any, dtype: Any = None, **_: Any)
 
 @_export()
 def gather_flattened(ctx: Any, data: Any, indices: Any, axis: int = 0, dtype: Any = None, **_: Any) -> NkiTensor:
-    _unsupported("gather_flattened", "nkic has no gather instruction (nisa.nc_n_gather) yet")
-    raise AssertionError  # unreachable
+    """``out[p, i...] = data[p, flat(indices[p, i...])]``: per partition, the element of data's flattened free dims
+    at each index (``np.take_along_axis`` over the flattened free dims), shaped like ``indices``. One GpSimd
+    ``nc_n_gather``, after copies that bring PSUM operands to SBUF and integer indices to uint32 (a negative index
+    wraps, so it is out of range); a ``dtype`` other than data's is a ``tensor_copy`` of the result.
+
+    ``axis`` is checked to be an axis of ``data`` but does not change the result: NKI's own example gathers along
+    the free dim with the default ``axis=0``."""
+    data, indices = _tile("gather_flattened", "data", data), _tile("gather_flattened", "indices", indices)
+    if not -data.ndim <= int(axis) < data.ndim:
+        raise NkiError(f"nl.gather_flattened: axis {axis} is out of range for a rank-{data.ndim} tile")
+    if _is_float(indices.dtype):
+        raise NkiError(f"nl.gather_flattened: indices must have an integer dtype, got {indices.dtype}")
+    if indices.partitions != data.partitions:
+        raise NkiError(f"nl.gather_flattened: indices have {indices.partitions} partitions, data has "
+                       f"{data.partitions}", "the gather works within each partition")  # fmt: skip
+    src = _in_sbuf(ctx, data)
+    idx = indices
+    if idx.dtype != "uint32" or idx.buffer != "sbuf":
+        idx = _new(ctx, indices.shape, "uint32")
+        _impl("tensor_copy")(ctx, idx, indices)
+    out = _new(ctx, indices.shape, data.dtype)
+    _impl("nc_n_gather")(ctx, out, src, idx)
+    want = _dtype(dtype, data.dtype)
+    if want == data.dtype:
+        return out
+    cast = _new(ctx, indices.shape, want)
+    _impl("tensor_copy")(ctx, cast, out)
+    return cast
 
 
 # -- composites ---------------------------------------------------------------------------------------------

@@ -157,14 +157,23 @@ def _ap_desc(op: Operand, var_names: Mapping[int, str], side: str) -> dict[str, 
 
 
 def dma_descriptors(instrs: list[Instr], var_names: Mapping[int, str]) -> list[dict[str, object]]:
-    """The ``dma`` table of ``SP.json``: one entry per DMA_COPY, tied to it by ``id`` (its index in the stream)."""
+    """The ``dma`` table of ``SP.json``: one entry per DMA_COPY or DMA_COMPUTE, tied to it by ``id`` (its index in
+    the stream); a DMA_COMPUTE's further sources are ``from1``, ``from2``, …"""
     out = []
     for index, ins in enumerate(instrs):
         dst, src = ins.operand(0), ins.operand(1)
         if "dma" not in ins.spec.traits or dst is None or src is None:
             continue
-        op = "transpose" if ins.flag("transpose") else ("copy" if dst.dtype == src.dtype else "cast")
+        if ins.opcode == "DMA_COMPUTE":
+            op = f"compute_{ins.value('reduce_op')}"
+        elif ins.flag("transpose"):
+            op = "transpose"
+        else:
+            op = "copy" if dst.dtype == src.dtype else "cast"
         desc: dict[str, object] = {"op": op, **_ap_desc(src, var_names, "from"), **_ap_desc(dst, var_names, "to")}
+        for k, more in enumerate(ins.operands[2:], 1):
+            if more is not None:
+                desc.update(_ap_desc(more, var_names, f"from{k}"))
         queue = ins.imm(0)
         out.append({"id": index, "queue": f"q{queue}", "semaphore": ins.signal_sem, "desc": desc})
     return out

@@ -23,7 +23,18 @@ from nkic.runtime import semantics as sem
 from nkic.runtime.errors import SimulationDeadlock, SimulationError
 from nkic.runtime.neff import Neff, Variable, read_neff
 from nkic.target.costs import dma_ns, instr_ns
-from nkic.target.instructions import GPSIMD_GROUP, NUM_REGISTERS
+from nkic.target.instructions import (
+    GPSIMD_CORE_PARTITIONS,
+    GPSIMD_GROUP,
+    LOCAL_GATHER_ELEMS,
+    LOCAL_GATHER_MAX_INDICES,
+    NUM_REGISTERS,
+    SHUFFLE_KEEP,
+    SHUFFLE_MASK_WORDS,
+    SHUFFLE_QUADRANT,
+    shuffle_start_problem,
+    unpack_shuffle_mask,
+)
 from nkic.target.isa import Instr, Operand, bits_f32, bits_i32, per_opcode
 from nkic.target.machine import (
     ENGINE_NAMES,
@@ -930,6 +941,134 @@ def _exec_scalar_tensor_tensor(core: _Core, ins: Instr) -> None:
     dst.store(sem.alu(op1, t1, result) if ins.flag("reverse1") else sem.alu(op1, result, t1))
 
 
+# -- gathers, shuffles, sequence bounds, DMA compute ------------------------------------------------------------
+def _index_values(view: _View, what: str) -> np.ndarray:
+    """An index operand's values as int64 (integer dtypes only: a float index has no defined meaning)."""
+    if not sem.is_int_dtype(view.op.dtype):
+        raise SimulationError(f"{what} must have an integer dtype, got {view.op.dtype}")
+    return view.raw().astype(np.int64)
+
+
+def _out_of_range(values: np.ndarray, limit: int, what: str, span: int = 1) -> None:
+    """SimulationError naming the first index whose ``span`` elements are not all inside ``[0, limit)``."""
+    bad = (values < 0) | (values + span > limit)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        value = int(values[where])
+        reach = f"{value}..{value + span - 1}" if span > 1 else f"{value}"
+        raise SimulationError(f"{what} {where} = {value} reaches element {reach}, outside [0, {limit})")
+
+
+@execute("LOCAL_GATHER")
+def _exec_local_gather(core: _Core, ins: Instr) -> None:
+    """Per GpSimd core (16 partitions): its index slice flattened partition-first, the first num_valid_indices used;
+    each of its partitions gathers num_elem_per_idx elements at every index from its own free elements."""
+    dst, src, index = _view(core, ins, "dst"), _view(core, ins, "src"), _view(core, ins, "index")
+    per_idx, valid = int(_value(ins, "num_elem_per_idx")), int(_value(ins, "num_valid_indices"))
+    parts, group = src.nparts, GPSIMD_CORE_PARTITIONS
+    if index.nparts != parts or dst.nparts != parts or parts % group:
+        raise SimulationError(f"src {parts}, index {index.nparts} and dst {dst.nparts} partitions must agree and be "
+                              f"a multiple of {group}")  # fmt: skip
+    for name, v in (("src", src), ("index", index), ("dst", dst)):
+        if v.op.start_partition % group:
+            raise SimulationError(f"{name} starts at partition {v.op.start_partition}, not on a GpSimd core boundary")
+    if dst.op.dtype != src.op.dtype:
+        raise SimulationError(f"dst {dst.op.dtype} and src {src.op.dtype} differ (a gather cannot cast)")
+    if per_idx not in LOCAL_GATHER_ELEMS or not 1 <= valid <= min(group * index.free, LOCAL_GATHER_MAX_INDICES):
+        raise SimulationError(f"num_elem_per_idx {per_idx} / num_valid_indices {valid} out of range")
+    if dst.free != valid * per_idx:
+        raise SimulationError(f"dst has {dst.free} elements per partition, the gather writes {valid} x {per_idx}")
+    cores = parts // group
+    # (cores, 16, k) -> per core, partition-first: entry j of core c is index[16c + j % 16, j // 16]
+    idx = _index_values(index, "index").reshape(cores, group, index.free).transpose(0, 2, 1).reshape(cores, -1)
+    idx = idx[:, :valid]
+    _out_of_range(idx, src.free, "index (core, position)", per_idx)  # before reading src
+    cols = (idx[:, :, None] + np.arange(per_idx)).reshape(cores, 1, -1)
+    data = src.raw().reshape(cores, group, src.free)
+    dst.store_raw(np.take_along_axis(data, np.broadcast_to(cols, (cores, group, cols.shape[-1])), axis=2))
+
+
+@execute("NC_N_GATHER")
+def _exec_nc_n_gather(core: _Core, ins: Instr) -> None:
+    """``dst[p, i] = src[p, indices[p, i]]`` over src's flattened free elements."""
+    dst, src, indices = _view(core, ins, "dst"), _view(core, ins, "src"), _view(core, ins, "indices")
+    if not dst.nparts == src.nparts == indices.nparts or dst.free != indices.free:
+        raise SimulationError(f"dst {dst.nparts}x{dst.free}, src {src.nparts}x{src.free} and indices "
+                              f"{indices.nparts}x{indices.free} do not fit")  # fmt: skip
+    if dst.op.dtype != src.op.dtype:
+        raise SimulationError(f"dst {dst.op.dtype} and src {src.op.dtype} differ (a gather cannot cast)")
+    idx = _index_values(indices, "indices")
+    _out_of_range(idx, src.free, "indices (partition, position)")  # before reading src
+    dst.store_raw(np.take_along_axis(src.raw(), idx, axis=1))
+
+
+@execute("NC_STREAM_SHUFFLE")
+def _exec_nc_stream_shuffle(core: _Core, ins: Instr) -> None:
+    """Per quadrant q: ``dst[32q + i] = src[32q + mask[i]]``; mask 255 keeps dst[32q + i]. src is read whole before
+    dst is written, so in-place shuffles see the old values."""
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    if dst.free != src.free or dst.op.dtype != src.op.dtype:
+        raise SimulationError(f"dst {dst.nparts}x{dst.free} {dst.op.dtype} and src {src.nparts}x{src.free} "
+                              f"{src.op.dtype} need equal free sizes and dtypes")  # fmt: skip
+    problem = shuffle_start_problem(src.nparts, dst.nparts, {"src": src.op.start_partition,
+                                                           "dst": dst.op.start_partition})
+    if problem is not None:
+        raise SimulationError(problem)
+    mask = unpack_shuffle_mask(tuple(int(_value(ins, f"mask{w}")) for w in range(SHUFFLE_MASK_WORDS)))
+    lanes = np.arange(dst.nparts)
+    picks = np.asarray(mask, np.int64)[lanes % SHUFFLE_QUADRANT]
+    moved = picks != SHUFFLE_KEEP
+    rows = lanes - lanes % SHUFFLE_QUADRANT + picks
+    bad = moved & ((picks >= SHUFFLE_QUADRANT) | (rows >= src.nparts))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise SimulationError(f"mask entry {i % SHUFFLE_QUADRANT} = {int(picks[i])} makes dst partition {i} read "
+                              f"src partition {int(rows[i])}, src has {src.nparts}")  # fmt: skip
+    out = dst.raw().copy()
+    out[moved] = src.raw()[rows[moved]]
+    dst.store_raw(out)
+
+
+@execute("SEQUENCE_BOUNDS")
+def _exec_sequence_bounds(core: _Core, ins: Instr) -> None:
+    """NKI's reference: a run is a maximal stretch of equal neighbouring ids; each element gets its run's
+    ``[start, end)``, id 0 (padding) gets ``(n, -1)``."""
+    dst, seg = _view(core, ins, "dst"), _view(core, ins, "src")
+    if seg.nparts != 1 or (dst.nparts, dst.free) != (1, 2 * seg.free):
+        raise SimulationError(f"segment ids {seg.nparts}x{seg.free} need one partition and dst 1x{2 * seg.free}, "
+                              f"got {dst.nparts}x{dst.free}")  # fmt: skip
+    ids = seg.raw().reshape(-1).astype(np.float64)
+    bad = ~np.isfinite(ids) | (ids < 0) | (ids != np.floor(ids))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise SimulationError(f"segment id {i} is {ids[i]}; segment ids must be non-negative integers")
+    n = len(ids)
+    begins = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    run = np.cumsum(np.r_[True, ids[1:] != ids[:-1]]) - 1
+    start, end = begins[run], np.r_[begins[1:], n][run]
+    pad = ids == 0
+    start, end = np.where(pad, n, start), np.where(pad, -1, end)
+    dst.store(np.concatenate([start, end]).astype(np.int64)[None, :])
+
+
+@execute("DMA_COMPUTE")
+def _exec_dma_compute(core: _Core, ins: Instr) -> None:
+    """``dst = src0 + src1 + ...`` element-wise (row-major order of each pattern), summed left to right in fp32,
+    then cast to dst's dtype."""
+    dst = _view(core, ins, "dst")
+    srcs = [_resolve(core, op, slot) for slot, op in zip(ins.spec.slots[1:], ins.operands[1:]) if op is not None]
+    for s in srcs:
+        if s.op.num_elements != dst.op.num_elements:
+            raise SimulationError(f"element counts differ: dst {dst.op.shape} vs a source {s.op.shape}")
+    op = _alu_op(ins, "reduce_op")
+    if op != "add":
+        raise SimulationError(f"reduce_op must be add, got {op}")
+    total = srcs[0].f32().reshape(-1)
+    for s in srcs[1:]:
+        total = (total + s.f32().reshape(-1)).astype(np.float32)
+    dst.store(total)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # scheduling
 
@@ -1081,7 +1220,7 @@ class _Scheduler:
     def _start_transfer(self, core: int, ins: Instr, ready: float) -> None:
         queue = ins.imm("queue")
         if queue >= NUM_DMA_QUEUES:
-            raise SimulationError(f"core {core} DMA_COPY (inst_id {ins.inst_id}) on bad queue {queue}")
+            raise SimulationError(f"core {core} {ins.opcode} (inst_id {ins.inst_id}) on bad queue {queue}")
         start = max(ready, self.queue_free[core][queue])  # FIFO within a queue
         dur = dma_ns(ins, self.target)
         self.queue_free[core][queue] = start + dur

@@ -56,7 +56,7 @@ def _sem_wait(ins: Instr, t: Target) -> int:
     return 1  # estimate: a pure semaphore wait costs one sequencer cycle once satisfied
 
 
-@cost("DMA_COPY")
+@cost("DMA_COPY", "DMA_COMPUTE")
 def _dma_issue(ins: Instr, t: Target) -> int:
     return SP_DMA_ISSUE_CYCLES  # the transfer itself runs on its queue: dma_ns
 
@@ -210,6 +210,31 @@ def _nonzero_with_count(ins: Instr, t: Target) -> int:
 def _topk(ins: Instr, t: Target) -> int:
     """``4n + K`` (published; the 8 GpSimd cores each run one 16-partition group in parallel)."""
     return 4 * ins.imm("n") + _free(ins.operand("dst"))
+@cost("LOCAL_GATHER")
+def _local_gather(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): a GpSimd pass, ``150 + N`` with N the elements each partition receives (the eight
+    cores gather in parallel)."""
+    return 150 + _free(ins.operand("dst"))
+
+
+@cost("NC_N_GATHER")
+def _nc_n_gather(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): NKI documents ``ceil(N / 512)`` underlying instructions for N gathered elements per
+    partition; each is priced as a GpSimd pass, ``150 + its elements``."""
+    n = _free(ins.operand("dst"))
+    return 150 * math.ceil(n / 512) + n
+
+
+@cost("NC_STREAM_SHUFFLE")
+def _nc_stream_shuffle(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): a one-input VectorE pass over the free elements, ``max(64, N)``."""
+    return max(MIN_II, _free(ins.operand("src")))
+
+
+@cost("SEQUENCE_BOUNDS")
+def _sequence_bounds(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): a forward and a backward GpSimd scan, ``150 + 2N``."""
+    return 150 + 2 * _free(ins.operand("src"))
 
 
 @cost("IOTA", "AFFINE_SELECT")
@@ -277,24 +302,26 @@ def _rows(dst: Operand, src: Operand) -> int:
 
 
 def dma_ns(instr: Instr, target: str | Target = DEFAULT_TARGET) -> float:
-    """Transfer time of a DMA_COPY on its queue, in ns.
+    """Transfer time of a DMA_COPY or DMA_COMPUTE on its queue, in ns.
 
     ``t = 1300 + bytes / (engines · BW_e · eff(c))`` with ``engines = min(16, ceil(rows / 8))``, ``BW_e`` the
-    target's per-engine bandwidth, ``c`` the contiguous bytes per row (the smaller of the two sides) and ``eff``
-    from :func:`dma_efficiency`. Transposes run at 90% (HBM↔SBUF) or 50% (SBUF→SBUF).
+    target's per-engine bandwidth, ``c`` the contiguous bytes per row (the smallest over all sides) and ``eff``
+    from :func:`dma_efficiency`. Transposes run at 90% (HBM↔SBUF) or 50% (SBUF→SBUF). ``bytes`` is the larger of
+    what is written and what is read (all sources together: an estimate for DMA_COMPUTE, whose compute is taken
+    to keep pace with the transfer).
     """
     t = get_target(target)
-    dst, src = instr.operand("dst"), instr.operand("src")
-    if dst is None or src is None:
+    dst, srcs = instr.operand(0), [op for op in instr.operands[1:] if op is not None]
+    if dst is None or not srcs:
         return DMA_FIXED_NS
-    nbytes = max(dst.num_elements * dst.itemsize, src.num_elements * src.itemsize)
-    rows = max(1, _rows(dst, src))
+    nbytes = max(dst.num_elements * dst.itemsize, sum(op.num_elements * op.itemsize for op in srcs))
+    rows = max(1, _rows(dst, srcs[0]))
     engines = min(DMA_MAX_ENGINES, math.ceil(rows / DMA_ROWS_PER_ENGINE))
     row_bytes = nbytes / rows
-    contiguous = min(row_bytes, _contiguous_elems(dst) * dst.itemsize, _contiguous_elems(src) * src.itemsize)
+    contiguous = min(row_bytes, *(_contiguous_elems(op) * op.itemsize for op in (dst, *srcs)))
     eff = dma_efficiency(max(contiguous, 1.0))
-    if instr.flag("transpose"):
-        on_chip = {dst.memory, src.memory} <= {"sbuf", "psum"}
+    if "transpose" in instr.spec.flags and instr.flag("transpose"):
+        on_chip = {dst.memory, srcs[0].memory} <= {"sbuf", "psum"}
         eff *= 0.5 if on_chip else 0.9
     return DMA_FIXED_NS + nbytes / (engines * t.dma_bytes_per_ns * eff)
 

@@ -589,6 +589,75 @@ def _topk_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
     return None
 
 
+# -- gathers, shuffles and DMA compute ------------------------------------------------------------------------
+GPSIMD_CORE_PARTITIONS = 16  # each of the 8 GpSimd cores reaches 16 contiguous SBUF partitions
+LOCAL_GATHER_ELEMS = (1, 2, 4, 8, 16, 32)  # num_elem_per_idx values local_gather accepts
+LOCAL_GATHER_MAX_INDICES = 4096  # indices per GpSimd core
+SHUFFLE_QUADRANT = 32  # nc_stream_shuffle moves data within quadrants of 32 partitions
+SHUFFLE_KEEP = 255  # a shuffle_mask entry that leaves its output partition unmodified
+SHUFFLE_MASK_WORDS = 8  # the 32 one-byte mask entries, four to an immediate word
+DMA_COMPUTE_MAX_SRCS = 5  # source slots of DMA_COMPUTE (NKI allows 16; nkic's records have 6 operand slots)
+
+
+def pack_shuffle_mask(mask: tuple[int, ...]) -> dict[str, int]:
+    """The 32 mask entries as eight u32 words ``mask0..mask7``, entry ``4w + b`` in byte ``b`` of word ``w``."""
+    return {f"mask{w}": sum((int(mask[4 * w + b]) & 0xFF) << (8 * b) for b in range(4))
+            for w in range(SHUFFLE_MASK_WORDS)}  # fmt: skip
+
+
+def unpack_shuffle_mask(words: tuple[int, ...]) -> tuple[int, ...]:
+    """The inverse of :func:`pack_shuffle_mask`."""
+    return tuple((int(words[i // 4]) >> (8 * (i % 4))) & 0xFF for i in range(4 * SHUFFLE_MASK_WORDS))
+
+
+def shuffle_start_problem(src_parts: int, dst_parts: int, starts: Mapping[str, int]) -> str | None:
+    """NKI's start-partition rule of nc_stream_shuffle: with ``a = ceil(max(src, dst partitions) / 32) * 32`` active
+    partitions, src and dst start at 0 (a = 96, 128), at 0 or 64 (a = 64), or on any quadrant (a = 32)."""
+    active = -(-max(src_parts, dst_parts) // SHUFFLE_QUADRANT) * SHUFFLE_QUADRANT
+    allowed = {32: (0, 32, 64, 96), 64: (0, 64)}.get(active, (0,))
+    for role, start in starts.items():
+        if start not in allowed:
+            return (f"with {active} active partitions '{role}' must start at partition "
+                    f"{' or '.join(map(str, allowed))}, not {start}")  # fmt: skip
+    return None
+
+
+def _local_gather_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    (p, _), (pi, _), (pd, _) = d["src_buffer"], d["index"], d["dst"]
+    if p != pi or pd != p or p % GPSIMD_CORE_PARTITIONS:
+        return (f"local_gather needs src_buffer, index and dst on the same number of partitions, a multiple of "
+                f"{GPSIMD_CORE_PARTITIONS}, got {p}, {pi} and {pd}")  # fmt: skip
+    return None
+
+
+def _n_gather_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    (pd, fd), (p, _), (pi, fi) = d["dst"], d["data"], d["indices"]
+    if not pd == p == pi or fd != fi:
+        return (f"nc_n_gather writes one element per index: dst {(pd, fd)} must be indices {(pi, fi)}, data has "
+                f"{p} partitions")  # fmt: skip
+    return None
+
+
+def _shuffle_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    if d["dst"][1] != d["src"][1]:
+        return f"nc_stream_shuffle moves whole partitions: dst {d['dst']} and src {d['src']} need equal free sizes"
+    return None
+
+
+def _sequence_bounds_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    (p, n), dst = d["segment_ids"], d["dst"]
+    if p != 1 or dst != (1, 2 * n):
+        return f"sequence_bounds of segment_ids {(p, n)} (one partition) writes (1, 2 x {n}) = {(1, 2 * n)}, not {dst}"
+    return None
+
+
+def _dma_compute_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    counts = {r: p * f for r, (p, f) in d.items()}
+    if len(set(counts.values())) > 1:
+        return f"dma_compute needs equal element counts, got {counts}"
+    return None
+
+
 declare(
     InstrSpec(
         "max8", "MAX8", (_DST, Role("src")), ("dve",),
@@ -646,4 +715,64 @@ declare(
     OpSpec("TOPK", 0x24, ("pool",), ("dst", "idx_dst", "src"),
            "top-k of the n-element 16-partition snake of each group, ascending, in snake layout",
            required=("dst", "idx_dst", "src"), imms=(Imm("n", "u32"),), writes=("dst", "idx_dst")),
+)
+declare(
+    InstrSpec(
+        "local_gather", "LOCAL_GATHER",
+        (Role("dst", write=True, memories=("sbuf",)), Role("src_buffer", memories=("sbuf",), slot="src"),
+         Role("index", memories=("sbuf",))),
+        ("pool",), "per GpSimd core (16 partitions): idx = the core's index slice flattened partition-first, first "
+        "num_valid_indices; dst[p, j, e] = src_buffer[p, idx[j] + e] for e < num_elem_per_idx",
+        fields=(Field("num_elem_per_idx", "int"), Field("num_valid_indices", "int", required=True)),
+        dims_rule=_local_gather_dims,
+    ),
+    OpSpec("LOCAL_GATHER", 0x30, ("pool",), ("dst", "src", "index"),
+           "per GpSimd core, gather num_elem_per_idx elements at each of its indices from each of its partitions",
+           required=("dst", "src", "index"),
+           imms=(Imm("num_elem_per_idx", "u32", default=1), Imm("num_valid_indices", "u32"))),
+)
+declare(
+    InstrSpec(
+        "nc_n_gather", "NC_N_GATHER",
+        (Role("dst", write=True, memories=("sbuf",)), Role("data", memories=("sbuf",), slot="src"),
+         Role("indices", memories=("sbuf",))),
+        ("pool",), "dst[p, i] = data[p, indices[p, i]], data's free dims flattened", dims_rule=_n_gather_dims,
+    ),
+    OpSpec("NC_N_GATHER", 0x31, ("pool",), ("dst", "src", "indices"),
+           "dst[p, i] = src[p, indices[p, i]] within each partition", required=("dst", "src", "indices")),
+)
+declare(
+    InstrSpec(
+        "nc_stream_shuffle", "NC_STREAM_SHUFFLE", (_DST, Role("src")), ("dve",),
+        "dst[32q + i] = src[32q + shuffle_mask[i]] per quadrant q; an entry of 255 leaves dst[32q + i] unchanged",
+        fields=(Field("shuffle_mask", "axes", required=True, imm=None),),
+        derive=lambda f: pack_shuffle_mask(tuple(f["shuffle_mask"])), traits=frozenset({"reads_dst"}),
+        dims_rule=_shuffle_dims,
+    ),
+    OpSpec("NC_STREAM_SHUFFLE", 0x32, ("dve",), ("dst", "src"),
+           "move whole partitions within each 32-partition quadrant by a 32-entry mask (255 = keep)",
+           required=("dst", "src"), imms=tuple(Imm(f"mask{w}", "u32", default=0) for w in range(SHUFFLE_MASK_WORDS))),
+)
+declare(
+    InstrSpec(
+        "sequence_bounds", "SEQUENCE_BOUNDS",
+        (Role("dst", write=True, memories=("sbuf",)), Role("segment_ids", memories=("sbuf",), slot="src")),
+        ("pool",), "dst[0, 0, i], dst[0, 1, i] = start and end (exclusive) of the run of equal segment ids holding "
+        "i; (n, -1) where the id is 0 (padding)", dims_rule=_sequence_bounds_dims,
+    ),
+    OpSpec("SEQUENCE_BOUNDS", 0x33, ("pool",), ("dst", "src"), "the [start, end) of each element's segment",
+           required=("dst", "src")),
+)
+_DMA_COMPUTE_SRCS = tuple(f"src{i}" for i in range(DMA_COMPUTE_MAX_SRCS))
+declare(
+    InstrSpec(
+        "dma_compute", "DMA_COMPUTE",
+        (Role("dst", write=True, memories=_ANY_MEM),
+         *(Role(s, required=s == "src0", memories=_ANY_MEM) for s in _DMA_COMPUTE_SRCS)),
+        ("sp",), "dst = reduce_op(src0, src1, ...) element-wise in fp32, by DMA", fields=(Field("reduce_op", "alu",
+        required=True),), traits=frozenset({"dma"}), dims_rule=_dma_compute_dims,
+    ),
+    OpSpec("DMA_COMPUTE", 0x34, ("sp",), ("dst", *_DMA_COMPUTE_SRCS),
+           "dst = reduce_op of the sources, element-wise in fp32, on DMA queue `queue`", required=("dst", "src0"),
+           imms=(Imm("queue", "u32"), Imm("reduce_op", "alu")), traits=frozenset({"dma"})),
 )

@@ -15,7 +15,15 @@ from xdsl.irdl import irdl_op_definition, opt_prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects.isa.base import IsaInst, byte_range, imm_prop_def
-from nkic.target.instructions import INSTRUCTIONS
+from nkic.target.instructions import (
+    INSTRUCTIONS,
+    LOCAL_GATHER_ELEMS,
+    SHUFFLE_KEEP,
+    SHUFFLE_MASK_WORDS,
+    SHUFFLE_QUADRANT,
+    shuffle_start_problem,
+    unpack_shuffle_mask,
+)
 from nkic.target.isa import OPCODES, Instr, OpSpec
 from nkic.target.machine import ENGINES, MAX_MATMUL_N, NUM_DMA_QUEUES, TARGETS, queue_sem
 
@@ -49,6 +57,42 @@ class DmaCopyFormat(IsaInst):
                     f"transposing DMA needs 2-D to 4-D operands with dst = src with its first and last dims "
                     f"swapped, got {dst.shape}, {src.shape}"
                 )
+
+
+class DmaComputeFormat(DmaCopyFormat):
+    """A DMA trigger like DMA_COPY (queue, queue semaphore); every source has dst's element count."""
+
+    def verify_format(self) -> None:
+        self.queue_index()
+        IsaInst.verify_format(self)  # the declaration's dims rule: equal element counts
+
+
+class LocalGatherFormat(IsaInst):
+    """dst holds num_valid_indices x num_elem_per_idx elements per partition (the fields the dims rule cannot see)."""
+
+    def verify_format(self) -> None:
+        super().verify_format()
+        per_idx, valid = int(self.field("num_elem_per_idx") or 1), int(self.field("num_valid_indices") or 0)
+        if per_idx not in LOCAL_GATHER_ELEMS:
+            raise VerifyException(f"num_elem_per_idx must be one of {LOCAL_GATHER_ELEMS}, got {per_idx}")
+        if self.dims("dst")[1] != valid * per_idx:
+            raise VerifyException(f"local_gather of {valid} indices x {per_idx} elements writes {valid * per_idx} "
+                                  f"elements per partition, dst has {self.dims('dst')[1]}")  # fmt: skip
+
+
+class NcStreamShuffleFormat(IsaInst):
+    """Every mask entry picks a partition of the quadrant or keeps its output (255)."""
+
+    def verify_format(self) -> None:
+        super().verify_format()
+        words = tuple(int(self.field(f"mask{w}") or 0) for w in range(SHUFFLE_MASK_WORDS))
+        bad = [m for m in unpack_shuffle_mask(words) if m >= SHUFFLE_QUADRANT and m != SHUFFLE_KEEP]
+        if bad:
+            raise VerifyException(f"shuffle mask entries must be 0..{SHUFFLE_QUADRANT - 1} or {SHUFFLE_KEEP}, got {bad}")
+        starts = {r: self.loc(r).start for r in ("src", "dst")}
+        problem = shuffle_start_problem(self.dims("src")[0], self.dims("dst")[0], starts)
+        if problem is not None:
+            raise VerifyException(problem)
 
 
 class MatmulFormat(IsaInst):
@@ -120,7 +164,8 @@ class SemWaitFormat(IsaInst):
 FORMATS: dict[str, type[IsaInst]] = {
     "DMA_COPY": DmaCopyFormat, "MATMUL": MatmulFormat,
     "TENSOR_SCALAR": TensorScalarFormat, "TENSOR_REDUCE": TensorReduceFormat, "MEMSET": MemsetFormat,
-    "SEM_WAIT": SemWaitFormat,
+    "SEM_WAIT": SemWaitFormat, "DMA_COMPUTE": DmaComputeFormat, "LOCAL_GATHER": LocalGatherFormat,
+    "NC_STREAM_SHUFFLE": NcStreamShuffleFormat,
 }  # fmt: skip
 
 

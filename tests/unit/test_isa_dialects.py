@@ -53,6 +53,9 @@ PROGRAM: dict[str, list[str]] = {
         "isa_sp.sem_wait {id = 2 : i64, wait_sem = 2 : i64, wait_value = 3 : i64}",
         f"isa_sp.dma_copy dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src {_sb(0x2000)} "
         "{id = 3 : i64, queue = 2 : i64, signal_sem = 10 : i64}",
+        f"isa_sp.dma_compute dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], "
+        f"src0 hbm(var 0, 0x0, float32)[0 : [512, 128], [1, 512]], src1 {_sb(0x2000)} "
+        "{id = 42 : i64, queue = 3 : i64, reduce_op = \"add\", signal_sem = 11 : i64}",
     ],
     "pe": [
         "isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}",
@@ -124,6 +127,8 @@ PROGRAM: dict[str, list[str]] = {
         "{id = 52 : i64}",
         f"isa_dve.match_replace8 dst {_sb(0)}, src {_sb(0)}, vals {_sb(0x3000, ap='[0 : [1, 128], [1, 8]]')}, "
         f"dst_idx {_sb(0x3200, 'uint32', '[0 : [1, 128], [1, 8]]')} {{id = 53 : i64, imm = -1.000000e+00 : f32}}",
+        f"isa_dve.nc_stream_shuffle dst {_sb(0x800, ap='[0 : [1, 32], [1, 512]]')}, "
+        f"src {_sb(0, ap='[0 : [1, 32], [1, 512]]')} {{id = 46 : i64, mask0 = 33619999 : i64, mask7 = 4280097819 : i64}}",
         "isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}",
     ],
     "pool": [
@@ -152,6 +157,13 @@ PROGRAM: dict[str, list[str]] = {
         f"idx_dst {_sb(0x5100, 'uint32', '[0 : [1, 128], [1, 64]]')}, "
         f"src {_sb(0x6000, 'bfloat16', '[0 : [1, 128], [1, 256]]')} "
         "{id = 55 : i64, n = 4000 : i64}",
+        f"isa_pool.local_gather dst {_sb(0x800, ap='[0 : [1, 128], [1, 128]]')}, src {_sb(0)}, "
+        f"index {_sb(0x3000, 'uint16', '[0 : [1, 128], [1, 4]]')} "
+        "{id = 43 : i64, num_elem_per_idx = 2 : i64, num_valid_indices = 64 : i64}",
+        f"isa_pool.nc_n_gather dst {_sb(0x800, ap='[0 : [1, 128], [1, 16]]')}, src {_sb(0)}, "
+        f"indices {_sb(0x3000, 'uint32', '[0 : [1, 128], [1, 16]]')} {{id = 44 : i64}}",
+        f"isa_pool.sequence_bounds dst {_sb(0x800, 'int32', '[0 : [1, 1], [64, 2], [1, 64]]')}, "
+        f"src {_sb(0, 'int32', '[0 : [1, 1], [1, 64]]')} {{id = 45 : i64}}",
         "isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}",
     ],
 }
@@ -208,7 +220,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 78
+    assert len(ISA_OPS) == len(declared) == 83
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:

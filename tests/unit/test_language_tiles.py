@@ -432,7 +432,7 @@ def test_rms_norm():
 
 @pytest.mark.parametrize(
     ("call", "what"),
-    [(lambda x: nl.gather_flattened(x, x), "gather"), (lambda x: nl.fmod(x, 2.0), "truncated remainder"),
+    [(lambda x: nl.fmod(x, 2.0), "truncated remainder"),
      (lambda x: nl.shared_constant(np.zeros(4)), "constant")],
 )  # fmt: skip
 def test_unsupported_names_raise(call, what):

@@ -309,3 +309,69 @@ builtin.module {
   }
 }
 // CHECK: topk of (128, 256) (partitions, free) needs val_dst and idx_dst of (128, k), not (128, 64) and (128, 32)
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pool" {
+      isa_pool.local_gather dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 192]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], index sbuf(p0, 0x3000, uint16)[0 : [1, 128], [1, 4]] {id = 0 : i64, num_elem_per_idx = 3 : i64, num_valid_indices = 64 : i64}
+    }
+  }
+}
+// CHECK: num_elem_per_idx must be one of (1, 2, 4, 8, 16, 32), got 3
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pool" {
+      isa_pool.nc_n_gather dst sbuf(p0, 0x800, float32)[0 : [1, 64], [1, 16]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], indices sbuf(p0, 0x3000, uint32)[0 : [1, 64], [1, 16]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: nc_n_gather writes one element per index: dst (64, 16) must be indices (64, 16), data has 128 partitions
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.nc_stream_shuffle dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 32], [1, 512]] {id = 0 : i64, mask0 = 40 : i64}
+    }
+  }
+}
+// CHECK: shuffle mask entries must be 0..31 or 255, got [40]
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.nc_stream_shuffle dst sbuf(p32, 0x800, float32)[0 : [1, 64], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 64], [1, 512]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: with 64 active partitions 'dst' must start at partition 0 or 64, not 32
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "sp" {
+      isa_sp.dma_compute dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src0 hbm(var 0, 0x0, float32)[0 : [512, 128], [1, 512]], src1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 256]] {id = 0 : i64, queue = 0 : i64, reduce_op = "add"}
+    }
+  }
+}
+// CHECK: dma_compute needs equal element counts, got {'dst': 65536, 'src0': 65536, 'src1': 32768}
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "sp" {
+      isa_sp.dma_compute dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src0 hbm(var 0, 0x0, float32)[0 : [512, 128], [1, 512]] {id = 0 : i64, queue = 16 : i64, reduce_op = "add"}
+    }
+  }
+}
+// CHECK: DMA queue 16 outside 0..15

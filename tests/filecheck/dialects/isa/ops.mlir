@@ -12,6 +12,7 @@
 // CHECK-NEXT: isa_sp.dma_copy dst sbuf(p0, 0x4000, float32)[0 : [1, 64], [1, 32]], src hbm(var 0, 0x80, float32)[0 : [512, 32], [1, 64]] {id = 1 : i64, queue = 1 : i64, transpose = true, signal_sem = 9 : i64}
 // CHECK-NEXT: isa_sp.sem_wait {id = 2 : i64, wait_sem = 2 : i64, wait_value = 3 : i64}
 // CHECK-NEXT: isa_sp.dma_copy dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src sbuf(p0, 0x2000, float32)[0 : [1, 128], [1, 512]] {id = 3 : i64, queue = 2 : i64, signal_sem = 10 : i64}
+// CHECK-NEXT: isa_sp.dma_compute dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src0 hbm(var 0, 0x0, float32)[0 : [512, 128], [1, 512]], src1 sbuf(p0, 0x2000, float32)[0 : [1, 128], [1, 512]] {id = 42 : i64, queue = 3 : i64, reduce_op = "add", signal_sem = 11 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pe" {
 // CHECK-NEXT: isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
@@ -54,6 +55,7 @@
 // CHECK-NEXT: isa_dve.max8 dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 42 : i64}
 // CHECK-NEXT: isa_dve.find_index8 dst sbuf(p0, 0x3100, uint16)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [4, 128], [1, 4]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]] {id = 43 : i64}
 // CHECK-NEXT: isa_dve.match_replace8 dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], dst_idx sbuf(p0, 0x3200, uint32)[0 : [1, 128], [1, 8]] {id = 44 : i64, imm = -1.000000e+00 : f32}
+// CHECK-NEXT: isa_dve.nc_stream_shuffle dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 32], [1, 512]] {id = 46 : i64, mask0 = 33619999 : i64, mask1 = 100992003 : i64, mask2 = 168364039 : i64, mask3 = 235736075 : i64, mask4 = 303108111 : i64, mask5 = 370480147 : i64, mask6 = 437852183 : i64, mask7 = 4280097819 : i64}
 // CHECK-NEXT: isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
@@ -71,6 +73,9 @@
 // CHECK-NEXT: isa_pool.rand_get_state dst sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 6]] {id = 50 : i64}
 // CHECK-NEXT: isa_pool.nonzero_with_count dst sbuf(p0, 0x4000, int32)[0 : [1, 128], [1, 513]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 45 : i64, index_offset = 512 : i64}
 // CHECK-NEXT: isa_pool.topk dst sbuf(p0, 0x5000, bfloat16)[0 : [1, 128], [1, 64]], idx_dst sbuf(p0, 0x5100, uint32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x6000, bfloat16)[0 : [1, 128], [1, 256]] {id = 46 : i64, n = 4000 : i64}
+// CHECK-NEXT: isa_pool.local_gather dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], index sbuf(p0, 0x3000, uint16)[0 : [1, 128], [1, 4]] {id = 43 : i64, num_elem_per_idx = 2 : i64, num_valid_indices = 64 : i64}
+// CHECK-NEXT: isa_pool.nc_n_gather dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 16]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], indices sbuf(p0, 0x3000, uint32)[0 : [1, 128], [1, 16]] {id = 44 : i64}
+// CHECK-NEXT: isa_pool.sequence_bounds dst sbuf(p0, 0x800, int32)[0 : [1, 1], [64, 2], [1, 64]], src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 64]] {id = 45 : i64}
 // CHECK-NEXT: isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: }
@@ -86,6 +91,7 @@ builtin.module {
       isa_sp.dma_copy dst sbuf(p0, 0x4000, float32)[0 : [1, 64], [1, 32]], src hbm(var 0, 0x80, float32)[0 : [512, 32], [1, 64]] {id = 1 : i64, queue = 1 : i64, transpose = true, signal_sem = 9 : i64}
       isa_sp.sem_wait {id = 2 : i64, wait_sem = 2 : i64, wait_value = 3 : i64}
       isa_sp.dma_copy dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src sbuf(p0, 0x2000, float32)[0 : [1, 128], [1, 512]] {id = 3 : i64, queue = 2 : i64, signal_sem = 10 : i64}
+      isa_sp.dma_compute dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], src0 hbm(var 0, 0x0, float32)[0 : [512, 128], [1, 512]], src1 sbuf(p0, 0x2000, float32)[0 : [1, 128], [1, 512]] {id = 42 : i64, queue = 3 : i64, reduce_op = "add", signal_sem = 11 : i64}
     }
     isa.stream "pe" {
       isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
@@ -128,6 +134,7 @@ builtin.module {
       isa_dve.max8 dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 42 : i64}
       isa_dve.find_index8 dst sbuf(p0, 0x3100, uint16)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [4, 128], [1, 4]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]] {id = 43 : i64}
       isa_dve.match_replace8 dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], dst_idx sbuf(p0, 0x3200, uint32)[0 : [1, 128], [1, 8]] {id = 44 : i64, imm = -1.000000e+00 : f32}
+      isa_dve.nc_stream_shuffle dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 32], [1, 512]] {id = 46 : i64, mask0 = 33619999 : i64, mask1 = 100992003 : i64, mask2 = 168364039 : i64, mask3 = 235736075 : i64, mask4 = 303108111 : i64, mask5 = 370480147 : i64, mask6 = 437852183 : i64, mask7 = 4280097819 : i64}
       isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
     }
     isa.stream "pool" {
@@ -145,6 +152,9 @@ builtin.module {
       isa_pool.rand_get_state dst sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 6]] {id = 50 : i64}
       isa_pool.nonzero_with_count dst sbuf(p0, 0x4000, int32)[0 : [1, 128], [1, 513]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 45 : i64, index_offset = 512 : i64}
       isa_pool.topk dst sbuf(p0, 0x5000, bfloat16)[0 : [1, 128], [1, 64]], idx_dst sbuf(p0, 0x5100, uint32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x6000, bfloat16)[0 : [1, 128], [1, 256]] {id = 46 : i64, n = 4000 : i64}
+      isa_pool.local_gather dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], index sbuf(p0, 0x3000, uint16)[0 : [1, 128], [1, 4]] {id = 43 : i64, num_elem_per_idx = 2 : i64, num_valid_indices = 64 : i64}
+      isa_pool.nc_n_gather dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 16]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], indices sbuf(p0, 0x3000, uint32)[0 : [1, 128], [1, 16]] {id = 44 : i64}
+      isa_pool.sequence_bounds dst sbuf(p0, 0x800, int32)[0 : [1, 1], [64, 2], [1, 64]], src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 64]] {id = 45 : i64}
       isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}
     }
   }

@@ -280,3 +280,92 @@ builtin.module {
   }
 }
 // CHECK: topk works on groups of 16 partitions, src has 24
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x512xf32>
+    %i = penguin.alloc "i" : !penguin.tensor<sbuf, 24x4xui16>
+    penguin.local_gather dst %x[0 : [512, 24], [1, 64]], src_buffer %x[0 : [512, 24], [1, 512]], index %i[0 : [4, 24], [1, 4]] {num_valid_indices = 64 : i64}
+    penguin.return
+  }
+}
+// CHECK: local_gather needs src_buffer, index and dst on the same number of partitions, a multiple of 16, got 24, 24 and 24
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x512xf32>
+    %i = penguin.alloc "i" : !penguin.tensor<sbuf, 128x4xui16>
+    penguin.local_gather dst %x[0 : [512, 128], [1, 64]], src_buffer %x[0 : [512, 128], [1, 512]], index %i[0 : [4, 128], [1, 4]] {num_elem_per_idx = 2 : i64, num_valid_indices = 64 : i64}
+    penguin.return
+  }
+}
+// CHECK: local_gather of 64 indices x 2 elements writes 128 elements per partition, dst has 64
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x512xf32>
+    %i = penguin.alloc "i" : !penguin.tensor<sbuf, 128x16xui32>
+    penguin.nc_n_gather dst %x[0 : [512, 128], [1, 8]], data %x[0 : [512, 128], [1, 512]], indices %i[0 : [16, 128], [1, 16]]
+    penguin.return
+  }
+}
+// CHECK: nc_n_gather writes one element per index: dst (128, 8) must be indices (128, 16), data has 128 partitions
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x512xf32>
+    penguin.nc_stream_shuffle dst %x[0 : [512, 32], [1, 512]], src %x[0 : [512, 32], [1, 512]] {shuffle_mask = array<i64: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 32>}
+    penguin.return
+  }
+}
+// CHECK: shuffle_mask entries must be 0..31 or 255, got [32]
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x512xf32>
+    penguin.nc_stream_shuffle dst %x[0 : [512, 32], [1, 256]], src %x[0 : [512, 32], [1, 512]] {shuffle_mask = array<i64: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31>}
+    penguin.return
+  }
+}
+// CHECK: nc_stream_shuffle moves whole partitions: dst (32, 256) and src (32, 512) need equal free sizes
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %s = penguin.alloc "s" : !penguin.tensor<sbuf, 1x64xi32>
+    %b = penguin.alloc "b" : !penguin.tensor<sbuf, 1x2x32xi32>
+    penguin.sequence_bounds dst %b[0 : [64, 1], [32, 2], [1, 32]], segment_ids %s[0 : [64, 1], [1, 64]]
+    penguin.return
+  }
+}
+// CHECK: sequence_bounds of segment_ids (1, 64) (one partition) writes (1, 2 x 64) = (1, 128), not (1, 64)
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x512xf32>
+    %h = penguin.alloc "h" : !penguin.tensor<shared_hbm, 128x256xf32>
+    penguin.dma_compute dst %x[0 : [512, 128], [1, 512]], src0 %h[0 : [256, 128], [1, 256]], src1 %x[0 : [512, 128], [1, 512]] {reduce_op = "add"}
+    penguin.return
+  }
+}
+// CHECK: dma_compute needs equal element counts, got {'dst': 65536, 'src0': 32768, 'src1': 65536}

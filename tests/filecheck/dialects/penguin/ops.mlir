@@ -50,6 +50,11 @@
 // CHECK: penguin.match_replace8 dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], vals %e8[0 : [8, 128], [1, 8]], dst_idx %i8[0 : [8, 128], [1, 8]] {imm = -3.40282347e+38 : f32}
 // CHECK: penguin.nonzero_with_count dst %nz[0 : [513, 128], [1, 513]], src %x[0 : [512, 128], [1, 512]] {index_offset = 16 : i64, padding_val = -1 : i64}
 // CHECK: penguin.topk val_dst %tv[0 : [40, 128], [1, 8]], idx_dst %ti[0 : [40, 128], [1, 8]], src %tv[0 : [40, 128], [1, 40]] {n = 630 : i64}
+// CHECK: penguin.local_gather dst %x[0 : [512, 128], [1, 128]], src_buffer %x[0 : [512, 128], [1, 512]], index %gi[0 : [4, 128], [1, 4]] {num_elem_per_idx = 2 : i64, num_valid_indices = 64 : i64}
+// CHECK: penguin.nc_n_gather dst %x[0 : [512, 128], [1, 16]], data %x[0 : [512, 128], [1, 512]], indices %ni[0 : [16, 128], [1, 16]]
+// CHECK: penguin.nc_stream_shuffle dst %x[0 : [512, 32], [1, 512]], src %x[0 : [512, 32], [1, 512]] {shuffle_mask = array<i64: 31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 255>}
+// CHECK: penguin.sequence_bounds dst %bnd[0 : [128, 1], [64, 2], [1, 64]], segment_ids %seg[0 : [64, 1], [1, 64]]
+// CHECK: penguin.dma_compute dst %x[0 : [512, 128], [1, 512]], src0 %in[0 : [512, 128], [1, 512]], src1 %x[0 : [512, 128], [1, 512]] {reduce_op = "add"}
 // CHECK: penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
 // CHECK: penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.40282347e+38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.return %out : !penguin.tensor<shared_hbm, 256x512xf32>
@@ -75,6 +80,10 @@ builtin.module {
     %nz = penguin.alloc "nz" : !penguin.tensor<sbuf, 128x513xi32>
     %tv = penguin.alloc "tv" : !penguin.tensor<sbuf, 128x40xbf16>
     %ti = penguin.alloc "ti" : !penguin.tensor<sbuf, 128x40xui32>
+    %gi = penguin.alloc "gi" : !penguin.tensor<sbuf, 128x4xui16>
+    %ni = penguin.alloc "ni" : !penguin.tensor<sbuf, 128x16xui32>
+    %seg = penguin.alloc "seg" : !penguin.tensor<sbuf, 1x64xi32>
+    %bnd = penguin.alloc "bnd" : !penguin.tensor<sbuf, 1x2x64xi32>
     penguin.loop "affine" 0 to 2 step 1 {
       %x = penguin.alloc "x" {address = array<i64: 0, 1024>} : !penguin.tensor<sbuf, 128x512xf32>
       %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
@@ -120,6 +129,11 @@ builtin.module {
       penguin.match_replace8 dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], vals %e8[0 : [8, 128], [1, 8]], dst_idx %i8[0 : [8, 128], [1, 8]] {imm = -3.4028235e38 : f32}
       penguin.nonzero_with_count dst %nz[0 : [513, 128], [1, 513]], src %x[0 : [512, 128], [1, 512]] {index_offset = 16 : i64, padding_val = -1 : i64}
       penguin.topk val_dst %tv[0 : [40, 128], [1, 8]], idx_dst %ti[0 : [40, 128], [1, 8]], src %tv[0 : [40, 128], [1, 40]] {n = 630 : i64}
+      penguin.local_gather dst %x[0 : [512, 128], [1, 128]], src_buffer %x[0 : [512, 128], [1, 512]], index %gi[0 : [4, 128], [1, 4]] {num_elem_per_idx = 2 : i64, num_valid_indices = 64 : i64}
+      penguin.nc_n_gather dst %x[0 : [512, 128], [1, 16]], data %x[0 : [512, 128], [1, 512]], indices %ni[0 : [16, 128], [1, 16]]
+      penguin.nc_stream_shuffle dst %x[0 : [512, 32], [1, 512]], src %x[0 : [512, 32], [1, 512]] {shuffle_mask = array<i64: 31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 255>}
+      penguin.sequence_bounds dst %bnd[0 : [128, 1], [64, 2], [1, 64]], segment_ids %seg[0 : [64, 1], [1, 64]]
+      penguin.dma_compute dst %x[0 : [512, 128], [1, 512]], src0 %in[0 : [512, 128], [1, 512]], src1 %x[0 : [512, 128], [1, 512]] {reduce_op = "add"}
       penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
       penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.4028235e38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
     }
