@@ -18,10 +18,10 @@ from xdsl.ir import Attribute
 from xdsl.irdl import AnyAttr, opt_prop_def, prop_def, traits_def
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import BIR_ENGINES, ENGINES, AccessPatternAttr, check_member
+from nkic.dialects.common import BIR_ENGINES, ENGINES, AccessPatternAttr, check_member, value_of
 from nkic.dialects.inst import RoleOperandOp
 from nkic.dialects.traits import TRAITS, AccumulatesDst, ReadsDst
-from nkic.target.instructions import INSTRUCTIONS, Field, InstrSpec, dims_problem
+from nkic.target.instructions import INSTRUCTIONS, Field, InstrSpec, activate2_problem, dims_problem
 from nkic.target.isa import ENUM_KINDS
 from nkic.target.machine import MAX_MATMUL_K, MAX_MATMUL_M, MAX_MATMUL_N
 
@@ -197,6 +197,13 @@ def axis_list(op: RoleOperandOp) -> list[int]:
 def _activation(op: InstructionFields) -> None:
     if op.has("reduce_res") and str_field(op, "reduce_op") is None:
         raise VerifyException("activation with reduce_res needs a reduce_op")
+
+
+@shape_rule("activate2")
+def _activate2(op: InstructionFields) -> None:
+    problem = activate2_problem(lambda name: value_of(op.properties.get(name)))
+    if problem is not None:
+        raise VerifyException(problem)
 
 
 def _free(shape: tuple[int, ...]) -> int:

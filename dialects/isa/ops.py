@@ -15,7 +15,7 @@ from xdsl.irdl import irdl_op_definition, opt_prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects.isa.base import IsaInst, byte_range, imm_prop_def
-from nkic.target.instructions import INSTRUCTIONS
+from nkic.target.instructions import INSTRUCTIONS, activate2_problem
 from nkic.target.isa import OPCODES, Instr, OpSpec
 from nkic.target.machine import ENGINES, MAX_MATMUL_N, NUM_DMA_QUEUES, TARGETS, queue_sem
 
@@ -111,6 +111,16 @@ class MemsetFormat(IsaInst):
             raise VerifyException(f"memset value {value} does not fit in int32")
 
 
+class Activate2Format(IsaInst):
+    """The tensor-scalar stage is one of ScalarE's (op0, op1) pairs; an accumulating reduce_cmd has a reduce_op."""
+
+    def verify_format(self) -> None:
+        problem = activate2_problem(self.field)
+        if problem is not None:
+            raise VerifyException(problem)
+        super().verify_format()
+
+
 class SemWaitFormat(IsaInst):
     def verify_format(self) -> None:
         if "wait_sem" not in self.properties:
@@ -120,7 +130,7 @@ class SemWaitFormat(IsaInst):
 FORMATS: dict[str, type[IsaInst]] = {
     "DMA_COPY": DmaCopyFormat, "MATMUL": MatmulFormat,
     "TENSOR_SCALAR": TensorScalarFormat, "TENSOR_REDUCE": TensorReduceFormat, "MEMSET": MemsetFormat,
-    "SEM_WAIT": SemWaitFormat,
+    "SEM_WAIT": SemWaitFormat, "ACTIVATE2": Activate2Format,
 }  # fmt: skip
 
 
