@@ -885,7 +885,7 @@ def tensor_scalar_cumulative(
     _record(ctx, name, {"dst": dst, "src": src, "imm0": t0, "imm1": t1}, attrs, "vector")
 
 
-_PARTITION_REDUCE_OPS = ("add", "maximum", "minimum", "bitwise_or", "bitwise_and")
+_PARTITION_REDUCE_OPS = ("add", "average", "maximum", "minimum", "bitwise_or", "bitwise_and")
 
 
 @nki_op

@@ -129,14 +129,14 @@ def test_activate2_per_partition_immediates(tiles) -> None:
 @pytest.mark.parametrize("func", ["gelu", "gelu_dx", "silu_dx", "gelu_apprx_sigmoid_dx", "erf_dx"])
 def test_activate2_functions(func: str) -> None:
     x, i0, i1, a = _inputs()
-    got, _ = nki.simulate(_kernel(func, nl.multiply, nl.add))(x, i0, i1, a)
+    got, _ = nki.simulate(_kernel(getattr(nl, func), nl.multiply, nl.add))(x, i0, i1, a)
     np.testing.assert_allclose(got, _reference(x, func, "multiply", 2.0, "add", -0.75), rtol=2e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("relu", [None, 0.1, "tile"])
 def test_activate2_prelu_relu_param(relu) -> None:
     x, i0, i1, a = _inputs()
-    got, _ = nki.simulate(_kernel("prelu", nl.multiply, nl.add, relu=relu))(x, i0, i1, a)
+    got, _ = nki.simulate(_kernel(nl.prelu, nl.multiply, nl.add, relu=relu))(x, i0, i1, a)
     slope = a if relu == "tile" else np.float32(relu or 0.0)  # an immediate is an f32 word
     want = _reference(x, "prelu", "multiply", 2.0, "add", -0.75, relu=slope)
     np.testing.assert_array_equal(got, want)  # one fp32 multiply per element: exact
