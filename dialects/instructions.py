@@ -18,7 +18,7 @@ from xdsl.ir import Attribute
 from xdsl.irdl import AnyAttr, opt_prop_def, prop_def, traits_def
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import BIR_ENGINES, ENGINES, AccessPatternAttr, check_member
+from nkic.dialects.common import BIR_ENGINES, ENGINES, AccessPatternAttr, check_member, value_of
 from nkic.dialects.inst import RoleOperandOp
 from nkic.dialects.traits import TRAITS, AccumulatesDst, ReadsDst
 from nkic.target.instructions import (
@@ -30,6 +30,7 @@ from nkic.target.instructions import (
     SHUFFLE_QUADRANT,
     Field,
     InstrSpec,
+    activate2_problem,
     dims_problem,
 )
 from nkic.target.isa import ENUM_KINDS
@@ -236,6 +237,13 @@ def _nc_stream_shuffle(op: InstructionFields) -> None:
 def _int_field(op: RoleOperandOp, name: str, default: int) -> int:
     v = op.properties.get(name)
     return int(v.value.data) if isinstance(v, IntegerAttr) else default
+
+
+@shape_rule("activate2")
+def _activate2(op: InstructionFields) -> None:
+    problem = activate2_problem(lambda name: value_of(op.properties.get(name)))
+    if problem is not None:
+        raise VerifyException(problem)
 
 
 def _free(shape: tuple[int, ...]) -> int:

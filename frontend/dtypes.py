@@ -8,6 +8,7 @@ A dtype is its canonical name (``"bfloat16"``), an instance of :class:`dtype`, a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -69,8 +70,40 @@ class NamedToken:
         return f"nl.{self.name}"
 
 
-class Buffer(NamedToken):
-    """A memory region (``nl.sbuf`` …), named as stored on penguin allocations."""
+class _RegionType(type):
+    """The type of ``nl.MemoryRegion``: like the reference's Enum, its members iterate in order, ``MemoryRegion('sbuf')``
+    and ``MemoryRegion['sbuf']`` look one up, and it is a real type (``isinstance(nl.sbuf, nl.MemoryRegion)``)."""
+
+    _members: dict[str, Buffer]
+
+    def __call__(cls, value: Any) -> Buffer:  # type: ignore[override]
+        if isinstance(value, Buffer):
+            return value
+        member = cls._members.get(value) if isinstance(value, str) else None
+        if member is None:
+            raise ValueError(f"{value!r} is not a valid MemoryRegion")
+        return member
+
+    def __getitem__(cls, name: str) -> Buffer:
+        if name not in cls._members:
+            raise KeyError(name)
+        return cls._members[name]
+
+    def __iter__(cls) -> Iterator[Buffer]:
+        return iter(dict.fromkeys(cls._members.values()))
+
+    def __len__(cls) -> int:
+        return len(dict.fromkeys(cls._members.values()))
+
+    def __contains__(cls, value: object) -> bool:
+        return isinstance(value, Buffer)
+
+
+class Buffer(NamedToken, metaclass=_RegionType):
+    """A memory region (``nl.sbuf`` …), named as stored on penguin allocations; ``nl.MemoryRegion`` is this type.
+
+    Members: ``sbuf``, ``psum``, ``private_hbm``, ``shared_hbm`` (``value`` = that name); ``hbm`` is an alias of
+    ``private_hbm`` (equal to it, with the same value) that keeps its own name on the IR."""
 
     __slots__ = ()
 
@@ -81,6 +114,10 @@ class Buffer(NamedToken):
 
     def __hash__(self) -> int:
         return hash(_region(self.name))
+
+    @property
+    def value(self) -> str:
+        return _region(self.name)
 
     @property
     def on_chip(self) -> bool:
@@ -96,7 +133,17 @@ def _region(name: str) -> str:
     return "private_hbm" if name == "hbm" else name
 
 
-BUFFERS = {name: Buffer(name) for name in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")}
+def _member(name: str) -> Buffer:
+    buffer = object.__new__(Buffer)
+    NamedToken.__init__(buffer, name)
+    return buffer
+
+
+BUFFERS = {name: _member(name) for name in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")}
+Buffer._members = {"sbuf": BUFFERS["sbuf"], "psum": BUFFERS["psum"], "private_hbm": BUFFERS["private_hbm"],
+                   "shared_hbm": BUFFERS["shared_hbm"], "hbm": BUFFERS["hbm"]}  # fmt: skip
+for _name in ("sbuf", "psum", "private_hbm", "shared_hbm", "hbm"):
+    setattr(Buffer, _name, BUFFERS[_name])
 
 
 def normalize_buffer(buffer: Any) -> Buffer:

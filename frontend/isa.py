@@ -30,6 +30,7 @@ from nkic.target.instructions import (
     SHUFFLE_QUADRANT,
     TOPK_MAX_N,
     Role,
+    activate2_problem,
     dims_problem,
     shuffle_start_problem,
 )
@@ -562,6 +563,56 @@ def _activation(
     _record(ctx, name, {"dst": dst, "data": data, "bias": tb, "scale": ts, "reduce_res": tr}, attrs)
 
 
+@nki_op
+def activate2(
+    ctx: Any,
+    dst: NkiTensor,
+    op: Any,
+    data: NkiTensor,
+    imm0: Any,
+    imm1: Any,
+    op0: Any,
+    op1: Any,
+    relu_param: Any = 0.0,
+    reverse0: bool = False,
+    reverse1: bool = False,
+    reduce_op: Any = None,
+    reduce_res: NkiTensor | None = None,
+    reduce_cmd: Any = None,
+    **kw: Any,
+) -> None:
+    """``dst = op((data op0 imm0) op1 imm1, relu_param)`` on ScalarE (gen4+), optionally reducing the activated
+    values with ``reduce_op`` into the ScalarE registers per ``reduce_cmd`` (``reduce_res`` receives them).
+
+    ``imm0``/``imm1`` of a bypassed stage are ignored (not recorded). The reduction reads the fp32 activation
+    results before their cast to dst's dtype, as ``activation`` does."""
+    _mask(kw)
+    name = "activate2"
+    dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
+    _elementwise(name, {"dst": dst, "data": data})
+    attrs: dict[str, Any] = {"func": act_func(op), "op0": alu_op(op0, "op0"), "op1": alu_op(op1, "op1"),
+                             "reverse0": bool(reverse0), "reverse1": bool(reverse1),
+                             "reduce_op": alu_op(reduce_op, "reduce_op") if reduce_op is not None else None,
+                             "reduce_cmd": _enum(reduce_cmd if reduce_cmd is not None else "idle", _REDUCE_CMD,
+                                                 "reduce_cmd")}  # fmt: skip
+    problem = activate2_problem(attrs.get)
+    if problem is not None:
+        raise NkiError(problem)
+    tiles: dict[str, NkiTensor | None] = {"dst": dst, "data": data}
+    for k, value in ((0, imm0), (1, imm1)):
+        tile, number = _scalar(name, f"imm{k}", value, dst) if attrs[f"op{k}"] != "bypass" else (None, None)
+        tiles[f"imm{k}"], attrs[f"imm{k}"] = tile, number
+    if tiles["imm0"] is not None and tiles["imm1"] is not None and tiles["imm0"].dtype != tiles["imm1"].dtype:
+        raise NkiError(f"{name}: imm0 and imm1 tiles must share a dtype, got {tiles['imm0'].dtype} and "
+                       f"{tiles['imm1'].dtype}")  # fmt: skip
+    tiles["relu_param"], relu = _scalar(name, "relu_param", relu_param, dst)
+    attrs["relu_param"] = relu if relu else None
+    tiles["reduce_res"] = None
+    if reduce_res is not None:
+        tiles["reduce_res"], _ = _scalar(name, "reduce_res", _tensor(name, "reduce_res", reduce_res), dst)
+    _record(ctx, name, tiles, attrs, "scalar")
+
+
 # -- fills and predicates -----------------------------------------------------------------------------------
 @nki_op
 def memset(ctx: Any, dst: NkiTensor, value: Any, engine: Any = None, **kw: Any) -> None:
@@ -862,7 +913,7 @@ def tensor_scalar_cumulative(
     _record(ctx, name, {"dst": dst, "src": src, "imm0": t0, "imm1": t1}, attrs, "vector")
 
 
-_PARTITION_REDUCE_OPS = ("add", "maximum", "minimum", "bitwise_or", "bitwise_and")
+_PARTITION_REDUCE_OPS = ("add", "average", "maximum", "minimum", "bitwise_or", "bitwise_and")
 
 
 @nki_op

@@ -24,6 +24,7 @@ from nkic.frontend.unsupported import missing_names
 from nkic.target.machine import DEFAULT_TARGET, Target, get_target
 
 # -- buffers ----------------------------------------------------------------------------------------------
+MemoryRegion = Buffer  # the reference's type of the buffers below (members sbuf, psum, private_hbm, shared_hbm)
 sbuf: Buffer = BUFFERS["sbuf"]
 psum: Buffer = BUFFERS["psum"]
 hbm: Buffer = BUFFERS["hbm"]

@@ -53,11 +53,11 @@ class OpToken(NamedToken):
 ALU_TOKENS = (
     "add subtract multiply divide maximum minimum equal not_equal greater greater_equal less less_equal "
     "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor left_shift right_shift power "
-    "abs_max abs_min mod bypass"
+    "abs_max abs_min mod bypass average"
 ).split()
 ACT_TOKENS = (
     "exp log tanh sigmoid relu gelu gelu_apprx_tanh silu square sqrt rsqrt reciprocal sin abs sign softplus "
-    "erf arctan mish copy gelu_apprx_sigmoid"
+    "erf arctan mish copy gelu_apprx_sigmoid gelu_dx gelu_apprx_sigmoid_dx silu_dx erf_dx prelu"
 ).split()
 
 TOKENS: dict[str, OpToken] = {name: OpToken(name) for name in dict.fromkeys(ALU_TOKENS + ACT_TOKENS)}

@@ -368,10 +368,46 @@ _binary_function("abs_max", "abs_max", since=4)
 _binary_function("abs_min", "abs_min", since=4)
 
 
+_binary_function("average", "average")
+
+
 @_export()
-def fmod(ctx: Any, x: Any, y: Any, dtype: Any = None, **_: Any) -> NkiTensor:
-    _unsupported("fmod", "the ALU has no truncated remainder", "use nl.mod (floored remainder) if signs allow")
-    raise AssertionError  # unreachable
+def fmod(ctx: Any, x: Any, y: Any, dtype: Any = None, **kw: Any) -> NkiTensor:
+    """``x - trunc(x / y) * y`` (the sign of x), as ``sign(x) * (|x| mod |y|)``: the ALU's mod is floored, and on
+    magnitudes floored and truncated agree. VectorE ``abs``/``mod`` stages (tensor_scalar or scalar_tensor_tensor,
+    with ``|y|`` from a tensor_scalar when y is a tile), the ScalarE ``sign`` of x and a tensor_tensor multiply;
+    fp32 throughout, cast to the result dtype at the end."""
+    isa._mask(kw)
+    x_num, y_num = _is_number(x), _is_number(y)
+    if x_num and y_num:
+        raise NkiError("nl.fmod: at least one of x, y must be a tile, got two numbers")
+    if x_num:  # a number x broadcasts to y's shape: sign(x) * (|x| mod |y|), one tensor_scalar
+        t = _tile("fmod", "y", y)
+        value = _number(x)
+        out = _new(ctx, t.shape, _dtype(dtype, _scalar_result(t.dtype, value)))
+        sign_ = math.copysign(1.0, value)
+        _impl("tensor_scalar")(ctx, out, t, "abs", 0.0, op1="mod", operand1=builtins.abs(value), reverse1=True)
+        if sign_ < 0:
+            _impl("tensor_scalar")(ctx, out, out, "multiply", -1.0)
+        return out
+    t = _tile("fmod", "x", x)
+    if y_num:
+        shape, want = t.shape, _scalar_result(t.dtype, y)
+        magnitude = _new(ctx, shape, "float32")
+        _impl("tensor_scalar")(ctx, magnitude, t, "abs", 0.0, op1="mod", operand1=builtins.abs(_number(y)))
+    else:
+        u = _tile("fmod", "y", y)
+        shape, want = _broadcast_shape("fmod", t.shape, u.shape), promote(t.dtype, u.dtype)
+        t, u = _to_shape(ctx, "fmod", t, shape), _to_shape(ctx, "fmod", u, shape)
+        abs_y = _new(ctx, shape, "float32")
+        _impl("tensor_scalar")(ctx, abs_y, u, "abs", 0.0)
+        magnitude = _new(ctx, shape, "float32")
+        _impl("scalar_tensor_tensor")(ctx, magnitude, t, "abs", 0.0, "mod", abs_y)
+    sign_ = _new(ctx, shape, "float32")
+    _impl("activation")(ctx, sign_, "sign", t)
+    out = _new(ctx, shape, _dtype(dtype, want))
+    _impl("tensor_tensor")(ctx, out, magnitude, sign_, "multiply")
+    return out
 
 
 # -- math: unary --------------------------------------------------------------------------------------------
@@ -386,22 +422,44 @@ def _activation_function(name: str) -> None:
 
 
 for _name in ("exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu",
-              "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "softplus", "erf", "arctan", "mish"):  # fmt: skip
+              "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "softplus", "erf", "arctan", "mish", "gelu_dx",
+              "gelu_apprx_sigmoid_dx", "silu_dx", "erf_dx"):  # fmt: skip
     assert _name in ACT_FUNCS, _name
     _activation_function(_name)
 
 
-def _missing_activation(name: str) -> None:
-    def impl(ctx: Any, x: Any, dtype: Any = None, **_: Any) -> NkiTensor:
-        _unsupported(name, f"the activation table has no '{name}'", f"activation functions: {', '.join(ACT_FUNCS)}")
-        raise AssertionError  # unreachable
+@_export()
+def prelu(ctx: Any, x: Any, relu_param: Any = 0.0, dtype: Any = None, **kw: Any) -> NkiTensor:
+    """``x`` where ``x >= 0``, else ``relu_param * x``; ``relu_param`` (alias ``alpha``) is a number, a (P, 1) tile or
+    a tile broadcastable to x (0 gives relu).
 
-    impl.__name__ = name
-    globals()[name] = _export(name)(impl)
-
-
-for _name in ("silu_dx", "gelu_dx", "gelu_apprx_sigmoid_dx", "erf_dx"):
-    _missing_activation(_name)
+    On gen4 a number or (P, 1) slope is one ScalarE ``activate2`` with ``op=nl.prelu`` (the only instruction with a
+    relu_param); otherwise VectorE computes ``max(x, 0) + relu_param * min(x, 0)`` — the same fp32 values — with a
+    tensor_scalar (or a tensor_scalar and a tensor_tensor for a full slope tile) and a scalar_tensor_tensor."""
+    isa._mask(kw)
+    alpha = kw.get("alpha", relu_param)
+    t = _tile("prelu", "x", x)
+    out = _new(ctx, t.shape, _dtype(dtype, t.dtype))
+    column = isinstance(alpha, NkiTensor) and _is_column(alpha, t.partitions)
+    if not (_is_number(alpha) or isinstance(alpha, NkiTensor)):
+        raise NkiError(f"nl.prelu: relu_param must be a number or a tile, got {type(alpha).__name__}")
+    if get_target(ctx.options.target).nc_version >= 4 and (_is_number(alpha) or column):
+        slope = _number(alpha) if _is_number(alpha) else _flat(ctx, _tile("prelu", "relu_param", alpha))
+        _impl("activate2")(ctx, out, "prelu", t, 0.0, 0.0, "bypass", "bypass", relu_param=slope)
+        return out
+    negative = _new(ctx, t.shape, "float32")
+    if _is_number(alpha) or column:
+        slope = _number(alpha) if _is_number(alpha) else _flat(ctx, alpha)
+        _impl("tensor_scalar")(ctx, negative, t, "minimum", 0.0, op1="multiply", operand1=slope)
+    else:
+        a = _tile("prelu", "relu_param", alpha)
+        if _broadcast_shape("prelu", t.shape, a.shape) != t.shape:
+            raise NkiError(f"nl.prelu: relu_param of shape {a.shape} does not broadcast to x's {t.shape}")
+        below = _new(ctx, t.shape, "float32")
+        _impl("tensor_scalar")(ctx, below, t, "minimum", 0.0)
+        _impl("tensor_tensor")(ctx, negative, below, _to_shape(ctx, "prelu", a, t.shape), "multiply")
+    _impl("scalar_tensor_tensor")(ctx, out, t, "maximum", 0.0, "add", negative)
+    return out
 
 
 @_export()

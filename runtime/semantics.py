@@ -115,6 +115,8 @@ ALU_FUNCS: dict[str, Callable[[Array, Array], Array]] = {
     "abs_max": lambda a, b: np.where(np.abs(a) > np.abs(b), a, b),
     "abs_min": lambda a, b: np.where(np.abs(a) < np.abs(b), a, b),
     "mod": _mod,
+    # KLR's AluOp "average": the mean of the two operands (as a reduction, the mean of the reduced elements).
+    "average": lambda a, b: (a + b) / np.float32(2),  # fp32 (not an integer-exact op)
     "abs": lambda a, b: np.abs(a),
     "rsqrt": lambda a, b: np.float32(1.0) / np.sqrt(a),
     "reciprocal": lambda a, b: np.float32(1.0) / a,
@@ -152,7 +154,8 @@ _UFUNC_REDUCERS: dict[str, np.ufunc] = {
 _LOGICAL_REDUCERS: dict[str, np.ufunc] = {
     "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
 }  # fmt: skip
-REDUCE_IDENTITY: dict[str, float] = {"add": 0.0, "multiply": 1.0, "maximum": -math.inf, "minimum": math.inf}
+REDUCE_IDENTITY: dict[str, float] = {"add": 0.0, "multiply": 1.0, "maximum": -math.inf, "minimum": math.inf,
+                                     "abs_max": 0.0, "abs_min": math.inf}
 
 
 def reduce_last(op: str, x: Array) -> Array:
@@ -163,6 +166,9 @@ def reduce_last(op: str, x: Array) -> Array:
         return _UFUNC_REDUCERS[op].reduce(x, axis=-1)
     if op in _LOGICAL_REDUCERS:
         return _LOGICAL_REDUCERS[op].reduce(x != 0, axis=-1).astype(x.dtype)
+    if op == "average":  # the mean: an exact sum (int64 in integer mode, fp32 otherwise) over the count
+        total = np.add.reduce(x, axis=-1)
+        return total / x.shape[-1] if x.dtype.kind == "f" else total.astype(np.float64) / x.shape[-1]
     if op in ("abs_max", "abs_min"):
         pick = np.argmax if op == "abs_max" else np.argmin
         idx = pick(np.abs(x), axis=-1)[..., None]
@@ -200,6 +206,26 @@ def _softplus(x: Array) -> Array:
     return np.logaddexp(0.0, x)
 
 
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GELU_SIGMOID_K = 1.702  # gelu_apprx_sigmoid(x) = x * sigmoid(1.702 x)
+
+
+def _gelu_dx(x: Array) -> Array:
+    """d/dx [x Φ(x)] = Φ(x) + x φ(x), Φ/φ the standard normal CDF/PDF (the derivative of the erf ``gelu``)."""
+    return 0.5 * (1.0 + _erf(x / math.sqrt(2.0))) + x * _INV_SQRT_2PI * np.exp(-0.5 * x * x)
+
+
+def _sigmoid_product_dx(x: Array, k: float) -> Array:
+    """d/dx [x σ(kx)] = σ(kx) + k x σ(kx)(1 - σ(kx)) (silu_dx for k = 1, gelu_apprx_sigmoid_dx for k = 1.702)."""
+    s = _sigmoid(k * x)
+    return s + k * x * s * (1.0 - s)
+
+
+def _prelu(x: Array, alpha: Array | float = 0.0) -> Array:
+    """x for x >= 0, alpha * x below (alpha = the instruction's relu_param; 0 gives relu)."""
+    return np.where(x >= 0, x, alpha * x)
+
+
 ACT_FUNCS_IMPL: dict[str, Callable[[Array], Array]] = {
     "copy": lambda x: x,
     "exp": np.exp,
@@ -221,16 +247,27 @@ ACT_FUNCS_IMPL: dict[str, Callable[[Array], Array]] = {
     "erf": _erf,
     "arctan": np.arctan,
     "mish": lambda x: x * np.tanh(_softplus(x)),
-    "gelu_apprx_sigmoid": lambda x: x * _sigmoid(1.702 * x),
+    "gelu_apprx_sigmoid": lambda x: x * _sigmoid(_GELU_SIGMOID_K * x),
+    "gelu_dx": _gelu_dx,
+    "gelu_apprx_sigmoid_dx": lambda x: _sigmoid_product_dx(x, _GELU_SIGMOID_K),
+    "silu_dx": lambda x: _sigmoid_product_dx(x, 1.0),
+    "erf_dx": lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x),
+    "prelu": _prelu,
 }
+# Functions that read the instruction's relu_param (ACTIVATE has none: 0.0; ACTIVATE2 passes its relu_param).
+PARAMETRIC_ACT_FUNCS = frozenset({"prelu"})
 
 
-def activation(func: str, x: Array) -> Array:
-    """``func(x)`` for a float32 array, evaluated in float64 and rounded to float32."""
+def activation(func: str, x: Array, relu_param: Array | float = 0.0) -> Array:
+    """``func(x)`` for a float32 array, evaluated in float64 and rounded to float32; ``relu_param`` (a number or a
+    (P, 1) column) is the parameter of the parametric functions (prelu's negative slope)."""
     if func not in ACT_FUNCS_IMPL:
         raise SimulationError(f"unsupported activation function '{func}'")
+    x64 = np.asarray(x, np.float64)
     with np.errstate(all="ignore"):
-        return ACT_FUNCS_IMPL[func](np.asarray(x, np.float64)).astype(np.float32)
+        if func in PARAMETRIC_ACT_FUNCS:
+            return ACT_FUNCS_IMPL[func](x64, np.asarray(relu_param, np.float64)).astype(np.float32)  # type: ignore[call-arg]
+        return ACT_FUNCS_IMPL[func](x64).astype(np.float32)
 
 
 # -- ranking and matching (max8, nc_find_index8, nc_match_replace8, topk) -----------------------------------------

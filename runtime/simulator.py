@@ -560,6 +560,23 @@ def _exec_activate(core: _Core, ins: Instr) -> None:
     _accumulate(core, core.act_regs, ins, src.partitions, result)
 
 
+@execute("ACTIVATE2")
+def _exec_activate2(core: _Core, ins: Instr) -> None:
+    """``y = func((src op0 imm0) op1 imm1, relu_param)`` in fp32; y (before the cast to dst) feeds the registers."""
+    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    _same_shape(dst, src)
+    value = src.f32()
+    for k in (0, 1):
+        op = _alu_op(ins, f"op{k}")
+        if op != "bypass":
+            scalar = _scalar_operand(core, ins, f"imm{k}", src.nparts, False)
+            value = sem.scalar_step(op, value, scalar, ins.flag(f"reverse{k}")).astype(np.float32)
+    relu_param = _scalar_operand(core, ins, "relu_param", src.nparts, False)
+    result = sem.activation(_alu_op(ins, "func"), value, relu_param)
+    dst.store(result)
+    _accumulate(core, core.act_regs, ins, src.partitions, result)
+
+
 @execute("TENSOR_COPY")
 def _exec_tensor_copy(core: _Core, ins: Instr) -> None:
     dst, src = _view(core, ins, "dst"), _view(core, ins, "src")

@@ -162,6 +162,13 @@ def _activate(ins: Instr, t: Target) -> int:
     return _accumulating(ins, "src")
 
 
+@cost("ACTIVATE2")
+def _activate2(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): as ACTIVATE, whose scale/bias stage is free, ``max(64, N)``; ``+64`` when it
+    accumulates into the reduce registers or reads them out."""
+    return _accumulating(ins, "src")
+
+
 @cost("TENSOR_SCALAR_REDUCE", "TENSOR_SCALAR_CUMULATIVE")
 def _tensor_scalar_reduce(ins: Instr, t: Target) -> int:
     """``max(64, N) + 64`` (published for TENSOR_SCALAR_REDUCE; an estimate for the cumulative form)."""

@@ -154,6 +154,34 @@ def _seed_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
     return None
 
 
+# activate2's tensor-scalar stage: the (op0, op1) pairs ScalarE supports, and the reductions into its registers.
+ACTIVATE2_STAGES: frozenset[tuple[str, str]] = frozenset({
+    ("multiply", "add"), ("multiply", "subtract"), ("multiply", "bypass"), ("add", "bypass"), ("subtract", "bypass"),
+    ("bypass", "bypass"),
+})  # fmt: skip
+ACTIVATE2_REDUCE_OPS: tuple[str, ...] = ("add", "maximum", "minimum", "abs_max", "abs_min")
+_ACCUMULATING_CMDS = ("reset", "reduce", "reset_reduce")
+
+
+def activate2_problem(get: Callable[[str], Any]) -> str | None:
+    """What is wrong with activate2's fields (``get(name)``, None when absent), checked at every level."""
+    op0, op1 = get("op0") or "bypass", get("op1") or "bypass"
+    if (op0, op1) not in ACTIVATE2_STAGES:
+        pairs = ", ".join(f"({a}, {b})" for a, b in sorted(ACTIVATE2_STAGES))
+        return f"activate2: (op0, op1) = ({op0}, {op1}) is not one of {pairs}"
+    for k, op in ((0, op0), (1, op1)):
+        if get(f"reverse{k}") and op == "bypass":
+            return f"activate2: reverse{k} needs op{k} to be set (it is bypass)"
+    cmd, reduce = get("reduce_cmd") or "idle", get("reduce_op")
+    if reduce is not None and reduce != "bypass" and reduce not in ACTIVATE2_REDUCE_OPS:
+        return f"activate2: reduce_op must be one of {', '.join(ACTIVATE2_REDUCE_OPS)}, got {reduce}"
+    if cmd in _ACCUMULATING_CMDS and reduce in (None, "bypass"):
+        return f"activate2: reduce_cmd={cmd} needs a reduce_op"
+    if cmd not in ("idle", *_ACCUMULATING_CMDS):
+        return f"activate2: reduce_cmd must be idle, reset, reduce or reset_reduce, got {cmd}"
+    return None
+
+
 def declare(spec: InstrSpec, opcode: OpSpec | None = None) -> InstrSpec:
     """Register an instruction (and, for an instruction with an ISA form of its own, that opcode)."""
     if spec.name in INSTRUCTIONS:
@@ -775,4 +803,29 @@ declare(
     OpSpec("DMA_COMPUTE", 0x34, ("sp",), ("dst", *_DMA_COMPUTE_SRCS),
            "dst = reduce_op of the sources, element-wise in fp32, on DMA queue `queue`", required=("dst", "src0"),
            imms=(Imm("queue", "u32"), Imm("reduce_op", "alu")), traits=frozenset({"dma"})),
+)
+declare(
+    InstrSpec(
+        "activate2", "ACTIVATE2",
+        (_DST, Role("data", slot="src"), Role("imm0", required=False, scalar=True),
+         Role("imm1", required=False, scalar=True), Role("relu_param", required=False, scalar=True),
+         Role("reduce_res", write=True, required=False, scalar=True)),
+        ("act",), "dst = func((data <op0> imm0) <op1> imm1, relu_param), optionally row-reduced with reduce_op into "
+        "the ScalarE registers per reduce_cmd (reduce_res receives them)",
+        fields=(Field("func", "act", required=True), Field("op0", "alu", required=True),
+                Field("op1", "alu", required=True), Field("imm0", "f32", tensor_role="imm0"),
+                Field("imm1", "f32", tensor_role="imm1"), Field("relu_param", "f32", tensor_role="relu_param"),
+                Field("reverse0", "bool"), Field("reverse1", "bool"), Field("reduce_op", "alu"),
+                Field("reduce_cmd", "reduce_cmd")),
+        elementwise=("data",), since=4,
+    ),
+    OpSpec("ACTIVATE2", 0x48, ("act",), ("dst", "src", "imm0", "imm1", "relu_param", "reduce_res"),
+           "dst = func((src <op0> imm0) <op1> imm1, relu_param); reduce_res = the reduce registers after reduce_cmd",
+           required=("dst", "src"),
+           imms=(Imm("func", "act"), Imm("op0", "alu"), Imm("op1", "alu"),
+                 Imm("imm0", "f32", default=0.0, tensor_role="imm0"), Imm("imm1", "f32", default=0.0, tensor_role="imm1"),
+                 Imm("relu_param", "f32", default=0.0, tensor_role="relu_param"),
+                 Imm("reduce_cmd", "reduce_cmd", default="idle"), Imm("reduce_op", "alu", default="bypass")),
+           flags=("reverse0", "reverse1"), writes=("dst", "reduce_res"),
+           scalar_slots=("imm0", "imm1", "relu_param", "reduce_res"), same_shape=("src",)),
 )

@@ -65,7 +65,7 @@ def _numbered(what: str, names: str) -> Vocabulary:
     codes: dict[str, int] = {}
     for item in names.split(","):
         code, name = item.split()
-        codes[name] = int(code)
+        codes[name] = int(code, 0)
     return Vocabulary(what, codes)
 
 
@@ -97,13 +97,15 @@ ALU_OPS = _numbered(
     "0 bypass, 1 add, 2 subtract, 3 multiply, 4 divide, 5 maximum, 6 minimum, 7 equal, 8 not_equal, 9 greater, "
     "10 greater_equal, 11 less, 12 less_equal, 13 logical_and, 14 logical_or, 15 logical_xor, 16 bitwise_and, "
     "17 bitwise_or, 18 bitwise_xor, 19 left_shift, 20 right_shift, 21 power, 22 abs_max, 23 abs_min, 24 mod, "
-    "25 abs, 26 rsqrt, 27 reciprocal, 28 square, 29 relu",
+    "25 abs, 26 rsqrt, 27 reciprocal, 28 square, 29 relu, "
+    "0x60 average",
 )
 ACT_FUNCS = _numbered(
     "activation function",
     "0 copy, 1 exp, 2 log, 3 tanh, 4 sigmoid, 5 relu, 6 gelu, 7 gelu_apprx_tanh, 8 silu, 9 square, 10 sqrt, "
     "11 rsqrt, 12 reciprocal, 13 sin, 14 abs, 15 sign, 16 softplus, 17 erf, 18 arctan, 19 mish, "
-    "20 gelu_apprx_sigmoid",
+    "20 gelu_apprx_sigmoid, "
+    "0x60 gelu_dx, 0x61 gelu_apprx_sigmoid_dx, 0x62 silu_dx, 0x63 erf_dx, 0x64 prelu",
 )
 REDUCE_CMDS = _numbered("reduce command", "0 idle, 1 reset, 2 reduce, 3 reset_reduce, 4 load_reduce")
 

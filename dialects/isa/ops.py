@@ -21,6 +21,7 @@ from nkic.target.instructions import (
     SHUFFLE_KEEP,
     SHUFFLE_MASK_WORDS,
     SHUFFLE_QUADRANT,
+    activate2_problem,
     shuffle_start_problem,
     unpack_shuffle_mask,
 )
@@ -155,6 +156,16 @@ class MemsetFormat(IsaInst):
             raise VerifyException(f"memset value {value} does not fit in int32")
 
 
+class Activate2Format(IsaInst):
+    """The tensor-scalar stage is one of ScalarE's (op0, op1) pairs; an accumulating reduce_cmd has a reduce_op."""
+
+    def verify_format(self) -> None:
+        problem = activate2_problem(self.field)
+        if problem is not None:
+            raise VerifyException(problem)
+        super().verify_format()
+
+
 class SemWaitFormat(IsaInst):
     def verify_format(self) -> None:
         if "wait_sem" not in self.properties:
@@ -165,7 +176,7 @@ FORMATS: dict[str, type[IsaInst]] = {
     "DMA_COPY": DmaCopyFormat, "MATMUL": MatmulFormat,
     "TENSOR_SCALAR": TensorScalarFormat, "TENSOR_REDUCE": TensorReduceFormat, "MEMSET": MemsetFormat,
     "SEM_WAIT": SemWaitFormat, "DMA_COMPUTE": DmaComputeFormat, "LOCAL_GATHER": LocalGatherFormat,
-    "NC_STREAM_SHUFFLE": NcStreamShuffleFormat,
+    "NC_STREAM_SHUFFLE": NcStreamShuffleFormat, "ACTIVATE2": Activate2Format,
 }  # fmt: skip
 
 

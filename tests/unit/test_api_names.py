@@ -149,3 +149,32 @@ def test_nkiobject_dataclass_positional_and_keyword() -> None:
 def test_buffers_hbm_is_private_hbm() -> None:
     assert nl.hbm == nl.private_hbm and hash(nl.hbm) == hash(nl.private_hbm) and nl.hbm != nl.shared_hbm
     assert nl.is_hbm(nl.hbm) and nl.is_hbm(nl.shared_hbm) and not nl.is_hbm(nl.sbuf)
+
+
+def test_memory_region_is_the_type_of_the_buffers() -> None:
+    members = list(nl.MemoryRegion)
+    assert members == [nl.sbuf, nl.psum, nl.private_hbm, nl.shared_hbm] and len(nl.MemoryRegion) == 4
+    assert [m.value for m in members] == ["sbuf", "psum", "private_hbm", "shared_hbm"]
+    assert nl.MemoryRegion.sbuf is nl.sbuf and nl.MemoryRegion("psum") is nl.psum
+    assert nl.MemoryRegion["shared_hbm"] is nl.shared_hbm and nl.MemoryRegion(nl.hbm) is nl.hbm
+    assert all(isinstance(b, nl.MemoryRegion) for b in (nl.sbuf, nl.psum, nl.hbm, nl.private_hbm, nl.shared_hbm))
+    assert nl.hbm.value == "private_hbm" and nl.hbm == nl.MemoryRegion.private_hbm  # hbm is an alias
+    assert not isinstance("sbuf", nl.MemoryRegion) and nl.sbuf in nl.MemoryRegion
+    with pytest.raises(ValueError, match="not a valid MemoryRegion"):
+        nl.MemoryRegion("dram")
+
+    def annotated(buffer: nl.MemoryRegion = nl.sbuf) -> nl.MemoryRegion:  # usable in annotations and defaults
+        return buffer
+
+    assert annotated() is nl.sbuf
+
+
+@pytest.mark.parametrize("name", ["gelu_dx", "gelu_apprx_sigmoid_dx", "silu_dx", "erf_dx", "fmod", "average",
+                                  "prelu", "MemoryRegion"])  # fmt: skip
+def test_formerly_missing_language_names_are_real(name: str) -> None:
+    value = getattr(nl, name)
+    assert not is_unsupported(value) and callable(value)
+
+
+def test_activate2_is_real() -> None:
+    assert not is_unsupported(nisa.activate2) and nisa.activate2.__name__ == "activate2"

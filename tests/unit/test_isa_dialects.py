@@ -78,6 +78,9 @@ PROGRAM: dict[str, list[str]] = {
         f"isa_act.tensor_copy dst {_sb(0x800, 'bfloat16', '[0 : [1, 64], [1, 16], [1, 32]]', part=64)}, "
         f"src {_sb(0, ap='[0 : [1, 64], [32, 16], [1, 32]]')} {{id = 11 : i64}}",
         f"isa_act.memset dst {_sb(0x3000, 'int32', '[0 : [1, 128], [1, 4]]')} {{id = 12 : i64, value = -7 : i64}}",
+        f"isa_act.activate2 dst {_sb(0x800)}, src {_ps(0)}, imm0 {_sb(0x3000, ap=COL)}, relu_param {_sb(0x3004, ap=COL)}, "
+        f"reduce_res {_sb(0x3008, ap=COL)} {{id = 72 : i64, func = \"prelu\", op0 = \"multiply\", op1 = \"subtract\", "
+        "imm1 = 5.000000e-01 : f32, reduce_cmd = \"reset_reduce\", reduce_op = \"abs_max\", reverse1 = true}",
         "isa_act.sem_wait {id = 13 : i64, wait_sem = 0 : i64, wait_value = 2 : i64, signal_sem = 1 : i64}",
     ],
     "dve": [
@@ -220,7 +223,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 83
+    assert len(ISA_OPS) == len(declared) == 84
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:

@@ -173,6 +173,109 @@ def test_power_and_mod():
     np.testing.assert_allclose(run(lambda x: nl.mod(x, 0.75), b), np.mod(b, np.float32(0.75)), rtol=1e-5, atol=1e-6)
 
 
+# -- fmod, average, prelu ------------------------------------------------------------------------------------
+@settings(max_examples=8, deadline=None)
+@given(
+    p=st.integers(1, 128), f=st.integers(1, 40), y_kind=st.sampled_from(["tile", "column", "row", "number"]),
+    dtype=st.sampled_from([np.float32, ml_dtypes.bfloat16, np.int32]),
+)  # fmt: skip
+def test_fmod_keeps_the_sign_of_x(p, f, y_kind, dtype):
+    g = np.random.default_rng(p * 100 + f)  # not the module RNG: the examples hypothesis runs must not shift it
+    a = g.uniform(-9, 9, (p, f)).astype(np.float32).astype(dtype)
+    shapes = {"tile": (p, f), "column": (p, 1), "row": (1, f)}
+    b = (g.uniform(1, 3.5, shapes.get(y_kind, (1, 1))) * g.choice([-1, 1])).astype(np.float32).astype(dtype)
+    if y_kind == "number":
+        got = run(lambda x: nl.fmod(x, -2.5), a)
+        want = np.fmod(a.astype(np.float32), np.float32(-2.5))
+        want_dtype = np.float32 if dtype == np.int32 else dtype  # a non-integral number makes an int result float
+    else:
+        got = run(lambda x, y: nl.fmod(x, y), a, b)
+        want, want_dtype = np.fmod(a.astype(np.float32), b.astype(np.float32)), dtype
+    assert got.dtype == want_dtype
+    np.testing.assert_array_equal(got, want.astype(want_dtype))  # |x| mod |y| is exact in fp32
+
+
+def test_fmod_number_x_and_dtype():
+    b = rand(16, 24, lo=-3, hi=3)
+    np.testing.assert_array_equal(run(lambda y: nl.fmod(-7.25, y), b), np.fmod(np.float32(-7.25), b))
+    np.testing.assert_array_equal(run(lambda y: nl.fmod(7.25, y), b), np.fmod(np.float32(7.25), b))
+    a = rand(16, 24, lo=-9, hi=9)
+    got = run(lambda x, y: nl.fmod(x, y, dtype=nl.bfloat16), a, b)
+    np.testing.assert_array_equal(got, np.fmod(a, b).astype(ml_dtypes.bfloat16))
+    assert not np.array_equal(np.fmod(a, b), np.mod(a, b))  # the test tells fmod from the floored nl.mod
+    with pytest.raises(NkiError, match="nl.fmod: at least one of x, y must be a tile"):
+        run(lambda x: nl.fmod(1.0, 2.0), a)
+
+
+@pytest.mark.parametrize(("xs", "ys"), [((32, 64), (32, 64)), ((32, 64), (32, 1)), ((1, 64), (32, 64))])
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.int16])
+def test_average(xs, ys, dtype):
+    a, b = (rand(*xs, lo=-50, hi=50)).astype(dtype), (rand(*ys, lo=-50, hi=50)).astype(dtype)
+    got = run(lambda x, y: nl.average(x, y), a, b)
+    want = (a.astype(np.float32) + b.astype(np.float32)) / 2
+    np.testing.assert_array_equal(got, want.astype(dtype) if dtype != np.int16 else np.rint(want).astype(dtype))
+    got = run(lambda x: nl.average(x, 3.0, dtype=nl.float32), a)
+    np.testing.assert_array_equal(got, (a.astype(np.float32) + 3) / 2)
+
+
+def test_average_as_a_reduction_op():
+    """nl.average as op= of nisa.tensor_partition_reduce (its documented use) and tensor_reduce: the mean."""
+
+    @nki.jit
+    def kernel(a):
+        x = nl.load(a)
+        across = nl.ndarray((1, x.shape[1]), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_partition_reduce(dst=across, op=nl.average, data=x)
+        along = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=along, op=nl.average, data=x, axis=1)
+        o1 = nl.ndarray(across.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        o2 = nl.ndarray(along.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o1, value=across)
+        nl.store(o2, value=along)
+        return o1, o2
+
+    a = rand(96, 40)
+    across, along = nki.simulate(kernel)(a)
+    np.testing.assert_allclose(across, a.mean(axis=0, keepdims=True), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(along, a.mean(axis=1, keepdims=True), rtol=1e-6, atol=1e-7)
+
+
+def _prelu_kernel(slope_kind, target, dtype=None):
+    @nki.jit(platform_target=target)
+    def kernel(a, s):
+        x = nl.load(a)
+        slope = {"number": 0.25, "column": nl.load(s[:, 0:1]), "tile": nl.load(s), "row": nl.load(s[0:1, :]),
+                 "default": None}[slope_kind]  # fmt: skip
+        r = nl.prelu(x, dtype=dtype) if slope is None else nl.prelu(x, slope, dtype=dtype)
+        out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=r)
+        return out
+
+    return kernel
+
+
+@pytest.mark.parametrize("slope_kind", ["number", "column", "tile", "row", "default"])
+@pytest.mark.parametrize("target", ["trn2", "trn3"])
+def test_prelu(slope_kind, target):
+    a, s = rand(32, 48), rand(32, 48, lo=0.05, hi=0.5)
+    slope = {"number": np.float32(0.25), "column": s[:, 0:1], "tile": s, "row": s[0:1, :], "default": 0}[slope_kind]
+    got = nki.simulate(_prelu_kernel(slope_kind, target))(a, s)
+    np.testing.assert_array_equal(got, np.where(a >= 0, a, slope * a))  # one fp32 multiply: exact on both paths
+
+
+def test_prelu_engines_and_dtype():
+    """gen4: one ScalarE activate2 with op=nl.prelu; before gen4 VectorE stages (no activate2 to use)."""
+    a, s = rand(32, 48), rand(32, 48, lo=0.05, hi=0.5)
+    for target, want in (("trn3", {"activate2"}), ("trn2", {"tensor_scalar", "scalar_tensor_tensor"})):
+        traced = _prelu_kernel("column", target, nl.bfloat16).trace(a, s)
+        names = {op.name.split(".")[1] for op in traced.module.walk() if op.name.startswith("penguin.")}
+        assert want <= names and ("activate2" in names) == (target == "trn3")
+    got = nki.simulate(_prelu_kernel("number", "trn3", nl.bfloat16))(a, s)
+    np.testing.assert_array_equal(got, np.where(a >= 0, a, np.float32(0.25) * a).astype(ml_dtypes.bfloat16))
+    with pytest.raises(NkiError, match=r"nl.prelu: shapes \(32, 48\) and \(32, 8\) cannot be broadcast"):
+        run(lambda x, y: nl.prelu(x, y), a, rand(32, 8))
+
+
 @pytest.mark.parametrize(
     ("xs", "ys"),
     [((32, 64), (32, 1)), ((32, 1), (32, 64)), ((32, 4, 8), (32, 1, 8)), ((32, 4, 8), (32, 4, 1)),
@@ -270,6 +373,11 @@ UNARY = {
     "negative": (np.negative, -3, 3), "sin": (np.sin, -20, 20), "cos": (np.cos, -20, 20),
     "tan": (np.tan, -1.2, 1.2), "floor": (np.floor, -9, 9), "ceil": (np.ceil, -9, 9),
     "trunc": (np.trunc, -9, 9),
+    "gelu_dx": (lambda x: 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2))) + x * np.exp(-x * x / 2)
+                / math.sqrt(2 * math.pi), -4, 4),
+    "gelu_apprx_sigmoid_dx": (lambda x: _sigmoid(1.702 * x) * (1 + 1.702 * x * (1 - _sigmoid(1.702 * x))), -4, 4),
+    "silu_dx": (lambda x: _sigmoid(x) * (1 + x * (1 - _sigmoid(x))), -6, 6),
+    "erf_dx": (lambda x: 2 / math.sqrt(math.pi) * np.exp(-x * x), -3, 3),
 }  # fmt: skip
 
 
@@ -287,10 +395,27 @@ def test_unary_dtype_argument():
     np.testing.assert_array_equal(got, np.exp(a).astype(ml_dtypes.bfloat16))
 
 
-@pytest.mark.parametrize("name", ["silu_dx", "gelu_dx", "gelu_apprx_sigmoid_dx", "erf_dx"])
-def test_missing_activations_raise_at_the_user_line(name):
-    with pytest.raises(NkiError, match=rf"test_language_tiles.py:\d+: error: nl.{name} is not supported by nkic"):
-        run(lambda x: getattr(nl, name)(x), rand(4, 4))
+DERIVATIVES = ["silu_dx", "gelu_dx", "gelu_apprx_sigmoid_dx", "erf_dx"]
+
+
+@pytest.mark.parametrize("name", DERIVATIVES)
+@pytest.mark.parametrize("dtype", [None, nl.bfloat16])
+def test_derivative_activations_are_functions_and_op_tokens(name, dtype):
+    """nl.silu_dx is one ScalarE activation when called, and the same function as nisa.activation's op=."""
+
+    @nki.jit
+    def kernel(a):
+        x = nl.load(a)
+        called = getattr(nl, name)(x, dtype=dtype)
+        assert called.dtype == (dtype or x.dtype)
+        direct = nl.ndarray(x.shape, dtype=called.dtype, buffer=nl.sbuf)
+        nisa.activation(dst=direct, op=getattr(nl, name), data=x)  # nki-library's `op=nl.silu_dx`
+        r = nl.subtract(called, direct, dtype=nl.float32)
+        out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=r)
+        return out
+
+    np.testing.assert_array_equal(nki.simulate(kernel)(rand(16, 32, lo=-4, hi=4)), 0)
 
 
 def test_abs_max_abs_min_on_gen4_only():
@@ -432,8 +557,7 @@ def test_rms_norm():
 
 @pytest.mark.parametrize(
     ("call", "what"),
-    [(lambda x: nl.fmod(x, 2.0), "truncated remainder"),
-     (lambda x: nl.shared_constant(np.zeros(4)), "constant")],
+    [(lambda x: nl.shared_constant(np.zeros(4)), "constant")],
 )  # fmt: skip
 def test_unsupported_names_raise(call, what):
     with pytest.raises(NkiError, match=rf"test_language_tiles.py:\d+: error: nl\.\w+ is not supported by nkic: .*{what}"):

@@ -18,7 +18,10 @@ from nkic.runtime.neff import NeffFormatError
 
 U32 = st.integers(0, 0xFFFFFFFF)
 SEMS = st.one_of(st.none(), st.sampled_from([engine_sem(e) for e in ENGINES] + [queue_sem(q) for q in range(16)]))
-ENUM_SIZES = {"alu": len(ALU_OPS), "act": len(ACT_FUNCS), "reduce_cmd": len(REDUCE_CMDS)}
+# The codes each enum vocabulary assigns (explicit, not necessarily contiguous), and one code none of them has.
+ENUM_CODES = {"alu": sorted(ALU_OPS.codes.values()), "act": sorted(ACT_FUNCS.codes.values()),
+              "reduce_cmd": sorted(REDUCE_CMDS.codes.values())}  # fmt: skip
+BAD_ACT_CODE = next(c for c in range(256) if ACT_FUNCS.name_of(c) is None)
 
 operands = st.builds(
     Operand,
@@ -37,7 +40,7 @@ def instrs_for(draw: st.DrawFn, engine: str) -> Instr:
     spec = OP_SPECS[name]
     # A small operand pool makes dedupe across instructions likely.
     ops = draw(st.lists(st.one_of(st.none(), operands), max_size=len(spec.slots)))
-    imms = [draw(st.integers(0, ENUM_SIZES[kind] - 1)) if kind in ENUM_SIZES else draw(U32) for kind in (i.kind for i in spec.imms)]
+    imms = [draw(st.sampled_from(ENUM_CODES[kind])) if kind in ENUM_CODES else draw(U32) for kind in (i.kind for i in spec.imms)]
     imms += draw(st.lists(U32, max_size=9 - len(imms)))
     return Instr(
         name, engine, tuple(ops), tuple(imms), draw(st.integers(0, (1 << len(spec.flags)) - 1)), draw(SEMS),
@@ -125,7 +128,7 @@ def test_disassemble_and_json() -> None:
         Instr("BOGUS", "pe"),
         Instr("MEMSET", "dve", (SB, SB)),  # too many operands
         Instr("MEMSET", "dve", (SB,), flags=2),  # undefined flag bit
-        Instr("ACTIVATE", "act", (SB, SB), (len(ACT_FUNCS),)),  # bad enum code
+        Instr("ACTIVATE", "act", (SB, SB), (BAD_ACT_CODE,)),  # bad enum code
         Instr("SEM_WAIT", "pe", wait_sem=5),  # not a semaphore id
         Instr("SEM_WAIT", "pe", imms=(1 << 32,)),
     ],
@@ -183,4 +186,4 @@ def test_decode_rejects_malformed(mutate, message: str) -> None:  # type: ignore
 def test_decode_rejects_bad_enum_immediate() -> None:
     data = encode_stream("act", [Instr("ACTIVATE", "act", (SB, SB), (1,))])
     with pytest.raises(NeffFormatError, match="act code"):
-        decode_stream(_patched(data, 32 + 28, "<I", 99))
+        decode_stream(_patched(data, 32 + 28, "<I", BAD_ACT_CODE))

@@ -364,6 +364,10 @@ ACT_REF = {
     "reciprocal": lambda x: 1 / x, "sin": np.sin, "abs": np.abs, "sign": np.sign,
     "softplus": lambda x: np.log1p(np.exp(x)), "erf": _erf, "arctan": np.arctan,
     "mish": lambda x: x * np.tanh(np.log1p(np.exp(x))), "gelu_apprx_sigmoid": lambda x: x * _sig(1.702 * x),
+    "gelu_dx": lambda x: 0.5 * (1 + _erf(x / np.sqrt(2))) + x * np.exp(-x * x / 2) / np.sqrt(2 * np.pi),
+    "gelu_apprx_sigmoid_dx": lambda x: _sig(1.702 * x) + 1.702 * x * _sig(1.702 * x) * (1 - _sig(1.702 * x)),
+    "silu_dx": lambda x: _sig(x) + x * _sig(x) * (1 - _sig(x)), "erf_dx": lambda x: 2 / np.sqrt(np.pi) * np.exp(-x * x),
+    "prelu": lambda x: np.maximum(x, 0),  # ACTIVATE has no relu_param: the slope is 0
 }  # fmt: skip
 
 

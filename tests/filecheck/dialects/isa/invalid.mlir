@@ -375,3 +375,14 @@ builtin.module {
   }
 }
 // CHECK: DMA queue 16 outside 0..15
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "act" {
+      isa_act.activate2 dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64, func = "exp", op0 = "bypass", op1 = "bypass", reduce_cmd = "reset_reduce"}
+    }
+  }
+}
+// CHECK: activate2: reduce_cmd=reset_reduce needs a reduce_op

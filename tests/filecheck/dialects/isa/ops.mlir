@@ -26,6 +26,8 @@
 // CHECK-NEXT: isa_act.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 10 : i64, op0 = "multiply", operand0 = 2.000000e+00 : f32, op1 = "add", operand1 = 0.000000e+00 : f32, reverse1 = true}
 // CHECK-NEXT: isa_act.tensor_copy dst sbuf(p64, 0x800, bfloat16)[0 : [1, 64], [1, 16], [1, 32]], src sbuf(p0, 0x0, float32)[0 : [1, 64], [32, 16], [1, 32]] {id = 11 : i64}
 // CHECK-NEXT: isa_act.memset dst sbuf(p0, 0x3000, int32)[0 : [1, 128], [1, 4]] {id = 12 : i64, value = -7 : i64}
+// CHECK-NEXT: isa_act.activate2 dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], imm0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], relu_param sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 72 : i64, func = "prelu", op0 = "multiply", op1 = "subtract", imm1 = 5.000000e-01 : f32, reduce_cmd = "reset_reduce", reduce_op = "abs_max", reverse1 = true}
+// CHECK-NEXT: isa_act.activate2 dst sbuf(p0, 0x800, bfloat16)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 73 : i64, func = "silu_dx", op0 = "bypass", op1 = "bypass"}
 // CHECK-NEXT: isa_act.sem_wait {id = 13 : i64, wait_sem = 0 : i64, wait_value = 2 : i64, signal_sem = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "dve" {
@@ -105,6 +107,8 @@ builtin.module {
       isa_act.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 10 : i64, op0 = "multiply", operand0 = 2.000000e+00 : f32, op1 = "add", operand1 = 0.000000e+00 : f32, reverse1 = true}
       isa_act.tensor_copy dst sbuf(p64, 0x800, bfloat16)[0 : [1, 64], [1, 16], [1, 32]], src sbuf(p0, 0x0, float32)[0 : [1, 64], [32, 16], [1, 32]] {id = 11 : i64}
       isa_act.memset dst sbuf(p0, 0x3000, int32)[0 : [1, 128], [1, 4]] {id = 12 : i64, value = -7 : i64}
+      isa_act.activate2 dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], imm0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], relu_param sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 72 : i64, func = "prelu", op0 = "multiply", op1 = "subtract", imm1 = 5.000000e-01 : f32, reduce_cmd = "reset_reduce", reduce_op = "abs_max", reverse1 = true}
+      isa_act.activate2 dst sbuf(p0, 0x800, bfloat16)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 73 : i64, func = "silu_dx", op0 = "bypass", op1 = "bypass"}
       isa_act.sem_wait {id = 13 : i64, wait_sem = 0 : i64, wait_value = 2 : i64, signal_sem = 1 : i64}
     }
     isa.stream "dve" {

@@ -369,3 +369,15 @@ builtin.module {
   }
 }
 // CHECK: dma_compute needs equal element counts, got {'dst': 65536, 'src0': 32768, 'src1': 65536}
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.activate2 dst %x[0 : [128, 128], [1, 128]], data %x[0 : [128, 128], [1, 128]] {func = "exp", op0 = "add", op1 = "add", imm0 = 1.0 : f32, imm1 = 2.0 : f32}
+    penguin.return
+  }
+}
+// CHECK: activate2: (op0, op1) = (add, add) is not one of
