@@ -199,6 +199,20 @@ def _pattern_ops(ins: Instr, t: Target) -> int:
     return 150 + _free(ins.operand("dst"))
 
 
+@cost("QUANTIZE_MX")
+def _quantize_mx(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): one VectorE pass over the source, ``max(64, N_src)``."""
+    return max(MIN_II, _free(ins.operand("src")))
+
+
+@cost("MATMUL_MX")
+def _matmul_mx(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): as MATMUL, ``max(min(64, M), N)``, the moving tile streaming one packed element
+    (4 values of the contraction) per PE column per cycle; the scales travel with their data."""
+    stat, mov = ins.operand("stationary"), ins.operand("moving")
+    return max(min(MIN_II, _free(stat)), _free(mov))
+
+
 def instr_cycles(instr: Instr, target: str | Target = DEFAULT_TARGET) -> int:
     """Cycles ``instr`` occupies its engine, in that engine's clock.
 
