@@ -60,6 +60,10 @@ PROGRAM: dict[str, list[str]] = {
         f"moving {_sb(0x100, 'bfloat16')} {{id = 5 : i64, accumulate = true, signal_sem = 0 : i64}}",
         f"isa_pe.transpose dst {_ps(0x800, ap='[0 : [1, 64], [1, 128]]')}, src {_sb(0, ap='[0 : [1, 128], [1, 64]]')} "
         "{id = 6 : i64, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 0 : i64}",
+        f"isa_pe.matmul_mx dst {_ps(0)}, stationary {_sb(0, 'float8_e4m3fn_x4', '[0 : [1, 128], [1, 128]]')}, "
+        f"moving {_sb(0x200, 'float4_e2m1fn_x4')}, "
+        f"stationary_scale {_sb(0x1000, 'float8_e8m0fnu', '[0 : [1, 128], [1, 128]]')}, "
+        f"moving_scale {_sb(0x1100, 'uint8')} {{id = 42 : i64, accumulate = true}}",
     ],
     "act": [
         f"isa_act.activate dst {_sb(0x800)}, src {_sb(0)} {{id = 7 : i64, func = \"exp\", "
@@ -112,6 +116,9 @@ PROGRAM: dict[str, list[str]] = {
         f"{{id = 39 : i64, on_false = -1.000000e+00 : f32, reduce_cmd = \"reduce\", reduce_op = \"maximum\"}}",
         f"isa_dve.tensor_scalar_cumulative dst {_sb(0x800)}, src {_sb(0)}, imm0 {_sb(0x3000, ap=COL)}, "
         f"imm1 {_sb(0x3004, ap=COL)} {{id = 40 : i64, op0 = \"multiply\", op1 = \"add\", reduce_cmd = \"load_reduce\"}}",
+        f"isa_dve.quantize_mx dst {_sb(0x4000, 'float8_e5m2_x4', '[0 : [1, 128], [1, 128]]')}, "
+        f"src {_sb(0, 'bfloat16')}, dst_scale {_sb(0x4200, 'float8_e8m0fnu', '[0 : [1, 128], [1, 128]]')} "
+        "{id = 43 : i64}",
         "isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}",
     ],
     "pool": [
@@ -177,7 +184,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 39
+    assert len(ISA_OPS) == len(declared) == 41
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:
@@ -344,6 +351,15 @@ INVALID: list[tuple[str, str, str]] = [
     ("dve", f"isa_dve.tensor_copy dst {_sb(0x3bffc)}, src {_sb(0)} {{id = 0 : i64}}", "245752-byte sbuf partition"),
     ("act", f"isa_act.activate dst {_sb(0)} {{id = 0 : i64, func = \"exp\"}}", "requires a 'src' operand"),
     ("pe", f"isa_pe.matmul dst {_ps(0)}, moving {MM_MV} {{id = 0 : i64}}", "requires a 'stationary' operand"),
+    ("pe", f"isa_pe.matmul_mx dst {_ps(0, ap='[0 : [1, 128], [1, 512]]')}, "
+     f"stationary {_sb(0, 'float8_e4m3fn_x4', '[0 : [1, 64], [1, 128]]')}, "
+     f"moving {_sb(0x200, 'float8_e4m3fn_x4', '[0 : [1, 64], [1, 512]]')}, "
+     f"stationary_scale {_sb(0x1000, 'uint8', '[0 : [1, 8], [1, 128]]')}, "
+     f"moving_scale {_sb(0x1100, 'uint8', '[0 : [1, 64], [1, 512]]')} {{id = 0 : i64}}",
+     "span at least 36 partitions for 64 data partitions"),
+    ("dve", f"isa_dve.quantize_mx dst {_sb(0x4000, 'float8_e5m2_x4', '[0 : [1, 128], [1, 100]]')}, "
+     f"src {_sb(0, 'bfloat16')}, dst_scale {_sb(0x4200, 'uint8', '[0 : [1, 128], [1, 128]]')} {{id = 0 : i64}}",
+     "writes (128, 128) packed elements, not (128, 100)"),
     ("act", f"isa_act.activate dst {_sb(0)}, src {_sb(0)} {{id = 0 : i64, func = \"expo\"}}",
      "unknown activation function 'expo'"),
     ("act", f"isa_act.activate dst {_sb(0)}, src {_sb(0)} {{id = 0 : i64, func = \"exp\", reduce_cmd = \"sum\"}}",

@@ -17,6 +17,7 @@
 // CHECK-NEXT: isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 5 : i64, accumulate = true, signal_sem = 0 : i64}
 // CHECK-NEXT: isa_pe.transpose dst psum(p0, 0x800, float32)[0 : [1, 64], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 6 : i64, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 0 : i64}
+// CHECK-NEXT: isa_pe.matmul_mx dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, float8_e4m3fn_x4)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x200, float4_e2m1fn_x4)[0 : [1, 128], [1, 512]], stationary_scale sbuf(p0, 0x1000, float8_e8m0fnu)[0 : [1, 128], [1, 128]], moving_scale sbuf(p0, 0x1100, uint8)[0 : [1, 128], [1, 512]] {id = 42 : i64, accumulate = true}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "act" {
 // CHECK-NEXT: isa_act.activate dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 7 : i64, func = "exp", scale = 5.000000e-01 : f32, bias = -1.000000e+00 : f32, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 1 : i64}
@@ -45,6 +46,7 @@
 // CHECK-NEXT: isa_dve.exponential dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 38 : i64, max_value = 2.000000e+00 : f32, reduce_cmd = "reset_reduce"}
 // CHECK-NEXT: isa_dve.select_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], predicate sbuf(p0, 0x2000, uint8)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], on_false sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 39 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum", reverse_pred = true}
 // CHECK-NEXT: isa_dve.tensor_scalar_cumulative dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 40 : i64, op0 = "add", op1 = "maximum", imm0 = 1.000000e+00 : f32, reduce_cmd = "reset_reduce"}
+// CHECK-NEXT: isa_dve.quantize_mx dst sbuf(p0, 0x4000, float8_e5m2_x4)[0 : [1, 128], [1, 128]], src sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 512]], dst_scale sbuf(p0, 0x4200, float8_e8m0fnu)[0 : [1, 128], [1, 128]] {id = 43 : i64}
 // CHECK-NEXT: isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
@@ -77,6 +79,7 @@ builtin.module {
       isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
       isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 5 : i64, accumulate = true, signal_sem = 0 : i64}
       isa_pe.transpose dst psum(p0, 0x800, float32)[0 : [1, 64], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 6 : i64, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 0 : i64}
+      isa_pe.matmul_mx dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, float8_e4m3fn_x4)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x200, float4_e2m1fn_x4)[0 : [1, 128], [1, 512]], stationary_scale sbuf(p0, 0x1000, float8_e8m0fnu)[0 : [1, 128], [1, 128]], moving_scale sbuf(p0, 0x1100, uint8)[0 : [1, 128], [1, 512]] {id = 42 : i64, accumulate = true}
     }
     isa.stream "act" {
       isa_act.activate dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 7 : i64, func = "exp", scale = 5.000000e-01 : f32, bias = -1.000000e+00 : f32, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 1 : i64}
@@ -105,6 +108,7 @@ builtin.module {
       isa_dve.exponential dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 38 : i64, max_value = 2.000000e+00 : f32, reduce_cmd = "reset_reduce"}
       isa_dve.select_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], predicate sbuf(p0, 0x2000, uint8)[0 : [1, 128], [1, 512]], on_true psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], on_false sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 39 : i64, reduce_cmd = "reset_reduce", reduce_op = "maximum", reverse_pred = true}
       isa_dve.tensor_scalar_cumulative dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 40 : i64, op0 = "add", op1 = "maximum", imm0 = 1.000000e+00 : f32, reduce_cmd = "reset_reduce"}
+      isa_dve.quantize_mx dst sbuf(p0, 0x4000, float8_e5m2_x4)[0 : [1, 128], [1, 128]], src sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 512]], dst_scale sbuf(p0, 0x4200, float8_e8m0fnu)[0 : [1, 128], [1, 128]] {id = 43 : i64}
       isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
     }
     isa.stream "pool" {

@@ -5,6 +5,9 @@
 // CHECK-NEXT: %{{.*}} = penguin.kernel_node @k(%a) {kind = "external", grid = 1 : i64} : (!penguin.tensor<shared_hbm, 256x512xf32>) -> !penguin.tensor<shared_hbm, 256x512xf32>
 // CHECK: penguin.kernel @k : (!penguin.tensor<shared_hbm, 256x512xf32>) -> !penguin.tensor<shared_hbm, 256x512xf32> program {
 // CHECK: %out = penguin.alloc "out" : !penguin.tensor<shared_hbm, 256x512xf32>
+// CHECK: %q = penguin.alloc "q" : !penguin.tensor<sbuf, 128x128xvector<4xf8E4M3FN>>
+// CHECK: %q4 = penguin.alloc "q4" : !penguin.tensor<sbuf, 128x128xvector<4xf4E2M1FN>>
+// CHECK: %qs = penguin.alloc "qs" : !penguin.tensor<sbuf, 128x128xf8E8M0FNU>
 // CHECK: penguin.loop "affine" 0 to 2 step 1 {
 // CHECK: %x = penguin.alloc "x" {address = array<i64: 0, 1024>} : !penguin.tensor<sbuf, 128x512xf32>
 // CHECK: %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
@@ -32,6 +35,8 @@
 // CHECK: penguin.select_reduce dst %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], reduce_res %s[0 : [1, 128], [1, 1]] {on_false = -1.000000e+00 : f32, reduce_cmd = "reset_reduce", reduce_op = "maximum"}
 // CHECK: penguin.tensor_scalar_cumulative dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], imm0 %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.tensor_partition_reduce dst %mv[0 : [2, 1], [1, 2]], data %mv[0 : [2, 128], [1, 2]] {op = "add"}
+// CHECK: penguin.quantize_mx dst %q[0 : [128, 128], [1, 128]], src %xh[0 : [512, 128], [1, 512]], dst_scale %qs[0 : [128, 128], [1, 128]]
+// CHECK: penguin.matmul_mx dst %p[0 : [512, 128], [1, 128]], stationary %q4[0 : [128, 128], [1, 128]], moving %q[0 : [128, 128], [1, 128]], stationary_scale %qs[0 : [128, 128], [1, 128]], moving_scale %qs[0 : [128, 128], [1, 128]] {accumulate = false}
 // CHECK: penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
 // CHECK: penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.40282347e+38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.return %out : !penguin.tensor<shared_hbm, 256x512xf32>
@@ -50,6 +55,10 @@ builtin.module {
     %s = penguin.alloc "s" : !penguin.tensor<sbuf, 128x1xf32>
     %st = penguin.alloc "st" : !penguin.tensor<sbuf, 128x6xf32>
     %mv = penguin.alloc "mv" : !penguin.tensor<sbuf, 128x2xf32>
+    %xh = penguin.alloc "xh" : !penguin.tensor<sbuf, 128x512xbf16>
+    %q = penguin.alloc "q" : !penguin.tensor<sbuf, 128x128xvector<4xf8E4M3FN>>
+    %q4 = penguin.alloc "q4" : !penguin.tensor<sbuf, 128x128xvector<4xf4E2M1FN>>
+    %qs = penguin.alloc "qs" : !penguin.tensor<sbuf, 128x128xf8E8M0FNU>
     penguin.loop "affine" 0 to 2 step 1 {
       %x = penguin.alloc "x" {address = array<i64: 0, 1024>} : !penguin.tensor<sbuf, 128x512xf32>
       %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
@@ -77,6 +86,8 @@ builtin.module {
       penguin.select_reduce dst %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], reduce_res %s[0 : [1, 128], [1, 1]] {on_false = -1.000000e+00 : f32, reduce_cmd = "reset_reduce", reduce_op = "maximum"}
       penguin.tensor_scalar_cumulative dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], imm0 %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", reduce_cmd = "reset_reduce"}
       penguin.tensor_partition_reduce dst %mv[0 : [2, 1], [1, 2]], data %mv[0 : [2, 128], [1, 2]] {op = "add"}
+      penguin.quantize_mx dst %q[0 : [128, 128], [1, 128]], src %xh[0 : [512, 128], [1, 512]], dst_scale %qs[0 : [128, 128], [1, 128]]
+      penguin.matmul_mx dst %p[0 : [512, 128], [1, 128]], stationary %q4[0 : [128, 128], [1, 128]], moving %q[0 : [128, 128], [1, 128]], stationary_scale %qs[0 : [128, 128], [1, 128]], moving_scale %qs[0 : [128, 128], [1, 128]] {accumulate = false}
       penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
       penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.4028235e38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
     }
