@@ -415,11 +415,7 @@ def nc_matmul_mx(
         _dtype_in(op, role, operands[role], _MX_SCALE)
     _dtype_in(op, "dst", operands["dst"], ("float32", "bfloat16"))
     _dims_rule(op, "matmul_mx", operands)
-    d, t = operands["dst"], _target(ctx)
-    if d.free_size * d.itemsize > t.psum_bytes_per_partition:
-        limit = t.psum_bytes_per_partition // d.itemsize
-        raise NkiError(f"{op}: the free dimension size of moving ({d.free_size}) exceeds {limit} for a {d.dtype} dst "
-                       "(the entire PSUM)")  # fmt: skip
+    # N <= 4096 (fp32) / 8192 (bf16), the entire PSUM: a PSUM tile cannot be larger.
     _tile_mode(op, tile_position, tile_size, operands["stationary"].partitions)
     attrs = {"accumulate": None if accumulate is None else bool(accumulate)}
     _record(ctx, "matmul_mx", operands, attrs)
