@@ -36,7 +36,7 @@
 // CHECK: penguin.tensor_scalar_cumulative dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], imm0 %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.tensor_partition_reduce dst %mv[0 : [2, 1], [1, 2]], data %mv[0 : [2, 128], [1, 2]] {op = "add"}
 // CHECK: penguin.quantize_mx dst %q[0 : [128, 128], [1, 128]], src %xh[0 : [512, 128], [1, 512]], dst_scale %qs[0 : [128, 128], [1, 128]]
-// CHECK: penguin.matmul_mx dst %p[0 : [512, 128], [1, 128]], stationary %q4[0 : [128, 128], [1, 128]], moving %q[0 : [128, 128], [1, 128]], stationary_scale %qs[0 : [128, 128], [1, 128]], moving_scale %qs[0 : [128, 128], [1, 128]] {accumulate = false}
+// CHECK: penguin.matmul_mx dst %p[0 : [512, 128], [1, 128]], stationary %q4[0 : [128, 128], [1, 128]], moving %q[0 : [128, 128], [1, 128]], stationary_scale %qs[0 : [128, 128], [1, 128]], moving_scale %qs[0 : [128, 128], [1, 128] as uint8] {accumulate = false}
 // CHECK: penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
 // CHECK: penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.40282347e+38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.return %out : !penguin.tensor<shared_hbm, 256x512xf32>
@@ -87,7 +87,7 @@ builtin.module {
       penguin.tensor_scalar_cumulative dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], imm0 %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", reduce_cmd = "reset_reduce"}
       penguin.tensor_partition_reduce dst %mv[0 : [2, 1], [1, 2]], data %mv[0 : [2, 128], [1, 2]] {op = "add"}
       penguin.quantize_mx dst %q[0 : [128, 128], [1, 128]], src %xh[0 : [512, 128], [1, 512]], dst_scale %qs[0 : [128, 128], [1, 128]]
-      penguin.matmul_mx dst %p[0 : [512, 128], [1, 128]], stationary %q4[0 : [128, 128], [1, 128]], moving %q[0 : [128, 128], [1, 128]], stationary_scale %qs[0 : [128, 128], [1, 128]], moving_scale %qs[0 : [128, 128], [1, 128]] {accumulate = false}
+      penguin.matmul_mx dst %p[0 : [512, 128], [1, 128]], stationary %q4[0 : [128, 128], [1, 128]], moving %q[0 : [128, 128], [1, 128]], stationary_scale %qs[0 : [128, 128], [1, 128]], moving_scale %qs[0 : [128, 128], [1, 128] as uint8] {accumulate = false}
       penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
       penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.4028235e38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
     }
