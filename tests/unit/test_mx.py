@@ -346,3 +346,21 @@ def test_packed_data_is_not_computed_with_or_cast() -> None:
 
     assert "has the packed MX dtype float8_e4m3fn_x4" in str(_trace_error(add, np.zeros((32, 8), np.float32)))
     assert "cannot convert packed MX data" in str(_trace_error(cast, np.zeros((32, 8), np.float32)))
+
+
+# -- view(dtype) / ap(dtype=): the same bytes as another dtype ----------------------------------------------
+def test_view_of_another_itemsize_reads_the_same_bytes() -> None:
+    @nki.jit
+    def kernel(x):
+        t = nl.ndarray((64, 8), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        o = nl.ndarray((64, 16), dtype=nl.uint8, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=t.view(nl.uint8)[:, 8:24])  # (64, 32) bytes per partition, a slice of them
+        h = nl.ndarray((64, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=h, src=x.ap(pattern=[[8, 64], [2, 4]], offset=1, dtype=nl.float32))
+        return o, h
+
+    x = RNG.integers(0, 2**32, (64, 8), dtype=np.uint64).astype(np.uint32) & 0x3FFFFFFF
+    o, h = nki.simulate(kernel)(x)
+    np.testing.assert_array_equal(o, x.view(np.uint8)[:, 8:24])
+    np.testing.assert_array_equal(h.view(np.uint32), x[:, 1::2])
