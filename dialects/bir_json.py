@@ -52,7 +52,8 @@ def attr_to_json(a: Attribute) -> Any:
     if isinstance(a, DenseArrayBase):
         return {"i64": [int(v) for v in a.get_values()]}
     if isinstance(a, AccessPatternAttr):
-        return {"ap": [a.offset.data, a.iv_coeffs, [list(p) for p in a.pairs]]}
+        body = [a.offset.data, a.iv_coeffs, [list(p) for p in a.pairs]]
+        return {"ap": body + [a.view.data] if a.view.data else body}
     if isinstance(a, bir.DepAttr):
         return {"dep": [a.kind.data, a.on.data]}
     if isinstance(a, ArrayAttr):
@@ -83,8 +84,8 @@ def attr_from_json(v: Any) -> Attribute:
         if tag == "i64":
             return DenseArrayBase.from_list(i64, [int(x) for x in body])
         if tag == "ap":
-            off, ivs, pairs = body
-            return AccessPatternAttr(int(off), [tuple(p) for p in pairs], ivs)
+            off, ivs, pairs, *view = body
+            return AccessPatternAttr(int(off), [tuple(p) for p in pairs], ivs, str(view[0]) if view else "")
         if tag == "dep":
             return bir.DepAttr(str(body[0]), int(body[1]))
         if tag == "dict":

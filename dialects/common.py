@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import ArrayAttr, IntAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Dialect, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
@@ -40,7 +40,11 @@ class AccessPatternAttr(ParametrizedAttribute):
     induction variable of the d-th enclosing loop (outermost first). For on-chip tensors the first pair is the
     partition pair ``[row_elems, nparts]``.
 
-    Syntax: ``<0 + 128*i0 : [512, 128], [1, 512]>`` (the ``+ c*iN`` terms only when non-zero).
+    ``view``: the dtype the operand reads the storage's bytes as (``tensor.view(dtype)`` / ``.ap(dtype=)``);
+    empty for the storage's own dtype. Offsets and steps count elements of the operand's dtype.
+
+    Syntax: ``<0 + 128*i0 : [512, 128], [1, 512]>`` (the ``+ c*iN`` terms only when non-zero), with ``as uint8``
+    after the pairs for a view.
     """
 
     name = "nkic.ap"
@@ -48,8 +52,9 @@ class AccessPatternAttr(ParametrizedAttribute):
     offset: IntAttr
     ivs: ArrayAttr[IntAttr]
     pattern: ArrayAttr[ArrayAttr[IntAttr]]
+    view: StringAttr
 
-    def __init__(self, offset: int, pattern: Sequence[Sequence[int]], ivs: Sequence[int] = ()):
+    def __init__(self, offset: int, pattern: Sequence[Sequence[int]], ivs: Sequence[int] = (), view: str = ""):
         ivs = list(ivs)
         while ivs and ivs[-1] == 0:
             ivs.pop()
@@ -57,7 +62,16 @@ class AccessPatternAttr(ParametrizedAttribute):
             IntAttr(offset),
             ArrayAttr([IntAttr(c) for c in ivs]),
             ArrayAttr([ArrayAttr([IntAttr(s), IntAttr(n)]) for s, n in pattern]),
+            StringAttr(view),
         )
+
+    @property
+    def view_dtype(self) -> str | None:
+        return self.view.data or None
+
+    def operand_dtype(self, storage_dtype: str) -> str:
+        """The dtype the operand accesses: its view's, else the storage's."""
+        return self.view.data or storage_dtype
 
     @property
     def pairs(self) -> list[tuple[int, int]]:
@@ -83,6 +97,8 @@ class AccessPatternAttr(ParametrizedAttribute):
                 raise VerifyException("access pattern sizes must be positive")
         if not self.pattern.data:
             raise VerifyException("access pattern must have at least one [step, num] pair")
+        if self.view.data:
+            check_member("dtype", self.view.data, tuple(DTYPES))
 
     def min_max_offset(self, iv_values: Sequence[int] = ()) -> tuple[int, int]:
         base = self.offset.data + sum(c * v for c, v in zip(self.iv_coeffs, iv_values))
@@ -102,8 +118,11 @@ class AccessPatternAttr(ParametrizedAttribute):
         printer.print_string("<" + ap_body_str(self) + ">")
 
 
-def parse_ap_body(parser: AttrParser) -> tuple[IntAttr, ArrayAttr[IntAttr], ArrayAttr[ArrayAttr[IntAttr]]]:
-    """Parse ``0 + 128*i0 : [512, 128], [1, 512]`` (shared by every printed form of an access pattern)."""
+def parse_ap_body(
+    parser: AttrParser,
+) -> tuple[IntAttr, ArrayAttr[IntAttr], ArrayAttr[ArrayAttr[IntAttr]], StringAttr]:
+    """Parse ``0 + 128*i0 : [512, 128], [1, 512]`` and an optional ``as <dtype>`` (shared by every printed form of
+    an access pattern)."""
     offset = parser.parse_integer()
     ivs: dict[int, int] = {}
     while True:
@@ -133,7 +152,8 @@ def parse_ap_body(parser: AttrParser) -> tuple[IntAttr, ArrayAttr[IntAttr], Arra
     coeffs = [ivs.get(d, 0) for d in range(depth)]
     while coeffs and coeffs[-1] == 0:
         coeffs.pop()
-    return IntAttr(offset), ArrayAttr([IntAttr(c) for c in coeffs]), ArrayAttr(pairs)
+    view = parser.parse_identifier() if parser.parse_optional_keyword("as") is not None else ""
+    return IntAttr(offset), ArrayAttr([IntAttr(c) for c in coeffs]), ArrayAttr(pairs), StringAttr(view)
 
 
 def ap_body_str(ap: AccessPatternAttr) -> str:
@@ -141,7 +161,8 @@ def ap_body_str(ap: AccessPatternAttr) -> str:
     for d, c in enumerate(ap.iv_coeffs):
         if c:
             text += f" {'+' if c > 0 else '-'} {abs(c)}*i{d}"
-    return text + " : " + ", ".join(f"[{s}, {n}]" for s, n in ap.pairs)
+    text += " : " + ", ".join(f"[{s}, {n}]" for s, n in ap.pairs)
+    return text + (f" as {ap.view.data}" if ap.view.data else "")
 
 
 def contiguous_pattern(shape: Sequence[int]) -> list[tuple[int, int]]:
@@ -162,7 +183,10 @@ def element_type(dtype: str) -> "Attribute":
         "float32": b.f32, "bfloat16": b.bf16, "float16": b.f16, "int32": b.i32, "int16": b.i16, "int8": b.i8,
         "uint32": b.IntegerType(32, b.Signedness.UNSIGNED), "uint16": b.IntegerType(16, b.Signedness.UNSIGNED),
         "uint8": b.IntegerType(8, b.Signedness.UNSIGNED), "float8_e4m3": b.f8E4M3FN, "float8_e5m2": b.f8E5M2,
-        "bool_": b.i1,
+        "bool_": b.i1, "float8_e8m0fnu": b.Float8E8M0FNUType(),
+        # packed MX data: four values per element
+        "float8_e4m3fn_x4": b.VectorType(b.f8E4M3FN, [4]), "float8_e5m2_x4": b.VectorType(b.f8E5M2, [4]),
+        "float4_e2m1fn_x4": b.VectorType(b.Float4E2M1FNType(), [4]),
     }  # fmt: skip
     return table[dtype]
 

@@ -29,7 +29,7 @@ _ALIASES = {
 }  # fmt: skip
 
 # Names NKI knows but nkic cannot compile (yet).
-_UNSUPPORTED = {"tfloat32", "float8_e4m3fn", "float8_e8m0fnu", "float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4"}
+_UNSUPPORTED = {"tfloat32", "float8_e4m3fn"}
 
 
 def normalize_dtype(value: Any) -> str:

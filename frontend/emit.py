@@ -49,6 +49,7 @@ class Operand:
     tensor: object
     offset: Affine
     pattern: tuple[tuple[int, int], ...]
+    view: str = ""  # the dtype the operand reinterprets the tensor's bytes as ("" = its own)
 
 
 def _pattern_attr(pattern: Sequence[Sequence[int]], offset: int = 0) -> AccessPatternAttr:
@@ -107,7 +108,10 @@ class PenguinEmitter:
         props: dict[str, Attribute] = {
             "roles": penguin.ArrayAttr([StringAttr(r) for r in roles]),
             "aps": penguin.ArrayAttr(
-                [AccessPatternAttr(operands[r].offset.const, operands[r].pattern, operands[r].offset.coeffs) for r in roles]
+                [
+                    AccessPatternAttr(o.offset.const, o.pattern, o.offset.coeffs, o.view)
+                    for o in (operands[r] for r in roles)
+                ]
             ),
             "loc": StringAttr(str(loc)),
         }

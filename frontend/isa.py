@@ -35,7 +35,7 @@ from nkic.target.instructions import (
     shuffle_start_problem,
 )
 from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, NKI_ENGINES, XORWOW_WORDS, Target, get_target
-from nkic.target.vocab import FLOAT_DTYPES, REDUCE_CMDS
+from nkic.target.vocab import FLOAT_DTYPES, PACKED_DTYPES, REDUCE_CMDS
 
 
 # -- enums --------------------------------------------------------------------------------------------------
@@ -197,6 +197,7 @@ def _record(
     spec = INSTRUCTIONS[op]
     dst = operands.get("dst")
     bank = target.psum_bank_bytes
+    _packed_operands(op, operands)
     for role, t in operands.items():
         if t is None:
             continue
@@ -208,7 +209,7 @@ def _record(
     for role, t in operands.items():
         if t is None:
             continue
-        spans_banks = op == "matmul" and role == "dst" and target.matmul_spans_banks
+        spans_banks = op in ("matmul", "matmul_mx") and role == "dst" and target.matmul_spans_banks
         if t.buffer == "psum" and t.free_size * t.itemsize > bank and not spans_banks:
             raise NkiError(
                 f"{op}: PSUM tile '{role}' needs {t.free_size * t.itemsize} bytes per partition, "
@@ -219,6 +220,26 @@ def _record(
         if hinted is not None and not hinted.psum and t.buffer == "psum":
             raise NkiError(f"{op}: the {engine_name} engine cannot access PSUM ('{role}')")
     ctx.inst(op, {r: t for r, t in operands.items() if t is not None}, attrs)
+
+
+# Instructions that may touch packed MX data (_x4 dtypes): the MX instructions, and DMAs that move the words.
+_PACKED_OK = frozenset({"quantize_mx", "matmul_mx", "dma_copy", "dma_transpose"})
+
+
+def _packed_operands(op: str, operands: dict[str, NkiTensor | None]) -> None:
+    """Packed MX words are not numbers an engine can compute with: only the MX instructions read them, and a DMA
+    moves them only as themselves (no cast through fp32)."""
+    packed = {r: t.dtype for r, t in operands.items() if t is not None and t.dtype in PACKED_DTYPES}
+    if not packed:
+        return
+    role, dt = next(iter(packed.items()))
+    if op not in _PACKED_OK:
+        raise NkiError(
+            f"{INSTRUCTIONS[op].nki_name or op}: '{role}' has the packed MX dtype {dt}",
+            "packed MX data is read by nisa.nc_matmul_mx only; view it as an integer dtype to move it",
+        )
+    if op.startswith("dma") and len({t.dtype for t in operands.values() if t is not None}) > 1:
+        raise NkiError(f"{op}: cannot convert packed MX data ({dt}) to another dtype", "copy it as the same dtype")
 
 
 def _declared_role(op: str, role: Role, t: NkiTensor, dst: NkiTensor | None) -> None:
@@ -334,6 +355,98 @@ def nc_matmul(
         raise NkiError(f"{op}: dst shape {dst.shape} does not match the [M={m}, N={n}] result")
     attrs = {"accumulate": None if accumulate is None else bool(accumulate)}
     _record(ctx, "matmul", {"dst": dst, "stationary": st, "moving": mv}, attrs)
+
+
+# -- MX (microscaling) -----------------------------------------------------------------------------------------
+_MX_FP8 = ("float8_e4m3fn_x4", "float8_e5m2_x4")
+_MX_SCALE = ("float8_e8m0fnu", "uint8")
+
+
+def _dtype_in(op: str, role: str, t: NkiTensor, *allowed: str) -> None:
+    if str(t.dtype) not in allowed:
+        raise NkiError(f"{op}: '{role}' must be {' or '.join(allowed)}, got {t.dtype}")
+
+
+def _dims_rule(op: str, name: str, operands: dict[str, NkiTensor]) -> None:
+    problem = dims_problem(INSTRUCTIONS[name], {r: (t.partitions, t.free_size) for r, t in operands.items()})
+    if problem is not None:
+        raise NkiError(f"{op}: {problem}")
+
+
+@nki_op
+def quantize_mx(ctx: Any, dst: NkiTensor, src: NkiTensor, dst_scale: NkiTensor, **kw: Any) -> None:
+    """MXFP8 quantization on VectorE: for each group of 8 partitions x 4 values of ``src`` one float8_e8m0fnu
+    scale in ``dst_scale`` and 4 packed fp8 values per ``dst`` element (see the QUANTIZE_MX executor)."""
+    _mask(kw)
+    op = "quantize_mx"
+    dst, src, scale = _tensor(op, "dst", dst), _tensor(op, "src", src), _tensor(op, "dst_scale", dst_scale)
+    for role, t in (("dst", dst), ("src", src), ("dst_scale", scale)):
+        _in(op, role, t, "sbuf")
+    _dtype_in(op, "src", src, "float16", "bfloat16")
+    _dtype_in(op, "dst", dst, *_MX_FP8)
+    _dtype_in(op, "dst_scale", scale, *_MX_SCALE)
+    operands = {"dst": dst, "src": src, "dst_scale": scale}
+    _dims_rule(op, op, operands)
+    _record(ctx, op, operands, {}, "vector")
+
+
+def _tile_mode(op: str, tile_position: Any, tile_size: Any, k: int) -> None:
+    """nc_matmul_mx's row tiling: validated only, it changes which PE rows run the matmul, not its result."""
+    if not tile_position and not tile_size:
+        return
+    if not tile_position or not tile_size:
+        raise NkiError(f"{op}: tile_position and tile_size must both be set to enable tiling mode")
+    row, col = _static_pair(op, tile_position, "tile_position")
+    rows, cols = _static_pair(op, tile_size, "tile_size")
+    if cols != 128 or rows not in (32, 64, 128):
+        raise NkiError(f"{op}: tile_size must be (32, 128), (64, 128) or (128, 128) (row tiling only), got "
+                       f"{(rows, cols)}")  # fmt: skip
+    if col != 0 or row % rows or not 0 <= row < 128:
+        raise NkiError(f"{op}: tile_position must be (a multiple of {rows} below 128, 0), got {(row, col)}")
+    if k > rows:
+        raise NkiError(f"{op}: the stationary tile ({k} partitions) exceeds the row tile size {rows}")
+
+
+def _static_pair(op: str, value: Any, name: str) -> tuple[int, int]:
+    try:
+        a, b = value
+        return int(a), int(b)  # an affine expression needs its value: the loop unrolls
+    except (TypeError, ValueError):
+        raise NkiError(f"{op}: {name} must be a pair of integers, got {value!r}") from None
+
+
+@nki_op
+def nc_matmul_mx(
+    ctx: Any,
+    dst: NkiTensor,
+    stationary: NkiTensor,
+    moving: NkiTensor,
+    stationary_scale: NkiTensor,
+    moving_scale: NkiTensor,
+    tile_position: Any = None,
+    tile_size: Any = None,
+    accumulate: bool | None = None,
+    **kw: Any,
+) -> None:
+    """``dst[M, N] (+)=`` the MX matmul of packed ``stationary[K, M]`` and ``moving[K, N]`` on the PE array: the
+    contraction runs over K and the 4 values of each packed element, each value times its group's scale."""
+    _mask(kw)
+    op = "nc_matmul_mx"
+    names = ("dst", "stationary", "moving", "stationary_scale", "moving_scale")
+    operands = {r: _tensor(op, r, t) for r, t in zip(names, (dst, stationary, moving, stationary_scale, moving_scale))}
+    _in(op, "dst", operands["dst"], "psum")
+    for role in names[1:]:
+        _in(op, role, operands[role], "sbuf")
+    for role in names[1:3]:
+        _dtype_in(op, role, operands[role], *PACKED_DTYPES)
+    for role in names[3:]:
+        _dtype_in(op, role, operands[role], *_MX_SCALE)
+    _dtype_in(op, "dst", operands["dst"], "float32", "bfloat16")
+    _dims_rule(op, "matmul_mx", operands)
+    # N <= 4096 (fp32) / 8192 (bf16), the entire PSUM: a PSUM tile cannot be larger.
+    _tile_mode(op, tile_position, tile_size, operands["stationary"].partitions)
+    attrs = {"accumulate": None if accumulate is None else bool(accumulate)}
+    _record(ctx, "matmul_mx", operands, attrs)
 
 
 @nki_op
@@ -1086,11 +1199,6 @@ _INDEX_DTYPES = ("uint16", "uint32")
 def _rank_at_most(op: str, role: str, t: NkiTensor, ndim: int) -> None:
     if t.ndim > ndim:
         raise NkiError(f"{op}: '{role}' can be at most {ndim}-dimensional, got shape {t.shape}")
-
-
-def _dtype_in(op: str, role: str, t: NkiTensor, *dtypes: str) -> None:
-    if str(t.dtype) not in dtypes:
-        raise NkiError(f"{op}: '{role}' must be {' or '.join(dtypes)}, got {t.dtype}")
 
 
 def _eight_per_partition(op: str, role: str, t: NkiTensor, data: NkiTensor) -> None:

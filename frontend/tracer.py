@@ -593,12 +593,8 @@ class TraceContext:
         if t.storage.owner is not self._owner:
             raise NkiError(f"tensor '{t.name}' belongs to another trace or SPMD program", "do not cache tensors")
         self._check_scope(t.storage)
-        if t.dtype != t.storage.dtype:
-            raise NkiError(
-                f"'{role}' reinterprets '{t.name}' ({t.storage.dtype}) as {t.dtype}",
-                "view(dtype) / ap(dtype=) operands cannot be emitted yet",
-            )
-        return Operand(t.storage.handle, self.affine(t.offset), t.pairs or ((1, 1),))
+        view = t.dtype if t.dtype != t.storage.dtype else ""  # view(dtype) / ap(dtype=): same bytes, other dtype
+        return Operand(t.storage.handle, self.affine(t.offset), t.pairs or ((1, 1),), view)
 
     def _check_scope(self, storage: Storage) -> None:
         """A tensor allocated in a symbolic loop body and used after that loop ended (a tile appended to a list in

@@ -72,10 +72,11 @@ def _fit(pairs: list[tuple[int, int]], keep: int) -> tuple[tuple[int, int], ...]
 
 
 def _cost_operand(loc: bir.MemLocOp, ap: AccessPatternAttr) -> Operand:
+    dtype = ap.operand_dtype(loc.dtype.data)
     if loc.mem in HBM_MEMORIES:
-        return Operand("hbm", loc.dtype.data, _fit(list(ap.pairs), 1))
+        return Operand("hbm", dtype, _fit(list(ap.pairs), 1))
     (_, nparts), *free = ap.pairs
-    return Operand(loc.mem, loc.dtype.data, _fit([(1, nparts), *free], 1))
+    return Operand(loc.mem, dtype, _fit([(1, nparts), *free], 1))
 
 
 def cost_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str | None = None) -> Instr:

@@ -37,7 +37,7 @@ class Placement:
 
 
 def place(loc: bir.MemLocOp, ap: AccessPatternAttr, inst: bir.BirInst, role: str) -> Placement:
-    dtype = loc.dtype.data
+    dtype = ap.operand_dtype(loc.dtype.data)
     es = dtype_size(dtype)
     if ap.iv_coeffs:
         raise PassFailedException(f"instruction {inst.inst_id} still uses a loop index (run bir-unroll first)")
@@ -45,9 +45,10 @@ def place(loc: bir.MemLocOp, ap: AccessPatternAttr, inst: bir.BirInst, role: str
         return Placement("hbm", loc.sym_name.data, 0, 0, ap.offset.data * es, tuple(ap.pairs), dtype)
     if loc.addr is None:
         raise PassFailedException(f"memloc '{loc.sym_name.data}' has no address (run allocate-memory first)")
-    row = 1
+    row = dtype_size(loc.dtype.data)  # bytes per partition, then elements of the operand dtype
     for d in loc.dims[1:]:
         row *= d
+    row //= es
     (pstep, nparts), *free = ap.pairs
     if nparts > 1 and pstep != row:
         raise PassFailedException(

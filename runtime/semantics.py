@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import ml_dtypes
 import numpy as np
 
 from nkic.runtime.errors import SimulationError
@@ -299,3 +300,74 @@ def claimed_matches(data: Array, vals: Array, reverse: bool) -> tuple[Array, Arr
         found[:, i] = hit.any(axis=1)
         index[:, i] = hit.argmax(axis=1)
     return index, found
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# MX (OCP microscaling): groups of 8 partitions x 4 values share one float8_e8m0fnu scale 2**(byte - 127)
+
+MX_GROUP = (8, 4)  # (partitions, values per partition) of one scaling group
+_E8M0_BIAS = 127
+_E8M0_NAN = 0xFF
+
+
+def mx_scales(values: Array, element: np.dtype) -> Array:
+    """The e8m0 scale bytes of (P, F) ``values``, one per 8x4 group: (P // 8, F // 4) uint8.
+
+    ``nisa.quantize_mx``: ``X = 2**(floor(log2(amax)) - (E_max - 1))`` with ``E_max`` the largest unbiased exponent
+    of ``element`` (8 for float8_e4m3fn, 15 for float8_e5m2) — twice the OCP sample algorithm's scale, so the
+    largest values round without saturating; an all-zero group gets ``2**-127`` (byte 0). Where the docs are
+    silent: an exponent below -127 (a group of tiny fp16/bf16 subnormals) clamps to byte 0, and a group holding Inf
+    or NaN gets the e8m0 NaN (0xFF), which makes every product with the group NaN downstream.
+    """
+    p, f = values.shape
+    gp, gf = MX_GROUP
+    amax = np.abs(values.astype(np.float32)).reshape(p // gp, gp, f // gf, gf).max(axis=(1, 3))
+    e_max = ml_dtypes.finfo(element).maxexp - 1
+    with np.errstate(invalid="ignore"):
+        _, exp = np.frexp(amax)  # amax = m * 2**exp with m in [0.5, 1): floor(log2(amax)) = exp - 1
+    biased = np.clip(exp.astype(np.int64) - 1 - (e_max - 1) + _E8M0_BIAS, 0, 2 * _E8M0_BIAS)
+    biased = np.where(amax == 0, 0, biased)
+    return np.where(np.isfinite(amax), biased, _E8M0_NAN).astype(np.uint8)
+
+
+def mx_scale_values(scale_bytes: Array) -> Array:
+    """e8m0 scale bytes -> their values ``2**(byte - 127)`` (NaN for 0xFF), in float64 (2**-127 is exact there)."""
+    return np.ascontiguousarray(scale_bytes, dtype=np.uint8).view(ml_dtypes.float8_e8m0fnu).astype(np.float64)
+
+
+def _expand_groups(per_group: Array) -> Array:
+    gp, gf = MX_GROUP
+    return np.repeat(np.repeat(per_group, gp, axis=0), gf, axis=1)
+
+
+def mx_quantize(values: Array, element: np.dtype) -> tuple[Array, Array]:
+    """(P, F) ``values`` -> (their MX values of ``element``, (P // 8, F // 4) scale bytes).
+
+    Each value is divided by its group's scale (exact: a power of two) and rounded to nearest even by the cast to
+    ``element``; the quotient is clamped to ``±max`` of ``element`` first, which for finite inputs never acts (the
+    doubled scale keeps every quotient below ``2**E_max``) but pins down the saturating behaviour.
+    """
+    scales = mx_scales(values, element)
+    factor = _expand_groups(mx_scale_values(scales))
+    big = float(ml_dtypes.finfo(element).max)
+    with np.errstate(invalid="ignore", over="ignore"):
+        q = np.clip(values.astype(np.float64) / factor, -big, big)
+    return q.astype(element), scales
+
+
+def mx_dequantize(values: Array, scale_bytes: Array) -> Array:
+    """(K, F * 4) MX values and their (K // 8, F) scale bytes -> the real values in float64 (exact)."""
+    return values.astype(np.float64) * _expand_groups(mx_scale_values(scale_bytes))
+
+
+def mx_matmul(stationary: Array, moving: Array) -> Array:
+    """``dst[i, j] = Σ_k Σ_q stationary[k, 4i + q] · moving[k, 4j + q]`` over dequantized (K, 4M) / (K, 4N) values.
+
+    The products of MX values are exact in float64 and summed there, then rounded once to float32 (the PSUM
+    accumulator): the PE's internal accumulation width is unpublished, this is its exact-sum idealisation.
+    """
+    k = stationary.shape[0]
+    a = stationary.reshape(k, -1, 4).transpose(1, 0, 2).reshape(-1, 4 * k)  # (M, K*4)
+    b = moving.reshape(k, -1, 4).transpose(0, 2, 1).reshape(4 * k, -1)  # (K*4, N)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return (a @ b).astype(np.float32)

@@ -49,7 +49,8 @@ from nkic.target.machine import (
     get_target,
     sem_name,
 )
-from nkic.target.vocab import DTYPES
+from nkic.target.instructions import MX_GROUP_PARTITIONS, mx_scale_row, mx_scale_rows
+from nkic.target.vocab import DTYPES, PACKED_DTYPES
 
 __all__ = [
     "simulate", "run_neff_bytes", "RunResult", "Profile", "ProfileEvent", "SimulationError", "SimulationDeadlock",
@@ -454,6 +455,60 @@ def _exec_matmul(core: _Core, ins: Instr) -> None:
         raise SimulationError(f"MATMUL shapes: stationary {stat.nparts}x{stat.free}, moving {mov.nparts}x"
                               f"{mov.free}, dst {dst.nparts}x{dst.free}")  # fmt: skip
     result = np.matmul(stat.f32().T, mov.f32())
+    if ins.flag("accumulate"):
+        result = result + dst.f32()
+    dst.store(result)
+
+
+def _mx_scale_rows(scale: _View, data: _View, role: str) -> np.ndarray:
+    """The scale-tile rows (relative partitions) of data's 8-partition groups; checks the scale tile's shape."""
+    if scale.free != data.free or scale.nparts < mx_scale_rows(data.nparts) or data.nparts % MX_GROUP_PARTITIONS:
+        raise SimulationError(f"{role} {scale.nparts}x{scale.free} does not hold the scales of {data.nparts}x"
+                              f"{data.free} MX data")  # fmt: skip
+    return np.array([mx_scale_row(g) for g in range(data.nparts // MX_GROUP_PARTITIONS)], np.int64)
+
+
+def _mx_values(data: _View) -> np.ndarray:
+    """The (K, 4F) MX element values of packed (K, F) data."""
+    packed = PACKED_DTYPES.get(data.op.dtype)
+    if packed is None:
+        raise SimulationError(f"MX data must have a packed dtype, got {data.op.dtype}")
+    return packed.unpack(data.raw())
+
+
+@execute("QUANTIZE_MX")
+def _exec_quantize_mx(core: _Core, ins: Instr) -> None:
+    dst, src, scale = _view(core, ins, "dst"), _view(core, ins, "src"), _view(core, ins, "dst_scale")
+    packed = PACKED_DTYPES.get(dst.op.dtype)
+    if packed is None or packed.bits != 8:
+        raise SimulationError(f"QUANTIZE_MX writes float8 x4 data, not {dst.op.dtype}")
+    if (dst.nparts, 4 * dst.free) != (src.nparts, src.free):
+        raise SimulationError(f"QUANTIZE_MX of {src.nparts}x{src.free} into {dst.nparts}x{dst.free} packed")
+    rows = _mx_scale_rows(scale, dst, "dst_scale")
+    values, scales = sem.mx_quantize(src.f32(), packed.element)
+    dst.store_raw(packed.pack(values))
+    # Only the groups' rows of the scale tile are written; the other partitions keep their bytes.
+    tile = np.ascontiguousarray(scale.raw()).view(np.uint8).copy()
+    tile[rows] = scales
+    scale.store_raw(tile.view(scale.dtype))
+
+
+@execute("MATMUL_MX")
+def _exec_matmul_mx(core: _Core, ins: Instr) -> None:
+    dst = _view(core, ins, "dst")
+    stat, mov = _view(core, ins, "stationary"), _view(core, ins, "moving")
+    if dst.op.memory != "psum":
+        raise SimulationError("MATMUL_MX destination must be in PSUM")
+    if stat.nparts != mov.nparts or dst.nparts != stat.free or dst.free != mov.free:
+        raise SimulationError(f"MATMUL_MX shapes: stationary {stat.nparts}x{stat.free}, moving {mov.nparts}x"
+                              f"{mov.free}, dst {dst.nparts}x{dst.free}")  # fmt: skip
+    real = []
+    for data, role in ((stat, "stationary_scale"), (mov, "moving_scale")):
+        scale = _view(core, ins, role)
+        rows = _mx_scale_rows(scale, data, role)
+        scale_bytes = np.ascontiguousarray(scale.raw()).view(np.uint8)[rows]
+        real.append(sem.mx_dequantize(_mx_values(data), scale_bytes))
+    result = sem.mx_matmul(*real)
     if ins.flag("accumulate"):
         result = result + dst.f32()
     dst.store(result)

@@ -262,6 +262,18 @@ def _rng_state(ins: Instr, t: Target) -> int:
     """Estimate (unpublished): moving at most 24 words per lane to or from the generators costs one minimum
     initiation interval, 64 cycles."""
     return MIN_II
+@cost("QUANTIZE_MX")
+def _quantize_mx(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): one VectorE pass over the source, ``max(64, N_src)``."""
+    return max(MIN_II, _free(ins.operand("src")))
+
+
+@cost("MATMUL_MX")
+def _matmul_mx(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): as MATMUL, ``max(min(64, M), N)``, the moving tile streaming one packed element
+    (4 values of the contraction) per PE column per cycle; the scales travel with their data."""
+    stat, mov = ins.operand("stationary"), ins.operand("moving")
+    return max(min(MIN_II, _free(stat)), _free(mov))
 
 
 def instr_cycles(instr: Instr, target: str | Target = DEFAULT_TARGET) -> int:

@@ -686,6 +686,67 @@ def _dma_compute_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
     return None
 
 
+# -- MX (microscaling) -----------------------------------------------------------------------------------------
+# An MX scaling group is 8 partitions x 4 values (one packed _x4 element) and shares one float8_e8m0fnu scale.
+MX_GROUP_PARTITIONS = 8
+MX_QUADRANT = 32  # SBUF partitions per quadrant
+MX_SCALES_PER_QUADRANT = MX_QUADRANT // MX_GROUP_PARTITIONS
+
+
+def mx_scale_row(group: int) -> int:
+    """The partition (relative to the scale tile's first) holding the scales of 8-partition group ``group``:
+    the scales of a 32-partition quadrant's four groups sit in the first four partitions of the same quadrant
+    (``nisa.quantize_mx``'s layout, which ``nc_matmul_mx`` reads)."""
+    return group // MX_SCALES_PER_QUADRANT * MX_QUADRANT + group % MX_SCALES_PER_QUADRANT
+
+
+def mx_scale_rows(data_partitions: int) -> int:
+    """Partitions a scale tile must span for MX data on ``data_partitions`` partitions."""
+    return mx_scale_row(data_partitions // MX_GROUP_PARTITIONS - 1) + 1
+
+
+def _mx_partitions(role: str, p: int) -> str | None:
+    if p % MX_QUADRANT or not 0 < p <= 4 * MX_QUADRANT:
+        return f"the partition dimension size of {role} must be a multiple of 32 and at most 128, got {p}"
+    return None
+
+
+def _mx_scale(role: str, scale: tuple[int, int], data_role: str, data: tuple[int, int]) -> str | None:
+    rows, free = mx_scale_rows(data[0]), data[1]
+    if scale[1] != free or scale[0] < rows:
+        return (
+            f"{role} {scale} (partitions, free) must have {free} elements per partition (one scale per packed "
+            f"element of {data_role}) and span at least {rows} partitions for {data[0]} data partitions"
+        )
+    return None
+
+
+def _quantize_mx_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    (p, f), dst = d["src"], d["dst"]
+    if problem := _mx_partitions("src", p):
+        return problem
+    if f % 4:
+        return f"the free dimension size of src must be a multiple of 4, got {f}"
+    if dst != (p, f // 4):
+        return f"quantize_mx of src {(p, f)} (partitions, free) writes {(p, f // 4)} packed elements, not {dst}"
+    return _mx_scale("dst_scale", d["dst_scale"], "dst", dst)
+
+
+def _matmul_mx_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
+    (k, m), (k_mv, n), dst = d["stationary"], d["moving"], d["dst"]
+    if k != k_mv:
+        return f"nc_matmul_mx partition sizes differ: stationary has {k}, moving has {k_mv}"
+    if problem := _mx_partitions("stationary", k):
+        return problem
+    if m % 2 or m > 4 * MX_QUADRANT:
+        return f"the free dimension size of stationary must be even and at most 128, got {m}"
+    if dst != (m, n):
+        return f"nc_matmul_mx dst {dst} (partitions, free) does not match the [M={m}, N={n}] result"
+    return _mx_scale("stationary_scale", d["stationary_scale"], "stationary", (k, m)) or _mx_scale(
+        "moving_scale", d["moving_scale"], "moving", (k, n)
+    )
+
+
 declare(
     InstrSpec(
         "max8", "MAX8", (_DST, Role("src")), ("dve",),
@@ -828,4 +889,29 @@ declare(
                  Imm("reduce_cmd", "reduce_cmd", default="idle"), Imm("reduce_op", "alu", default="bypass")),
            flags=("reverse0", "reverse1"), writes=("dst", "reduce_res"),
            scalar_slots=("imm0", "imm1", "relu_param", "reduce_res"), same_shape=("src",)),
+)
+declare(
+    InstrSpec(
+        "quantize_mx", "QUANTIZE_MX",
+        (Role("dst", write=True, memories=("sbuf",)), Role("src", memories=("sbuf",)),
+         Role("dst_scale", write=True, memories=("sbuf",))),
+        ("dve",), "dst, dst_scale = MXFP8 quantization of src (one e8m0 scale per 8 partitions x 4 values)",
+        dims_rule=_quantize_mx_dims, since=4,
+    ),
+    OpSpec("QUANTIZE_MX", 0x38, ("dve",), ("dst", "src", "dst_scale"), "dst (fp8 x4), dst_scale (e8m0) = "
+           "MX quantization of src", required=("dst", "src", "dst_scale"), writes=("dst", "dst_scale")),
+)
+declare(
+    InstrSpec(
+        "matmul_mx", "MATMUL_MX",
+        (Role("dst", write=True, memories=("psum",)), Role("stationary", memories=("sbuf",)),
+         Role("moving", memories=("sbuf",)), Role("stationary_scale", memories=("sbuf",)),
+         Role("moving_scale", memories=("sbuf",))),
+        ("pe",), "dst[M, N] (+)= sum over K and the 4 packed values of dequantized stationary[K, M] * moving[K, N]",
+        fields=(Field("accumulate", "bool"),), traits=frozenset({"accumulates"}), nki_name="nc_matmul_mx",
+        dims_rule=_matmul_mx_dims, since=4,
+    ),
+    OpSpec("MATMUL_MX", 0x39, ("pe",), ("dst", "stationary", "moving", "stationary_scale", "moving_scale"),
+           "dst[M, N] (+)= dequant(stationary)[K, M, 4] . dequant(moving)[K, N, 4] into PSUM",
+           required=("dst", "stationary", "moving", "stationary_scale", "moving_scale"), flags=("accumulate",)),
 )

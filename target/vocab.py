@@ -14,7 +14,8 @@ import numpy as np
 
 __all__ = [
     "Vocabulary", "DTYPES", "DTYPE_CODES", "FLOAT_DTYPES", "ALU_OPS", "ACT_FUNCS", "REDUCE_CMDS", "IR_MEMORIES",
-    "ISA_MEMORIES", "HBM_MEMORIES", "ON_CHIP", "dtype_size", "numpy_dtype", "dtype_from_numpy",
+    "ISA_MEMORIES", "HBM_MEMORIES", "ON_CHIP", "dtype_size", "numpy_dtype", "dtype_from_numpy", "PACKED_DTYPES",
+    "PackedDtype",
 ]  # fmt: skip
 
 
@@ -83,14 +84,57 @@ DTYPES: dict[str, np.dtype] = {
     "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
     "bool_": np.dtype(np.uint8),
+    # The OCP MX shared scale: a power of two 2**(byte - 127), 0xFF = NaN.
+    "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
+    # Packed MX data (nc_matmul_mx / quantize_mx): one element holds 4 values; storage is the raw word.
+    "float8_e4m3fn_x4": np.dtype(np.uint32),
+    "float8_e5m2_x4": np.dtype(np.uint32),
+    "float4_e2m1fn_x4": np.dtype(np.uint16),
 }
 DTYPE_CODES = _numbered(
     "dtype",
     "0 float32, 1 bfloat16, 2 float16, 3 int32, 4 uint32, 5 int16, 6 uint16, 7 int8, 8 uint8, 9 float8_e4m3, "
-    "10 float8_e5m2, 11 bool_",
+    "10 float8_e5m2, 11 bool_, 12 float8_e8m0fnu, 13 float8_e4m3fn_x4, 14 float8_e5m2_x4, 15 float4_e2m1fn_x4",
 )
 assert set(DTYPE_CODES) == set(DTYPES)
-FLOAT_DTYPES = frozenset({"float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2"})
+FLOAT_DTYPES = frozenset({"float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2", "float8_e8m0fnu"})
+
+
+@dataclass(frozen=True)
+class PackedDtype:
+    """A packed MX dtype: ``count`` values of ``element`` (``bits`` wide each) in one storage word.
+
+    Value ``j`` of a word sits in bits ``[j * bits, (j + 1) * bits)`` of the little-endian word: for the fp8 types
+    byte ``j``, for float4_e2m1fn_x4 the low nibble of byte 0 is value 0, its high nibble value 1, and so on (the
+    layout of the NKI docs' MX examples, which view 4 fp8 bytes as one uint32 and pack 2 fp4 values per byte).
+    """
+
+    element: np.dtype
+    bits: int
+    count: int = 4
+
+    def unpack(self, words: np.ndarray) -> np.ndarray:
+        """(..., n) words -> (..., n * count) values of ``element`` (bit-exact)."""
+        raw = np.ascontiguousarray(words).view(np.uint8)
+        if self.bits == 4:
+            raw = np.stack([raw & 0xF, raw >> 4], axis=-1).reshape(*raw.shape[:-1], -1)
+        return raw.view(self.element)
+
+    def pack(self, values: np.ndarray) -> np.ndarray:
+        """(..., n * count) values of ``element`` -> (..., n) storage words (the inverse of ``unpack``)."""
+        raw = np.ascontiguousarray(values.astype(self.element)).view(np.uint8)
+        if self.bits == 4:
+            pairs = raw.reshape(*raw.shape[:-1], -1, 2)
+            raw = ((pairs[..., 0] & 0xF) | (pairs[..., 1] << 4)).astype(np.uint8)
+        return np.ascontiguousarray(raw).view(_PACKED_STORAGE[self.bits])
+
+
+_PACKED_STORAGE = {8: np.dtype(np.uint32), 4: np.dtype(np.uint16)}
+PACKED_DTYPES: dict[str, PackedDtype] = {
+    "float8_e4m3fn_x4": PackedDtype(np.dtype(ml_dtypes.float8_e4m3fn), 8),
+    "float8_e5m2_x4": PackedDtype(np.dtype(ml_dtypes.float8_e5m2), 8),
+    "float4_e2m1fn_x4": PackedDtype(np.dtype(ml_dtypes.float4_e2m1fn), 4),
+}
 
 ALU_OPS = _numbered(
     "ALU opcode",
@@ -128,7 +172,7 @@ def dtype_from_numpy(dt: np.dtype) -> str | None:
     """The NKI dtype name of a numpy dtype, or None when nkic has no such dtype."""
     dt = np.dtype(dt)
     for name, cand in DTYPES.items():
-        if cand == dt and name != "bool_":
+        if cand == dt and name != "bool_" and name not in PACKED_DTYPES:
             return name
     if dt == np.dtype(ml_dtypes.float8_e4m3):
         return "float8_e4m3"

@@ -105,6 +105,9 @@ class MatmulFormat(IsaInst):
             raise VerifyException(f"matmul shapes: stationary {k}x{m_st}, moving {k_mv}x{n_mv}, dst {m}x{n}")
         if n > MAX_MATMUL_N:
             raise VerifyException(f"matmul free size {n} exceeds {MAX_MATMUL_N}")
+        self.verify_banks()
+
+    def verify_banks(self) -> None:
         lo, hi = byte_range(self.loc("dst"), self.ap("dst"))
         if hi - lo <= _PSUM_BANK_BYTES:
             if lo // _PSUM_BANK_BYTES != (hi - 1) // _PSUM_BANK_BYTES:
@@ -113,6 +116,14 @@ class MatmulFormat(IsaInst):
                 )
         elif lo % _PSUM_BANK_BYTES:
             raise VerifyException(f"a multi-bank matmul dst must start on a bank, got {lo:#x}")
+
+
+class MatmulMxFormat(MatmulFormat):
+    """The shapes are the declaration's dims_rule (checked by IsaInst); a bank-sized result stays in a bank."""
+
+    def verify_format(self) -> None:
+        IsaInst.verify_format(self)
+        self.verify_banks()
 
 
 class TensorScalarFormat(IsaInst):
@@ -173,7 +184,7 @@ class SemWaitFormat(IsaInst):
 
 
 FORMATS: dict[str, type[IsaInst]] = {
-    "DMA_COPY": DmaCopyFormat, "MATMUL": MatmulFormat,
+    "DMA_COPY": DmaCopyFormat, "MATMUL": MatmulFormat, "MATMUL_MX": MatmulMxFormat,
     "TENSOR_SCALAR": TensorScalarFormat, "TENSOR_REDUCE": TensorReduceFormat, "MEMSET": MemsetFormat,
     "SEM_WAIT": SemWaitFormat, "DMA_COMPUTE": DmaComputeFormat, "LOCAL_GATHER": LocalGatherFormat,
     "NC_STREAM_SHUFFLE": NcStreamShuffleFormat, "ACTIVATE2": Activate2Format,

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import math
 import os
 import re
 import runpy
@@ -48,6 +49,8 @@ import pytest
 # tests/unit/<this file> -> parents[2] is the repository root; the corpus folder sits next to the checkout.
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 EXAMPLES = CORPUS / "aws-neuron-sdk" / "nki" / "examples"
+# The docs' deep dives: the MX (microscaling) matmul kernels, whose helpers import each other by bare module name.
+MXFP = "../deep-dives/src/mxfp-matmul"
 
 BF16 = ml_dtypes.bfloat16
 F16 = np.float16
@@ -114,6 +117,110 @@ def _mamba(delta: np.ndarray, u: np.ndarray, a: np.ndarray, b: np.ndarray, c: np
     return (cc[:, None, :, :] * scan).sum(axis=-2).astype(delta.dtype)
 
 
+# MX (mxfp-matmul deep dive). Facts of the docs' mx_cpu_utils.py, written anew here: packed data is uint32 holding 4
+# fp8 bytes (value q in byte q) or uint8 holding 2 fp4 values (low nibble first); scales are contiguous uint8
+# (K // 8, F) bytes 2**(s - 127), one per 8 partitions x 1 packed element; nc_matmul_mx contracts over K and the 4
+# values of each packed element. quantize_mx's scale is the API reference's (twice the OCP sample algorithm's).
+MX_ELEMENT = {
+    "float8_e4m3fn_x4": ml_dtypes.float8_e4m3fn, "float8_e5m2_x4": ml_dtypes.float8_e5m2,
+    "float4_e2m1fn_x4": ml_dtypes.float4_e2m1fn,
+}  # fmt: skip
+
+
+def _mx_unpack(data: np.ndarray, dtype: str) -> np.ndarray:
+    """Packed (K, W) uint words -> (K, F, 4) float64 element values."""
+    raw = np.ascontiguousarray(data).view(np.uint8)
+    if dtype == "float4_e2m1fn_x4":
+        raw = np.stack([raw & 0xF, raw >> 4], axis=-1).reshape(raw.shape[0], -1)
+    return raw.view(MX_ELEMENT[dtype]).astype(np.float64).reshape(raw.shape[0], -1, 4)
+
+
+def _mx_real(data: np.ndarray, scale: np.ndarray, dtype: str) -> np.ndarray:
+    return _mx_unpack(data, dtype) * np.repeat(2.0 ** (scale.astype(np.float64) - 127), 8, axis=0)[:, :, None]
+
+
+def _mx_quantize(x: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """nisa.quantize_mx per the API reference: X = 2**(floor(log2(amax)) - (E_max - 1)) per 8x4 group."""
+    k, f = x.shape
+    e_max = ml_dtypes.finfo(MX_ELEMENT[dtype]).maxexp - 1
+    groups = np.abs(x.astype(np.float64)).reshape(k // 8, 8, f // 4, 4).max(axis=(1, 3))
+    exps = np.array([math.frexp(a)[1] - 1 for a in groups.ravel()]).reshape(groups.shape)
+    scale = np.where(groups == 0, 0, np.clip(exps - (e_max - 1) + 127, 0, 254)).astype(np.uint8)
+    factor = np.repeat(np.repeat(2.0 ** (scale.astype(np.float64) - 127), 8, axis=0), 4, axis=1)
+    q = (x.astype(np.float64) / factor).astype(MX_ELEMENT[dtype])
+    return np.ascontiguousarray(q).view(np.uint32), scale
+
+
+def _mx_matmul(st, st_scale, mv, mv_scale, dtypes: tuple[str, str]) -> np.ndarray:
+    got = np.einsum("kiq,kjq->ij", _mx_real(st, st_scale, dtypes[0]), _mx_real(mv, mv_scale, dtypes[1]))
+    return got.astype(F32).astype(BF16)
+
+
+def _mx_offline(st, st_scale, mv, mv_scale, mx_dtype) -> np.ndarray:
+    return _mx_matmul(st, st_scale, mv, mv_scale, (str(mx_dtype), str(mx_dtype)))
+
+
+def _mx_on_device(st, st_scale, mv_bf16, st_dtype, mv_dtype) -> np.ndarray:
+    mv, mv_scale = _mx_quantize(mv_bf16, str(mv_dtype))
+    return _mx_matmul(st, st_scale, mv, mv_scale, (str(st_dtype), str(mv_dtype)))
+
+
+def _mx_strided(st, mv, mx_dtype, use_tensor_copy=True) -> np.ndarray:
+    # mx_toplevel.py's golden: the plain product of the unquantized inputs (exact here: the inputs are MX values)
+    return (st.astype(np.float64).T @ mv.astype(np.float64)).astype(F32).astype(BF16)
+
+
+def _mx_values(rng: np.random.Generator, shape: tuple[int, int], dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """Packed MX data and contiguous scales whose dequantized values quantize back to themselves (every 8x4 group
+    has one value of the element type's largest binade, as the docs' generate_stabilized_mx_data does) and scales
+    that keep the values in (-1, 1), the docs' val_range."""
+    element = MX_ELEMENT[dtype]
+    top = 2.0 ** (ml_dtypes.finfo(element).maxexp - 1)
+    highest = int(np.log2(1.0 / float(ml_dtypes.finfo(element).max))) + 127
+    k, f = shape
+    values = rng.uniform(-1, 1, (k, 4 * f)) * top
+    values.reshape(k // 8, 8, f, 4)[:, 0, :, 0] = top * rng.uniform(1.0, 1.5, (k // 8, f))
+    codes = values.astype(element).view(np.uint8)
+    if dtype == "float4_e2m1fn_x4":
+        data = (codes[:, 0::2] & 0xF) | (codes[:, 1::2] << 4)
+    else:
+        data = np.ascontiguousarray(codes).view(np.uint32)
+    return data, rng.integers(highest - 10, highest + 1, (k // 8, f)).astype(np.uint8)
+
+
+def _mx_offline_inputs(dtype: str) -> Inputs:
+    def make(rng: np.random.Generator):
+        st, st_scale = _mx_values(rng, (128, 128), dtype)
+        mv, mv_scale = _mx_values(rng, (128, 512), dtype)
+        return (st, st_scale, mv, mv_scale, dtype), {}
+
+    return make
+
+
+def _mx_on_device_inputs(st_dtype: str, mv_dtype: str) -> Inputs:
+    def make(rng: np.random.Generator):
+        st, st_scale = _mx_values(rng, (128, 128), st_dtype)
+        mv, mv_scale = _mx_values(rng, (128, 512), mv_dtype)
+        mv_bf16 = (_mx_real(mv, mv_scale, mv_dtype).reshape(128, 2048)).astype(BF16)
+        return (st, st_scale, mv_bf16, st_dtype, mv_dtype), {}
+
+    return make
+
+
+def _mx_strided_inputs(dtype: str, use_tensor_copy: bool) -> Inputs:
+    # Unquantized [K * 4 = 512, M] and [512, N] bf16 tensors made of MX values, in the layout the kernel strides
+    # into the interleaved MX layout (rows 128 t + p of the input become the 4 values of partition p).
+    def make(rng: np.random.Generator):
+        out = []
+        for f in (128, 512):
+            data, scale = _mx_values(rng, (128, f), dtype)
+            real = _mx_real(data, scale, dtype)  # (128, f, 4): value q of partition p -> input row 128 q + p
+            out.append(np.transpose(real, (2, 0, 1)).reshape(512, f).astype(BF16))
+        return (*out, dtype, use_tensor_copy), {}
+
+    return make
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # the cases
 # ----------------------------------------------------------------------------------------------------------------
@@ -143,6 +250,7 @@ class Case:
     error: tuple[type[BaseException], str] | None = None
     blocked: tuple[type[BaseException], str] | None = None
     stubs: dict[str, dict[str, str]] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # environment variables (the compile target) for the case
 
     @property
     def id(self) -> str:
@@ -196,6 +304,11 @@ MAMBA_TOL = (1e-3, 1e-4)
 # exp in fp32 on the activation engine, rounded once to bf16: within half a bf16 ulp (2^-8 relative) of the
 # float64 value rounded to bf16, i.e. at most one bf16 ulp (2^-7 relative) apart.
 BF16_EXP_TOL = (2.0**-7, 0.0)
+# MX matmuls: exact products, an fp32 sum (relative 2^-24 per add of a few hundred terms) rounded once to bf16; the
+# reference rounds its exact sum the same way, so the two sit at most one bf16 ulp (2^-7 relative) apart. Sums that
+# cancel to near zero carry the fp32 noise of their terms: an absolute 1e-3 covers it (results are ~0.5).
+MX_TOL = (2.0**-7, 1e-3)
+TRN3 = {"NEURON_PLATFORM_TARGET_OVERRIDE": "trn3"}
 
 CASES: list[Case] = [
     Case(
@@ -324,6 +437,48 @@ CASES: list[Case] = [
         )
         for kernel in ("mamba_v1", "mamba_v2", "mamba_v3")
     ),
+    # The mxfp-matmul deep dive (trn3: nc_matmul_mx / quantize_mx are gen4 instructions). Its own check is
+    # allclose(rtol=5e-2, atol=5e-2) against mx_cpu_utils' goldens; here the references are exact sums rounded
+    # to fp32 PSUM and then to the bf16 result, so the kernel's output can differ from them by one bf16 rounding.
+    Case(
+        f"{MXFP}/mx_kernels.py",
+        "kernel_offline_quantized_mx_matmul",
+        "packed stationary [128, 128] and moving [128, 512] with contiguous uint8 scales (the docs' shapes), "
+        "float8_e5m2_x4 and float4_e2m1fn_x4 (mx_toplevel.py's two runs) and float8_e4m3fn_x4",
+        inputs=_mx_offline_inputs("float8_e5m2_x4"),
+        more_inputs=(_mx_offline_inputs("float4_e2m1fn_x4"), _mx_offline_inputs("float8_e4m3fn_x4")),
+        reference=_mx_offline,
+        tol=MX_TOL,
+        env=TRN3,
+    ),
+    Case(
+        f"{MXFP}/mx_kernels.py",
+        "kernel_on_device_quantize_matmul_mx",
+        "packed stationary [128, 128] + scales, bf16 moving [128, 2048] quantized on device (the docs' shapes): "
+        "fp4 x fp8_e5m2 and fp8_e5m2 x fp8_e5m2 (mx_toplevel.py's two runs)",
+        inputs=_mx_on_device_inputs("float4_e2m1fn_x4", "float8_e5m2_x4"),
+        more_inputs=(_mx_on_device_inputs("float8_e5m2_x4", "float8_e5m2_x4"),),
+        reference=_mx_on_device,
+        tol=MX_TOL,
+        env=TRN3,
+    ),
+    *(
+        Case(
+            f"{MXFP}/mx_kernels.py",
+            kernel,
+            "bf16 stationary [512, 128] and moving [512, 512] made of MX values (the docs' shapes), float8_e5m2_x4 "
+            "through tensor_copy and through DMA (mx_toplevel.py's runs), and float8_e4m3fn_x4",
+            inputs=_mx_strided_inputs("float8_e5m2_x4", True),
+            more_inputs=(_mx_strided_inputs("float8_e5m2_x4", False), _mx_strided_inputs("float8_e4m3fn_x4", True)),
+            reference=_mx_strided,
+            tol=MX_TOL,
+            env=TRN3,
+            # Kernel inputs report nl.shared_hbm in nkic (frontend/tracer.py); with that line passing (nl.hbm
+            # patched to shared_hbm) every input set matches its reference exactly.
+            blocked=(AssertionError, "the kernel asserts its inputs' buffer == nl.hbm; nkic's inputs are shared_hbm"),
+        )
+        for kernel in ("kernel_copy_strided_quantize_matmul_mx", "kernel_copy_strided_quantize_matmul_mx_packed_scale")
+    ),
 ]
 
 
@@ -399,7 +554,7 @@ def _isolated_process_state():
         os.environ.clear()
         os.environ.update(environ)
         for name in set(sys.modules) - modules:
-            if name.startswith("nki_docs_example_") or name == "torch_neuronx":
+            if name.startswith("nki_docs_example_") or name in ("torch_neuronx", *DEEP_DIVE_HELPERS):
                 del sys.modules[name]
 
 
@@ -414,14 +569,19 @@ def _install_stubs(stubs: dict[str, dict[str, str]]) -> None:
 
 
 def load_example(file: str) -> types.ModuleType:
-    """Import ``EXAMPLES/file`` by path under a private module name (its ``__main__`` block does not run)."""
-    path = EXAMPLES / file
+    """Import ``EXAMPLES/file`` by path under a private module name (its ``__main__`` block does not run). Its
+    folder is on ``sys.path`` while it loads, for the deep dives' ``from mx_kernel_utils import ...``."""
+    path = (EXAMPLES / file).resolve()
     name = "nki_docs_example_" + re.sub(r"\W", "_", file.removesuffix(".py"))
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
     return module
 
 
@@ -450,6 +610,7 @@ def test_docs_example_kernel(case: Case) -> None:
     import nki
 
     _install_stubs(case.stubs)
+    os.environ.update(case.env)
     if case.error is not None:
         # Not pytest.raises(match=...): an exception of the wrong message must propagate as itself (the xfail's
         # ``raises`` type), not as pytest's AssertionError.
@@ -481,10 +642,19 @@ def test_docs_example_script(script: Script) -> None:
         assert out.getvalue() == script.stdout()
 
 
+# Deep-dive modules that are not kernels: helpers the kernel files import (mx_kernel_utils, run through the cases)
+# or host-side golden code (mx_cpu_utils; its facts are in the references above), and mx_toplevel.py, the torch_xla
+# driver whose shapes and dtypes the cases use.
+DEEP_DIVE_HELPERS = ("mx_kernel_utils", "mx_cpu_utils", "mx_toplevel")
+
+
 def test_every_docs_example_is_covered() -> None:
-    """Each .py of the examples folder is a case, a script or a framework file, and each case names a real file."""
-    files = {p.relative_to(EXAMPLES).as_posix() for p in EXAMPLES.rglob("*.py")}
-    covered = {c.file for c in CASES} | {s.file for s in SCRIPTS}
+    """Each .py of the examples folder is a case, a script or a framework file, and each case names a real file;
+    each module of the MX deep dive is a case or a named helper."""
+    deep = {f"{MXFP}/{p.name}" for p in (EXAMPLES / MXFP).glob("*.py")}
+    assert {f"{MXFP}/{h}.py" for h in DEEP_DIVE_HELPERS} | {c.file for c in CASES if c.file.startswith(MXFP)} == deep
+    files = {p.relative_to(EXAMPLES).as_posix() for p in EXAMPLES.rglob("*.py")} | deep
+    covered = {c.file for c in CASES} | {s.file for s in SCRIPTS} | {f"{MXFP}/{h}.py" for h in DEEP_DIVE_HELPERS}
     framework = {f for f in files if FRAMEWORK_FILES.search(Path(f).name)}
     assert covered <= files, sorted(covered - files)
     assert files - framework == covered, sorted(files - framework - covered)

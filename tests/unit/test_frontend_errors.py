@@ -158,9 +158,7 @@ def test_unsupported_dtype_tfloat32() -> None:
         TensorSpec((128, 512), "tfloat32")
 
 
-@pytest.mark.parametrize(
-    "name", ["float8_e4m3fn", "float8_e8m0fnu", "float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4"]
-)
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "tfloat32"])
 def test_known_but_unsupported_dtypes_exist(name: str) -> None:
     # nki-library builds import-time tables keyed by these names, so nl must define them; using one is an error.
     assert str(getattr(nl, name)) == name

@@ -63,6 +63,10 @@ PROGRAM: dict[str, list[str]] = {
         f"moving {_sb(0x100, 'bfloat16')} {{id = 5 : i64, accumulate = true, signal_sem = 0 : i64}}",
         f"isa_pe.transpose dst {_ps(0x800, ap='[0 : [1, 64], [1, 128]]')}, src {_sb(0, ap='[0 : [1, 128], [1, 64]]')} "
         "{id = 6 : i64, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 0 : i64}",
+        f"isa_pe.matmul_mx dst {_ps(0)}, stationary {_sb(0, 'float8_e4m3fn_x4', '[0 : [1, 128], [1, 128]]')}, "
+        f"moving {_sb(0x200, 'float4_e2m1fn_x4')}, "
+        f"stationary_scale {_sb(0x1000, 'float8_e8m0fnu', '[0 : [1, 128], [1, 128]]')}, "
+        f"moving_scale {_sb(0x1100, 'uint8')} {{id = 42 : i64, accumulate = true}}",
     ],
     "act": [
         f"isa_act.activate dst {_sb(0x800)}, src {_sb(0)} {{id = 7 : i64, func = \"exp\", "
@@ -132,6 +136,9 @@ PROGRAM: dict[str, list[str]] = {
         f"dst_idx {_sb(0x3200, 'uint32', '[0 : [1, 128], [1, 8]]')} {{id = 53 : i64, imm = -1.000000e+00 : f32}}",
         f"isa_dve.nc_stream_shuffle dst {_sb(0x800, ap='[0 : [1, 32], [1, 512]]')}, "
         f"src {_sb(0, ap='[0 : [1, 32], [1, 512]]')} {{id = 46 : i64, mask0 = 33619999 : i64, mask7 = 4280097819 : i64}}",
+        f"isa_dve.quantize_mx dst {_sb(0x4000, 'float8_e5m2_x4', '[0 : [1, 128], [1, 128]]')}, "
+        f"src {_sb(0, 'bfloat16')}, dst_scale {_sb(0x4200, 'float8_e8m0fnu', '[0 : [1, 128], [1, 128]]')} "
+        "{id = 43 : i64}",
         "isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}",
     ],
     "pool": [
@@ -223,7 +230,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 84
+    assert len(ISA_OPS) == len(declared) == 86
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:
@@ -390,6 +397,15 @@ INVALID: list[tuple[str, str, str]] = [
     ("dve", f"isa_dve.tensor_copy dst {_sb(0x3bffc)}, src {_sb(0)} {{id = 0 : i64}}", "245752-byte sbuf partition"),
     ("act", f"isa_act.activate dst {_sb(0)} {{id = 0 : i64, func = \"exp\"}}", "requires a 'src' operand"),
     ("pe", f"isa_pe.matmul dst {_ps(0)}, moving {MM_MV} {{id = 0 : i64}}", "requires a 'stationary' operand"),
+    ("pe", f"isa_pe.matmul_mx dst {_ps(0, ap='[0 : [1, 128], [1, 512]]')}, "
+     f"stationary {_sb(0, 'float8_e4m3fn_x4', '[0 : [1, 64], [1, 128]]')}, "
+     f"moving {_sb(0x200, 'float8_e4m3fn_x4', '[0 : [1, 64], [1, 512]]')}, "
+     f"stationary_scale {_sb(0x1000, 'uint8', '[0 : [1, 8], [1, 128]]')}, "
+     f"moving_scale {_sb(0x1100, 'uint8', '[0 : [1, 64], [1, 512]]')} {{id = 0 : i64}}",
+     "span at least 36 partitions for 64 data partitions"),
+    ("dve", f"isa_dve.quantize_mx dst {_sb(0x4000, 'float8_e5m2_x4', '[0 : [1, 128], [1, 100]]')}, "
+     f"src {_sb(0, 'bfloat16')}, dst_scale {_sb(0x4200, 'uint8', '[0 : [1, 128], [1, 128]]')} {{id = 0 : i64}}",
+     "writes (128, 128) packed elements, not (128, 100)"),
     ("act", f"isa_act.activate dst {_sb(0)}, src {_sb(0)} {{id = 0 : i64, func = \"expo\"}}",
      "unknown activation function 'expo'"),
     ("act", f"isa_act.activate dst {_sb(0)}, src {_sb(0)} {{id = 0 : i64, func = \"exp\", reduce_cmd = \"sum\"}}",

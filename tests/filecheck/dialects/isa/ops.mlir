@@ -18,6 +18,7 @@
 // CHECK-NEXT: isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 5 : i64, accumulate = true, signal_sem = 0 : i64}
 // CHECK-NEXT: isa_pe.transpose dst psum(p0, 0x800, float32)[0 : [1, 64], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 6 : i64, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 0 : i64}
+// CHECK-NEXT: isa_pe.matmul_mx dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, float8_e4m3fn_x4)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x200, float4_e2m1fn_x4)[0 : [1, 128], [1, 512]], stationary_scale sbuf(p0, 0x1000, float8_e8m0fnu)[0 : [1, 128], [1, 128]], moving_scale sbuf(p0, 0x1100, uint8)[0 : [1, 128], [1, 512]] {id = 42 : i64, accumulate = true}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "act" {
 // CHECK-NEXT: isa_act.activate dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 7 : i64, func = "exp", scale = 5.000000e-01 : f32, bias = -1.000000e+00 : f32, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 1 : i64}
@@ -58,6 +59,7 @@
 // CHECK-NEXT: isa_dve.find_index8 dst sbuf(p0, 0x3100, uint16)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [4, 128], [1, 4]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]] {id = 43 : i64}
 // CHECK-NEXT: isa_dve.match_replace8 dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], dst_idx sbuf(p0, 0x3200, uint32)[0 : [1, 128], [1, 8]] {id = 44 : i64, imm = -1.000000e+00 : f32}
 // CHECK-NEXT: isa_dve.nc_stream_shuffle dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 32], [1, 512]] {id = 46 : i64, mask0 = 33619999 : i64, mask1 = 100992003 : i64, mask2 = 168364039 : i64, mask3 = 235736075 : i64, mask4 = 303108111 : i64, mask5 = 370480147 : i64, mask6 = 437852183 : i64, mask7 = 4280097819 : i64}
+// CHECK-NEXT: isa_dve.quantize_mx dst sbuf(p0, 0x4000, float8_e5m2_x4)[0 : [1, 128], [1, 128]], src sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 512]], dst_scale sbuf(p0, 0x4200, float8_e8m0fnu)[0 : [1, 128], [1, 128]] {id = 43 : i64}
 // CHECK-NEXT: isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
@@ -99,6 +101,7 @@ builtin.module {
       isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
       isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 5 : i64, accumulate = true, signal_sem = 0 : i64}
       isa_pe.transpose dst psum(p0, 0x800, float32)[0 : [1, 64], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 6 : i64, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 0 : i64}
+      isa_pe.matmul_mx dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, float8_e4m3fn_x4)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x200, float4_e2m1fn_x4)[0 : [1, 128], [1, 512]], stationary_scale sbuf(p0, 0x1000, float8_e8m0fnu)[0 : [1, 128], [1, 128]], moving_scale sbuf(p0, 0x1100, uint8)[0 : [1, 128], [1, 512]] {id = 42 : i64, accumulate = true}
     }
     isa.stream "act" {
       isa_act.activate dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 7 : i64, func = "exp", scale = 5.000000e-01 : f32, bias = -1.000000e+00 : f32, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 1 : i64}
@@ -139,6 +142,7 @@ builtin.module {
       isa_dve.find_index8 dst sbuf(p0, 0x3100, uint16)[0 : [1, 128], [1, 8]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [4, 128], [1, 4]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]] {id = 43 : i64}
       isa_dve.match_replace8 dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], vals sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 8]], dst_idx sbuf(p0, 0x3200, uint32)[0 : [1, 128], [1, 8]] {id = 44 : i64, imm = -1.000000e+00 : f32}
       isa_dve.nc_stream_shuffle dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 32], [1, 512]] {id = 46 : i64, mask0 = 33619999 : i64, mask1 = 100992003 : i64, mask2 = 168364039 : i64, mask3 = 235736075 : i64, mask4 = 303108111 : i64, mask5 = 370480147 : i64, mask6 = 437852183 : i64, mask7 = 4280097819 : i64}
+      isa_dve.quantize_mx dst sbuf(p0, 0x4000, float8_e5m2_x4)[0 : [1, 128], [1, 128]], src sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 512]], dst_scale sbuf(p0, 0x4200, float8_e8m0fnu)[0 : [1, 128], [1, 128]] {id = 43 : i64}
       isa_dve.sem_wait {id = 23 : i64, wait_sem = 3 : i64, wait_value = 1 : i64}
     }
     isa.stream "pool" {

@@ -381,3 +381,31 @@ builtin.module {
   }
 }
 // CHECK: activate2: (op0, op1) = (add, add) is not one of
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %xh = penguin.alloc "xh" : !penguin.tensor<sbuf, 16x512xbf16>
+    %q = penguin.alloc "q" : !penguin.tensor<sbuf, 16x128xvector<4xf8E4M3FN>>
+    %qs = penguin.alloc "qs" : !penguin.tensor<sbuf, 2x128xf8E8M0FNU>
+    penguin.quantize_mx dst %q[0 : [128, 16], [1, 128]], src %xh[0 : [512, 16], [1, 512]], dst_scale %qs[0 : [128, 2], [1, 128]]
+    penguin.return
+  }
+}
+// CHECK: the partition dimension size of src must be a multiple of 32 and at most 128, got 16
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
+    %q = penguin.alloc "q" : !penguin.tensor<sbuf, 64x128xvector<4xf8E4M3FN>>
+    %qs = penguin.alloc "qs" : !penguin.tensor<sbuf, 8x128xf8E8M0FNU>
+    penguin.matmul_mx dst %p[0 : [512, 128], [1, 128]], stationary %q[0 : [128, 64], [1, 128]], moving %q[0 : [128, 64], [1, 128]], stationary_scale %qs[0 : [128, 8], [1, 128]], moving_scale %qs[0 : [128, 8], [1, 128]]
+    penguin.return
+  }
+}
+// CHECK: stationary_scale (8, 128) (partitions, free) must have 128 elements per partition (one scale per packed element of stationary) and span at least 36 partitions for 64 data partitions

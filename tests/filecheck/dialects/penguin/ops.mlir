@@ -5,6 +5,9 @@
 // CHECK-NEXT: %{{.*}} = penguin.kernel_node @k(%a) {kind = "external", grid = 1 : i64} : (!penguin.tensor<shared_hbm, 256x512xf32>) -> !penguin.tensor<shared_hbm, 256x512xf32>
 // CHECK: penguin.kernel @k : (!penguin.tensor<shared_hbm, 256x512xf32>) -> !penguin.tensor<shared_hbm, 256x512xf32> program {
 // CHECK: %out = penguin.alloc "out" : !penguin.tensor<shared_hbm, 256x512xf32>
+// CHECK: %q = penguin.alloc "q" : !penguin.tensor<sbuf, 128x128xvector<4xf8E4M3FN>>
+// CHECK: %q4 = penguin.alloc "q4" : !penguin.tensor<sbuf, 128x128xvector<4xf4E2M1FN>>
+// CHECK: %qs = penguin.alloc "qs" : !penguin.tensor<sbuf, 128x128xf8E8M0FNU>
 // CHECK: penguin.loop "affine" 0 to 2 step 1 {
 // CHECK: %x = penguin.alloc "x" {address = array<i64: 0, 1024>} : !penguin.tensor<sbuf, 128x512xf32>
 // CHECK: %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
@@ -55,6 +58,8 @@
 // CHECK: penguin.nc_stream_shuffle dst %x[0 : [512, 32], [1, 512]], src %x[0 : [512, 32], [1, 512]] {shuffle_mask = array<i64: 31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 255>}
 // CHECK: penguin.sequence_bounds dst %bnd[0 : [128, 1], [64, 2], [1, 64]], segment_ids %seg[0 : [64, 1], [1, 64]]
 // CHECK: penguin.dma_compute dst %x[0 : [512, 128], [1, 512]], src0 %in[0 : [512, 128], [1, 512]], src1 %x[0 : [512, 128], [1, 512]] {reduce_op = "add"}
+// CHECK: penguin.quantize_mx dst %q[0 : [128, 128], [1, 128]], src %xh[0 : [512, 128], [1, 512]], dst_scale %qs[0 : [128, 128], [1, 128]]
+// CHECK: penguin.matmul_mx dst %p[0 : [512, 128], [1, 128]], stationary %q4[0 : [128, 128], [1, 128]], moving %q[0 : [128, 128], [1, 128]], stationary_scale %qs[0 : [128, 128], [1, 128]], moving_scale %qs[0 : [128, 128], [1, 128] as uint8] {accumulate = false}
 // CHECK: penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
 // CHECK: penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.40282347e+38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.activate2 dst %x[0 : [512, 128], [1, 512]], data %p[0 : [512, 128], [1, 512]], imm0 %m[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {func = "gelu_dx", op0 = "multiply", op1 = "add", imm1 = 5.000000e-01 : f32, relu_param = 1.000000e-01 : f32, reverse0 = true, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
@@ -85,6 +90,10 @@ builtin.module {
     %ni = penguin.alloc "ni" : !penguin.tensor<sbuf, 128x16xui32>
     %seg = penguin.alloc "seg" : !penguin.tensor<sbuf, 1x64xi32>
     %bnd = penguin.alloc "bnd" : !penguin.tensor<sbuf, 1x2x64xi32>
+    %xh = penguin.alloc "xh" : !penguin.tensor<sbuf, 128x512xbf16>
+    %q = penguin.alloc "q" : !penguin.tensor<sbuf, 128x128xvector<4xf8E4M3FN>>
+    %q4 = penguin.alloc "q4" : !penguin.tensor<sbuf, 128x128xvector<4xf4E2M1FN>>
+    %qs = penguin.alloc "qs" : !penguin.tensor<sbuf, 128x128xf8E8M0FNU>
     penguin.loop "affine" 0 to 2 step 1 {
       %x = penguin.alloc "x" {address = array<i64: 0, 1024>} : !penguin.tensor<sbuf, 128x512xf32>
       %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
@@ -135,6 +144,8 @@ builtin.module {
       penguin.nc_stream_shuffle dst %x[0 : [512, 32], [1, 512]], src %x[0 : [512, 32], [1, 512]] {shuffle_mask = array<i64: 31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 255>}
       penguin.sequence_bounds dst %bnd[0 : [128, 1], [64, 2], [1, 64]], segment_ids %seg[0 : [64, 1], [1, 64]]
       penguin.dma_compute dst %x[0 : [512, 128], [1, 512]], src0 %in[0 : [512, 128], [1, 512]], src1 %x[0 : [512, 128], [1, 512]] {reduce_op = "add"}
+      penguin.quantize_mx dst %q[0 : [128, 128], [1, 128]], src %xh[0 : [512, 128], [1, 512]], dst_scale %qs[0 : [128, 128], [1, 128]]
+      penguin.matmul_mx dst %p[0 : [512, 128], [1, 128]], stationary %q4[0 : [128, 128], [1, 128]], moving %q[0 : [128, 128], [1, 128]], stationary_scale %qs[0 : [128, 128], [1, 128]], moving_scale %qs[0 : [128, 128], [1, 128] as uint8] {accumulate = false}
       penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
       penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.4028235e38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
       penguin.activate2 dst %x[0 : [512, 128], [1, 512]], data %p[0 : [512, 128], [1, 512]], imm0 %m[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {func = "gelu_dx", op0 = "multiply", op1 = "add", imm1 = 5.000000e-01 : f32, relu_param = 1.000000e-01 : f32, reverse0 = true, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
