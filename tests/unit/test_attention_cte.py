@@ -5,9 +5,7 @@ folder beside the repository checkout (``../shared/corpus/nki-library/src/nkilib
 the directory that contains its ``nkilib/`` package); ``NKILIB_SRC`` overrides that directory. When the directory
 is absent every test here is skipped.
 
-The kernel module is imported by path (the package ``__init__`` imports every subpackage, some of which do not
-parse), under synthetic ``nkilib`` / ``nkilib.core`` / ``nkilib.core.utils`` packages that point at the source
-directories so that its relative imports (``from ..utils.allocator import align_to``) resolve.
+The kernel module is imported by path under synthetic ``nkilib.*`` packages (``conftest.py``).
 
 Numerics. The kernel computes in a documented mixed precision: Q, K and V are cast to bfloat16 by the loading
 DMAs, QKᵀ accumulates in fp32 PSUM, the softmax (scale, mask, max, exp, row sum) is fp32, the exponentials are cast
@@ -27,57 +25,22 @@ to bfloat16 for the PV matmul (fp32 PSUM), and the fp32 result is cast to q.dtyp
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import math
-import os
-import sys
 import time
-import types
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 # tests/unit/<this file> -> parents[2] is the repository root; the corpus folder sits next to the checkout.
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-NKILIB_SRC = Path(os.environ.get("NKILIB_SRC") or CORPUS / "nki-library" / "src" / "nkilib_src")
-pytestmark = pytest.mark.skipif(
-    not (NKILIB_SRC / "nkilib").is_dir(), reason=f"{NKILIB_SRC}/nkilib (the nki-library source) does not exist"
-)
-
 BF16 = ml_dtypes.bfloat16
-_PACKAGES = ("nkilib", "nkilib.core", "nkilib.core.utils", "nkilib.core.attention")
-_MODULE = "nkilib.core.attention.attention_cte"
 
 
 @pytest.fixture(scope="module")
-def attention_cte():
-    """Load ``attention_cte`` from ``NKILIB_SRC`` by path; the synthetic packages are removed afterwards."""
-    import nkic
-
-    root = NKILIB_SRC / "nkilib"
-    path = root / "core" / "attention" / "attention_cte.py"
-    if not path.is_file():
-        pytest.skip(f"{path} does not exist")
-    nkic.install_nki_alias()
-    saved = {n: m for n, m in sys.modules.items() if n == "nkilib" or n.startswith("nkilib.")}
-    try:
-        for name in _PACKAGES:
-            pkg = types.ModuleType(name)
-            pkg.__path__ = [str(root.joinpath(*name.split(".")[1:]))]
-            sys.modules[name] = pkg
-        spec = importlib.util.spec_from_file_location(_MODULE, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[_MODULE] = module
-        spec.loader.exec_module(module)
-        yield module.attention_cte
-    finally:
-        for name in [n for n in sys.modules if n == "nkilib" or n.startswith("nkilib.")]:
-            del sys.modules[name]
-        sys.modules.update(saved)
+def attention_cte(nkilib_module_scope):
+    """``attention_cte`` loaded from the corpus by path (``conftest.py``)."""
+    return nkilib_module_scope("nkilib.core.attention.attention_cte").attention_cte
 
 
 def _inputs(bs: int, s: int, d: int, dtype: type, tp_q: bool, seed: int = 0) -> tuple[np.ndarray, ...]:
