@@ -49,13 +49,13 @@ from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import instructions as fields
-from nkic.dialects.common import BIR_ENGINES, MEMORIES, check_member
+from nkic.dialects.common import BIR_ENGINES, MEMORIES, check_member, constant_bytes
 from nkic.target.machine import NUM_PARTITIONS
 from nkic.target.vocab import DTYPES, ON_CHIP, dtype_size
 from nkic.dialects.inst import RoleOperandOp
 
 DEP_KINDS = ("flow", "output", "anti", "ordered")
-MEMLOC_KINDS = ("input", "output", "internal")
+MEMLOC_KINDS = ("input", "output", "internal", "constant")
 KERNEL_SOURCES = ("Beta1", "Beta2", "Beta3")
 
 
@@ -154,6 +154,8 @@ class MemLocOp(IRDLOperation):
     address = opt_prop_def(DenseArrayBase)
     # The loop axis whose body allocated this tensor: unrolling gives each iteration a fresh copy.
     scope = opt_prop_def(StringAttr)
+    # A ``constant`` memloc's contents (nl.shared_constant): "0x" + its little-endian bytes, row-major.
+    data = opt_prop_def(StringAttr)
     traits = traits_def(SymbolOpInterface())
 
     def __init__(
@@ -203,6 +205,12 @@ class MemLocOp(IRDLOperation):
             raise VerifyException(
                 f"partition dimension {self.dims[0]} exceeds the architecture limit of {NUM_PARTITIONS}"
             )
+        if (self.kind.data == "constant") != (self.data is not None):
+            raise VerifyException("a constant memloc, and only it, carries data")
+        if self.data is not None:
+            if self.mem in ON_CHIP or self.scope is not None:
+                raise VerifyException("a constant lives in HBM, outside every loop")
+            constant_bytes(self.data, self.bytes_per_partition * self.dims[0])
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -215,6 +223,8 @@ class MemLocOp(IRDLOperation):
             extra["address"] = self.address
         if self.scope is not None:
             extra["scope"] = self.scope
+        if self.data is not None:
+            extra["data"] = self.data
         if extra:
             printer.print_string(" ")
             printer.print_attr_dict(extra)
@@ -228,7 +238,7 @@ class MemLocOp(IRDLOperation):
         dtype = parser.parse_identifier()
         extra = parser.parse_optional_attr_dict()
         op = cls(name, memory, shape, dtype)
-        for k in ("kind", "address", "scope"):
+        for k in ("kind", "address", "scope", "data"):
             if k in extra:
                 op.properties[k] = extra.pop(k)
         if extra:

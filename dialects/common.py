@@ -32,6 +32,26 @@ def check_member(what: str, value: str, allowed: Sequence[str]) -> None:
         raise VerifyException(f"unknown {what} '{value}', expected one of: {', '.join(allowed)}")
 
 
+# Constant tensor contents (nl.shared_constant) travel through penguin, bir and isa as a ``data`` property: the raw
+# little-endian bytes, row-major, as a "0x..." hex string (text round-trips, and FORM B's JSON carries it as is).
+def constant_attr(data: bytes) -> StringAttr:
+    return StringAttr("0x" + data.hex())
+
+
+def constant_bytes(attr: StringAttr, size: int) -> bytes:
+    """The bytes of a ``data`` property, checked to be ``size`` bytes of well-formed hex."""
+    text = attr.data
+    if not text.startswith("0x"):
+        raise VerifyException("constant data must be a \"0x...\" hex string")
+    try:
+        data = bytes.fromhex(text[2:])
+    except ValueError:
+        raise VerifyException("constant data is not well-formed hex") from None
+    if len(data) != size:
+        raise VerifyException(f"constant data has {len(data)} bytes, the tensor needs {size}")
+    return data
+
+
 @irdl_attr_definition
 class AccessPatternAttr(ParametrizedAttribute):
     """An NKI access pattern over the flat storage of a tensor.

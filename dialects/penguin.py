@@ -14,6 +14,8 @@ their induction variables by nesting depth (``i0`` = outermost).
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from typing import ClassVar, Self
 
@@ -51,7 +53,7 @@ from xdsl.traits import HasParent, IsTerminator, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import instructions as fields
-from nkic.dialects.common import MEMORIES, check_member, dtype_of_element_type
+from nkic.dialects.common import MEMORIES, check_member, constant_attr, constant_bytes, dtype_of_element_type
 from nkic.dialects.inst import RoleOperandOp
 from nkic.target.machine import MAX_PSUM_BYTES, NUM_PARTITIONS
 from nkic.target.vocab import ON_CHIP, dtype_size
@@ -266,20 +268,31 @@ class ReturnOp(IRDLOperation):
 
 @irdl_op_definition
 class AllocOp(IRDLOperation):
-    """``nl.ndarray``: a fresh tensor. ``address`` = ``(partition, byte offset)`` when the user placed it."""
+    """``nl.ndarray``: a fresh tensor. ``address`` = ``(partition, byte offset)`` when the user placed it; ``data``
+    = the contents of an ``nl.shared_constant`` (HBM only: "0x" + its little-endian bytes, row-major)."""
 
     name = "penguin.alloc"
     tensor_name = prop_def(StringAttr)
     address = opt_prop_def(DenseArrayBase)
+    data = opt_prop_def(StringAttr)
     loc = opt_prop_def(StringAttr)
     result = result_def(TensorType)
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$tensor_name attr-dict `:` type($result)"
 
-    def __init__(self, name: str, type: TensorType, address: tuple[int, int] | None = None, loc: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        type: TensorType,
+        address: tuple[int, int] | None = None,
+        loc: str | None = None,
+        data: bytes | None = None,
+    ):
         props: dict[str, Attribute] = {"tensor_name": StringAttr(name)}
         if address is not None:
             props["address"] = DenseArrayBase.from_list(i64, list(address))
+        if data is not None:
+            props["data"] = constant_attr(data)
         if loc is not None:
             props["loc"] = StringAttr(loc)
         super().__init__(result_types=[type], properties=props)
@@ -291,6 +304,10 @@ class AllocOp(IRDLOperation):
                 raise VerifyException("only sbuf and psum tensors take an explicit address")
             if len(self.address.get_values()) != 2:
                 raise VerifyException("address must be (partition, byte offset)")
+        if self.data is not None:
+            if t.mem in ON_CHIP:
+                raise VerifyException("a constant (data) lives in HBM")
+            constant_bytes(self.data, math.prod(t.dims) * dtype_size(t.dtype))
 
 
 @irdl_op_definition

@@ -96,8 +96,9 @@ class PenguinEmitter:
         buffer: str,
         address: tuple[int, int] | None,
         loc: Loc,
+        data: bytes | None = None,
     ) -> SSAValue:
-        op = penguin.AllocOp(name, penguin.TensorType(buffer, shape, element_type(dtype)), address, str(loc))
+        op = penguin.AllocOp(name, penguin.TensorType(buffer, shape, element_type(dtype)), address, str(loc), data)
         self._blocks[-1].add_op(op)
         op.result.name_hint = _ssa_name(name)
         return op.result

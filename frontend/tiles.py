@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import builtins
 import math
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import ml_dtypes
+import numpy as np
 
 from nkic.frontend import isa
 from nkic.frontend.affine import is_symbolic
@@ -341,9 +343,18 @@ def shared_identity_matrix(ctx: Any, n: int, dtype: Any = "uint8", dst: NkiTenso
 
 @_export()
 def shared_constant(ctx: Any, constant: Any, **_: Any) -> NkiTensor:
-    _unsupported("shared_constant", "NEFF-embedded constant tensors are not implemented",
-                 "pass the array as a kernel argument")  # fmt: skip
-    raise AssertionError  # unreachable
+    """A shared_hbm tensor holding ``constant`` (a numpy array, or the path of a ``.npy`` file), embedded in the
+    NEFF and loaded into HBM before the kernel runs."""
+    if isinstance(constant, (str, os.PathLike)):
+        try:
+            constant = np.load(constant, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise NkiError(f"nl.shared_constant: cannot read {str(constant)!r} as a .npy file ({e})") from None
+    if isinstance(constant, NkiTensor) or not isinstance(constant, np.ndarray):
+        raise NkiError(f"nl.shared_constant needs a numpy array or a .npy path, got {type(constant).__name__}")
+    if constant.ndim == 0 or constant.size == 0:
+        raise NkiError(f"nl.shared_constant needs a non-empty array with at least one dimension, got {constant.shape}")
+    return ctx.constant(constant)
 
 
 # -- math: binary -------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import hashlib
 import inspect
 import linecache
 import math
@@ -367,6 +368,7 @@ class TraceContext:
         self._names: set[str] = set()
         self._shared: list[Storage] = []  # program 0's shared_hbm allocations, in order
         self._shared_seen = 0
+        self._constants: dict[str, Storage] = {}  # nl.shared_constant tensors of the program being traced
         self._site_counts: dict[tuple[str, int], int] = {}
         self._signatures: dict[Any, inspect.Signature] = {}
         self.registers = 0  # virtual registers allocated in the program being traced (register 0 reads as zero)
@@ -402,6 +404,7 @@ class TraceContext:
         self._pid, self._owner = pid, object()
         self._names = {s.name for s in self._shared}
         self._shared_seen = 0
+        self._constants = {}
         self._site_counts = {}
         self.registers = 0
         self.dynamic_loops = []
@@ -490,6 +493,9 @@ class TraceContext:
                     f"'{t.name}' is in {t.buffer}; allocate outputs with buffer=nl.shared_hbm",
                     where=t.storage.loc[:2],
                 )
+            if t.storage.name in self._constants:
+                raise NkiError(f"kernel '{self.kernel.name}' returns the constant '{t.name}'",
+                               "copy it into an output tensor", where=t.storage.loc[:2])  # fmt: skip
             whole = not isinstance(t.offset, IndexExpr) and t.offset == 0 and t.dtype == t.storage.dtype
             if not whole or t.pairs != contiguous_pairs(t.storage.shape):
                 raise NkiError(f"kernel '{self.kernel.name}' must return whole tensors, not views of '{t.name}'")
@@ -555,6 +561,23 @@ class TraceContext:
         storage = Storage(name, dims, dtype, buf, addr, handle, self._owner, loc, scope=tuple(self.loops))
         if buf.name == "shared_hbm" and self._pid == 0:
             self._shared.append(storage)
+        return NkiTensor(storage, 0, contiguous_pairs(dims))
+
+    def constant(self, values: np.ndarray) -> NkiTensor:
+        """An HBM tensor holding ``values`` (``nl.shared_constant``), embedded in the NEFF. It is named after its
+        contents, so every SPMD program names the same tensor (one NEFF variable both cores share), and the same
+        contents twice in one program are one tensor."""
+        dims, dtype = _shape(values.shape), normalize_dtype(values.dtype)
+        data = np.ascontiguousarray(values).astype(values.dtype.newbyteorder("<"), copy=False).tobytes()
+        name = f"const_{hashlib.sha256(dtype.encode() + repr(dims).encode() + data).hexdigest()[:12]}"
+        storage = self._constants.get(name)
+        if storage is None:
+            self._names.add(name)
+            loc = user_location()
+            handle = self.emitter.alloc(name, dims, dtype, "shared_hbm", None, Loc(*loc), data)
+            buf = normalize_buffer("shared_hbm")
+            storage = Storage(name, dims, dtype, buf, None, handle, self._owner, loc, scope=())
+            self._constants[name] = storage
         return NkiTensor(storage, 0, contiguous_pairs(dims))
 
     def _shared_name(self, name: str, dims: tuple[int, ...], dtype: str) -> str:

@@ -87,12 +87,12 @@ def lower_function(fn: bir.FunctionOp, core: str, table: _VarTable) -> Operation
     locs = fn.memlocs()
     var_ids: dict[str, int] = {}
     variables: list[Operation] = []
-    kinds = {"input": "input", "output": "output", "internal": "tmp-buf"}
+    kinds = {"input": "input", "output": "output", "internal": "tmp-buf", "constant": "file"}
     for name, loc in locs.items():
         if loc.mem in HBM_MEMORIES:
             key = table.key(core, loc)
             var_ids[name] = table.id_of(key)
-            variables.append(VarOp(key, kinds[loc.kind.data], loc.dims, loc.dtype.data, var_ids[name]))
+            variables.append(VarOp(key, kinds[loc.kind.data], loc.dims, loc.dtype.data, var_ids[name], loc.data))
     streams = {e: StreamOp(e) for e in ENGINE_NAMES}
     for inst in fn.instructions():
         if inst.has_trait(IsControl):

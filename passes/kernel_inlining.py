@@ -47,7 +47,12 @@ def inline_function(
             _check_binding(loc, caller_locs.get(mapping[name]), kind)
             names[name] = mapping[name]
             continue
-        fresh, i = f"{callee.sym_name.data}.{name}", 1
+        # Constants are named after their contents (nl.shared_constant): they keep their name, so every core's
+        # copy of a kernel refers to one NEFF variable, and a second inlining reuses the first's memloc.
+        if kind == "constant" and name in caller_locs and caller_locs[name].data == loc.data:
+            names[name] = name
+            continue
+        fresh, i = (name if kind == "constant" else f"{callee.sym_name.data}.{name}"), 1
         while fresh in caller_locs:
             fresh, i = f"{callee.sym_name.data}.{name}_{i}", i + 1
         names[name] = fresh

@@ -94,6 +94,8 @@ class _ProgramLowering:
         alloc = value.owner
         if isinstance(alloc, penguin.AllocOp) and alloc.address is not None:
             loc.properties["address"] = alloc.address
+        if isinstance(alloc, penguin.AllocOp) and alloc.data is not None:
+            loc.properties["data"] = alloc.data
         if scope is not None:
             loc.properties["scope"] = StringAttr(scope)
         self.memlocs.append(loc)
@@ -101,9 +103,11 @@ class _ProgramLowering:
     def _lower_block(self, src: Block, dst: Block, scope: str | None) -> None:
         for op in src.ops:
             if isinstance(op, penguin.AllocOp):
-                kind = "output" if op.result in self.outputs else "internal"
-                if kind == "output" and scope is not None:
-                    raise PassFailedException(f"kernel output '{op.tensor_name.data}' is allocated inside a loop")
+                kind = "output" if op.result in self.outputs else "internal" if op.data is None else "constant"
+                if kind == "output" and op.data is not None:
+                    raise PassFailedException(f"constant '{op.tensor_name.data}' cannot be a kernel output")
+                if kind != "internal" and scope is not None:
+                    raise PassFailedException(f"kernel {kind} '{op.tensor_name.data}' is allocated inside a loop")
                 self._declare(op.result, op.tensor_name.data, kind, scope)
             elif isinstance(op, penguin.LoopOp):
                 axis = f"L{self.loops}"

@@ -33,7 +33,7 @@ HEADER_SIZE = 1024
 PKG_VERSION_TGZ_SHA256 = 1
 NEFF_VERSION = (2, 0)
 KELF_VERSION = "0.5"
-VAR_KINDS = ("input", "output", "tmp-buf")
+VAR_KINDS = ("input", "output", "tmp-buf", "file")
 # Member stem of each engine inside sgNN/ (the names the Neuron tools use).
 ENGINE_MEMBERS: dict[str, str] = {"pe": "PE", "act": "Activation", "dve": "DVE", "pool": "Pool", "sp": "SP"}
 
@@ -44,20 +44,25 @@ assert _HEADER.size == HEADER_SIZE
 
 _SUBGRAPH_RE = re.compile(r"sg\d{2}")
 _MEMBER_RE = re.compile(
-    r"(neff\.json|info\.json|kelf-0\.json|(sg\d{2})/(def\.json|(?:PE|Activation|DVE|Pool|SP)\.(?:json|bin)))"
+    r"(neff\.json|info\.json|kelf-0\.json|const/v\d{1,5}\.bin"
+    r"|(sg\d{2})/(def\.json|(?:PE|Activation|DVE|Pool|SP)\.(?:json|bin)))"
 )
 _CHUNK = 1 << 16
 
 
 @dataclass
 class Variable:
-    """An HBM tensor of the kernel; ``size`` in bytes is ``prod(shape) * itemsize``."""
+    """An HBM tensor of the kernel; ``size`` in bytes is ``prod(shape) * itemsize``. A ``file`` variable (a
+    constant, ``nl.shared_constant``) carries its contents (``data``: ``size`` bytes, row-major, little-endian),
+    stored as the raw member ``const/v<var_id>.bin`` that def.json names in its ``file_name``, and loaded into HBM
+    before the kernel starts."""
 
     name: str
     var_id: int
     kind: str
     shape: tuple[int, ...]
     dtype: str
+    data: bytes | None = None
 
     @property
     def size(self) -> int:
@@ -99,7 +104,9 @@ def _check_neff(neff: Neff) -> None:
         raise ValueError("variable names and var_ids must be unique")
     for var in neff.variables:
         if var.kind not in VAR_KINDS or var.dtype not in DTYPES or not 0 <= var.var_id <= 0xFFFF:
-            raise ValueError(f"bad variable {var}")
+            raise ValueError(f"bad variable {var.name!r} ({var.kind}, {var.dtype}, id {var.var_id})")
+        if (var.kind == "file") != (var.data is not None) or (var.data is not None and len(var.data) != var.size):
+            raise ValueError(f"variable {var.name!r}: a file variable (and only it) carries exactly {var.size} bytes")
     if not neff.subgraphs:
         raise ValueError("a NEFF needs at least one subgraph")
     for i, sg in enumerate(neff.subgraphs):
@@ -122,8 +129,15 @@ def _dumps(obj: object) -> bytes:
     return (json.dumps(obj, indent=1, sort_keys=True, allow_nan=False) + "\n").encode()
 
 
+def _const_member(var_id: int) -> str:
+    return f"const/v{var_id}.bin"
+
+
 def _var_json(var: Variable) -> dict[str, object]:
-    return {"type": var.kind, "var_id": var.var_id, "size": var.size, "shape": list(var.shape), "dtype": var.dtype}
+    out = {"type": var.kind, "var_id": var.var_id, "size": var.size, "shape": list(var.shape), "dtype": var.dtype}
+    if var.kind == "file":
+        out["file_name"] = _const_member(var.var_id)
+    return out
 
 
 def _dma_queues(sg: Subgraph) -> dict[str, dict[str, object]]:
@@ -206,6 +220,9 @@ def _members(neff: Neff) -> dict[str, bytes]:
              "version": KELF_VERSION}
         ),
     }  # fmt: skip
+    for var in neff.variables:
+        if var.data is not None:
+            members[_const_member(var.var_id)] = var.data
     for sg in neff.subgraphs:
         members[f"{sg.name}/def.json"] = _dumps(_def_json(neff, sg))
         for engine, stem in ENGINE_MEMBERS.items():
@@ -393,6 +410,8 @@ def _parse_var(name: object, spec: object, where: str) -> Variable:
             f"{where}: variable '{name}' has bad shape")  # fmt: skip
     var = Variable(name, var_id, kind, tuple(shape), dtype)  # type: ignore[arg-type]
     _expect(size == var.size, f"{where}: variable '{name}' size {size!r} != {var.size}")
+    _expect(spec.get("file_name") == (_const_member(var_id) if kind == "file" else None),  # type: ignore[arg-type]
+            f"{where}: variable '{name}' has a bad file_name")  # fmt: skip
     return var
 
 
@@ -480,6 +499,17 @@ def _check_member_set(members: Mapping[str, bytes], sgs: list[str]) -> None:
         _expect(m is not None and (m.group(2) is None or m.group(2) in sgs), f"member '{name}' is unexpected")
 
 
+def _attach_constants(members: Mapping[str, bytes], variables: list[Variable]) -> None:
+    """Give every file variable its member's bytes; a const/ member without its variable is refused."""
+    consts = {_const_member(v.var_id): v for v in variables if v.kind == "file"}
+    for name in members:
+        _expect(not name.startswith("const/") or name in consts, f"member '{name}' belongs to no file variable")
+    for name, var in consts.items():
+        _expect(name in members, f"file variable '{var.name}' has no member '{name}'")
+        _expect(len(members[name]) == var.size, f"member '{name}' has {len(members[name])} bytes, not {var.size}")
+        var.data = members[name]
+
+
 def _read(data: bytes, limit: int) -> Neff:
     header = parse_header(data)
     members = _untar(_unpack_payload(data[HEADER_SIZE:], limit))
@@ -491,6 +521,7 @@ def _read(data: bytes, limit: int) -> Neff:
     neff_json = _load_json(members, "neff.json")
     _expect(neff_json.get("name") == header["name"], "neff.json name differs from the header name")
     _check_io(neff_json, variables, sgs)
+    _attach_constants(members, variables)
     info = _load_json(members, "info.json")
     metadata = info.get("metadata", {})
     _expect(isinstance(info.get("tool_version"), str) and isinstance(metadata, dict), "info.json: bad schema")

@@ -1344,6 +1344,8 @@ def _init_hbm(neff: Neff, inputs: Mapping[str, object]) -> dict[int, np.ndarray]
             if var.name not in inputs:
                 raise ValueError(f"missing input '{var.name}' (shape {var.shape}, dtype {var.dtype})")
             hbm[var.var_id] = _input_buffer(var, inputs[var.name])
+        elif var.data is not None:  # a file variable (a constant): its bytes, loaded before the kernel starts
+            hbm[var.var_id] = np.frombuffer(var.data, np.uint8).copy()
         else:
             hbm[var.var_id] = np.full(var.size, _FILL_BYTE, np.uint8)
     return hbm

@@ -32,7 +32,7 @@ def isa_module_to_neff(module: ModuleOp, name: str, metadata: Mapping[str, Any] 
     subgraphs = []
     for core in cores:
         for var in program.core_vars(core).values():
-            v = Variable(var.sym_name.data, var.id, var.kind.data, var.dims, var.dtype.data)
+            v = Variable(var.sym_name.data, var.id, var.kind.data, var.dims, var.dtype.data, var.contents())
             if variables.setdefault(v.name, v) != v:
                 raise DiagnosticException(f"variable '{v.name}' differs between subgraphs")
         streams = program.core_streams(core)

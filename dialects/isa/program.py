@@ -18,12 +18,13 @@ from collections.abc import Sequence
 from typing import Self
 
 from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, StringAttr, SymbolNameConstraint, i64
-from xdsl.ir import Block, Dialect, Operation, Region
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_op_definition,
     lazy_traits_def,
+    opt_prop_def,
     prop_def,
     region_def,
     traits_def,
@@ -33,12 +34,12 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import check_member
+from nkic.dialects.common import check_member, constant_attr, constant_bytes
 from nkic.target.vocab import DTYPES, dtype_size
 from nkic.dialects.isa.base import IsaInst, IsaLocAttr, byte_range
 from nkic.target.machine import ENGINE_NAMES as ENGINES
 
-VAR_KINDS = ("input", "output", "tmp-buf")
+VAR_KINDS = ("input", "output", "tmp-buf", "file")
 
 
 @irdl_op_definition
@@ -100,7 +101,8 @@ def _check_hbm(inst: IsaInst, sizes: dict[int, int]) -> None:
 
 @irdl_op_definition
 class VarOp(IRDLOperation):
-    """An HBM variable of ``def.json``: ``isa.var @a : input [256, 512] float32 {var_id = 0 : i64}``."""
+    """An HBM variable of ``def.json``: ``isa.var @a : input [256, 512] float32 {var_id = 0 : i64}``; a ``file``
+    variable (a constant, ``nl.shared_constant``) also carries its contents: ``{var_id = 2 : i64, data = "0x..."}``."""
 
     name = "isa.var"
     sym_name = prop_def(SymbolNameConstraint())
@@ -108,18 +110,26 @@ class VarOp(IRDLOperation):
     shape = prop_def(DenseArrayBase)
     dtype = prop_def(StringAttr)
     var_id = prop_def(IntegerAttr[I64])
+    data = opt_prop_def(StringAttr)
     traits = traits_def(SymbolOpInterface(), HasParent(CoreOp))
 
-    def __init__(self, name: str, kind: str, shape: Sequence[int], dtype: str, var_id: int):
-        super().__init__(
-            properties={
-                "sym_name": StringAttr(name),
-                "kind": StringAttr(kind),
-                "shape": DenseArrayBase.from_list(i64, list(shape)),
-                "dtype": StringAttr(dtype),
-                "var_id": IntegerAttr(var_id, i64),
-            }
-        )
+    def __init__(
+        self, name: str, kind: str, shape: Sequence[int], dtype: str, var_id: int, data: StringAttr | None = None
+    ):
+        props: dict[str, Attribute] = {
+            "sym_name": StringAttr(name),
+            "kind": StringAttr(kind),
+            "shape": DenseArrayBase.from_list(i64, list(shape)),
+            "dtype": StringAttr(dtype),
+            "var_id": IntegerAttr(var_id, i64),
+        }
+        if data is not None:
+            props["data"] = data
+        super().__init__(properties=props)
+
+    def contents(self) -> bytes | None:
+        """A file variable's bytes (None for the others)."""
+        return None if self.data is None else constant_bytes(self.data, self.size_bytes)
 
     @property
     def id(self) -> int:
@@ -140,12 +150,15 @@ class VarOp(IRDLOperation):
             raise VerifyException(f"var_id {self.id} does not fit in 16 bits")
         if any(d <= 0 for d in self.dims):
             raise VerifyException(f"variable shape {list(self.dims)} must be positive")
+        if (self.kind.data == "file") != (self.data is not None):
+            raise VerifyException("a file variable (a constant), and only it, carries data")
+        self.contents()
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_symbol_name(self.sym_name.data)
         printer.print_string(f" : {self.kind.data} [{', '.join(map(str, self.dims))}] {self.dtype.data} ")
-        printer.print_attr_dict({"var_id": self.var_id})
+        printer.print_attr_dict({"var_id": self.var_id} | ({} if self.data is None else {"data": self.data}))
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
@@ -158,10 +171,10 @@ class VarOp(IRDLOperation):
         shape = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
         dtype = parser.parse_identifier(" (a dtype)")
         extra = parser.parse_optional_attr_dict()
-        var_id = extra.pop("var_id", None)
-        if not isinstance(var_id, IntegerAttr) or extra:
-            parser.raise_error("isa.var takes exactly one attribute, var_id")
-        return cls(name, kind, shape, dtype, var_id.value.data)
+        var_id, data = extra.pop("var_id", None), extra.pop("data", None)
+        if not isinstance(var_id, IntegerAttr) or extra or not isinstance(data, StringAttr | None):
+            parser.raise_error("isa.var takes the attributes var_id and (for a file variable) data")
+        return cls(name, kind, shape, dtype, var_id.value.data, data)
 
 
 @irdl_op_definition

@@ -555,15 +555,6 @@ def test_rms_norm():
     np.testing.assert_allclose(run(lambda a, b: nl.rms_norm(a, b, axis=1, n=64), x, w), want, rtol=1e-5)
 
 
-@pytest.mark.parametrize(
-    ("call", "what"),
-    [(lambda x: nl.shared_constant(np.zeros(4)), "constant")],
-)  # fmt: skip
-def test_unsupported_names_raise(call, what):
-    with pytest.raises(NkiError, match=rf"test_language_tiles.py:\d+: error: nl\.\w+ is not supported by nkic: .*{what}"):
-        run(call, rand(4, 4))
-
-
 # -- operator tokens stay operators -----------------------------------------------------------------------------
 def test_tokens_still_work_as_op_arguments():
     @nki.jit
