@@ -2,10 +2,11 @@
 
 * ``experimental/benchmark/find_nonzero_indices_with_count.py`` (``nisa.nonzero_with_count``), checked against the
   output format its docstring gives (nonzero indices, ``-1`` padding, count last).
-* ``core/topk/rotational_topk.py``'s ``topk`` entry point for k <= 8, where it runs one stage: the scanning path
+* ``core/topk/rotational_topk.py``'s ``topk`` entry point; for k <= 8 it runs one stage: the scanning path
   of ``max8`` + ``nc_match_replace8`` (k = 8) or ``max8`` + ``nc_find_index8`` (k < 8). Checked against a numpy
   translation of ``core/topk/torch_ref.py`` (``torch.topk`` values, descending) and, as that reference notes indices
-  may differ on ties, by gathering the input at the returned indices.
+  may differ on ties, by gathering the input at the returned indices. For k > 8 it runs rotation stages whose
+  rotation matrices are ``nl.shared_constant`` tensors.
 
 The corpus is loaded by path by the ``nkilib`` fixture (``conftest.py``); every test is skipped when it is absent.
 """
@@ -58,3 +59,14 @@ def test_rotational_topk_single_stage(nkilib, shape, k: int, lnc: int, sort: boo
     np.testing.assert_array_equal(got, ref_topk(x, k))
     gathered = np.take_along_axis(x, indices.astype(np.int64), axis=-1)
     np.testing.assert_array_equal(gathered.astype(np.float32), values.astype(np.float32))
+
+
+@pytest.mark.parametrize("shape,k,lnc", [((1, 16, 2048), 16, 1), ((1, 16, 4096), 32, 1), ((2, 8, 2048), 12, 2)])
+def test_rotational_topk_multi_stage(nkilib, shape, k: int, lnc: int) -> None:
+    """k > 8: the rotation stages, whose rotation matrices come from ``nl.shared_constant`` (NEFF constants)."""
+    topk = nkilib("nkilib.core.topk.rotational_topk").topk
+    x = RNG.standard_normal(shape).astype(np.float32)
+    with contextlib.redirect_stdout(io.StringIO()):
+        values, indices = topk[lnc](x, k, sorted_flag=True)
+    np.testing.assert_array_equal(values, ref_topk(x, k))
+    np.testing.assert_array_equal(np.take_along_axis(x, indices.astype(np.int64), axis=-1), values)
