@@ -322,16 +322,19 @@ def _gunzip(payload: bytes, limit: int) -> bytes:
     """Decompress one gzip member, refusing to produce more than ``limit`` bytes (declared sizes are not trusted)."""
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     out = bytearray()
-    pending = payload
+    view, pos = memoryview(payload), 0
     try:
         while not d.eof:
-            chunk = d.decompress(pending, _CHUNK)
-            out += chunk
+            # Feed the input a chunk at a time: the unconsumed tail is then at most one chunk, so the work stays
+            # linear in the payload (feeding it whole would copy the rest of it on every call).
+            pending = d.unconsumed_tail or view[pos : pos + _CHUNK]
+            if not d.unconsumed_tail:
+                pos += len(pending)
+            if not pending:
+                raise _bad("gzip stream is truncated")
+            out += d.decompress(pending, limit + 1 - len(out))
             if len(out) > limit:
                 raise _bad(f"payload unpacks to more than {limit} bytes")
-            pending = d.unconsumed_tail
-            if not chunk and not pending:
-                raise _bad("gzip stream is truncated")
     except zlib.error as e:
         raise _bad(f"gzip stream is corrupt ({e})") from e
     if d.unused_data:

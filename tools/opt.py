@@ -2,15 +2,26 @@
 
 The passes get ``nkic.library``'s kernel resolver, so internal kernel nodes and IT54 macros resolve as they do in
 the driver.
+
+As MLIR tools do, it reports bad input as a diagnostic (``file:line:col: error`` with the source line for parse
+errors; the op and message for verifier and pass failures) on stderr with exit status 1, never a Python traceback
+(an internal crash is one line, exit status 2; ``NKIC_TRACEBACK=1`` shows the traceback). With
+``--verify-diagnostics``, ``// expected-error {{text}}`` in a chunk is an expectation: the chunk must fail with a
+diagnostic containing ``text``, else the run exits 1.
 """
 
 from __future__ import annotations
 
+import io
+import os
+import re
 import sys
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from nkic.dialects import get_all_dialects
@@ -20,8 +31,60 @@ from nkic.passes.resolver import set_default_resolver
 from nkic.tools.targets import BINARY_TARGETS, get_all_targets
 
 
+# Linear-time forms of what the MLIR lexer accepts: a comment, or a string literal whose escapes are \" \n \t \\
+# or two hex digits, closed on its line. xDSL's own string regex backtracks exponentially on an unterminated
+# string or a bad escape (a 60-byte file takes seconds, each further character doubles it), so every chunk is
+# scanned with these first.
+_COMMENT_OR_QUOTE = re.compile(r'//[^\n]*|"')
+_STRING = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+_EXPECTED = re.compile(r"expected-error\s*\{\{(.*?)\}\}")
+
+
+def check_string_literals(text: str, name: str) -> None:
+    """Raise a ParseError at the first string literal that is unterminated or has an invalid escape."""
+    pos = 0
+    while (m := _COMMENT_OR_QUOTE.search(text, pos)) is not None:
+        if m.group() != '"':
+            pos = m.end()
+            continue
+        s = _STRING.match(text, m.start())
+        if s is None:
+            end = text.find("\n", m.start())
+            span = Span(m.start(), len(text) if end < 0 else end, Input(text, name))
+            raise ParseError(span, "unterminated string literal or invalid escape (valid: \\\" \\n \\t \\\\ \\XX)")
+        pos = s.end()
+
+
 class NkicOptMain(xDSLOptMain):
     version_format = "nkic-opt (xdsl {xdsl_version})"
+    unmet_expectations = 0
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        data = chunk.read()
+        text = data.decode() if isinstance(data, bytes) else data
+        check_string_literals(text, self.get_input_name())
+        self._expected = [(start_offset + text.count("\n", 0, m.start()) + 1, m.group(1))
+                          for m in _EXPECTED.finditer(text)]  # fmt: skip
+        return super().parse_chunk(io.BytesIO(text.encode()), file_extension, start_offset)
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        try:
+            super().apply_passes(prog)
+        except DiagnosticException as e:
+            self._check_expectations(str(e))
+            raise
+        self._check_expectations(None)
+
+    def _check_expectations(self, message: str | None) -> None:
+        """MLIR's --verify-diagnostics contract for chunks that state ``expected-error``."""
+        expected, self._expected = getattr(self, "_expected", []), []
+        if not self.args.verify_diagnostics or not expected:
+            return
+        missing = [(line, x) for line, x in expected if message is None or x not in message]
+        for line, text in missing:
+            print(f"{self.get_input_name()}:{line}: error: expected error \"{text}\" was not produced",
+                  file=sys.stderr)  # fmt: skip
+        self.unmet_expectations += len(missing)
 
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
@@ -59,8 +122,36 @@ class NkicOptMain(xDSLOptMain):
         return f"wrote {len(data)} bytes to {self.args.output_file}\n"
 
 
+def _diagnostic(e: BaseException) -> str:
+    if isinstance(e, ParseError):  # MLIR's form: the location and message first, then the line and the caret
+        context = e.span.print_with_context().split("\n", 1)[1].rstrip("\n")
+        return f"{e.span.get_location()}: error: {e.msg}\n{context}"
+    text = str(e).strip() or type(e).__name__
+    notes = "".join(f"\nnote: {n}" for n in getattr(e, "__notes__", []))
+    return f"nkic-opt: error: {text}{notes}"
+
+
 def main() -> None:
-    NkicOptMain().run()
+    try:
+        tool = NkicOptMain()  # parses the command line and the pass pipeline
+    except (ValueError, ArgSpecParseError) as e:
+        print(f"nkic-opt: error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    try:
+        tool.run()
+    except (ParseError, DiagnosticException) as e:
+        print(_diagnostic(e), file=sys.stderr)
+        raise SystemExit(1) from None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:
+        if os.environ.get("NKIC_TRACEBACK"):
+            raise
+        print(f"nkic-opt: internal error: {type(e).__name__}: {e} (NKIC_TRACEBACK=1 shows the traceback)",
+              file=sys.stderr)  # fmt: skip
+        raise SystemExit(2) from None
+    if tool.unmet_expectations:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

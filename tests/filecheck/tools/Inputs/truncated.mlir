@@ -1,0 +1,2 @@
+builtin.module {
+  bir.function @f attributes {inputs = [], outputs = []} {

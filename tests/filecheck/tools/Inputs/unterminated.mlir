@@ -1,0 +1,2 @@
+builtin.module attributes {a = "never closed
+}
