@@ -382,18 +382,21 @@ class TraceContext:
             outputs: list[Storage] = []
             returns_tuple = False
             written: tuple[tuple[str, str], ...] = ()
+            shapes: list[tuple[int, ...]] = []
             for pid in range(self.grid):
                 outs, returns_tuple, aliases = self._run_program(pid, bound)
                 if pid == 0:
-                    outputs, written = outs, aliases
-                elif [s.name for s in outs] != [s.name for s in outputs] or aliases != written:
+                    outputs, written, shapes = outs, aliases, self._returned_shapes
+                elif ([s.name for s in outs] != [s.name for s in outputs] or aliases != written
+                      or self._returned_shapes != shapes):  # fmt: skip
                     raise NkiError("every SPMD program must return the same shared_hbm tensors")
             module = self.emitter.finish()
         finally:
             self.live = False
             set_active(previous)
         inputs = [(n, tuple(v.shape), _array_dtype(n, v)) for n, v in arrays]
-        outs_info = [(s.name, s.shape, s.dtype) for s in outputs]
+        # A returned whole-tensor reshape keeps its storage as the NEFF variable; the runner reshapes the result.
+        outs_info = [(s.name, shape, s.dtype) for s, shape in zip(outputs, shapes, strict=True)]
         return TracedKernel(
             module, self.kernel.name, inputs, outs_info, self.grid, self.options, returns_tuple, written
         )
@@ -474,10 +477,11 @@ class TraceContext:
         return NkiTensor(storage, 0, contiguous_pairs(shape))
 
     def _outputs(self, result: Any) -> tuple[list[Storage], bool]:
+        self._returned_shapes: list[tuple[int, ...]] = []
         if result is None:
             return [], False
         is_tuple = isinstance(result, (tuple, list))
-        storages = []
+        storages, shapes = [], []
         code = self.kernel.func.__code__
         for t in result if is_tuple else [result]:
             if not isinstance(t, NkiTensor):
@@ -497,9 +501,13 @@ class TraceContext:
                 raise NkiError(f"kernel '{self.kernel.name}' returns the constant '{t.name}'",
                                "copy it into an output tensor", where=t.storage.loc[:2])  # fmt: skip
             whole = not isinstance(t.offset, IndexExpr) and t.offset == 0 and t.dtype == t.storage.dtype
-            if not whole or t.pairs != contiguous_pairs(t.storage.shape):
+            # t.reshape(...) of a whole HBM tensor is the same bytes under another shape: returned as that shape.
+            dense = t.pairs == contiguous_pairs(t.shape) and math.prod(t.shape) == math.prod(t.storage.shape)
+            if not whole or not dense:
                 raise NkiError(f"kernel '{self.kernel.name}' must return whole tensors, not views of '{t.name}'")
             storages.append(t.storage)
+            shapes.append(tuple(t.shape))
+        self._returned_shapes = shapes
         return storages, is_tuple
 
     # -- TraceContext.call: trace-vs-concrete dispatch --------------------------------------------------

@@ -157,6 +157,26 @@ def test_returning_an_input_under_a_grid_is_an_error() -> None:
         add_into_first[2].trace(a, a)
 
 
+def test_returning_a_reshape_of_a_whole_output() -> None:
+    """``return out.reshape(...)`` (nki-library's gen_mask_tkg_hbm) returns the output's bytes under that shape;
+    returning part of a tensor stays an error."""
+
+    @nki.jit
+    def reshaped(x, part: bool):
+        out = nl.ndarray((2, 64, 3), x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((64, 6), x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.dma_copy(dst=out.reshape((64, 2, 3)).reshape((64, 6)), src=t)
+        return out[0] if part else out.reshape((128, 3))
+
+    x = RNG.standard_normal((64, 6)).astype(np.float32)
+    got = reshaped(x, False)
+    np.testing.assert_array_equal(got, x.reshape(128, 3))
+    assert reshaped.trace(x, False).outputs[0][1] == (128, 3)
+    with pytest.raises(NkiError, match="must return whole tensors, not views of"):
+        reshaped.trace(x, True)
+
+
 # -- the buffer an input reports -------------------------------------------------------------------------------------
 def test_inputs_report_shared_hbm() -> None:
     seen = []
