@@ -32,7 +32,7 @@ _NEFFS: dict[int, bytes] = {}
 def run_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     """Compile ``traced`` (once per traced kernel) and simulate it; the outputs in the kernel's return order."""
     outputs = _simulate_traced(traced, arrays)
-    return [outputs[name] for name, *_ in traced.outputs]
+    return [outputs[name].reshape(shape) for name, shape, _ in traced.outputs]
 
 
 def _simulate_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
@@ -63,7 +63,7 @@ def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     for name, output in traced.written_inputs:
         if inputs[name].flags.writeable:  # a read-only array keeps its values
             np.copyto(inputs[name], outputs[output], casting="unsafe")
-    results = [outputs[name] for name, *_ in traced.outputs]
+    results = [outputs[name].reshape(shape) for name, shape, _ in traced.outputs]
     if traced.returns_tuple:
         return tuple(results)
     return results[0] if results else None

@@ -117,6 +117,7 @@ class TracedKernel:
     module: Any
     name: str
     inputs: list[tuple[str, tuple[int, ...], str]]
+    # (variable, shape as returned, dtype): a kernel may return a reshape of a whole tensor (the runner reshapes).
     outputs: list[tuple[str, tuple[int, ...], str]]
     grid: int
     options: CompileOptions
@@ -381,10 +382,11 @@ class TraceContext:
             outputs: list[Storage] = []
             returns_tuple = False
             written: tuple[tuple[str, str], ...] = ()
+            shapes: list[tuple[int, ...]] = []
             for pid in range(self.grid):
                 outs, returns_tuple, aliases = self._run_program(pid, bound)
                 if pid == 0:
-                    outputs, written = outs, aliases
+                    outputs, written, shapes = outs, aliases, self._out_shapes
                 elif [s.name for s in outs] != [s.name for s in outputs]:
                     raise NkiError("every SPMD program must return the same shared_hbm tensors")
                 else:  # an input any program writes is read back (one program may write none)
@@ -394,7 +396,7 @@ class TraceContext:
             self.live = False
             set_active(previous)
         inputs = [(n, tuple(v.shape), _array_dtype(n, v)) for n, v in arrays]
-        outs_info = [(s.name, s.shape, s.dtype) for s in outputs]
+        outs_info = [(s.name, shape, s.dtype) for s, shape in zip(outputs, shapes)]
         return TracedKernel(
             module, self.kernel.name, inputs, outs_info, self.grid, self.options, returns_tuple, written
         )
@@ -427,6 +429,7 @@ class TraceContext:
             raise NkiError("a runtime loop (nl.dynamic_range) was left with break or return",
                            "its trip count must come from its bounds; compute it into a register",
                            where=self.dynamic_loops[-1])  # fmt: skip
+        self._out_shapes: list[tuple[int, ...]] = []
         outputs, returns_tuple = self._outputs(result)
         outputs, hidden, aliases = self._alias_inputs(outputs)
         # Under a grid a returned input stays an input (read back after the run), not a result of the program.
@@ -489,10 +492,12 @@ class TraceContext:
                     f"'{t.name}' is in {t.buffer}; allocate outputs with buffer=nl.shared_hbm",
                     where=t.storage.loc[:2],
                 )
+            # A whole tensor, or a reshape of one (the same elements in the same order, as NKI returns it).
             whole = not isinstance(t.offset, IndexExpr) and t.offset == 0 and t.dtype == t.storage.dtype
-            if not whole or t.pairs != contiguous_pairs(t.storage.shape):
+            if not whole or not t.is_contiguous() or t.size != math.prod(t.storage.shape):
                 raise NkiError(f"kernel '{self.kernel.name}' must return whole tensors, not views of '{t.name}'")
             storages.append(t.storage)
+            self._out_shapes.append(tuple(t.shape))
         return storages, is_tuple
 
     # -- TraceContext.call: trace-vs-concrete dispatch --------------------------------------------------

@@ -366,3 +366,42 @@ def test_inputs_named_like_ir_uniquing_suffixes_stay_distinct() -> None:
     b = np.ones((128, 4), np.float32)
     np.testing.assert_array_equal(nki.simulate(varargs)(a, b), a - b)
     np.testing.assert_array_equal(nki.simulate(suffixed)(a, b), a - b)
+
+
+# -- returning a reshape of a whole output -------------------------------------------------------------------------
+@nki.jit
+def row_max_reshaped(x):
+    """Returns its (n, 1) row maxima reshaped to (1, n) and (n // 4, 2, 2) (nki-library's cascaded_max returns
+    ``max_values.reshape(config.out_shape)``)."""
+    n = x.shape[0]
+    t = nl.ndarray((n, x.shape[1]), x.dtype, buffer=nl.sbuf)
+    m = nl.ndarray((n, 1), x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_reduce(dst=m, op=nl.maximum, data=t, axis=1)
+    out = nl.ndarray((n, 1), x.dtype, buffer=nl.shared_hbm)
+    out2 = nl.ndarray((n, 1), x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=m)
+    nisa.dma_copy(dst=out2, src=m)
+    return out.reshape((1, n)), out2.reshape((n // 4, 2, 2))
+
+
+def test_returning_a_reshape_of_a_whole_tensor() -> None:
+    x = RNG.standard_normal((64, 8)).astype(np.float32)
+    flat, cube = row_max_reshaped(x)
+    assert flat.shape == (1, 64) and cube.shape == (16, 2, 2)
+    np.testing.assert_array_equal(flat[0], x.max(axis=1))
+    np.testing.assert_array_equal(cube.reshape(-1), x.max(axis=1))
+    traced = row_max_reshaped.trace(x)
+    assert [o[1] for o in traced.outputs] == [(1, 64), (16, 2, 2)]
+
+
+@pytest.mark.parametrize("view", ["slice", "transpose"])
+def test_returning_a_part_or_a_reordering_of_a_tensor_is_an_error(view: str) -> None:
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=x)
+        return out[0:64, :] if view == "slice" else out.ap([[1, x.shape[1]], [x.shape[1], x.shape[0]]])
+
+    with pytest.raises(NkiError, match="must return whole tensors, not views of"):
+        k.trace(np.zeros((128, 4), np.float32))
