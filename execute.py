@@ -44,7 +44,9 @@ def _simulate_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> 
         _NEFFS[key] = compile_traced(traced).neff
         # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
         weakref.finalize(traced, _NEFFS.pop, key, None)
-    return run_neff(_NEFFS[key], arrays, target=traced.options.target).outputs
+    result = run_neff(_NEFFS[key], arrays, target=traced.options.target)
+    # Under a grid a written or returned input is read from the input itself after the run (TracedKernel).
+    return {**result.inputs, **result.outputs} if traced.grid > 1 else result.outputs
 
 
 def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

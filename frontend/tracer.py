@@ -118,12 +118,14 @@ class TracedKernel:
     module: Any
     name: str
     inputs: list[tuple[str, tuple[int, ...], str]]
+    # (variable, shape as returned, dtype): a kernel may return a reshape of a whole tensor (the runner reshapes).
     outputs: list[tuple[str, tuple[int, ...], str]]
     grid: int
     options: CompileOptions
     returns_tuple: bool
     # (input, output): an input the kernel writes, and the kernel output that holds its final contents. The runner
     # copies it back into the caller's array (NKI's simulator does the same); a returned input is returned as it.
+    # Under a grid the output is the input itself (its contents after every program ran), and so is a returned input.
     written_inputs: tuple[tuple[str, str], ...] = ()
 
 
@@ -387,9 +389,10 @@ class TraceContext:
                 outs, returns_tuple, aliases = self._run_program(pid, bound)
                 if pid == 0:
                     outputs, written, shapes = outs, aliases, self._returned_shapes
-                elif ([s.name for s in outs] != [s.name for s in outputs] or aliases != written
-                      or self._returned_shapes != shapes):  # fmt: skip
+                elif [s.name for s in outs] != [s.name for s in outputs] or self._returned_shapes != shapes:
                     raise NkiError("every SPMD program must return the same shared_hbm tensors")
+                else:  # an input any program writes is read back (one program may write none)
+                    written += tuple(a for a in aliases if a not in written)
             module = self.emitter.finish()
         finally:
             self.live = False
@@ -432,7 +435,8 @@ class TraceContext:
                            where=self.dynamic_loops[-1])  # fmt: skip
         outputs, returns_tuple = self._outputs(result)
         outputs, hidden, aliases = self._alias_inputs(outputs)
-        self.emitter.end_program([s.handle for s in outputs + hidden])
+        # Under a grid a returned input stays an input (read back after the run), not a result of the program.
+        self.emitter.end_program([s.handle for s in outputs + hidden if not s.is_param])
         return outputs, returns_tuple, aliases
 
     def _alias_inputs(self, outputs: list[Storage]) -> tuple[list[Storage], list[Storage], tuple[tuple[str, str], ...]]:
@@ -441,15 +445,10 @@ class TraceContext:
         inputs replaced by their copies, the copies of written inputs not returned, and the (input, output) pairs."""
         returned = [p for p in self._params if any(o is p for o in outputs)]
         if self.grid > 1:
-            # Programs run concurrently and do not synchronise: no program's copy is ordered after the others'
-            # writes. A written input is then not copied back, and returning one is an error.
-            if returned:
-                raise NkiError(
-                    f"kernel '{self.kernel.name}' returns its input '{returned[0].name}' under an SPMD grid",
-                    "nkic cannot order the copy of an input after every program's writes; return a shared_hbm output",
-                    where=returned[0].loc[:2],
-                )
-            return outputs, [], ()
+            # Programs run concurrently and do not synchronise, so no program's copy would be ordered after the
+            # others' writes. Every program writes the one shared input buffer instead, and the runner reads each
+            # written or returned input's final contents after all programs have finished: the pair (input, input).
+            return outputs, [], tuple((p.name, p.name) for p in self._params if p.written)
         params = [p for p in self._params if p.written or any(r is p for r in returned)]
         if not params:
             return outputs, [], ()

@@ -169,6 +169,8 @@ class Profile:
 class RunResult:
     outputs: dict[str, np.ndarray]
     profile: Profile
+    # Every input variable's contents after the run: a kernel may write its inputs (all programs share them).
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1358,11 +1360,12 @@ def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
     hbm = _init_hbm(neff, inputs)
     cores = [_Core(i, tgt, hbm) for i in range(len(neff.subgraphs))]
     profile = _Scheduler(neff, cores, tgt, max_events).run()
-    outputs = {
+    final = {
         v.name: hbm[v.var_id].view(DTYPES[v.dtype]).reshape(v.shape).copy()
-        for v in neff.variables if v.kind == "output"
+        for v in neff.variables if v.kind in ("output", "input")
     }  # fmt: skip
-    return RunResult(outputs, profile)
+    inputs = {v.name: final.pop(v.name) for v in neff.variables if v.kind == "input"}
+    return RunResult(final, profile, inputs)
 
 
 def run_neff_bytes(data: bytes, inputs: Mapping[str, object], **kwargs: object) -> RunResult:

@@ -151,10 +151,55 @@ def test_written_input_not_returned_is_copied_back_and_returning_an_unwritten_on
     np.testing.assert_array_equal(readonly, x0)
 
 
-def test_returning_an_input_under_a_grid_is_an_error() -> None:
-    a = np.zeros((128, 8), np.float32)
-    with pytest.raises(NkiError, match="returns its input 'a' under an SPMD grid"):
-        add_into_first[2].trace(a, a)
+@nki.jit
+def add_rows_into_first(a, b, only=None):
+    """Each program of a 1-D grid writes a + b into its share of the rows of its input ``a`` (only program
+    ``only``, if given) and returns ``a``."""
+    n, pid = a.shape[0] // nl.num_programs(0), nl.program_id(0)
+    if only is not None and pid != only:
+        return a
+    t = nl.ndarray((n, a.shape[1]), a.dtype, buffer=nl.sbuf)
+    u = nl.ndarray((n, a.shape[1]), b.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a[pid * n:(pid + 1) * n, :])
+    nisa.dma_copy(dst=u, src=b[pid * n:(pid + 1) * n, :])
+    nisa.tensor_tensor(dst=t, data1=t, data2=u, op=nl.add)
+    nisa.dma_copy(dst=a[pid * n:(pid + 1) * n, :], src=t)
+    return a
+
+
+@pytest.mark.parametrize("grid,only", [(2, None), (4, None), (2, 1)])
+def test_returning_a_written_input_under_a_grid(grid: int, only: int | None) -> None:
+    """Every program writes the one shared input; the returned input and the caller's array hold all the programs'
+    writes (read back after the run: no copy is compiled, so nothing must be ordered after the other programs)."""
+    a = RNG.standard_normal((128, 16)).astype(np.float32)
+    b = RNG.standard_normal((128, 16)).astype(np.float32)
+    want = a + b
+    if only is not None:
+        n = 128 // grid
+        rows = np.zeros(128, bool)
+        rows[only * n:(only + 1) * n] = True
+        want = np.where(rows[:, None], a + b, a)
+    got = add_rows_into_first[grid](a, b, only)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(a, want, rtol=1e-6)
+    traced = add_rows_into_first[grid].trace(a, b, only)
+    assert traced.outputs[0][0] == "a" and traced.written_inputs == (("a", "a"),)
+    assert ops_of(traced.module).count("penguin.dma_copy") == 3 * (grid if only is None else 1)
+
+
+def test_a_written_input_under_a_grid_that_is_not_returned_is_copied_back() -> None:
+    @nki.jit
+    def halves(x):
+        n, pid = x.shape[0] // 2, nl.program_id(0)
+        t = nl.ndarray((n, x.shape[1]), x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[pid * n:(pid + 1) * n, :])
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=float(pid + 2))
+        nisa.dma_copy(dst=x[pid * n:(pid + 1) * n, :], src=t)
+
+    x = RNG.standard_normal((128, 8)).astype(np.float32)
+    x0 = x.copy()
+    assert halves[2](x) is None
+    np.testing.assert_allclose(x, np.concatenate([2 * x0[:64], 3 * x0[64:]]), rtol=1e-6)
 
 
 def test_returning_a_reshape_of_a_whole_output() -> None:
@@ -341,3 +386,42 @@ def test_inputs_named_like_ir_uniquing_suffixes_stay_distinct() -> None:
     b = np.ones((128, 4), np.float32)
     np.testing.assert_array_equal(nki.simulate(varargs)(a, b), a - b)
     np.testing.assert_array_equal(nki.simulate(suffixed)(a, b), a - b)
+
+
+# -- returning a reshape of a whole output -------------------------------------------------------------------------
+@nki.jit
+def row_max_reshaped(x):
+    """Returns its (n, 1) row maxima reshaped to (1, n) and (n // 4, 2, 2) (nki-library's cascaded_max returns
+    ``max_values.reshape(config.out_shape)``)."""
+    n = x.shape[0]
+    t = nl.ndarray((n, x.shape[1]), x.dtype, buffer=nl.sbuf)
+    m = nl.ndarray((n, 1), x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_reduce(dst=m, op=nl.maximum, data=t, axis=1)
+    out = nl.ndarray((n, 1), x.dtype, buffer=nl.shared_hbm)
+    out2 = nl.ndarray((n, 1), x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=m)
+    nisa.dma_copy(dst=out2, src=m)
+    return out.reshape((1, n)), out2.reshape((n // 4, 2, 2))
+
+
+def test_returning_a_reshape_of_a_whole_tensor() -> None:
+    x = RNG.standard_normal((64, 8)).astype(np.float32)
+    flat, cube = row_max_reshaped(x)
+    assert flat.shape == (1, 64) and cube.shape == (16, 2, 2)
+    np.testing.assert_array_equal(flat[0], x.max(axis=1))
+    np.testing.assert_array_equal(cube.reshape(-1), x.max(axis=1))
+    traced = row_max_reshaped.trace(x)
+    assert [o[1] for o in traced.outputs] == [(1, 64), (16, 2, 2)]
+
+
+@pytest.mark.parametrize("view", ["slice", "transpose"])
+def test_returning_a_part_or_a_reordering_of_a_tensor_is_an_error(view: str) -> None:
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=x)
+        return out[0:64, :] if view == "slice" else out.ap([[1, x.shape[1]], [x.shape[1], x.shape[0]]])
+
+    with pytest.raises(NkiError, match="must return whole tensors, not views of"):
+        k.trace(np.zeros((128, 4), np.float32))
