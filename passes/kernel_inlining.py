@@ -30,6 +30,15 @@ def _renamed(op: Operation, names: dict[str, str], id_base: int) -> Operation:
     return new
 
 
+def _shared_base(callee: bir.FunctionOp) -> str:
+    """The prefix of a shared_hbm tensor's name: the kernel's, without the SPMD program suffix (``k.p1`` -> ``k``),
+    so that every program's copy of the k-th shared_hbm allocation (the tracer names them alike) is one HBM
+    variable of the NEFF (``bir-to-isa`` keys shared tensors by name)."""
+    name, pid = callee.sym_name.data, callee.properties.get("program_id")
+    suffix = f".p{pid.value.data}" if isinstance(pid, IntegerAttr) else ""
+    return name[: -len(suffix)] if suffix and name.endswith(suffix) else name
+
+
 def inline_function(
     call: Operation, callee: bir.FunctionOp, arg_map: dict[str, str], out_map: dict[str, str]
 ) -> None:
@@ -47,9 +56,10 @@ def inline_function(
             _check_binding(loc, caller_locs.get(mapping[name]), kind)
             names[name] = mapping[name]
             continue
-        fresh, i = f"{callee.sym_name.data}.{name}", 1
+        base = _shared_base(callee) if loc.mem == "shared_hbm" else callee.sym_name.data
+        fresh, i = f"{base}.{name}", 1
         while fresh in caller_locs:
-            fresh, i = f"{callee.sym_name.data}.{name}_{i}", i + 1
+            fresh, i = f"{base}.{name}_{i}", i + 1
         names[name] = fresh
         clone = loc.clone()
         clone.properties["sym_name"] = StringAttr(fresh)
