@@ -31,7 +31,9 @@ from nkic.target.instructions import (
     Field,
     InstrSpec,
     activate2_problem,
+    core_barrier_problem,
     dims_problem,
+    sendrecv_problem,
 )
 from nkic.target.isa import ENUM_KINDS
 from nkic.target.machine import MAX_MATMUL_K, MAX_MATMUL_M, MAX_MATMUL_N
@@ -198,8 +200,8 @@ def _tensor_reduce(op: InstructionFields) -> None:
         raise VerifyException(f"tensor_reduce dst has {op.ap('dst').num_elements} elements, expected {kept}")
 
 
-def axis_list(op: RoleOperandOp) -> list[int]:
-    axes = op.properties["axes"]
+def axis_list(op: RoleOperandOp, name: str = "axes") -> list[int]:
+    axes = op.properties[name]
     assert isinstance(axes, DenseArrayBase)
     return [int(a) for a in axes.get_values()]
 
@@ -237,6 +239,20 @@ def _nc_stream_shuffle(op: InstructionFields) -> None:
 def _int_field(op: RoleOperandOp, name: str, default: int) -> int:
     v = op.properties.get(name)
     return int(v.value.data) if isinstance(v, IntegerAttr) else default
+
+
+@shape_rule("sendrecv")
+def _sendrecv(op: InstructionFields) -> None:
+    problem = sendrecv_problem(lambda name: value_of(op.properties.get(name)), None, 0)
+    if problem is not None:
+        raise VerifyException(problem)
+
+
+@shape_rule("core_barrier")
+def _core_barrier(op: InstructionFields) -> None:
+    problem = core_barrier_problem(tuple(axis_list(op, "cores")))
+    if problem is not None:
+        raise VerifyException(problem)
 
 
 @shape_rule("activate2")

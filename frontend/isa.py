@@ -21,6 +21,7 @@ from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.unsupported import missing_names
 from nkic.target.instructions import (
     DMA_COMPUTE_MAX_SRCS,
+    LNC_MAX_RANKS,
     GPSIMD_CORE_PARTITIONS,
     GPSIMD_GROUP,
     INSTRUCTIONS,
@@ -31,6 +32,7 @@ from nkic.target.instructions import (
     TOPK_MAX_N,
     Role,
     activate2_problem,
+    sendrecv_problem,
     dims_problem,
     shuffle_start_problem,
 )
@@ -1508,6 +1510,77 @@ def dma_compute(
         if t.size != dst.size:
             raise NkiError(f"{name}: element count mismatch: dst has {dst.size} elements, {role} has {t.size}")
     _record(ctx, name, {"dst": dst, **sources}, {"reduce_op": "add"})
+
+
+# -- the LNC=2 pair: two NeuronCores of one kernel[2] launch (ARCHITECTURE.md, "The LNC=2 pair") ----------------
+_DMA_ENGINE = dma_engine  # sendrecv's parameter named `dma_engine` shadows the enum
+
+
+def _rank(ctx: Any, op: str, name: str, value: Any) -> int:
+    """A core of the LNC=2 pair: 0 or 1, and a program of this launch (rank r is program r)."""
+    rank = _int_param(op, name, value)
+    if not 0 <= rank < LNC_MAX_RANKS:
+        raise NkiError(f"{op}: {name} must be 0 or 1 (a core of the LNC=2 pair), got {rank}")
+    if rank >= ctx.grid:
+        raise NkiError(
+            f"{op}: {name} = {rank} names no core of this launch, which runs {ctx.grid} program(s)",
+            "launch the kernel on the LNC=2 pair as kernel[2]; rank r is nl.program_id(0) == r",
+        )
+    return rank
+
+
+@nki_op
+def sendrecv(
+    ctx: Any, src: NkiTensor, dst: NkiTensor, send_to_rank: Any, recv_from_rank: Any, pipe_id: Any,
+    dma_engine: Any = None, **kw: Any,
+) -> None:
+    """Send ``src`` to the ``dst`` of core ``send_to_rank`` while receiving core ``recv_from_rank``'s ``src`` into
+    this core's ``dst``. The cores' sendrecvs of one ``pipe_id`` pair up in the order each core issues them (nkic
+    issues a core's sendrecvs in program order) and complete together; both tiles in SBUF, one dtype, equal
+    partitions and elements per partition. A rank may be the core itself (a local copy)."""
+    name = "sendrecv"
+    src, dst = _tensor(name, "src", src), _tensor(name, "dst", dst)
+    _in(name, "src", src, "sbuf")
+    _in(name, "dst", dst, "sbuf")
+    if src.dtype != dst.dtype:
+        raise NkiError(f"{name}: src is {src.dtype} but dst is {dst.dtype}", "sendrecv cannot cast")
+    _partitions_agree(name, {"dst": dst, "src": src})
+    _free_agree(name, "dst", dst, "src", src)
+    send, recv = _rank(ctx, name, "send_to_rank", send_to_rank), _rank(ctx, name, "recv_from_rank", recv_from_rank)
+    pipe = _int_param(name, "pipe_id", pipe_id)
+    if pipe < 0:
+        raise NkiError(f"{name}: pipe_id must be >= 0, got {pipe}")
+    mode = _enum(dma_engine if dma_engine is not None else "dma", _DMA_ENGINE, "dma_engine")
+    attrs = {"send_to_rank": send, "recv_from_rank": recv, "pipe_id": pipe, "gpsimd_dma": mode == "gpsimd_dma"}
+    problem = sendrecv_problem(attrs.get, src.itemsize, src.free_size)
+    if problem is not None:
+        raise NkiError(problem, "use dma_engine=nisa.dma_engine.dma for larger tiles")
+    # gpsimd_dma is GpSimd's own DMA: it implies GpSimd as the trigger engine.
+    eng = "gpsimd" if attrs["gpsimd_dma"] else "unknown"
+    _record(ctx, name, {"dst": dst, "src": src}, {**attrs, "engine": eng}, eng)
+
+
+@nki_op
+def core_barrier(ctx: Any, data: NkiTensor, cores: Any, engine: Any = None, **kw: Any) -> None:
+    """Every core of ``cores`` waits here until all of them have arrived, with all their earlier work done (nkic
+    stops every engine of the core, not only ``engine``: a stronger barrier that orders everything on the core).
+    ``data`` is the HBM tensor the cores synchronise on; ``cores`` is (0, 1) on the LNC=2 pair, or (0,) in a
+    one-program launch (as nki-library writes it for a single shard)."""
+    name = "core_barrier"
+    data = _tensor(name, "data", data)
+    if data.on_chip:
+        raise NkiError(f"{name}: 'data' must be a tensor in HBM, not {data.buffer}",
+                       "the barrier orders the cores' accesses to a shared HBM tensor")  # fmt: skip
+    if not isinstance(cores, (tuple, list)) or not cores:
+        raise NkiError(f"{name}: cores must be a tuple of core ranks such as (0, 1), got {cores!r}")
+    ranks = [_rank(ctx, name, f"cores[{i}]", c) for i, c in enumerate(cores)]
+    if len(set(ranks)) != len(ranks):
+        raise NkiError(f"{name}: cores {tuple(ranks)} names a core twice")
+    if ctx.program_rank not in ranks:
+        raise NkiError(f"{name}: cores {tuple(ranks)} does not include this core (program {ctx.program_rank})")
+    eng = _enum(engine, _ENGINE, "engine")
+    eng = "gpsimd" if eng == "unknown" else eng
+    _record(ctx, name, {"data": data}, {"cores": tuple(sorted(ranks)), "engine": eng}, eng)
 
 
 # Names nkic lacks are placeholders that raise NkiError when called (``frontend/unsupported.py``).

@@ -696,6 +696,11 @@ class TraceContext:
             index //= self.grid_shape[a]
         return index % self.grid_shape[ax]
 
+    @property
+    def program_rank(self) -> int:
+        """The row-major index of the program being traced in its launch: its core's rank (sendrecv, core_barrier)."""
+        return self._pid
+
     def num_programs(self, axes: Any) -> int:
         """Programs along ``axes`` (an axis or a tuple of them); ``None`` is the whole grid."""
         if axes is None:

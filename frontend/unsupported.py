@@ -20,16 +20,18 @@ from nkic.frontend.errors import NkiError
 class Unsupported:
     """Stands for the NKI name ``qualname`` that nkic lacks; calling it raises ``NkiError`` at the call site."""
 
-    __slots__ = ("qualname", "_children")
+    __slots__ = ("qualname", "_children", "_why")
 
-    def __init__(self, qualname: str):
+    def __init__(self, qualname: str, why: tuple[str, str] = ("", "")):
         self.qualname = qualname
         self._children: dict[str, Unsupported] = {}
+        self._why = why  # (what follows the name, hint); empty: the generic "not supported" message
 
     def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        what, hint = self._why
         raise NkiError(
-            f"{self.qualname} is not supported by nkic",
-            "nkic implements a subset of the NKI API; see the README for what is supported",
+            f"{self.qualname} {what or 'is not supported by nkic'}",
+            hint or "nkic implements a subset of the NKI API; see the README for what is supported",
         )
 
     def __getattr__(self, name: str) -> Unsupported:
@@ -38,7 +40,7 @@ class Unsupported:
             raise AttributeError(name)
         child = self._children.get(name)
         if child is None:
-            child = self._children[name] = Unsupported(f"{self.qualname}.{name}")
+            child = self._children[name] = Unsupported(f"{self.qualname}.{name}", self._why)
         return child
 
     def __repr__(self) -> str:
@@ -66,8 +68,9 @@ def is_unsupported(value: object) -> bool:
     return isinstance(value, Unsupported)
 
 
-def missing_names(module: str) -> Callable[[str], Unsupported]:
-    """A module-level ``__getattr__`` that turns every missing public name of ``module`` into a placeholder."""
+def missing_names(module: str, what: str = "", hint: str = "") -> Callable[[str], Unsupported]:
+    """A module-level ``__getattr__`` that turns every missing public name of ``module`` into a placeholder; calling
+    one raises ``NkiError("<module>.<name> <what>. <hint>")`` (by default: "is not supported by nkic")."""
     cache: dict[str, Unsupported] = {}
 
     def __getattr__(name: str) -> Unsupported:  # noqa: N807 — the module hook's name
@@ -76,7 +79,7 @@ def missing_names(module: str) -> Callable[[str], Unsupported]:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         placeholder = cache.get(name)
         if placeholder is None:
-            placeholder = cache[name] = Unsupported(f"{module}.{name}")
+            placeholder = cache[name] = Unsupported(f"{module}.{name}", (what, hint))
         return placeholder
 
     return __getattr__

@@ -7,7 +7,8 @@ chunk can only add an edge, never lose one. For every chunk we keep the last wri
 State inside an engine is ordered the same way, per (engine, state): the accumulator registers (``reduce_cmd``: an
 instruction that continues an accumulation — ``reduce`` / ``load_reduce``, or ``idle`` with a ``reduce_res`` —
 reads them; ``reset*``/``reduce``/``load_reduce`` write them) and whatever a declaration names in ``reads_state`` /
-``writes_state`` (the PRNG state of ``rng``, ``dropout``, ``set_rng_seed`` …). A reader depends on the last writer
+``writes_state`` (the PRNG state of ``rng``, ``dropout``, ``set_rng_seed`` …); a state of ``CORE_STATES`` (the
+position in the core's sendrecv sequence) is one per core, whatever the engine. A reader depends on the last writer
 (flow), a writer on the readers since (anti) and on the last writer (output).
 
 A control instruction (register or loop, ``IsControl``) is a barrier every engine reaches together: it orders
@@ -27,6 +28,7 @@ from nkic.dialects import bir
 from nkic.dialects.instructions import reads_dst, str_field
 from nkic.dialects.traits import IsControl
 from nkic.passes.physical import place
+from nkic.target.instructions import CORE_STATES
 
 CHUNK = {"sbuf": 64, "psum": 512, "hbm": 4096}
 
@@ -85,7 +87,7 @@ class _StateOrder:
         """``inst``'s edges; output edges of an earlier writer go to ``late[writer]``."""
         me, edges = inst.inst_id, {}
         for name, (reads, writes) in state_use(inst).items():
-            key = (inst.engine.data, name)
+            key = ("core" if name in CORE_STATES else inst.engine.data, name)
             last = self.writer.get(key)
             if reads and last is not None:
                 edges[last] = "flow"

@@ -30,6 +30,15 @@ def _renamed(op: Operation, names: dict[str, str], id_base: int) -> Operation:
     return new
 
 
+def _shared_base(callee: bir.FunctionOp) -> str:
+    """The prefix of a shared_hbm tensor's name: the kernel's, without the SPMD program suffix (``k.p1`` -> ``k``),
+    so that every program's copy of the k-th shared_hbm allocation (the tracer names them alike) is one HBM
+    variable of the NEFF (``bir-to-isa`` keys shared tensors by name)."""
+    name, pid = callee.sym_name.data, callee.properties.get("program_id")
+    suffix = f".p{pid.value.data}" if isinstance(pid, IntegerAttr) else ""
+    return name[: -len(suffix)] if suffix and name.endswith(suffix) else name
+
+
 def inline_function(
     call: Operation, callee: bir.FunctionOp, arg_map: dict[str, str], out_map: dict[str, str]
 ) -> None:
@@ -47,14 +56,14 @@ def inline_function(
             _check_binding(loc, caller_locs.get(mapping[name]), kind)
             names[name] = mapping[name]
             continue
-        # Constants are named after their contents (nl.shared_constant): they keep their name, so every core's
-        # copy of a kernel refers to one NEFF variable, and a second inlining reuses the first's memloc.
-        if kind == "constant" and name in caller_locs and caller_locs[name].data == loc.data:
-            names[name] = name
+        base = _shared_base(callee) if loc.mem == "shared_hbm" else callee.sym_name.data
+        fresh, i = f"{base}.{name}", 1
+        # A constant is named after its contents (nl.shared_constant): inlined again, it is the same tensor.
+        if kind == "constant" and fresh in caller_locs and caller_locs[fresh].data == loc.data:
+            names[name] = fresh
             continue
-        fresh, i = (name if kind == "constant" else f"{callee.sym_name.data}.{name}"), 1
         while fresh in caller_locs:
-            fresh, i = f"{callee.sym_name.data}.{name}_{i}", i + 1
+            fresh, i = f"{base}.{name}_{i}", i + 1
         names[name] = fresh
         clone = loc.clone()
         clone.properties["sym_name"] = StringAttr(fresh)

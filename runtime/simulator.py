@@ -49,7 +49,7 @@ from nkic.target.machine import (
     get_target,
     sem_name,
 )
-from nkic.target.instructions import MX_GROUP_PARTITIONS, mx_scale_row, mx_scale_rows
+from nkic.target.instructions import MX_GROUP_PARTITIONS, mask_cores, mx_scale_row, mx_scale_rows
 from nkic.target.vocab import DTYPES, PACKED_DTYPES
 
 __all__ = [
@@ -195,6 +195,10 @@ class _Core:
         # so their copies are always equal: one file per core stands for all of them. Register 0 reads as zero.
         self.regs = [0] * NUM_REGISTERS
         self.dma_in_flight = 0
+        # The LNC=2 pair: every core of the run, by rank (set by simulate), and the tiles this core's sendrecvs
+        # have sent, by pipe, while their exchange is being applied.
+        self.pair: list[_Core] = [self]
+        self.outbox: dict[int, np.ndarray] = {}
 
 
 def _element_offsets(pairs: tuple[tuple[int, int], ...]) -> np.ndarray:
@@ -1143,6 +1147,32 @@ def _exec_dma_compute(core: _Core, ins: Instr) -> None:
     dst.store(total)
 
 
+# -- the LNC=2 pair: the scheduler makes the cores meet (_Scheduler._meet); these are the per-core effects ------
+@execute("SENDRECV")
+def _exec_sendrecv(core: _Core, ins: Instr) -> None:
+    """The receiving half of an exchange: ``dst`` = the tile core ``recv_from_rank`` sent on this pipe (the
+    scheduler has put every member's ``src`` into its outbox first, so an exchange in place swaps)."""
+    peer, pipe = int(_value(ins, "recv_from_rank")), int(_value(ins, "pipe_id"))
+    if peer >= len(core.pair):
+        raise SimulationError(f"recv_from_rank {peer} names no core (the run has {len(core.pair)})")
+    sent = core.pair[peer].outbox.get(pipe)
+    if sent is None:
+        raise SimulationError(f"core {peer} sent nothing on pipe {pipe} to core {core.index}")
+    dst = _view(core, ins, "dst")
+    if sent.dtype != dst.dtype or sent.shape != (dst.nparts, dst.free):
+        raise SimulationError(f"core {peer} sent a {sent.shape} {sent.dtype} tile (partitions, elements) on pipe "
+                              f"{pipe}; dst is ({dst.nparts}, {dst.free}) {dst.dtype}")  # fmt: skip
+    dst.store_raw(sent)
+
+
+@execute("CORE_BARRIER")
+def _exec_core_barrier(core: _Core, ins: Instr) -> None:
+    """No data effect: the cores' meeting is the scheduler's; a barrier must name its own core."""
+    cores = mask_cores(int(_value(ins, "core_mask")))
+    if core.index not in cores:
+        raise SimulationError(f"core {core.index} is not one of the barrier's cores {cores}")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # scheduling
 
@@ -1154,6 +1184,7 @@ class _Engine:
     instrs: list[Instr]
     pc: int = 0
     busy: bool = False
+    meeting: tuple | None = None  # the LNC meeting this engine waits at (_Scheduler._post)
     # LOOP_BEGIN <-> LOOP_END positions in this stream (structured control flow: a branch goes to its partner)
     partner: dict[int, int] = field(default_factory=dict)
 
@@ -1192,6 +1223,11 @@ class _Scheduler:
         self.now = 0.0
         self.handled = 0
         self.profile = Profile(target.name, len(cores))
+        # The LNC=2 pair's meetings. A core's k-th SENDRECV of a pipe meets the other cores' k-th of that pipe, its
+        # k-th CORE_BARRIER their k-th barrier: (what, k) -> {core: (engines, instruction)}, what being
+        # ("SENDRECV", pipe) or ("CORE_BARRIER",). arrived[(core, what)] counts a core's arrivals.
+        self.arrived: dict[tuple[int, tuple], int] = {}
+        self.meetings: dict[tuple, dict[int, tuple[list[_Engine], Instr]]] = {}
 
     def run(self) -> Profile:
         while True:
@@ -1249,6 +1285,9 @@ class _Scheduler:
 
     def _issue(self, eng: _Engine) -> None:
         ins = eng.instrs[eng.pc]
+        if ins.opcode == "SENDRECV":  # the engine waits for the other cores of its pipe (_meet)
+            self._post(eng.core, ("SENDRECV", int(_value(ins, "pipe_id"))), [eng], ins)
+            return
         self._execute(eng, ins)
         dur = self._cost(eng, ins)
         eng.pc += 1
@@ -1265,7 +1304,7 @@ class _Scheduler:
         engines hold equal copies of the registers), reset the semaphores and move every engine on: past it, or
         to the partner of a taken branch."""
         engines = [e for e in self.engines if e.core == core]
-        if self.cores[core].dma_in_flight or not all(e.at_barrier for e in engines):
+        if self.cores[core].dma_in_flight or not all(e.at_barrier and e.meeting is None for e in engines):
             return
         lead = engines[0]
         ins = lead.instrs[lead.pc]
@@ -1274,6 +1313,15 @@ class _Scheduler:
             if (other.opcode, other.inst_id) != (ins.opcode, ins.inst_id):
                 raise SimulationError(f"{self._where(e, other)} and {self._where(lead, ins)} meet at one barrier: "
                                       "every engine must reach the same control instructions")  # fmt: skip
+        if ins.opcode == "CORE_BARRIER":  # the core, idle, now waits for the barrier's other cores (_meet)
+            self._post(core, ("CORE_BARRIER",), engines, ins)
+            return
+        self._release(core, engines, ins)
+
+    def _release(self, core: int, engines: list[_Engine], ins: Instr) -> None:
+        """Run a control instruction on ``core`` whose engines all wait at it: once (the engines hold equal copies
+        of the registers); the semaphores restart from zero; every engine moves on after the instruction's cost."""
+        lead = engines[0]
         taken = self._execute(lead, ins)
         self.cores[core].sems = [0] * NUM_SEMAPHORES
         for e in engines:
@@ -1282,6 +1330,109 @@ class _Scheduler:
             e.pc = e.partner[e.pc] + 1 if taken else e.pc + 1
             e.busy = True
             self._at(self.now + dur, partial(self._finish, e, None))
+
+    # -- the LNC=2 pair -------------------------------------------------------------------------------------
+    def _post(self, core: int, what: tuple, engines: list[_Engine], ins: Instr) -> None:
+        """``core`` arrives at its next meeting of kind ``what`` (its engines wait there); complete the meeting if
+        every core it needs has arrived too."""
+        k = self.arrived.get((core, what), 0)
+        self.arrived[(core, what)] = k + 1
+        key = (what, k)
+        posts = self.meetings.setdefault(key, {})
+        posts[core] = (engines, ins)
+        for e in engines:
+            e.busy, e.meeting = e.busy or what[0] == "SENDRECV", key
+        members = self._members(key, core)
+        if members is not None:
+            self._meet(key, members)
+
+    def _peers(self, core: int, ins: Instr) -> tuple[int, ...]:
+        """The cores ``core``'s instruction names: a sendrecv's two ranks, a barrier's cores."""
+        if ins.opcode == "SENDRECV":
+            peers: tuple[int, ...] = (int(_value(ins, "send_to_rank")), int(_value(ins, "recv_from_rank")))
+        else:
+            peers = mask_cores(int(_value(ins, "core_mask")))
+            if core not in peers:
+                raise SimulationError(f"core {core} CORE_BARRIER (inst_id {ins.inst_id}) names cores {peers}, "
+                                      "not its own")  # fmt: skip
+        for p in peers:
+            if p >= len(self.cores):
+                raise SimulationError(f"core {core} {ins.opcode} (inst_id {ins.inst_id}) names core {p}, but the "
+                                      f"NEFF has {len(self.cores)} core(s)")  # fmt: skip
+        return peers
+
+    def _members(self, key: tuple, core: int) -> set[int] | None:
+        """Every core of the meeting ``core`` arrived at, once all of them have arrived (else None)."""
+        posts = self.meetings[key]
+        members, todo = set(), [core]
+        while todo:
+            c = todo.pop()
+            if c in members:
+                continue
+            if c not in posts:
+                return None
+            members.add(c)
+            todo.extend(self._peers(c, posts[c][1]))
+        return members
+
+    def _meet(self, key: tuple, members: set[int]) -> None:
+        """Every core of the meeting has arrived: exchange the sendrecv tiles, or release the barrier."""
+        posts = self.meetings[key]
+        what, k = key
+        first = posts[min(members)][1]
+        for c in sorted(members):
+            ins = posts[c][1]
+            if ins.opcode == "SENDRECV":
+                to = int(_value(ins, "send_to_rank"))
+                if int(_value(posts[to][1], "recv_from_rank")) != c:
+                    raise SimulationError(f"core {c} sends to core {to} on pipe {what[1]} (exchange #{k}), but core "
+                                          f"{to} receives from core {int(_value(posts[to][1], 'recv_from_rank'))}")
+            elif ins.imm("core_mask") != first.imm("core_mask"):
+                raise SimulationError(f"CORE_BARRIER #{k}: core {min(members)} names cores "
+                                      f"{self._peers(min(members), first)}, core {c} names {self._peers(c, ins)}")
+        if what[0] == "SENDRECV":
+            self._exchange(what[1], {c: posts[c] for c in members})
+        else:
+            for c in sorted(members):
+                self._release(c, *posts[c])
+        for c in members:
+            for e in posts.pop(c)[0]:
+                e.meeting = None
+        if not posts:
+            del self.meetings[key]
+
+    def _exchange(self, pipe: int, posts: dict[int, tuple[list[_Engine], Instr]]) -> None:
+        """Each member's src goes to the dst of the core it sends to, all at once: every src is read before any
+        dst is written. The group completes together, after the slowest member's transfer."""
+        for c, (_, ins) in posts.items():
+            self.cores[c].outbox[pipe] = _view(self.cores[c], ins, "src").raw().copy()
+        try:
+            for c, ([eng], ins) in posts.items():
+                self._execute(eng, ins)
+        finally:
+            for c in posts:
+                self.cores[c].outbox.pop(pipe, None)
+        dur = max(self._cost(eng, ins) for [eng], ins in posts.values())
+        for c, ([eng], ins) in posts.items():
+            self._record(c, eng.name, ins, self.now, dur)
+            eng.pc += 1
+            self._at(self.now + dur, partial(self._finish, eng, ins.signal_sem))
+
+    def _meeting_line(self, key: tuple, core: int, ins: Instr) -> str:
+        (what, *pipe), k = key
+        at = f"sendrecv #{k} on pipe {pipe[0]}" if what == "SENDRECV" else f"core_barrier #{k}"
+        missing = [p for p in self._peers(core, ins) if p not in self.meetings[key]]
+        waits = []
+        for p in missing:
+            engines = [e for e in self.engines if e.core == p]
+            state = "has finished its streams" if all(e.done for e in engines) else "is stuck elsewhere"
+            waits.append(f"core {p}, which {state} without reaching its {at}")
+        return f"  core {core} {ins.opcode} (inst_id {ins.inst_id}) waits at its {at} for " + "; ".join(waits or ["the cores its partners wait for"])
+
+    def _meeting_report(self) -> list[str]:
+        """A line per core waiting at an LNC meeting (sendrecv, core_barrier) for a core that never came."""
+        return [self._meeting_line(key, core, ins) for key, posts in self.meetings.items()
+                for core, (_, ins) in sorted(posts.items())]  # fmt: skip
 
     def _finish(self, eng: _Engine, signal: int | None) -> None:
         eng.busy = False
@@ -1312,13 +1463,16 @@ class _Scheduler:
 
     def _deadlock_report(self, blocked: list[_Engine]) -> str:
         lines = [f"simulation deadlock at {self.now:.1f} ns: no engine can progress and nothing is in flight"]
+        lines += self._meeting_report()
         for eng in blocked:
+            if eng.meeting is not None:
+                continue
             ins = eng.instrs[eng.pc]
             have = self.cores[eng.core].sems[ins.wait_sem] if ins.wait_sem is not None else "-"
             wait = sem_name(ins.wait_sem) if ins.wait_sem is not None else "nothing"
             lines.append(f"  core {eng.core} {eng.name}[{eng.pc}] {ins.opcode} (inst_id {ins.inst_id}) waits "
                          f"{wait} >= {ins.wait_value}, current value {have}")  # fmt: skip
-        for core in sorted({e.core for e in blocked}):
+        for core in sorted({e.core for e in blocked if e.meeting is None}):
             values = ", ".join(f"{sem_name(i)}={v}" for i, v in enumerate(self.cores[core].sems) if v)
             lines.append(f"  core {core} semaphores: {values or 'all zero'}")
         return "\n".join(lines)
@@ -1359,6 +1513,8 @@ def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
     tgt = get_target(target)
     hbm = _init_hbm(neff, inputs)
     cores = [_Core(i, tgt, hbm) for i in range(len(neff.subgraphs))]
+    for core in cores:
+        core.pair = cores  # the LNC=2 pair reads its partner's sent tiles
     profile = _Scheduler(neff, cores, tgt, max_events).run()
     final = {
         v.name: hbm[v.var_id].view(DTYPES[v.dtype]).reshape(v.shape).copy()

@@ -358,3 +358,25 @@ def _control(ins: Instr, t: Target) -> int:
 def _register_memory(ins: Instr, t: Target) -> int:
     """Estimate (unpublished): a 4-byte register load/store; the sequencers read SBUF/HBM at about DMA latency."""
     return 2 * CONTROL_CYCLES
+
+
+# The LNC=2 pair. Nothing is published for either instruction; the figures are estimates.
+LNC_SYNC_NS = 500.0  # estimate: a remote semaphore write to the other core plus the local wait seeing it
+GPSIMD_SB2SB_FIXED_CYCLES = 2 * MIN_II  # estimate: GpSimd's internal DMA starts without descriptors or queues
+
+
+@cost("CORE_BARRIER")
+def _core_barrier(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished): one cross-core semaphore round, ``LNC_SYNC_NS``, paid after the last core arrived
+    (the waiting itself is the simulator's)."""
+    return math.ceil(LNC_SYNC_NS * t.clock_ghz[ins.engine])
+
+
+@cost("SENDRECV")
+def _sendrecv(ins: Instr, t: Target) -> int:
+    """Estimate (unpublished). ``dma_engine.dma``: a DMA between the cores' SBUFs (:func:`dma_ns`, fixed cost and
+    bandwidth) plus the CoreBarrier round ``LNC_SYNC_NS``. ``gpsimd_dma``: GpSimd's internal SBUF-to-SBUF DMA, a
+    short fixed start plus one element per partition per cycle (it is limited to 1 KiB per partition)."""
+    if "gpsimd_dma" in ins.spec.flags and ins.flag("gpsimd_dma"):
+        return GPSIMD_SB2SB_FIXED_CYCLES + _free(ins.operand("src"))
+    return math.ceil((dma_ns(ins, t) + LNC_SYNC_NS) * t.clock_ghz[ins.engine])

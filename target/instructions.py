@@ -86,6 +86,7 @@ class InstrSpec:
     # PRNG state): dependency-analysis orders the readers and writers of one engine's state like memory accesses.
     reads_state: frozenset[str] = frozenset()
     writes_state: frozenset[str] = frozenset()
+    # The named states in CORE_STATES belong to the whole core rather than to the executing engine.
 
     @property
     def role_names(self) -> tuple[str, ...]:
@@ -914,4 +915,79 @@ declare(
     OpSpec("MATMUL_MX", 0x39, ("pe",), ("dst", "stationary", "moving", "stationary_scale", "moving_scale"),
            "dst[M, N] (+)= dequant(stationary)[K, M, 4] . dequant(moving)[K, N, 4] into PSUM",
            required=("dst", "stationary", "moving", "stationary_scale", "moving_scale"), flags=("accumulate",)),
+)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The LNC=2 pair: the two NeuronCores of a logical core (a ``kernel[2]`` launch, one SPMD program per core) share
+# an HBM stack. ``sendrecv`` swaps SBUF tiles between them; ``core_barrier`` makes each wait for the other. A core
+# is named by its rank, the program's index in the launch (ARCHITECTURE.md, "The LNC=2 pair").
+# ---------------------------------------------------------------------------------------------------------------
+LNC_MAX_RANKS = 2  # the cores of one logical core that sendrecv / core_barrier can name (ranks 0 and 1)
+# gpsimd_dma (GpSimd's own SBUF-to-SBUF DMA) moves at most this many bytes per partition.
+SENDRECV_GPSIMD_BYTES = {4: 1024, 2: 512, 1: 256}
+_SENDRECV_ENGINES = ("sp", "pool", "act", "dve")  # dma_engine.dma "can be triggered from any engine"
+# The core's position in its sendrecv sequence: the simulator pairs the cores' k-th sendrecvs of a pipe, so every
+# core issues its sendrecvs in program order, whatever engines run them (dependency-analysis chains them).
+LNC_PIPES = "lnc_pipes"
+CORE_STATES: frozenset[str] = frozenset({LNC_PIPES})
+
+
+def sendrecv_problem(get: Callable[[str], Any], itemsize: int | None, free_elems: int) -> str | None:
+    """What is wrong with a sendrecv's ranks and size (``get(field)``; ``itemsize`` None when unknown), checked at
+    the nisa call, in penguin/bir and in the ISA."""
+    for name in ("send_to_rank", "recv_from_rank"):
+        rank = get(name)
+        if rank is None or not 0 <= int(rank) < LNC_MAX_RANKS:
+            return f"sendrecv: {name} must be 0 or 1 (a core of the LNC=2 pair), got {rank}"
+    if itemsize is not None and get("gpsimd_dma"):
+        limit = SENDRECV_GPSIMD_BYTES.get(itemsize, min(SENDRECV_GPSIMD_BYTES.values()))
+        if free_elems * itemsize > limit:
+            return (f"sendrecv: dma_engine.gpsimd_dma moves at most {limit} bytes per partition of a {itemsize}-byte "
+                    f"dtype, got {free_elems * itemsize}")
+    return None
+
+
+def core_barrier_problem(cores: tuple[int, ...]) -> str | None:
+    """What is wrong with a core_barrier's ranks, checked in penguin/bir and (as a mask) in the ISA."""
+    if not cores or len(set(cores)) != len(cores) or not all(0 <= c < LNC_MAX_RANKS for c in cores):
+        return f"core_barrier: cores must be distinct ranks of the LNC=2 pair (0 and/or 1), got {tuple(cores)}"
+    return None
+
+
+def core_mask(cores: tuple[int, ...]) -> int:
+    """The bit mask of a core_barrier's ranks (bit r set for rank r)."""
+    return sum(1 << int(c) for c in cores)
+
+
+def mask_cores(mask: int) -> tuple[int, ...]:
+    return tuple(r for r in range(32) if mask >> r & 1)
+
+
+declare(
+    InstrSpec(
+        "sendrecv", "SENDRECV", (Role("dst", write=True, memories=("sbuf",)), Role("src", memories=("sbuf",))),
+        _SENDRECV_ENGINES,
+        "send src to the dst of core send_to_rank while receiving core recv_from_rank's src into dst; the cores' "
+        "sendrecvs of one pipe_id pair up in order and complete together",
+        fields=(Field("send_to_rank", "int", required=True), Field("recv_from_rank", "int", required=True),
+                Field("pipe_id", "int", required=True), Field("gpsimd_dma", "bool"), _ENGINE),
+        elementwise=("src",), since=3, reads_state=frozenset({LNC_PIPES}), writes_state=frozenset({LNC_PIPES}),
+    ),
+    OpSpec("SENDRECV", 0x54, _SENDRECV_ENGINES, ("dst", "src"),
+           "dst of core send_to_rank = src; dst = src of core recv_from_rank (rendezvous on pipe_id)",
+           required=("dst", "src"), imms=(Imm("send_to_rank", "u32"), Imm("recv_from_rank", "u32"),
+                                          Imm("pipe_id", "u32", default=0)),
+           flags=("gpsimd_dma",), same_shape=("src",)),
+)
+declare(
+    InstrSpec(
+        "core_barrier", "CORE_BARRIER", (Role("data", memories=HBM_MEMORIES),), ("pool", "act", "dve", "pe", "sp"),
+        "every core in cores waits until all of them reached this barrier (with all their earlier work done)",
+        fields=(Field("cores", "axes", required=True, imm=None), _ENGINE), traits=_CONTROL,
+        derive=lambda f: {"core_mask": core_mask(tuple(f["cores"]))}, since=3,
+    ),
+    OpSpec("CORE_BARRIER", 0x55, ENGINE_NAMES, ("data",),
+           "wait until every core of core_mask has reached its matching CORE_BARRIER", required=("data",),
+           imms=(Imm("core_mask", "u32"),), writes=(), traits=_CONTROL),
 )

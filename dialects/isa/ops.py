@@ -22,10 +22,14 @@ from nkic.target.instructions import (
     SHUFFLE_MASK_WORDS,
     SHUFFLE_QUADRANT,
     activate2_problem,
+    core_barrier_problem,
+    mask_cores,
+    sendrecv_problem,
     shuffle_start_problem,
     unpack_shuffle_mask,
 )
 from nkic.target.isa import OPCODES, Instr, OpSpec
+from nkic.target.vocab import DTYPES
 from nkic.target.machine import ENGINES, MAX_MATMUL_N, NUM_DMA_QUEUES, TARGETS, queue_sem
 
 __all__ = ["FORMATS", "ENGINE_DIALECTS", "ISA_OPS", "isa_op"]
@@ -177,6 +181,32 @@ class Activate2Format(IsaInst):
         super().verify_format()
 
 
+class SendrecvFormat(IsaInst):
+    """Ranks of the LNC=2 pair, one dtype on both sides, and gpsimd_dma only on GpSimd within its size limit."""
+
+    def verify_format(self) -> None:
+        super().verify_format()
+        src, dst = self.loc("src"), self.loc("dst")
+        if src is not None and dst is not None and src.dt != dst.dt:
+            raise VerifyException(f"sendrecv cannot cast: src is {src.dt}, dst is {dst.dt}")
+        itemsize = DTYPES[src.dt].itemsize if src is not None else None
+        problem = sendrecv_problem(self.field, itemsize, self.dims("src")[1])
+        if problem is not None:
+            raise VerifyException(problem)
+        if self.flag("gpsimd_dma") and self.ENGINE != "pool":
+            raise VerifyException(f"sendrecv with gpsimd_dma runs on pool (GpSimd's own DMA), not {self.ENGINE}")
+
+
+class CoreBarrierFormat(IsaInst):
+    """core_mask names one or both cores of the LNC=2 pair."""
+
+    def verify_format(self) -> None:
+        super().verify_format()
+        problem = core_barrier_problem(mask_cores(int(self.field("core_mask") or 0)))
+        if problem is not None:
+            raise VerifyException(problem)
+
+
 class SemWaitFormat(IsaInst):
     def verify_format(self) -> None:
         if "wait_sem" not in self.properties:
@@ -187,7 +217,8 @@ FORMATS: dict[str, type[IsaInst]] = {
     "DMA_COPY": DmaCopyFormat, "MATMUL": MatmulFormat, "MATMUL_MX": MatmulMxFormat,
     "TENSOR_SCALAR": TensorScalarFormat, "TENSOR_REDUCE": TensorReduceFormat, "MEMSET": MemsetFormat,
     "SEM_WAIT": SemWaitFormat, "DMA_COMPUTE": DmaComputeFormat, "LOCAL_GATHER": LocalGatherFormat,
-    "NC_STREAM_SHUFFLE": NcStreamShuffleFormat, "ACTIVATE2": Activate2Format,
+    "NC_STREAM_SHUFFLE": NcStreamShuffleFormat, "ACTIVATE2": Activate2Format, "SENDRECV": SendrecvFormat,
+    "CORE_BARRIER": CoreBarrierFormat,
 }  # fmt: skip
 
 

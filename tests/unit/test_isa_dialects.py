@@ -185,6 +185,13 @@ CONTROL = [
     "reg_store dst hbm(var 2, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 53 : i64, src_reg = 1 : i64}",
     "loop_end {id = 54 : i64, cond_reg = 2 : i64}",
 ]
+# The LNC=2 pair: SENDRECV on each trigger engine (gpsimd_dma on pool), CORE_BARRIER (control) in every stream.
+_SENDRECV = (f"sendrecv dst {_sb(0x7000, ap='[0 : [1, 128], [1, 64]]')}, src {_sb(0x7100, ap='[0 : [1, 128], [1, 64]]')} "
+             "{{id = 60 : i64, send_to_rank = 1 : i64, recv_from_rank = 1 : i64{extra}}}")
+for _engine in ("sp", "act", "dve", "pool"):
+    _extra = ", gpsimd_dma = true" if _engine == "pool" else ", pipe_id = 3 : i64"
+    PROGRAM[_engine].append(f"isa_{_engine}." + _SENDRECV.format(extra=_extra))
+CONTROL.append("core_barrier data hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]] {id = 61 : i64, core_mask = 3 : i64}")
 for _engine, _lines in PROGRAM.items():
     _lines += [f"isa_{_engine}.{line}" for line in CONTROL]
 VARS = [
@@ -230,7 +237,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 86
+    assert len(ISA_OPS) == len(declared) == 95
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:

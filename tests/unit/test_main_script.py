@@ -29,8 +29,9 @@ def test_nki_error_is_one_line_with_the_kernel_location(tmp_path: Path) -> None:
     r = python_m_nkic(str(SCRIPTS / "nisa_error.py"), cwd=tmp_path)
     assert r.returncode == 1
     assert r.stderr.strip().splitlines() == [
-        f"{SCRIPTS / 'nisa_error.py'}:13: error: nki.isa.sendrecv is not supported by nkic. nkic implements a subset "
-        "of the NKI API; see the README for what is supported"
+        f"{SCRIPTS / 'nisa_error.py'}:13: error: nki.collectives.all_reduce is not simulated yet: nkic simulates no "
+        "collective communication between ranks. between the two cores of an LNC=2 launch use nisa.sendrecv and "
+        "nisa.core_barrier"
     ]
 
 

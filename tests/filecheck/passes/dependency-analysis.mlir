@@ -101,3 +101,25 @@ builtin.module {
     bir.rng dst @z[0 : [16, 128], [1, 16]] {id = 6 : i64, engine = "dve"}
   }
 }
+
+// -----
+
+// The LNC=2 pair: a core's sendrecvs stay in program order whatever engines run them (the simulator pairs the
+// cores' k-th sendrecvs of a pipe), through the core-wide lnc_pipes state: the second depends on the first although
+// their tiles are disjoint. core_barrier is a control instruction: no edges, and the tables restart after it.
+// CHECK: bir.sendrecv dst @a{{.*}} {id = 0 : i64, engine = "sp", send_to_rank = 1 : i64, recv_from_rank = 1 : i64, pipe_id = 0 : i64}
+// CHECK-NEXT: bir.sendrecv dst @c{{.*}} {id = 1 : i64, engine = "pool", send_to_rank = 1 : i64, recv_from_rank = 1 : i64, pipe_id = 3 : i64, deps = [#bir.dep<flow, 0>]}
+// CHECK-NEXT: bir.core_barrier data @out{{.*}} {id = 2 : i64, engine = "pool", cores = array<i64: 0, 1>}
+// CHECK-NEXT: bir.tensor_copy dst @c{{.*}} {id = 3 : i64, engine = "dve"}
+
+builtin.module {
+  bir.function @f attributes {inputs = [], outputs = ["out"]} {
+    bir.memloc @out : shared_hbm [128, 512] float32 {kind = "output"}
+    bir.memloc @a : sbuf [128, 512] float32 {address = array<i64: 0, 0>}
+    bir.memloc @c : sbuf [128, 512] float32 {address = array<i64: 0, 4096>}
+    bir.sendrecv dst @a[0 : [512, 128], [1, 256]], src @a[256 : [512, 128], [1, 256]] {id = 0 : i64, engine = "sp", send_to_rank = 1 : i64, recv_from_rank = 1 : i64, pipe_id = 0 : i64}
+    bir.sendrecv dst @c[0 : [512, 128], [1, 256]], src @c[256 : [512, 128], [1, 256]] {id = 1 : i64, engine = "pool", send_to_rank = 1 : i64, recv_from_rank = 1 : i64, pipe_id = 3 : i64}
+    bir.core_barrier data @out[0 : [512, 128], [1, 512]] {id = 2 : i64, engine = "pool", cores = array<i64: 0, 1>}
+    bir.tensor_copy dst @c[0 : [512, 128], [1, 256]], src @a[0 : [512, 128], [1, 256]] {id = 3 : i64, engine = "dve"}
+  }
+}

@@ -2,17 +2,17 @@
 // RUN: nkic-opt %s -p nkic-pipeline | filecheck %s --check-prefix=ISA
 // RUN: nkic-opt %s -p nkic-pipeline | nkic-opt | filecheck %s --check-prefix=ISA
 
-// nl.shared_constant: a penguin.alloc with data becomes a `constant` bir memloc that keeps its name through inlining,
-// so both programs of the grid-2 launch read one tensor, then one `file` isa.var per core, same var_id and bytes.
+// nl.shared_constant: a penguin.alloc with data becomes a `constant` bir memloc, named alike in both programs of the
+// grid-2 launch (as every shared_hbm tensor), so they read one tensor: one `file` isa.var per core, same var_id and
+// bytes.
 // FRONT: bir.function @main
-// FRONT-NOT: k.const_0
-// FRONT: bir.memloc @const_0 : shared_hbm [2, 2] float32 {kind = "constant", data = "0x0000803f000000400000404000008040"}
+// FRONT: bir.memloc @k.const_0 : shared_hbm [2, 2] float32 {kind = "constant", data = "0x0000803f000000400000404000008040"}
 // FRONT-NOT: k.p1.const_0
-// FRONT: bir.memloc @const_0 : shared_hbm [2, 2] float32 {kind = "constant", data = "0x0000803f000000400000404000008040"}
+// FRONT: bir.memloc @k.const_0 : shared_hbm [2, 2] float32 {kind = "constant", data = "0x0000803f000000400000404000008040"}
 // ISA: isa.core @sg00 {
-// ISA: isa.var @const_0 : file [2, 2] float32 {var_id = [[ID:[0-9]+]] : i64, data = "0x0000803f000000400000404000008040"}
+// ISA: isa.var @k.const_0 : file [2, 2] float32 {var_id = [[ID:[0-9]+]] : i64, data = "0x0000803f000000400000404000008040"}
 // ISA: isa.core @sg01 {
-// ISA: isa.var @const_0 : file [2, 2] float32 {var_id = [[ID]] : i64, data = "0x0000803f000000400000404000008040"}
+// ISA: isa.var @k.const_0 : file [2, 2] float32 {var_id = [[ID]] : i64, data = "0x0000803f000000400000404000008040"}
 
 builtin.module {
   penguin.graph @main {

@@ -386,3 +386,59 @@ builtin.module {
   }
 }
 // CHECK: activate2: reduce_cmd=reset_reduce needs a reduce_op
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pool" {
+      isa_pool.sendrecv dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 0 : i64, send_to_rank = 2 : i64, recv_from_rank = 1 : i64}
+    }
+  }
+}
+// CHECK: sendrecv: send_to_rank must be 0 or 1 (a core of the LNC=2 pair), got 2
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pool" {
+      isa_pool.sendrecv dst sbuf(p0, 0x1000, bfloat16)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 512]] {id = 0 : i64, send_to_rank = 1 : i64, recv_from_rank = 1 : i64, gpsimd_dma = true}
+    }
+  }
+}
+// CHECK: sendrecv: dma_engine.gpsimd_dma moves at most 512 bytes per partition of a 2-byte dtype, got 1024
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "sp" {
+      isa_sp.sendrecv dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 0 : i64, send_to_rank = 1 : i64, recv_from_rank = 1 : i64, gpsimd_dma = true}
+    }
+  }
+}
+// CHECK: sendrecv with gpsimd_dma runs on pool (GpSimd's own DMA), not sp
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "sp" {
+      isa_sp.sendrecv dst sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 0 : i64, send_to_rank = 1 : i64, recv_from_rank = 1 : i64}
+    }
+  }
+}
+// CHECK: sendrecv cannot cast: src is float32, dst is bfloat16
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.var @out : output [128, 64] float32 {var_id = 0 : i64}
+    isa.stream "pool" {
+      isa_pool.core_barrier data hbm(var 0, 0x0, float32)[0 : [64, 128], [1, 64]] {id = 0 : i64, core_mask = 5 : i64}
+    }
+  }
+}
+// CHECK: core_barrier: cores must be distinct ranks of the LNC=2 pair (0 and/or 1), got (0, 2)

@@ -289,3 +289,70 @@ builtin.module {
     }
   }
 }
+
+// -----
+
+// The LNC=2 pair: SENDRECV on any trigger engine (gpsimd_dma on pool only) and CORE_BARRIER, a control
+// instruction in every stream of a core; core_mask 2 is core 1 alone.
+
+// CHECK: builtin.module {
+// CHECK-NEXT: isa.core @sg00 {
+// CHECK-NEXT: isa.var @out : output [2, 128, 64] float32 {var_id = 0 : i64}
+// CHECK-NEXT: isa.stream "pe" {
+// CHECK-NEXT: isa_pe.core_barrier data hbm(var 0, 0x0, float32)[0 : [8192, 2], [64, 128], [1, 64]] {id = 2 : i64, core_mask = 3 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "act" {
+// CHECK-NEXT: isa_act.sendrecv dst sbuf(p0, 0x200, bfloat16)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 64]] {id = 3 : i64, send_to_rank = 1 : i64, recv_from_rank = 1 : i64, pipe_id = 1 : i64, signal_sem = 1 : i64}
+// CHECK-NEXT: isa_act.core_barrier data hbm(var 0, 0x0, float32)[0 : [8192, 2], [64, 128], [1, 64]] {id = 2 : i64, core_mask = 3 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "dve" {
+// CHECK-NEXT: isa_dve.sendrecv dst sbuf(p0, 0x400, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x600, float32)[0 : [1, 128], [1, 64]] {id = 4 : i64, send_to_rank = 0 : i64, recv_from_rank = 0 : i64, signal_sem = 2 : i64}
+// CHECK-NEXT: isa_dve.core_barrier data hbm(var 0, 0x0, float32)[0 : [8192, 2], [64, 128], [1, 64]] {id = 2 : i64, core_mask = 3 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "pool" {
+// CHECK-NEXT: isa_pool.sendrecv dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 0 : i64, send_to_rank = 1 : i64, recv_from_rank = 1 : i64, gpsimd_dma = true, signal_sem = 3 : i64}
+// CHECK-NEXT: isa_pool.core_barrier data hbm(var 0, 0x0, float32)[0 : [8192, 2], [64, 128], [1, 64]] {id = 2 : i64, core_mask = 3 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.stream "sp" {
+// CHECK-NEXT: isa_sp.sendrecv dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 1 : i64, send_to_rank = 1 : i64, recv_from_rank = 0 : i64, pipe_id = 2 : i64, wait_sem = 3 : i64, wait_value = 1 : i64, signal_sem = 4 : i64}
+// CHECK-NEXT: isa_sp.core_barrier data hbm(var 0, 0x0, float32)[0 : [8192, 2], [64, 128], [1, 64]] {id = 2 : i64, core_mask = 3 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: isa.core @sg01 {
+// CHECK-NEXT: isa.var @out : output [2, 128, 64] float32 {var_id = 0 : i64}
+// CHECK-NEXT: isa.stream "pool" {
+// CHECK-NEXT: isa_pool.core_barrier data hbm(var 0, 0x0, float32)[0 : [8192, 2], [64, 128], [1, 64]] {id = 0 : i64, core_mask = 2 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+
+builtin.module {
+  isa.core @sg00 {
+    isa.var @out : output [2, 128, 64] float32 {var_id = 0 : i64}
+    isa.stream "pe" {
+      isa_pe.core_barrier data hbm(var 0, 0x0, float32)[0 : [8192, 2], [64, 128], [1, 64]] {id = 2 : i64, core_mask = 3 : i64}
+    }
+    isa.stream "act" {
+      isa_act.sendrecv dst sbuf(p0, 0x200, bfloat16)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 64]] {id = 3 : i64, send_to_rank = 1 : i64, recv_from_rank = 1 : i64, pipe_id = 1 : i64, signal_sem = 1 : i64}
+      isa_act.core_barrier data hbm(var 0, 0x0, float32)[0 : [8192, 2], [64, 128], [1, 64]] {id = 2 : i64, core_mask = 3 : i64}
+    }
+    isa.stream "dve" {
+      isa_dve.sendrecv dst sbuf(p0, 0x400, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x600, float32)[0 : [1, 128], [1, 64]] {id = 4 : i64, send_to_rank = 0 : i64, recv_from_rank = 0 : i64, signal_sem = 2 : i64}
+      isa_dve.core_barrier data hbm(var 0, 0x0, float32)[0 : [8192, 2], [64, 128], [1, 64]] {id = 2 : i64, core_mask = 3 : i64}
+    }
+    isa.stream "pool" {
+      isa_pool.sendrecv dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 0 : i64, send_to_rank = 1 : i64, recv_from_rank = 1 : i64, gpsimd_dma = true, signal_sem = 3 : i64}
+      isa_pool.core_barrier data hbm(var 0, 0x0, float32)[0 : [8192, 2], [64, 128], [1, 64]] {id = 2 : i64, core_mask = 3 : i64}
+    }
+    isa.stream "sp" {
+      isa_sp.sendrecv dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 1 : i64, send_to_rank = 1 : i64, recv_from_rank = 0 : i64, pipe_id = 2 : i64, wait_sem = 3 : i64, wait_value = 1 : i64, signal_sem = 4 : i64}
+      isa_sp.core_barrier data hbm(var 0, 0x0, float32)[0 : [8192, 2], [64, 128], [1, 64]] {id = 2 : i64, core_mask = 3 : i64}
+    }
+  }
+  isa.core @sg01 {
+    isa.var @out : output [2, 128, 64] float32 {var_id = 0 : i64}
+    isa.stream "pool" {
+      isa_pool.core_barrier data hbm(var 0, 0x0, float32)[0 : [8192, 2], [64, 128], [1, 64]] {id = 0 : i64, core_mask = 2 : i64}
+    }
+  }
+}

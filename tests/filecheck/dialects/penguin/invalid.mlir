@@ -409,3 +409,27 @@ builtin.module {
   }
 }
 // CHECK: stationary_scale (8, 128) (partitions, free) must have 128 elements per partition (one scale per packed element of stationary) and span at least 36 partitions for 64 data partitions
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x64xf32>
+    penguin.sendrecv dst %x[0 : [64, 128], [1, 32]], src %x[32 : [64, 128], [1, 32]] {send_to_rank = 1 : i64, recv_from_rank = -1 : i64, pipe_id = 0 : i64}
+    penguin.return
+  }
+}
+// CHECK: sendrecv: recv_from_rank must be 0 or 1 (a core of the LNC=2 pair), got -1
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %o = penguin.alloc "o" : !penguin.tensor<shared_hbm, 128x64xf32>
+    penguin.core_barrier data %o[0 : [64, 128], [1, 64]] {cores = array<i64: 1, 1>}
+    penguin.return
+  }
+}
+// CHECK: core_barrier: cores must be distinct ranks of the LNC=2 pair (0 and/or 1), got (1, 1)

@@ -58,6 +58,8 @@
 // CHECK: penguin.nc_stream_shuffle dst %x[0 : [512, 32], [1, 512]], src %x[0 : [512, 32], [1, 512]] {shuffle_mask = array<i64: 31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 255>}
 // CHECK: penguin.sequence_bounds dst %bnd[0 : [128, 1], [64, 2], [1, 64]], segment_ids %seg[0 : [64, 1], [1, 64]]
 // CHECK: penguin.dma_compute dst %x[0 : [512, 128], [1, 512]], src0 %in[0 : [512, 128], [1, 512]], src1 %x[0 : [512, 128], [1, 512]] {reduce_op = "add"}
+// CHECK: penguin.sendrecv dst %x[0 : [512, 128], [1, 128]], src %x[128 : [512, 128], [1, 128]] {send_to_rank = 1 : i64, recv_from_rank = 1 : i64, pipe_id = 0 : i64, gpsimd_dma = true, engine = "gpsimd"}
+// CHECK: penguin.core_barrier data %out[0 : [512, 256], [1, 512]] {cores = array<i64: 0, 1>, engine = "gpsimd"}
 // CHECK: penguin.quantize_mx dst %q[0 : [128, 128], [1, 128]], src %xh[0 : [512, 128], [1, 512]], dst_scale %qs[0 : [128, 128], [1, 128]]
 // CHECK: penguin.matmul_mx dst %p[0 : [512, 128], [1, 128]], stationary %q4[0 : [128, 128], [1, 128]], moving %q[0 : [128, 128], [1, 128]], stationary_scale %qs[0 : [128, 128], [1, 128]], moving_scale %qs[0 : [128, 128], [1, 128] as uint8] {accumulate = false}
 // CHECK: penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
@@ -144,6 +146,8 @@ builtin.module {
       penguin.nc_stream_shuffle dst %x[0 : [512, 32], [1, 512]], src %x[0 : [512, 32], [1, 512]] {shuffle_mask = array<i64: 31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 255>}
       penguin.sequence_bounds dst %bnd[0 : [128, 1], [64, 2], [1, 64]], segment_ids %seg[0 : [64, 1], [1, 64]]
       penguin.dma_compute dst %x[0 : [512, 128], [1, 512]], src0 %in[0 : [512, 128], [1, 512]], src1 %x[0 : [512, 128], [1, 512]] {reduce_op = "add"}
+      penguin.sendrecv dst %x[0 : [512, 128], [1, 128]], src %x[128 : [512, 128], [1, 128]] {send_to_rank = 1 : i64, recv_from_rank = 1 : i64, pipe_id = 0 : i64, gpsimd_dma = true, engine = "gpsimd"}
+      penguin.core_barrier data %out[0 : [512, 256], [1, 512]] {cores = array<i64: 0, 1>, engine = "gpsimd"}
       penguin.quantize_mx dst %q[0 : [128, 128], [1, 128]], src %xh[0 : [512, 128], [1, 512]], dst_scale %qs[0 : [128, 128], [1, 128]]
       penguin.matmul_mx dst %p[0 : [512, 128], [1, 128]], stationary %q4[0 : [128, 128], [1, 128]], moving %q[0 : [128, 128], [1, 128]], stationary_scale %qs[0 : [128, 128], [1, 128]], moving_scale %qs[0 : [128, 128], [1, 128] as uint8] {accumulate = false}
       penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
