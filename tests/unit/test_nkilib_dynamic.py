@@ -35,3 +35,29 @@ def test_dynamic_elementwise_add(nkilib, num_m_tiles: int) -> None:
     rows = num_m_tiles * 128
     np.testing.assert_array_equal(out[:rows].astype(np.float32),
                                   dynamic_elementwise_add_ref(a, b, num_m_tiles).astype(np.float32))
+
+
+def indexed_flatten_ref(x: np.ndarray, f_len: int, output_len: int, row_offsets: np.ndarray,
+                        start: int = 0, padding_val: int = -1) -> np.ndarray:  # fmt: skip
+    """numpy translation of ``indexed_flatten_torch_ref``."""
+    e, t = x.shape
+    out = np.full(output_len, padding_val, x.dtype)
+    blocks = out.reshape(output_len // f_len, f_len)
+    rows = x.reshape(e, t // f_len, f_len)
+    for r in range(e):
+        offset = int(row_offsets[start + r])
+        for p in range(t // f_len):
+            if 0 <= offset + p < output_len // f_len:
+                blocks[offset + p] = rows[r, p]
+    return out
+
+
+@pytest.mark.xfail(strict=True, raises=nki.NkiError, reason="indexed_flatten.py:206 calls nisa.sendrecv (LNC2 "
+                   "all-reduce between the two cores), which nkic does not have")  # fmt: skip
+def test_indexed_flatten(nkilib) -> None:
+    mod = nkilib("nkilib.core.subkernels.indexed_flatten")
+    e, t, f_len, output_len = 2, 64, 4, 256  # (T // f_len) a multiple of 16, output_len of 128 and f_len
+    x = np.arange(e * t, dtype=np.int32).reshape(e, t)
+    row_offsets = np.array([3, 50], np.int32)  # row 1's blocks 50..65 run past the 64 output blocks: skipped
+    out = nki.simulate(mod.indexed_flatten[2])(x, f_len, output_len, row_offsets)
+    np.testing.assert_array_equal(out, indexed_flatten_ref(x, f_len, output_len, row_offsets))
