@@ -218,7 +218,8 @@ def _span(pairs: Sequence[tuple[int, int]]) -> tuple[int, int]:
 
 def byte_range(loc: IsaLocAttr, ap: AccessPatternAttr) -> tuple[int, int]:
     """Half-open byte range ``[lo, hi)`` touched inside a partition (SBUF/PSUM) or an HBM variable."""
-    pairs = ap.pairs if loc.mem == "hbm" else ap.pairs[1:]
+    # A vector dynamic term places each row of pair 0 at run time: only the rest is known statically.
+    pairs = ap.pairs if loc.mem == "hbm" and ap.dyn_kind.data != "vector" else ap.pairs[1:]
     lo, hi = _span(pairs)
     size = dtype_size(loc.dt)
     return loc.addr + size * lo, loc.addr + size * (hi + 1)
