@@ -53,6 +53,8 @@ def attr_to_json(a: Attribute) -> Any:
         return {"i64": [int(v) for v in a.get_values()]}
     if isinstance(a, AccessPatternAttr):
         body = [a.offset.data, a.iv_coeffs, [list(p) for p in a.pairs]]
+        if a.is_dynamic:  # [view, [kind, role, register, scale]]
+            return {"ap": [*body, a.view.data, list(a.dyn)]}
         return {"ap": body + [a.view.data] if a.view.data else body}
     if isinstance(a, bir.DepAttr):
         return {"dep": [a.kind.data, a.on.data]}
@@ -84,8 +86,10 @@ def attr_from_json(v: Any) -> Attribute:
         if tag == "i64":
             return DenseArrayBase.from_list(i64, [int(x) for x in body])
         if tag == "ap":
-            off, ivs, pairs, *view = body
-            return AccessPatternAttr(int(off), [tuple(p) for p in pairs], ivs, str(view[0]) if view else "")
+            off, ivs, pairs, *rest = body
+            view = str(rest[0]) if rest else ""
+            dyn = (str(rest[1][0]), str(rest[1][1]), int(rest[1][2]), int(rest[1][3])) if len(rest) > 1 else None
+            return AccessPatternAttr(int(off), [tuple(p) for p in pairs], ivs, view, dyn or ("", "", 0, 0))
         if tag == "dep":
             return bir.DepAttr(str(body[0]), int(body[1]))
         if tag == "dict":

@@ -65,6 +65,11 @@ class AccessPatternAttr(ParametrizedAttribute):
 
     Syntax: ``<0 + 128*i0 : [512, 128], [1, 512]>`` (the ``+ c*iN`` terms only when non-zero), with ``as uint8``
     after the pairs for a view.
+
+    A *dynamic* access pattern (``.ap(scalar_offset=, vector_offset=)``) adds a run-time term ``dyn_scale·v``:
+    ``dyn_kind`` is ``reg`` (v = register ``dyn_reg``), ``scalar`` (v = the one element of the instruction's operand
+    role ``dyn_role``) or ``vector`` (row ``i0`` of pair 0 takes v = element ``i0`` of operand ``dyn_role``, in place
+    of ``step_0·i0``). Printed after the pairs: ``+ 512*r3``, ``+ 512*src_offset``, ``+ 512*vector src_offset``.
     """
 
     name = "nkic.ap"
@@ -73,17 +78,46 @@ class AccessPatternAttr(ParametrizedAttribute):
     ivs: ArrayAttr[IntAttr]
     pattern: ArrayAttr[ArrayAttr[IntAttr]]
     view: StringAttr
+    dyn_kind: StringAttr  # "" (static), "reg", "scalar" or "vector"
+    dyn_role: StringAttr  # the operand role holding the index tensor (scalar / vector)
+    dyn_reg: IntAttr  # the register (reg)
+    dyn_scale: IntAttr  # elements per unit of the dynamic value
 
-    def __init__(self, offset: int, pattern: Sequence[Sequence[int]], ivs: Sequence[int] = (), view: str = ""):
+    def __init__(
+        self,
+        offset: int,
+        pattern: Sequence[Sequence[int]],
+        ivs: Sequence[int] = (),
+        view: str = "",
+        dyn: tuple[str, str, int, int] = ("", "", 0, 0),
+    ):
         ivs = list(ivs)
         while ivs and ivs[-1] == 0:
             ivs.pop()
+        kind, role, reg, scale = dyn
         super().__init__(
             IntAttr(offset),
             ArrayAttr([IntAttr(c) for c in ivs]),
             ArrayAttr([ArrayAttr([IntAttr(s), IntAttr(n)]) for s, n in pattern]),
             StringAttr(view),
+            StringAttr(kind),
+            StringAttr(role),
+            IntAttr(reg),
+            IntAttr(scale),
         )
+
+    @property
+    def dyn(self) -> tuple[str, str, int, int]:
+        """(kind, role, register, scale) of the dynamic term; kind "" for a static pattern."""
+        return self.dyn_kind.data, self.dyn_role.data, self.dyn_reg.data, self.dyn_scale.data
+
+    @property
+    def is_dynamic(self) -> bool:
+        return bool(self.dyn_kind.data)
+
+    def moved(self, offset: int, ivs: Sequence[int]) -> AccessPatternAttr:
+        """The same pattern (view and dynamic term kept) at another static offset."""
+        return AccessPatternAttr(offset, self.pairs, ivs, self.view.data, self.dyn)
 
     @property
     def view_dtype(self) -> str | None:
@@ -119,6 +153,12 @@ class AccessPatternAttr(ParametrizedAttribute):
             raise VerifyException("access pattern must have at least one [step, num] pair")
         if self.view.data:
             check_member("dtype", self.view.data, tuple(DTYPES))
+        kind, role, reg, _ = self.dyn
+        check_member("dynamic offset kind", kind, DYN_KINDS)
+        if kind == "reg" and not 0 < reg < 64:
+            raise VerifyException(f"dynamic offset register r{reg} outside r1..r63")
+        if kind in ("scalar", "vector") and not role:
+            raise VerifyException(f"a {kind} dynamic offset names the operand role holding its index")
 
     def min_max_offset(self, iv_values: Sequence[int] = ()) -> tuple[int, int]:
         base = self.offset.data + sum(c * v for c, v in zip(self.iv_coeffs, iv_values))
@@ -138,9 +178,24 @@ class AccessPatternAttr(ParametrizedAttribute):
         printer.print_string("<" + ap_body_str(self) + ">")
 
 
-def parse_ap_body(
-    parser: AttrParser,
-) -> tuple[IntAttr, ArrayAttr[IntAttr], ArrayAttr[ArrayAttr[IntAttr]], StringAttr]:
+DYN_KINDS = ("", "reg", "scalar", "vector")
+
+
+def _parse_dyn(parser: AttrParser) -> tuple[str, str, int, int]:
+    """``+ 512*r3`` / ``+ 512*src_offset`` / ``+ 512*vector src_offset`` after the pairs (or nothing)."""
+    if parser.parse_optional_punctuation("+") is None:
+        return "", "", 0, 0
+    scale = parser.parse_integer()
+    parser.parse_punctuation("*")
+    word = parser.parse_identifier()
+    if word == "vector":
+        return "vector", parser.parse_identifier(), 0, scale
+    if word.startswith("r") and word[1:].isdigit():
+        return "reg", "", int(word[1:]), scale
+    return "scalar", word, 0, scale
+
+
+def parse_ap_body(parser: AttrParser) -> tuple[Attribute, ...]:
     """Parse ``0 + 128*i0 : [512, 128], [1, 512]`` and an optional ``as <dtype>`` (shared by every printed form of
     an access pattern)."""
     offset = parser.parse_integer()
@@ -172,8 +227,10 @@ def parse_ap_body(
     coeffs = [ivs.get(d, 0) for d in range(depth)]
     while coeffs and coeffs[-1] == 0:
         coeffs.pop()
+    kind, role, reg, scale = _parse_dyn(parser)
     view = parser.parse_identifier() if parser.parse_optional_keyword("as") is not None else ""
-    return IntAttr(offset), ArrayAttr([IntAttr(c) for c in coeffs]), ArrayAttr(pairs), StringAttr(view)
+    return (IntAttr(offset), ArrayAttr([IntAttr(c) for c in coeffs]), ArrayAttr(pairs), StringAttr(view),
+            StringAttr(kind), StringAttr(role), IntAttr(reg), IntAttr(scale))  # fmt: skip
 
 
 def ap_body_str(ap: AccessPatternAttr) -> str:
@@ -182,6 +239,9 @@ def ap_body_str(ap: AccessPatternAttr) -> str:
         if c:
             text += f" {'+' if c > 0 else '-'} {abs(c)}*i{d}"
     text += " : " + ", ".join(f"[{s}, {n}]" for s, n in ap.pairs)
+    kind, role, reg, scale = ap.dyn
+    if kind:
+        text += f" + {scale}*" + {"reg": f"r{reg}", "scalar": role, "vector": f"vector {role}"}[kind]
     return text + (f" as {ap.view.data}" if ap.view.data else "")
 
 

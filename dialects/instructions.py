@@ -88,6 +88,7 @@ class InstructionFields(RoleOperandOp):
         spec = self.SPEC
         for f in spec.fields:
             _check_field(self, f)
+        _dynamic_terms(self)
         for role in spec.elementwise:
             _same_elements(self, "dst", role)
         _scalar_shape(self, *spec.scalar_roles)
@@ -102,6 +103,26 @@ class InstructionFields(RoleOperandOp):
         rule = SHAPE_RULES.get(spec.name)
         if rule is not None:
             rule(self)
+
+
+def _dynamic_terms(op: InstructionFields) -> None:
+    """A dynamic access pattern sits on a role declared ``indirect`` and names that role's index operand."""
+    for role, ap in zip(op.role_names, op.aps.data):
+        kind, index_role, _, _ = ap.dyn
+        if not kind:
+            continue
+        declared = op.SPEC.role(role)
+        if not declared.indirect:
+            raise VerifyException(f"'{role}' of {op.name} cannot have a dynamic ({kind}) offset")
+        if kind == "reg":
+            continue
+        if index_role != declared.offset_role or not op.has(index_role):
+            raise VerifyException(f"'{role}': its {kind} offset must name the '{declared.offset_role}' operand, "
+                                  f"got '{index_role}'")  # fmt: skip
+        count = op.ap(index_role).num_elements
+        want = ap.shape[0] if kind == "vector" else 1
+        if count != want:
+            raise VerifyException(f"'{role}': a {kind} offset needs {want} indices, '{index_role}' has {count}")
 
 
 def _check_field(op: RoleOperandOp, f: Field) -> None:

@@ -50,6 +50,7 @@ class Operand:
     offset: Affine
     pattern: tuple[tuple[int, int], ...]
     view: str = ""  # the dtype the operand reinterprets the tensor's bytes as ("" = its own)
+    dyn: tuple[str, str, int, int] = ("", "", 0, 0)  # dynamic term: (kind, index role, register, scale)
 
 
 def _pattern_attr(pattern: Sequence[Sequence[int]], offset: int = 0) -> AccessPatternAttr:
@@ -110,7 +111,7 @@ class PenguinEmitter:
             "roles": penguin.ArrayAttr([StringAttr(r) for r in roles]),
             "aps": penguin.ArrayAttr(
                 [
-                    AccessPatternAttr(o.offset.const, o.pattern, o.offset.coeffs, o.view)
+                    AccessPatternAttr(o.offset.const, o.pattern, o.offset.coeffs, o.view, o.dyn)
                     for o in (operands[r] for r in roles)
                 ]
             ),

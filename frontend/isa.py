@@ -197,6 +197,7 @@ def _record(
             f"it needs {first} or newer" if first else "",
         )
     spec = INSTRUCTIONS[op]
+    operands = _with_index_operands(ctx, op, operands)
     dst = operands.get("dst")
     bank = target.psum_bank_bytes
     _packed_operands(op, operands)
@@ -222,6 +223,25 @@ def _record(
         if hinted is not None and not hinted.psum and t.buffer == "psum":
             raise NkiError(f"{op}: the {engine_name} engine cannot access PSUM ('{role}')")
     ctx.inst(op, {r: t for r, t in operands.items() if t is not None}, attrs)
+
+
+def _with_index_operands(ctx: Any, op: str, operands: dict[str, NkiTensor | None]) -> dict[str, NkiTensor | None]:
+    """A dynamic (``.ap(scalar_offset=, vector_offset=)``) operand brings its index tensor as the declaration's
+    ``<role>_offset`` operand; only roles declared ``indirect`` take one."""
+    out = dict(operands)
+    spec = INSTRUCTIONS[op]
+    for role, t in operands.items():
+        if t is None or t.dyn is None:
+            continue
+        if not spec.role(role).indirect:
+            raise NkiError(f"nisa.{spec.nki_name or op}: '{role}' cannot be a dynamic access pattern "
+                           "(scalar_offset / vector_offset)", "only DMA operands can be indirect")  # fmt: skip
+        if t.dyn.kind == "reg":
+            if t.dyn.register._owner is not ctx._owner:
+                raise NkiError(f"{op}: register r{t.dyn.register.number} belongs to another trace or SPMD program")
+        else:
+            out[spec.role(role).offset_role] = t.dyn.index
+    return out
 
 
 # Instructions that may touch packed MX data (_x4 dtypes): the MX instructions, and DMAs that move the words.
@@ -255,8 +275,23 @@ def _declared_role(op: str, role: Role, t: NkiTensor, dst: NkiTensor | None) -> 
 
 # -- data movement ------------------------------------------------------------------------------------------
 @nki_op
-def dma_copy(ctx: Any, dst: NkiTensor, src: NkiTensor, **kw: Any) -> None:
-    """``dst = src`` between HBM and SBUF (element counts equal, shapes may differ, dtype cast through fp32)."""
+def dma_copy(
+    ctx: Any,
+    dst: NkiTensor,
+    src: NkiTensor,
+    priority: Any = None,
+    oob_mode: Any = None,
+    dge_mode: Any = None,
+    engine: Any = None,
+    name: Any = None,
+    **kw: Any,
+) -> None:
+    """``dst = src`` between HBM and SBUF (element counts equal, shapes may differ, dtype cast through fp32).
+
+    Either side may be a dynamic ``.ap(scalar_offset=, vector_offset=)`` view (gather / scatter); ``oob_mode=skip``
+    leaves out the rows whose run-time address falls outside their tensor instead of failing. ``dge_mode`` and the
+    HWDGE ``engine`` are checked as NKI documents them; nkic models one DMA path, so they do not change the
+    program."""
     _mask(kw)
     dst, src = _tensor("dma_copy", "dst", dst), _tensor("dma_copy", "src", src)
     for role, t in (("dst", dst), ("src", src)):
@@ -264,13 +299,45 @@ def dma_copy(ctx: Any, dst: NkiTensor, src: NkiTensor, **kw: Any) -> None:
             raise NkiError(f"dma_copy: '{role}' cannot be in PSUM", "copy PSUM to SBUF with nisa.tensor_copy first")
     if dst.size != src.size:
         raise NkiError(f"dma_copy: element count mismatch: dst has {dst.size} elements, src has {src.size}")
-    _record(ctx, "dma_copy", {"dst": dst, "src": src}, {})
+    skip = _dma_modes(ctx, "dma_copy", priority, oob_mode, dge_mode, engine)
+    _record(ctx, "dma_copy", {"dst": dst, "src": src}, {"oob_skip": skip or None})
+
+
+def _dma_modes(ctx: Any, op: str, priority: Any, oob: Any, dge: Any, eng: Any = None) -> bool:
+    """Check a DMA's ``priority`` / ``oob_mode`` / ``dge_mode`` / ``engine``; True for ``oob_mode.skip``."""
+    mode = _enum(dge if dge is not None else "unknown", dge_mode, "dge_mode")
+    if mode == "hwdge" and _target(ctx).nc_version < 3:
+        raise NkiError(f"{op}: dge_mode=hwdge needs NeuronCore-v3 (gen3) or newer, the target is "
+                       f"{_target(ctx).name}")  # fmt: skip
+    hw = _enum(eng, _ENGINE, "engine")
+    if hw != "unknown":
+        if mode != "hwdge":
+            raise NkiError(f"{op}: engine= selects the HWDGE engine and is only valid with dge_mode=hwdge")
+        if hw not in ("sync", "scalar"):
+            raise NkiError(f"{op}: the HWDGE engine must be nisa.engine.sync or nisa.engine.scalar, got {hw}")
+    if priority is not None:
+        if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 3:
+            raise NkiError(f"{op}: priority must be an int 0..3, got {priority!r}")
+        if _target(ctx).nc_version < 4:
+            raise NkiError(f"{op}: priority needs NeuronCore-v4 (gen4), the target is {_target(ctx).name}")
+    return _enum(oob if oob is not None else "error", oob_mode, "oob_mode") == "skip"
 
 
 @nki_op
-def dma_transpose(ctx: Any, dst: NkiTensor, src: NkiTensor, axes: Sequence[int] | None = None, **kw: Any) -> None:
-    """``dst = src.transpose(axes)`` by DMA; dst in SBUF."""
+def dma_transpose(
+    ctx: Any,
+    dst: NkiTensor,
+    src: NkiTensor,
+    axes: Sequence[int] | None = None,
+    priority: Any = None,
+    dge_mode: Any = None,
+    oob_mode: Any = None,
+    name: Any = None,
+    **kw: Any,
+) -> None:
+    """``dst = src.transpose(axes)`` by DMA; dst in SBUF; src may be a dynamic (gather) view."""
     _mask(kw)
+    skip = _dma_modes(ctx, "dma_transpose", priority, oob_mode, dge_mode)
     dst, src = _tensor("dma_transpose", "dst", dst), _tensor("dma_transpose", "src", src)
     _in("dma_transpose", "dst", dst, "sbuf")
     if src.ndim not in _DMA_TRANSPOSE_AXES:
@@ -292,7 +359,7 @@ def dma_transpose(ctx: Any, dst: NkiTensor, src: NkiTensor, axes: Sequence[int] 
         )
     # Every supported permutation swaps the outermost and innermost dims and keeps the middle ones, which is what
     # penguin.dma_transpose means for operands of any rank; no axes attribute is needed.
-    _record(ctx, "dma_transpose", {"dst": dst, "src": src}, {})
+    _record(ctx, "dma_transpose", {"dst": dst, "src": src}, {"oob_skip": skip or None})
 
 
 # The NKI permutations by source rank (dst axis i = src axis axes[i]).

@@ -78,16 +78,45 @@ _DYNAMIC_CF = (
 )
 
 
+@dataclass(frozen=True)
+class DynamicOffset:
+    """The run-time part of an ``.ap(scalar_offset=, vector_offset=)`` view: ``scale`` elements per unit of a
+    register's value (``reg``), of the one element of ``index`` (``scalar``), or, per row of the pattern's first
+    pair, of that row's element of ``index`` in place of the first pair's step (``vector``)."""
+
+    kind: str
+    scale: int
+    register: Any = None  # a control.VirtualRegister (kind "reg")
+    index: NkiTensor | None = None  # kinds "scalar" and "vector"
+
+    def term(self, role: str) -> tuple[str, str, int, int]:
+        """The IR's (kind, index role, register, scale) for an operand whose index rides in ``role``."""
+        if self.kind == "reg":
+            return "reg", "", self.register.number, self.scale
+        return self.kind, role, 0, self.scale
+
+
+_INDEX_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32")
+
+
 class NkiTensor:
     """A view of a Storage; see the module docstring for the addressing model."""
 
     __array_ufunc__ = None  # keep numpy from treating a tensor as an array-like
 
-    def __init__(self, storage: Storage, offset: IndexExpr | int, pairs: Pairs, dtype: str | None = None):
+    def __init__(
+        self,
+        storage: Storage,
+        offset: IndexExpr | int,
+        pairs: Pairs,
+        dtype: str | None = None,
+        dyn: DynamicOffset | None = None,
+    ):
         self.storage = storage
         self.offset = offset
         self.pairs = tuple((int(s), int(n)) for s, n in pairs)
         self.dtype = dtype or storage.dtype
+        self.dyn = dyn
 
     # -- properties -----------------------------------------------------------------------------------
     @property
@@ -137,13 +166,18 @@ class NkiTensor:
         return _dense(self.pairs)
 
     def is_indirect(self) -> bool:
-        return False
+        return self.dyn is not None
 
     def storage_elems(self) -> int:
         """Storage size counted in elements of this view's dtype."""
         return self.storage.size * itemsize(self.storage.dtype) // self.itemsize
 
     def _view(self, offset: IndexExpr | int, pairs: Pairs, dtype: str | None = None) -> NkiTensor:
+        if self.dyn is not None:
+            raise NkiError(
+                "an indirect view (.ap with scalar_offset / vector_offset) cannot be indexed, reshaped or viewed again",
+                "put the whole access into the .ap pattern",
+            )
         return NkiTensor(self.storage, offset, pairs, dtype or self.dtype)
 
     def __repr__(self) -> str:
@@ -230,9 +264,16 @@ class NkiTensor:
         indirect_dim: int = 0,
         dtype: Any = None,
     ) -> NkiTensor:
-        """A raw access pattern over the storage (ignores this view's pattern; ``offset=None`` inherits it)."""
-        if scalar_offset is not None or vector_offset is not None:
-            raise NkiError("dynamic access patterns (scalar_offset/vector_offset) are not supported yet")
+        """A raw access pattern over the storage (ignores this view's pattern; ``offset=None`` inherits it).
+
+        ``scalar_offset`` (a register or a one-element integer tensor in SBUF/HBM) adds its run-time value times the
+        stride of ``self``'s dim ``indirect_dim`` to every element; ``vector_offset`` (an SBUF integer tensor with
+        one index per row of the pattern's first pair, on an HBM tensor) makes row ``i`` start at ``index[i]`` times
+        that stride instead of at ``i`` times the first pair's step. Only the static part is bounds-checked here;
+        the simulator checks each run-time row (``oob_mode`` of the DMA).
+        """
+        if self.dyn is not None:
+            raise NkiError("an indirect view cannot be indirected again", "check t.is_indirect() first")
         new = normalize_dtype(dtype) if dtype is not None else self.dtype
         pairs = tuple((_static_int(s, "pattern step"), _static_int(n, "pattern size")) for s, n in pattern)
         if not pairs or any(n <= 0 for _, n in pairs):
@@ -252,12 +293,52 @@ class NkiTensor:
             if pairs[0][1] > NUM_PARTITIONS:
                 raise NkiError(f"access pattern spans {pairs[0][1]} partitions, the limit is {NUM_PARTITIONS}")
         view = base._view(off, pairs, new)
-        lo, hi = _flat_bounds(view)
+        dyn = self._dynamic_offset(scalar_offset, vector_offset, indirect_dim, new, pairs)
+        static = view if dyn is None or dyn.kind != "vector" else base._view(off, pairs[1:] or ((1, 1),), new)
+        lo, hi = _flat_bounds(static)
         if lo < 0 or hi >= base.storage_elems():
             raise NkiError(
                 f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {base.storage_elems()}"
             )
+        view.dyn = dyn
         return view
+
+    def _dynamic_offset(
+        self, scalar: Any, vector: Any, indirect_dim: Any, dtype: str, pairs: Pairs
+    ) -> DynamicOffset | None:
+        """The run-time term of ``.ap`` (checked as NKI documents it), or None for a static pattern."""
+        if scalar is None and vector is None:
+            return None
+        if scalar is not None and vector is not None:
+            raise NkiError(".ap: scalar_offset and vector_offset are mutually exclusive")
+        dim = _static_int(indirect_dim, "indirect_dim")
+        if not 0 <= dim < self.ndim:
+            raise NkiError(f".ap: indirect_dim {dim} is not a dim of a tensor of shape {self.shape}")
+        if self.on_chip and dim == 0:
+            raise NkiError(".ap: a dynamic offset cannot move the partition dim of an on-chip tensor",
+                           "use indirect_dim >= 1, or index an HBM tensor")  # fmt: skip
+        stride_bytes = self.pairs[dim][0] * self.itemsize
+        if stride_bytes % itemsize(dtype):
+            raise NkiError(f".ap: the stride of dim {dim} is not a whole number of {dtype} elements")
+        scale = stride_bytes // itemsize(dtype)
+        if vector is not None:
+            index = _index_tensor(vector, "vector_offset")
+            if self.on_chip:
+                raise NkiError(".ap: vector_offset indexes an HBM tensor", f"'{self.name}' is in {self.buffer}")
+            if index.buffer != "sbuf":
+                raise NkiError(f".ap: vector_offset must be an SBUF tensor, got {index.buffer}")
+            if index.size != pairs[0][1]:
+                raise NkiError(f".ap: vector_offset holds {index.size} indices for the {pairs[0][1]} rows of the "
+                               "pattern's first pair", "give one index per row: shape (rows, 1)")  # fmt: skip
+            return DynamicOffset("vector", scale, index=index)
+        from nkic.frontend.control import VirtualRegister  # control imports this module
+
+        if isinstance(scalar, VirtualRegister):
+            return DynamicOffset("reg", scale, register=scalar)
+        index = _index_tensor(scalar, "scalar_offset")
+        if index.size != 1:
+            raise NkiError(f".ap: scalar_offset must hold exactly one element, got shape {index.shape}")
+        return DynamicOffset("scalar", scale, index=index)
 
     # -- values are unknown at trace time -------------------------------------------------------------
     def __bool__(self) -> bool:
@@ -299,6 +380,19 @@ class NkiTensor:
 
 
 # -- helpers ----------------------------------------------------------------------------------------------
+def _index_tensor(value: Any, what: str) -> NkiTensor:
+    if not isinstance(value, NkiTensor):
+        raise NkiError(f".ap: {what} must be a tensor{' or a VirtualRegister' if what == 'scalar_offset' else ''}, "
+                       f"got {type(value).__name__}")  # fmt: skip
+    if value.dtype not in _INDEX_DTYPES:
+        raise NkiError(f".ap: {what} must have an integer dtype, got {value.dtype}", "indices are int32 / uint32")
+    if value.buffer not in ("sbuf", "hbm", "private_hbm", "shared_hbm"):
+        raise NkiError(f".ap: {what} must be in SBUF or HBM, got {value.buffer}")
+    if value.is_indirect():
+        raise NkiError(f".ap: {what} cannot itself be an indirect view")
+    return value
+
+
 def _static_int(value: Any, what: str) -> int:
     """An int known at trace time (a loop variable here forces its loop to unroll)."""
     if isinstance(value, bool):

@@ -624,7 +624,8 @@ class TraceContext:
             raise NkiError(f"tensor '{t.name}' belongs to another trace or SPMD program", "do not cache tensors")
         self._check_scope(t.storage)
         view = t.dtype if t.dtype != t.storage.dtype else ""  # view(dtype) / ap(dtype=): same bytes, other dtype
-        return Operand(t.storage.handle, self.affine(t.offset), t.pairs or ((1, 1),), view)
+        dyn = t.dyn.term(f"{role}_offset") if t.dyn is not None else ("", "", 0, 0)
+        return Operand(t.storage.handle, self.affine(t.offset), t.pairs or ((1, 1),), view, dyn)
 
     def _check_scope(self, storage: Storage) -> None:
         """A tensor allocated in a symbolic loop body and used after that loop ended (a tile appended to a list in

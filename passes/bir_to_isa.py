@@ -11,6 +11,7 @@ together, at a barrier.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -19,6 +20,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects.common import AccessPatternAttr
 from nkic.dialects.traits import IsControl
 from nkic.passes.lowering import isa_fields, pattern_operands
 from nkic.passes.physical import place
@@ -46,9 +48,20 @@ def _operand(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp], var_id
     name, ap = inst.ref(role), inst.ap(role)
     assert name is not None and ap is not None
     p = place(locs[name], ap, inst, role)
+    dyn = _dynamic(inst, ap)
     if p.memory == "hbm":
-        return Operand("hbm", p.dtype, p.free_pairs, address=p.address, var_id=var_ids[name])
-    return Operand(p.memory, p.dtype, ((1, p.num_partitions), *p.free_pairs), p.start_partition, p.address)
+        return Operand("hbm", p.dtype, p.free_pairs, address=p.address, var_id=var_ids[name], **dyn)
+    return Operand(p.memory, p.dtype, ((1, p.num_partitions), *p.free_pairs), p.start_partition, p.address, **dyn)
+
+
+def _dynamic(inst: bir.BirInst, ap: AccessPatternAttr) -> dict[str, Any]:
+    """The ISA form of a dynamic term: its register, or the slot number of the role holding its index."""
+    kind, role, reg, scale = ap.dyn
+    if not kind:
+        return {}
+    spec: InstrSpec = inst.SPEC
+    ref = reg if kind == "reg" else spec.isa.slots.index(spec.role(role).isa_slot)
+    return {"dyn": kind, "dyn_ref": ref, "dyn_scale": scale}
 
 
 def lower_instruction(

@@ -24,7 +24,7 @@ def _fold_iv(ap: AccessPatternAttr, depth: int, value: int) -> AccessPatternAttr
     coeffs = ap.iv_coeffs
     if len(coeffs) <= depth:
         return ap
-    return AccessPatternAttr(ap.offset.data + coeffs[depth] * value, ap.pairs, coeffs[:depth], ap.view.data)
+    return ap.moved(ap.offset.data + coeffs[depth] * value, coeffs[:depth])
 
 
 class _Unroller:

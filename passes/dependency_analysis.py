@@ -27,8 +27,9 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.dialects import bir
 from nkic.dialects.instructions import reads_dst, str_field
 from nkic.dialects.traits import IsControl
-from nkic.passes.physical import place
+from nkic.passes.physical import Placement, place
 from nkic.target.instructions import CORE_STATES
+from nkic.target.vocab import dtype_size
 
 CHUNK = {"sbuf": 64, "psum": 512, "hbm": 4096}
 
@@ -38,8 +39,19 @@ def footprint_chunks(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]
     assert name is not None and ap is not None
     p = place(locs[name], ap, inst, role)
     lo, hi = p.byte_span()
+    if ap.is_dynamic:  # the address is known at run time only: the operand may touch its whole tensor
+        lo, hi = _whole(locs[name], p)
     c = CHUNK[p.memory]
     return [(p.memory, p.var, k) for k in range(lo // c, (hi - 1) // c + 1)]
+
+
+def _whole(loc: bir.MemLocOp, p: Placement) -> tuple[int, int]:
+    """The bytes of a memloc: its variable in HBM, its bytes per partition on chip."""
+    size = dtype_size(loc.dtype.data)
+    for d in (loc.dims if p.memory == "hbm" else loc.dims[1:]):
+        size *= d
+    base = 0 if p.memory == "hbm" else loc.addr[1]
+    return base, base + size
 
 
 _READS_REGISTERS = frozenset({"reduce", "load_reduce"})

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from nkic.runtime.errors import NeffFormatError
 from nkic.target.isa import (
+    DYN_KINDS,
     ENUM_KINDS,
     MAX_FREE_DIMS,
     MAX_IMMS,
@@ -56,7 +57,7 @@ NO_OPERAND = 0xFFFF
 
 _HEADER = struct.Struct("<4sHBBII16x")
 _RECORD = struct.Struct("<BBHBBHII6H9I")
-_OPERAND = struct.Struct("<BBBBHHI" + "iI" * (1 + MAX_FREE_DIMS) + "4x")
+_OPERAND = struct.Struct("<BBBBHHI" + "iI" * (1 + MAX_FREE_DIMS) + "i")
 assert (_HEADER.size, _RECORD.size, _OPERAND.size) == (32, 64, 56)
 _ENGINE_BY_CODE = {e.code: e.name for e in _ENGINE_LIST}
 
@@ -82,8 +83,18 @@ def _pack_operand(op: Operand) -> bytes:
     pairs += [0, 0] * (1 + MAX_FREE_DIMS - len(op.pattern))
     return _OPERAND.pack(
         ISA_MEMORIES.code(op.memory), DTYPE_CODES.code(op.dtype), op.start_partition, len(op.pattern) - 1,
-        op.var_id, 0, op.address, *pairs,
+        op.var_id, _dyn_word(op), op.address, *pairs, op.dyn_scale if op.dyn else 0,
     )  # fmt: skip
+
+
+def _dyn_word(op: Operand) -> int:
+    """Bytes 6-7 of an operand entry: the dynamic kind in bits 0-1, its register or index slot in bits 2-7."""
+    if not op.dyn:
+        return 0
+    limit = 63 if op.dyn == "reg" else MAX_SLOTS - 1
+    _check_range(f"{op.dyn} dynamic offset reference", op.dyn_ref, 0, limit)
+    _check_range("dynamic offset scale", op.dyn_scale, -(1 << 31), (1 << 31) - 1)
+    return DYN_KINDS.index(op.dyn) | op.dyn_ref << 2
 
 
 def _check_sem(what: str, sem: int | None) -> int:
@@ -152,7 +163,8 @@ def _bad(msg: str) -> NeffFormatError:
 
 
 def _unpack_operand(data: bytes, offset: int, index: int) -> Operand:
-    mem, dt, start, nfree, var_id, _res, address, *pairs = _OPERAND.unpack_from(data, offset)
+    mem, dt, start, nfree, var_id, dyn, address, *pairs = _OPERAND.unpack_from(data, offset)
+    pairs, scale = pairs[:-1], pairs[-1]
     memory, dtype = ISA_MEMORIES.name_of(mem), DTYPE_CODES.name_of(dt)
     if memory is None:
         raise _bad(f"operand {index}: bad memory code {mem}")
@@ -161,7 +173,12 @@ def _unpack_operand(data: bytes, offset: int, index: int) -> Operand:
     if nfree > MAX_FREE_DIMS:
         raise _bad(f"operand {index}: {nfree} free dims (max {MAX_FREE_DIMS})")
     pattern = tuple((pairs[2 * i], pairs[2 * i + 1]) for i in range(1 + nfree))
-    return Operand(memory, dtype, pattern, start, address, var_id)
+    kind, ref = DYN_KINDS[dyn & 3], dyn >> 2 & 0x3F
+    if kind in ("scalar", "vector") and ref >= MAX_SLOTS:
+        raise _bad(f"operand {index}: dynamic index slot {ref} (max {MAX_SLOTS - 1})")
+    if kind == "vector" and memory != "hbm":
+        raise _bad(f"operand {index}: a vector dynamic offset needs an HBM operand, not {memory}")
+    return Operand(memory, dtype, pattern, start, address, var_id, kind, ref if kind else 0, scale if kind else 0)
 
 
 def _decode_header(data: bytes) -> tuple[str, int, int]:

@@ -11,7 +11,7 @@ functions registered by name (see ARCHITECTURE.md, "Adding an instruction").
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nkic.target.isa import OPCODES, Imm, OpSpec, register_opcode
@@ -34,10 +34,18 @@ class Role:
     scalar: bool = False  # a (P, 1) tile, P = dst's partitions
     memories: tuple[str, ...] = ON_CHIP
     slot: str | None = None
+    # May take a dynamic access pattern (``.ap(scalar_offset=, vector_offset=)``): ``declare`` adds the optional
+    # read role ``<name>_offset`` (slot ``<slot>_offset``) that carries the index tensor.
+    indirect: bool = False
 
     @property
     def isa_slot(self) -> str:
         return self.slot or self.name
+
+    @property
+    def offset_role(self) -> str:
+        """The role holding this role's dynamic index tensor."""
+        return f"{self.name}_offset"
 
 
 @dataclass(frozen=True)
@@ -187,6 +195,7 @@ def declare(spec: InstrSpec, opcode: OpSpec | None = None) -> InstrSpec:
     """Register an instruction (and, for an instruction with an ISA form of its own, that opcode)."""
     if spec.name in INSTRUCTIONS:
         raise ValueError(f"instruction '{spec.name}' is declared twice")
+    spec = _with_offset_roles(spec)
     if opcode is not None:
         register_opcode(opcode)
     isa = OPCODES.get(spec.opcode)
@@ -199,19 +208,32 @@ def declare(spec: InstrSpec, opcode: OpSpec | None = None) -> InstrSpec:
     return spec
 
 
+def _with_offset_roles(spec: InstrSpec) -> InstrSpec:
+    """Every ``indirect`` role gets its index-tensor role, after the declared ones (canonical role order)."""
+    extra = tuple(Role(r.offset_role, required=False, memories=INDEX_MEMORIES, slot=f"{r.isa_slot}_offset")
+                  for r in spec.roles if r.indirect)  # fmt: skip
+    return replace(spec, roles=spec.roles + extra) if extra else spec
+
+
+# Where a dynamic offset's index tensor may live.
+INDEX_MEMORIES = ("sbuf", *HBM_MEMORIES)
 _DST = Role("dst", write=True)
 _ANY_MEM = ("sbuf", *HBM_MEMORIES)
 _ENGINE = Field("engine", "engine", imm=None)
 
 
+_OOB_SKIP = Field("oob_skip", "bool")  # nisa.oob_mode.skip: out-of-bounds dynamic rows are not transferred
 declare(InstrSpec(
-    "dma_copy", "DMA_COPY", (Role("dst", write=True, memories=_ANY_MEM), Role("src", memories=_ANY_MEM)), ("sp",),
-    "dst = src between HBM and SBUF (element counts equal, dtype cast through fp32)", traits=frozenset({"dma"}),
+    "dma_copy", "DMA_COPY",
+    (Role("dst", write=True, memories=_ANY_MEM, indirect=True), Role("src", memories=_ANY_MEM, indirect=True)),
+    ("sp",), "dst = src between HBM and SBUF (element counts equal, dtype cast through fp32)",
+    fields=(_OOB_SKIP,), traits=frozenset({"dma"}),
 ))
 declare(InstrSpec(
-    "dma_transpose", "DMA_COPY", (Role("dst", write=True, memories=("sbuf",)), Role("src", memories=_ANY_MEM)),
-    ("sp",), "dst = src with its first and last dims swapped, by DMA", fields=(Field("axes", "axes", imm=None),),
-    traits=frozenset({"dma"}), constants={"transpose": True},
+    "dma_transpose", "DMA_COPY",
+    (Role("dst", write=True, memories=("sbuf",)), Role("src", memories=_ANY_MEM, indirect=True)),
+    ("sp",), "dst = src with its first and last dims swapped, by DMA",
+    fields=(Field("axes", "axes", imm=None), _OOB_SKIP), traits=frozenset({"dma"}), constants={"transpose": True},
 ))
 declare(InstrSpec(
     "matmul", "MATMUL",

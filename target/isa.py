@@ -25,6 +25,8 @@ __all__ = [
 MAX_SLOTS = 6
 MAX_IMMS = 9
 MAX_FREE_DIMS = 4
+# Dynamic operand kinds, by their code in the operand table entry (runtime/ISA_FORMAT.md).
+DYN_KINDS = ("", "reg", "scalar", "vector")
 ENUM_KINDS: dict[str, Vocabulary] = {"alu": ALU_OPS, "act": ACT_FUNCS, "reduce_cmd": REDUCE_CMDS}
 
 
@@ -157,8 +159,9 @@ class OpSpec:
 
 _ELEMENTWISE = ("dve", "pool", "act")
 _SPECS = (
-    OpSpec("DMA_COPY", 0x01, ("sp",), ("dst", "src"), "dst = src on DMA queue `queue`; `transpose` swaps src's "
-           "first and last dims", required=("dst", "src"), imms=(Imm("queue", "u32"),), flags=("transpose",),
+    OpSpec("DMA_COPY", 0x01, ("sp",), ("dst", "src", "dst_offset", "src_offset"), "dst = src on DMA queue "
+           "`queue`; `transpose` swaps src's first and last dims; `oob_skip` skips out-of-bounds dynamic rows",
+           required=("dst", "src"), imms=(Imm("queue", "u32"),), flags=("transpose", "oob_skip"),
            traits=frozenset({"dma"})),
     OpSpec("MATMUL", 0x02, ("pe",), ("dst", "stationary", "moving"), "dst[M, N] (+)= stationary[K, M]^T @ "
            "moving[K, N] into PSUM", required=("dst", "stationary", "moving"), flags=("accumulate",)),
@@ -244,6 +247,10 @@ class Operand:
     ``pattern`` holds ``(step, num)`` pairs, outermost first. For SBUF/PSUM pair 0 is the partition pair
     ``(1, nparts)`` and the other steps count elements of ``dtype``; for HBM every pair is an element step from
     ``address`` (a byte offset inside variable ``var_id``); for ``none`` it is an iota/affine_select pattern.
+
+    A dynamic operand adds ``dyn_scale·v`` elements at run time (runtime/ISA_FORMAT.md, "Dynamic operands"):
+    ``dyn`` is ``reg`` (v = register ``dyn_ref``), ``scalar`` (v = the one element of the instruction's operand in
+    slot ``dyn_ref``) or ``vector`` (row i0 of pair 0 uses element i0 of slot ``dyn_ref`` instead of ``step_0·i0``).
     """
 
     memory: str
@@ -252,9 +259,14 @@ class Operand:
     start_partition: int = 0
     address: int = 0
     var_id: int = 0
+    dyn: str = ""  # "" (static), "reg", "scalar", "vector"
+    dyn_ref: int = 0  # the register (reg) or the instruction slot holding the index (scalar, vector)
+    dyn_scale: int = 0  # elements per unit of the dynamic value
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pattern", tuple((int(s), int(n)) for s, n in self.pattern))
+        if self.dyn not in DYN_KINDS:
+            raise ValueError(f"unknown dynamic offset kind '{self.dyn}', expected one of {DYN_KINDS}")
         if self.memory not in ISA_MEMORIES:
             raise ValueError(f"unknown memory '{self.memory}', expected one of {ISA_MEMORIES.names}")
         if self.dtype not in DTYPES:

@@ -218,7 +218,8 @@ def _span(pairs: Sequence[tuple[int, int]]) -> tuple[int, int]:
 
 def byte_range(loc: IsaLocAttr, ap: AccessPatternAttr) -> tuple[int, int]:
     """Half-open byte range ``[lo, hi)`` touched inside a partition (SBUF/PSUM) or an HBM variable."""
-    pairs = ap.pairs if loc.mem == "hbm" else ap.pairs[1:]
+    # A vector dynamic term places each row of pair 0 at run time: only the rest is known statically.
+    pairs = ap.pairs if loc.mem == "hbm" and ap.dyn_kind.data != "vector" else ap.pairs[1:]
     lo, hi = _span(pairs)
     size = dtype_size(loc.dt)
     return loc.addr + size * lo, loc.addr + size * (hi + 1)
@@ -278,7 +279,7 @@ class IsaInst(RoleOperandOp):
         roles = [r for r in cls.ROLES if r in given]
         props: dict[str, Attribute] = {
             "roles": ArrayAttr([StringAttr(r) for r in roles]),
-            "aps": ArrayAttr([AccessPatternAttr(0, given[r].pattern) for r in roles]),
+            "aps": ArrayAttr([cls._ap_of(given[r]) for r in roles]),
             "locs": ArrayAttr([IsaLocAttr.of(given[r]) for r in roles]),
             "id": IntegerAttr(inst_id, i64),
         }
@@ -287,6 +288,17 @@ class IsaInst(RoleOperandOp):
         sems = {"wait_sem": wait_sem, "wait_value": wait_value, "signal_sem": signal_sem}
         props.update({k: IntegerAttr(v, i64) for k, v in sems.items() if v is not None})
         return cls.create(properties=cls._ordered(props))
+
+    @classmethod
+    def _ap_of(cls, op: Operand) -> AccessPatternAttr:
+        """The operand's pattern; a dynamic term names its index operand by slot (or its register)."""
+        if not op.dyn:
+            return AccessPatternAttr(0, op.pattern)
+        if op.dyn == "reg":
+            return AccessPatternAttr(0, op.pattern, dyn=("reg", "", op.dyn_ref, op.dyn_scale))
+        if op.dyn_ref >= len(cls.ROLES):
+            raise ValueError(f"'{cls.name}' has no slot {op.dyn_ref} for a dynamic index")
+        return AccessPatternAttr(0, op.pattern, dyn=(op.dyn, cls.ROLES[op.dyn_ref], 0, op.dyn_scale))
 
     @classmethod
     def _is_clear_flag(cls, name: str, value: object) -> bool:
@@ -330,7 +342,9 @@ class IsaInst(RoleOperandOp):
         loc, ap = self.loc(role), self.ap(role)
         if loc is None or ap is None:
             return None
-        return Operand(loc.mem, loc.dt, tuple(ap.pairs), loc.start, loc.addr, loc.var)
+        kind, slot, reg, scale = ap.dyn
+        ref = reg if kind == "reg" else self.ROLES.index(slot) if kind else 0
+        return Operand(loc.mem, loc.dt, tuple(ap.pairs), loc.start, loc.addr, loc.var, kind, ref, scale)
 
     def field(self, name: str) -> str | int | float | bool | None:
         return value_of(self.properties.get(name))
@@ -459,10 +473,28 @@ class IsaInst(RoleOperandOp):
         if len(ap.pairs) > MAX_PAIRS:
             raise VerifyException(f"'{role}': {len(ap.pairs) - 1} free dims, at most {MAX_PAIRS - 1}")
         self._verify_memory(role, loc.mem)
+        self._verify_dynamic(role, loc, ap)
         if loc.mem in CAPACITY:
             self._verify_onchip(role, loc, ap)
         elif loc.mem == "hbm" and byte_range(loc, ap)[0] < 0:
             raise VerifyException(f"'{role}': HBM access starts before its variable")
+
+    def _verify_dynamic(self, role: str, loc: IsaLocAttr, ap: AccessPatternAttr) -> None:
+        """A dynamic term's index slot is present and (for a vector) has one element per row of the operand."""
+        kind, slot, _, _ = ap.dyn
+        if kind in ("", "reg"):
+            return
+        if slot not in self.ROLES or not self.has(slot) or slot == role:
+            raise VerifyException(f"'{role}': its {kind} dynamic offset names slot '{slot}', which holds no index")
+        index = self.ap(slot)
+        if kind == "scalar" and index.num_elements != 1:
+            raise VerifyException(f"'{role}': a scalar dynamic offset reads one element, '{slot}' has {index.shape}")
+        if kind == "vector":
+            if loc.mem != "hbm":
+                raise VerifyException(f"'{role}': a vector dynamic offset needs an HBM operand, not {loc.mem}")
+            if index.num_elements != ap.pairs[0][1]:
+                raise VerifyException(f"'{role}': {ap.pairs[0][1]} rows but '{slot}' holds {index.num_elements} "
+                                      "indices")  # fmt: skip
 
     def _verify_memory(self, role: str, mem: str) -> None:
         if (role == "pattern") != (mem == "none"):

@@ -442,3 +442,15 @@ builtin.module {
   }
 }
 // CHECK: core_barrier: cores must be distinct ranks of the LNC=2 pair (0 and/or 1), got (0, 2)
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.var @a : input [128, 512] float32 {var_id = 0 : i64}
+    isa.stream "sp" {
+      isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[0 : [1, 64], [1, 512]], src hbm(var 0, 0x0, float32)[0 : [512, 64], [1, 512] + 512*vector src_offset] {id = 0 : i64, queue = 0 : i64}
+    }
+  }
+}
+// CHECK: 'src': its vector dynamic offset names slot 'src_offset', which holds no index

@@ -433,3 +433,29 @@ builtin.module {
   }
 }
 // CHECK: core_barrier: cores must be distinct ranks of the LNC=2 pair (0 and/or 1), got (1, 1)
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    %h = penguin.alloc "h" : !penguin.tensor<shared_hbm, 256x128xf32>
+    %i = penguin.alloc "i" : !penguin.tensor<sbuf, 64x1xi32>
+    penguin.dma_copy dst %x[0 : [128, 128], [1, 128]], src %h[0 : [128, 128], [1, 128] + 128*vector src_offset], src_offset %i[0 : [1, 64], [1, 1]]
+    penguin.return
+  }
+}
+// CHECK: 'src': a vector offset needs 128 indices, 'src_offset' has 64
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.tensor_copy dst %x[0 : [128, 128], [1, 128]], src %x[0 : [128, 128], [1, 64] + 1*r2]
+    penguin.return
+  }
+}
+// CHECK: 'src' of penguin.tensor_copy cannot have a dynamic (reg) offset

@@ -12,6 +12,9 @@
 // CHECK: %x = penguin.alloc "x" {address = array<i64: 0, 1024>} : !penguin.tensor<sbuf, 128x512xf32>
 // CHECK: %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
 // CHECK: penguin.dma_copy dst %x[0 : [512, 128], [1, 512]], src %{{.*}}[0 + 65536*i0 : [512, 128], [1, 512]] {loc = "k.py:7"}
+// CHECK: penguin.dma_copy dst %x[0 : [512, 128], [1, 512]], src %{{.*}}[0 : [512, 128], [1, 512] + 512*vector src_offset], src_offset %ni[0 : [16, 128], [1, 1]] {oob_skip = true}
+// CHECK: penguin.dma_copy dst %{{.*}}[0 : [512, 128], [1, 512] + 512*dst_offset], src %x[0 : [512, 128], [1, 512]], dst_offset %seg[0 : [64, 1], [1, 1]]
+// CHECK: penguin.dma_copy dst %x[0 : [512, 1], [1, 512]], src %{{.*}}[0 : [512, 1], [1, 512] + 1*r3 as float32]
 // CHECK: penguin.tensor_tensor dst %x[0 : [512, 128], [1, 512]], data1 %x[0 : [512, 128], [1, 512]], data2 %x[0 : [512, 128], [1, 512]] {op = "add", engine = "vector"}
 // CHECK: penguin.tensor_scalar dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], operand0 %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", operand1 = 1.000000e+00 : f32}
 // CHECK: penguin.tensor_reduce dst %m[0 : [1, 128], [1, 1]], data %x[0 : [512, 128], [1, 512]] {op = "maximum", axes = array<i64: 1>, negate = true}
@@ -100,6 +103,9 @@ builtin.module {
       %x = penguin.alloc "x" {address = array<i64: 0, 1024>} : !penguin.tensor<sbuf, 128x512xf32>
       %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
       penguin.dma_copy dst %x[0 : [512, 128], [1, 512]], src %in[0 + 65536*i0 : [512, 128], [1, 512]] {loc = "k.py:7"}
+      penguin.dma_copy dst %x[0 : [512, 128], [1, 512]], src %in[0 : [512, 128], [1, 512] + 512*vector src_offset], src_offset %ni[0 : [16, 128], [1, 1]] {oob_skip = true}
+      penguin.dma_copy dst %in[0 : [512, 128], [1, 512] + 512*dst_offset], src %x[0 : [512, 128], [1, 512]], dst_offset %seg[0 : [64, 1], [1, 1]]
+      penguin.dma_copy dst %x[0 : [512, 1], [1, 512]], src %in[0 : [512, 1], [1, 512] + 1*r3 as float32]
       penguin.tensor_tensor dst %x[0 : [512, 128], [1, 512]], data1 %x[0 : [512, 128], [1, 512]], data2 %x[0 : [512, 128], [1, 512]] {op = "add", engine = "vector"}
       penguin.tensor_scalar dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], operand0 %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", operand1 = 1.0 : f32}
       penguin.tensor_reduce dst %m[0 : [1, 128], [1, 1]], data %x[0 : [512, 128], [1, 512]] {op = "maximum", axes = array<i64: 1>, negate = true}
