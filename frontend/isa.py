@@ -177,6 +177,8 @@ def _enum(value: Any, cls: type[Enum], what: str) -> str:
         return value
     if value is None and "unknown" in cls.__members__:
         return "unknown"
+    if isinstance(value, int) and not isinstance(value, bool) and value in {m.value for m in cls}:
+        return cls(value).name  # the member's integer value, as NKI's int-valued enums accept (nki-library does)
     raise NkiError(f"invalid {what} {value!r}", f"use nisa.{cls.__name__}.<member>")
 
 

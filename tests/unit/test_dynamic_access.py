@@ -340,6 +340,7 @@ def test_dge_modes_are_accepted() -> None:
         t = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=data, dge_mode=nisa.dge_mode.swdge)
         nisa.dma_copy(dst=t, src=data, dge_mode=nisa.dge_mode.none)
+        nisa.dma_copy(dst=t, src=data, dge_mode=3)  # an int-valued enum's value, as nki-library passes it
         nisa.dma_copy(dst=t, src=data, dge_mode=nisa.dge_mode.hwdge, engine=nisa.engine.scalar)
         out = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=out, src=t, dge_mode=nisa.dge_mode.unknown)
@@ -347,6 +348,15 @@ def test_dge_modes_are_accepted() -> None:
 
     x = RNG.standard_normal((4, 8)).astype(np.float32)
     np.testing.assert_array_equal(kernel(x), x)
+
+    @nki.jit
+    def bad(data):
+        t = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data, dge_mode=7)
+        return t
+
+    with pytest.raises(nki.NkiError, match=r"test_dynamic_access.py:\d+: error: invalid dge_mode 7"):
+        bad.trace(x)
 
 
 def test_vector_gather_of_more_rows_than_the_table_has() -> None:

@@ -10,9 +10,9 @@ the one-hot target, translated to numpy in float64 with the forward pass's log-s
 Numerics. Each step of the kernel is one operation rounded to its ``dtype`` tile (subtract the fp32 lse, exp,
 times the scale, the scaled one-hot mask, the difference); the emulation repeats them and matches bit for bit.
 
-``cross_entropy_forward`` is blocked: it gathers each position's target logit with a DMA whose access pattern takes
-a ``scalar_offset`` read from SBUF (cross_entropy.py:276, ``logits_hbm.ap(..., scalar_offset=batch_targets.ap(...),
-indirect_dim=1)``), and nkic has no dynamic access patterns yet. Its test is a strict xfail on exactly that error.
+``cross_entropy_forward`` gathers each position's target logit with a DMA whose access pattern takes a
+``scalar_offset`` read from SBUF at run time (cross_entropy.py:276, ``logits_hbm.ap(...,
+scalar_offset=batch_targets.ap(...), indirect_dim=1)``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 
 import nkic
-from nkic.frontend.errors import NkiError
 
 nkic.install_nki_alias()
 import nki.language as nl  # noqa: E402
@@ -87,8 +86,6 @@ def test_cross_entropy_backward(nkilib, n, vocab, per_batch, chunk, dtype, lnc, 
     np.testing.assert_allclose(got.astype(np.float64), exact, atol=tol * scale, rtol=tol)
 
 
-@pytest.mark.xfail(raises=NkiError, strict=True, reason="the target-logit gather uses a dynamic access pattern "
-                   "(.ap(scalar_offset=..., indirect_dim=1)), which nkic does not support yet")  # fmt: skip
 def test_cross_entropy_forward(nkilib) -> None:
     forward = nkilib("nkilib.experimental.loss.cross_entropy").cross_entropy_forward
     n, vocab = 8, 2048
