@@ -32,7 +32,7 @@ _NEFFS: dict[int, bytes] = {}
 def run_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     """Compile ``traced`` (once per traced kernel) and simulate it; the outputs in the kernel's return order."""
     outputs = _simulate_traced(traced, arrays)
-    return [outputs[name] for name, *_ in traced.outputs]
+    return [_returned(traced, outputs, name) for name, *_ in traced.outputs]
 
 
 def _simulate_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
@@ -45,6 +45,12 @@ def _simulate_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> 
         # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
         weakref.finalize(traced, _NEFFS.pop, key, None)
     return run_neff(_NEFFS[key], arrays, target=traced.options.target).outputs
+
+
+def _returned(traced: TracedKernel, outputs: Mapping[str, np.ndarray], name: str) -> np.ndarray:
+    """Output ``name`` in the shape the kernel returned it (a reshape of the whole tensor keeps its elements)."""
+    shape = traced.return_shapes.get(name)
+    return outputs[name] if shape is None else outputs[name].reshape(shape)
 
 
 def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -61,7 +67,7 @@ def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     for name, output in traced.written_inputs:
         if inputs[name].flags.writeable:  # a read-only array keeps its values
             np.copyto(inputs[name], outputs[output], casting="unsafe")
-    results = [outputs[name] for name, *_ in traced.outputs]
+    results = [_returned(traced, outputs, name) for name, *_ in traced.outputs]
     if traced.returns_tuple:
         return tuple(results)
     return results[0] if results else None

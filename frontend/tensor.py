@@ -251,13 +251,17 @@ class NkiTensor:
                 )
             if pairs[0][1] > NUM_PARTITIONS:
                 raise NkiError(f"access pattern spans {pairs[0][1]} partitions, the limit is {NUM_PARTITIONS}")
-        view = base._view(off, pairs, new)
-        lo, hi = _flat_bounds(view)
-        if lo < 0 or hi >= base.storage_elems():
-            raise NkiError(
-                f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {base.storage_elems()}"
-            )
-        return view
+        # Its bounds are checked when an instruction uses it (``bounds_problem``): as in NKI, a kernel may build a
+        # pattern that would overrun and then not use it (nki-library's output_projection_tkg guards with an `if`).
+        return base._view(off, pairs, new)
+
+    def bounds_problem(self) -> str | None:
+        """What is wrong with the elements this view touches (outside its storage), or None."""
+        lo, hi = _flat_bounds(self)
+        total = NkiTensor(self.storage, 0, (), self.dtype).storage_elems()
+        if lo < 0 or hi >= total:
+            return f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {total}"
+        return None
 
     # -- values are unknown at trace time -------------------------------------------------------------
     def __bool__(self) -> bool:

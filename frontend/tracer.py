@@ -124,6 +124,9 @@ class TracedKernel:
     # (input, output): an input the kernel writes, and the kernel output that holds its final contents. The runner
     # copies it back into the caller's array (NKI's simulator does the same); a returned input is returned as it.
     written_inputs: tuple[tuple[str, str], ...] = ()
+    # output -> the shape it was returned in, when the kernel returned a reshape of the whole tensor (its storage,
+    # and the NEFF variable, keep the allocated shape; the runner reshapes the array it hands back).
+    return_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -393,13 +396,15 @@ class TraceContext:
         inputs = [(n, tuple(v.shape), _array_dtype(n, v)) for n, v in arrays]
         outs_info = [(s.name, s.shape, s.dtype) for s in outputs]
         return TracedKernel(
-            module, self.kernel.name, inputs, outs_info, self.grid, self.options, returns_tuple, written
+            module, self.kernel.name, inputs, outs_info, self.grid, self.options, returns_tuple, written,
+            dict(self._return_shapes),
         )
 
     def _run_program(
         self, pid: int, bound: inspect.BoundArguments
     ) -> tuple[list[Storage], bool, tuple[tuple[str, str], ...]]:
         self._pid, self._owner = pid, object()
+        self._return_shapes: dict[str, tuple[int, ...]] = {}
         self._names = {s.name for s in self._shared}
         self._shared_seen = 0
         self._site_counts = {}
@@ -491,8 +496,11 @@ class TraceContext:
                     where=t.storage.loc[:2],
                 )
             whole = not isinstance(t.offset, IndexExpr) and t.offset == 0 and t.dtype == t.storage.dtype
-            if not whole or t.pairs != contiguous_pairs(t.storage.shape):
+            # A reshape of the whole tensor (same elements, row-major) is the tensor: qkv_tkg returns one.
+            if not whole or t.pairs != contiguous_pairs(t.shape) or t.size != math.prod(t.storage.shape):
                 raise NkiError(f"kernel '{self.kernel.name}' must return whole tensors, not views of '{t.name}'")
+            if t.shape != tuple(t.storage.shape):
+                self._return_shapes[t.storage.name] = t.shape
             storages.append(t.storage)
         return storages, is_tuple
 
@@ -593,6 +601,9 @@ class TraceContext:
         if t.storage.owner is not self._owner:
             raise NkiError(f"tensor '{t.name}' belongs to another trace or SPMD program", "do not cache tensors")
         self._check_scope(t.storage)
+        problem = t.bounds_problem()
+        if problem is not None:
+            raise NkiError(f"'{role}': {problem}")
         view = t.dtype if t.dtype != t.storage.dtype else ""  # view(dtype) / ap(dtype=): same bytes, other dtype
         return Operand(t.storage.handle, self.affine(t.offset), t.pairs or ((1, 1),), view)
 
