@@ -462,7 +462,8 @@ def _exec_matmul(core: _Core, ins: Instr) -> None:
     s, m = stat.f32(), mov.f32()
     if pack == 2:
         s, m = sem.double_row_operand(s), sem.double_row_operand(m)
-    result = np.matmul(s.T, m)
+    with np.errstate(invalid="ignore", over="ignore"):  # Inf x 0 is NaN on the PE too
+        result = np.matmul(s.T, m)
     if ins.flag("accumulate"):
         result = result + dst.f32()
     dst.store(result)
