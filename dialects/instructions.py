@@ -34,6 +34,7 @@ from nkic.target.instructions import (
     core_barrier_problem,
     dims_problem,
     sendrecv_problem,
+    matmul_tile_problem,
 )
 from nkic.target.isa import ENUM_KINDS
 from nkic.target.machine import MAX_MATMUL_K, MAX_MATMUL_M, MAX_MATMUL_N
@@ -188,15 +189,22 @@ def transposed_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
 @shape_rule("matmul")
 def _matmul(op: InstructionFields) -> None:
     dst, st, mv = (op.ap(r).shape for r in ("dst", "stationary", "moving"))
-    k, m = st[0], _free(st)
+    get = lambda name: value_of(op.properties.get(name))  # noqa: E731
+    pack = 2 if get("double_row") else 1  # double_row: [K, 2, M] x [K, 2, N], the 2 contracted too
+    if pack == 2 and (len(st) < 3 or st[1] != 2 or len(mv) < 3 or mv[1] != 2):
+        raise VerifyException(f"matmul double_row operands must be [K, 2, ...], got {st} and {mv}")
+    k, m = st[0], _free(st) // pack
+    problem = matmul_tile_problem(get, k, m)
+    if problem is not None:
+        raise VerifyException(problem)
     if mv[0] != k:
         raise VerifyException(f"matmul contraction mismatch: stationary K={k}, moving K={mv[0]}")
-    if dst[0] != m or _free(dst) != _free(mv):
-        raise VerifyException(f"matmul dst shape {dst} does not match [{m}, {_free(mv)}]")
-    if k > MAX_MATMUL_K or m > MAX_MATMUL_M or _free(mv) > MAX_MATMUL_N:
+    n = _free(mv) // pack
+    if dst[0] != m or _free(dst) != n:
+        raise VerifyException(f"matmul dst shape {dst} does not match [{m}, {n}]")
+    if k > MAX_MATMUL_K or m > MAX_MATMUL_M or n > MAX_MATMUL_N:
         raise VerifyException(
-            f"matmul limits exceeded: K={k} (<={MAX_MATMUL_K}), M={m} (<={MAX_MATMUL_M}), "
-            f"N={_free(mv)} (<={MAX_MATMUL_N})"
+            f"matmul limits exceeded: K={k} (<={MAX_MATMUL_K}), M={m} (<={MAX_MATMUL_M}), N={n} (<={MAX_MATMUL_N})"
         )
 
 

@@ -36,7 +36,15 @@ from nkic.target.instructions import (
     dims_problem,
     shuffle_start_problem,
 )
-from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, NKI_ENGINES, XORWOW_WORDS, Target, get_target
+from nkic.target.machine import (
+    ENGINE_BY_NAME,
+    ENGINE_OF_HINT,
+    NKI_ENGINES,
+    PE_ARRAY,
+    XORWOW_WORDS,
+    Target,
+    get_target,
+)
 from nkic.target.vocab import FLOAT_DTYPES, PACKED_DTYPES, REDUCE_CMDS
 
 
@@ -403,29 +411,85 @@ def nc_matmul(
     perf_mode: Any = None,
     **kw: Any,
 ) -> None:
-    """``dst[M, N] (+)= stationary[K, M]ᵀ · moving[K, N]`` on the PE array."""
+    """``dst[M, N] (+)= stationary[K, M]ᵀ · moving[K, N]`` on the PE array (see ``_matmul_mode`` for the options)."""
     _mask(kw)
     op = "nc_matmul"
     dst, st, mv = _tensor(op, "dst", dst), _tensor(op, "stationary", stationary), _tensor(op, "moving", moving)
-    if is_transpose or tile_position or tile_size:
-        raise NkiError(f"{op}: is_transpose / tile_position / tile_size are not supported yet")
     _in(op, "dst", dst, "psum")
     _in(op, "stationary", st, "sbuf")
     _in(op, "moving", mv, "sbuf")
-    k, m, n = st.partitions, st.free_size, mv.free_size
     t = _target(ctx)
+    double_row = _perf_mode(op, perf_mode, t, st, mv)
+    tiles = _pe_tiles(op, tile_position, tile_size, t)
+    if double_row and tiles is not None and tiles[3] < PE_ARRAY:
+        raise NkiError(f"{op}: perf_mode double_row cannot be combined with column tiling (tile_size {tiles[2:]})")
+    rows, cols = (PE_ARRAY, PE_ARRAY) if tiles is None else tiles[2:]
+    k, m, n = st.partitions, st.free_size // (2 if double_row else 1), mv.free_size // (2 if double_row else 1)
     if mv.partitions != k:
         raise NkiError(f"{op}: partition count mismatch: stationary has K={k} partitions, moving has {mv.partitions}")
-    if k > t.matmul_max_k or m > t.matmul_max_m or n > t.matmul_max_n:
+    if k > min(t.matmul_max_k, rows) or m > min(t.matmul_max_m, cols) or n > t.matmul_max_n:
         raise NkiError(
-            f"{op}: matmul limits exceeded on {t.name}: K={k} (max {t.matmul_max_k}), M={m} (max {t.matmul_max_m}), "
-            f"N={n} (max {t.matmul_max_n})",
-            "tile the matmul: K is the partition dim of both inputs, M/N their free sizes",
+            f"{op}: matmul limits exceeded on {t.name}: K={k} (max {min(t.matmul_max_k, rows)}), M={m} "
+            f"(max {min(t.matmul_max_m, cols)}), N={n} (max {t.matmul_max_n})",
+            "tile the matmul: K is the partition dim of both inputs, M/N their free sizes; in tiling mode K and M "
+            "are bounded by tile_size",
         )
     if dst.partitions != m or dst.free_size != n:
         raise NkiError(f"{op}: dst shape {dst.shape} does not match the [M={m}, N={n}] result")
-    attrs = {"accumulate": None if accumulate is None else bool(accumulate)}
+    attrs: dict[str, Any] = {"accumulate": None if accumulate is None else bool(accumulate)}
+    # gen2 has no transpose mode: is_transpose only labels the instruction for the profiler there (a plain matmul).
+    attrs["is_transpose"] = bool(is_transpose) and t.nc_version >= 3 or None
+    attrs["double_row"] = double_row or None
+    attrs["is_stationary_onezero"] = bool(is_stationary_onezero) or None
+    attrs["is_moving_onezero"] = bool(is_moving_onezero) or None
+    if tiles is not None:
+        attrs.update(zip(("tile_row", "tile_col", "tile_rows", "tile_cols"), tiles))
     _record(ctx, "matmul", {"dst": dst, "stationary": st, "moving": mv}, attrs)
+
+
+_FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn")
+
+
+def _perf_mode(op: str, perf_mode: Any, t: Target, st: NkiTensor, mv: NkiTensor) -> bool:
+    """Whether ``perf_mode`` asks for FP8 double-row mode (gen3+): both inputs fp8 shaped ``[K, 2, ...]``, the
+    contraction running over K and that dim of 2."""
+    name = perf_mode.name if isinstance(perf_mode, matmul_perf_mode) else perf_mode
+    if name in (None, "none"):
+        return False
+    if name not in ("double_row", "double_row_gen3"):  # the second spelling is NKI 0.1's
+        raise NkiError(f"{op}: perf_mode must be matmul_perf_mode.none or matmul_perf_mode.double_row, "
+                       f"got {perf_mode!r}")  # fmt: skip
+    if t.nc_version < 3:
+        raise NkiError(f"{op}: perf_mode double_row is not available on {t.name}", "it needs gen3 or newer")
+    for role, x in (("stationary", st), ("moving", mv)):
+        if str(x.dtype) not in _FP8 or (str(x.dtype) == "float8_e4m3fn" and t.nc_version < 4):
+            raise NkiError(f"{op}: perf_mode double_row needs float8 '{role}', got {x.dtype}")
+        if len(x.shape) < 3 or x.shape[1] != 2:
+            raise NkiError(f"{op}: perf_mode double_row needs '{role}' shaped [K, 2, ...], got {list(x.shape)}")
+    return True
+
+
+def _pe_tiles(op: str, tile_position: Any, tile_size: Any, t: Target) -> tuple[int, int, int, int] | None:
+    """(start_row, start_column, row_size, column_size) of a matmul in PE tiling mode, None for the full array.
+
+    Sizes are 64 or 128 (and 32 from gen3), positions multiples of their size inside the array. The API reference's
+    parameter list says start_column must be 0, but its tiling section and nki-library's kernels tile columns too:
+    nkic follows the latter. Tiling places the matmul on the array; the result is the same (see the MATMUL cost).
+    """
+    if not tile_position and not tile_size:
+        return None
+    if not tile_position or not tile_size:
+        raise NkiError(f"{op}: tile_position and tile_size must both be set to enable tiling mode")
+    row, col = _static_pair(op, tile_position, "tile_position")
+    rows, cols = _static_pair(op, tile_size, "tile_size")
+    legal = (32, 64, 128) if t.nc_version >= 3 else (64, 128)
+    if rows not in legal or cols not in legal:
+        raise NkiError(f"{op}: tile_size sizes must be in {legal} on {t.name}, got {(rows, cols)}")
+    for name, start, size in (("start_row", row, rows), ("start_column", col, cols)):
+        if start % size or not 0 <= start < PE_ARRAY:
+            raise NkiError(f"{op}: tile_position {name} must be a multiple of {size} below {PE_ARRAY}, "
+                           f"got {start}")  # fmt: skip
+    return row, col, rows, cols
 
 
 # -- MX (microscaling) -----------------------------------------------------------------------------------------

@@ -285,8 +285,15 @@ class NKIObject:
     so that CPython's dataclass machinery accepts a field with a default before one without; the ``__init__`` that
     every subclass gets (``_nki_object_init``, placed in the class body so that a stacked ``@dataclass`` keeps it)
     also takes them positionally. Instances are compile-time constants (hashable by value through
-    ``tracer.constant_key``).
+    ``tracer.constant_key``). A field the constructor is given no value for and that has no default stays unset:
+    reading it is an AttributeError (the class keeps a ``dataclasses.Field`` there, which is never a value).
     """
+
+    def __getattribute__(self, name: str) -> Any:
+        value = object.__getattribute__(self, name)
+        if isinstance(value, dataclasses.Field):
+            raise AttributeError(f"'{type(self).__name__}' field '{name}' was never set")
+        return value
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -332,7 +339,9 @@ def _nki_object_init(self: Any, *args: Any, **kwargs: Any) -> None:
         elif f.default_factory is not dataclasses.MISSING:
             value = f.default_factory()
         else:
-            raise TypeError(f"{type(self).__name__}() missing keyword argument '{f.name}'")
+            # NKIObject(**kwargs) sets what it is given: a field without value or default stays unset, and only
+            # reading it fails (nki-library's MLPTKGConstantsDimensionSizes declares a field it never sets).
+            continue
         object.__setattr__(self, f.name, value)
     if kwargs:
         raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments {sorted(kwargs)}")

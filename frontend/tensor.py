@@ -292,16 +292,23 @@ class NkiTensor:
                 )
             if pairs[0][1] > NUM_PARTITIONS:
                 raise NkiError(f"access pattern spans {pairs[0][1]} partitions, the limit is {NUM_PARTITIONS}")
+        # Its bounds are checked when an instruction uses it (``bounds_problem``): as in NKI, a kernel may build a
+        # pattern that would overrun and then not use it (nki-library's output_projection_tkg guards with an `if`).
         view = base._view(off, pairs, new)
-        dyn = self._dynamic_offset(scalar_offset, vector_offset, indirect_dim, new, pairs)
-        static = view if dyn is None or dyn.kind != "vector" else base._view(off, pairs[1:] or ((1, 1),), new)
-        lo, hi = _flat_bounds(static)
-        if lo < 0 or hi >= base.storage_elems():
-            raise NkiError(
-                f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {base.storage_elems()}"
-            )
-        view.dyn = dyn
+        view.dyn = self._dynamic_offset(scalar_offset, vector_offset, indirect_dim, new, pairs)
         return view
+
+    def bounds_problem(self) -> str | None:
+        """What is wrong with the elements this view touches (outside its storage), or None. Of a vector-offset
+        view only the static part is known: the rows of its first pair are placed at run time."""
+        static = self
+        if self.dyn is not None and self.dyn.kind == "vector":
+            static = NkiTensor(self.storage, self.offset, self.pairs[1:] or ((1, 1),), self.dtype)
+        lo, hi = _flat_bounds(static)
+        total = NkiTensor(self.storage, 0, (), self.dtype).storage_elems()
+        if lo < 0 or hi >= total:
+            return f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {total}"
+        return None
 
     def _dynamic_offset(
         self, scalar: Any, vector: Any, indirect_dim: Any, dtype: str, pairs: Pairs

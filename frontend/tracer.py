@@ -623,6 +623,9 @@ class TraceContext:
         if t.storage.owner is not self._owner:
             raise NkiError(f"tensor '{t.name}' belongs to another trace or SPMD program", "do not cache tensors")
         self._check_scope(t.storage)
+        problem = t.bounds_problem()
+        if problem is not None:
+            raise NkiError(f"'{role}': {problem}")
         view = t.dtype if t.dtype != t.storage.dtype else ""  # view(dtype) / ap(dtype=): same bytes, other dtype
         dyn = t.dyn.term(f"{role}_offset") if t.dyn is not None else ("", "", 0, 0)
         return Operand(t.storage.handle, self.affine(t.offset), t.pairs or ((1, 1),), view, dyn)

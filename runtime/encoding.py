@@ -265,6 +265,8 @@ def imm_values(ins: Instr) -> dict[str, object]:
     out: dict[str, object] = {}
     for i in range(max(len(named), len(ins.imms))):
         if i < len(named):
+            if named[i].sparse and not ins.imm(i):
+                continue
             out[named[i].prop] = _imm_value(word_kind(named[i], ins.flag), ins.imm(i))
         else:
             out[f"imm{i}"] = ins.imm(i)

@@ -371,3 +371,30 @@ def mx_matmul(stationary: Array, moving: Array) -> Array:
     b = moving.reshape(k, -1, 4).transpose(0, 2, 1).reshape(4 * k, -1)  # (K*4, N)
     with np.errstate(invalid="ignore", over="ignore"):
         return (a @ b).astype(np.float32)
+
+
+def double_row_operand(values: Array) -> Array:
+    """A double_row matmul operand ``[K, 2, X]`` (read as (K, 2X)) as the (2K, X) matrix it contracts over: the
+    contraction runs over the partitions and the dim of 2 together, so row ``2k + j`` is ``values[k, j, :]``."""
+    k = values.shape[0]
+    return values.reshape(2 * k, -1)
+
+
+def transpose_mode_matmul(stationary: Array, moving: Array) -> tuple[Array, Array]:
+    """TensorE transpose mode (``is_transpose``): the PE routes stationary values to the columns where ``moving``
+    is nonzero instead of multiplying through every row, so NaN/Inf reach only the outputs they are routed to.
+
+    Returns ``(result, source)``: ``result[m, n] = Σ_{k: moving[k, n] != 0} stationary[k, m] · moving[k, n]`` in
+    float32, and ``source[n]`` the row k when column n of ``moving`` holds exactly one nonzero and it is 1.0 (there
+    ``result[:, n]`` is ``stationary[k, :]`` exactly, -0.0 and NaN included), else -1. The docs promise a
+    bit-accurate transpose with an identity ``moving``; other 0/1 matrices follow the sum (nkic's choice).
+    """
+    nonzero = moving != 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        products = np.where(nonzero[:, None, :], stationary[:, :, None] * moving[:, None, :], np.float32(0))
+        result = products.sum(axis=0, dtype=np.float32)
+    single = (nonzero.sum(axis=0) == 1) & (np.where(nonzero, moving, 0).sum(axis=0) == 1)
+    source = np.where(single, nonzero.argmax(axis=0), -1)
+    cols = np.flatnonzero(single)
+    result[:, cols] = stationary[source[cols], :].T
+    return result, source

@@ -569,11 +569,32 @@ def _exec_matmul(core: _Core, ins: Instr) -> None:
     stat, mov = _view(core, ins, "stationary"), _view(core, ins, "moving")
     if dst.op.memory != "psum":
         raise SimulationError("MATMUL destination must be in PSUM")
-    if stat.nparts != mov.nparts or dst.nparts != stat.free or dst.free != mov.free:
+    pack = 2 if ins.flag("double_row") else 1  # [K, 2, M] x [K, 2, N]: free sizes 2M and 2N
+    if stat.nparts != mov.nparts or pack * dst.nparts != stat.free or pack * dst.free != mov.free:
         raise SimulationError(f"MATMUL shapes: stationary {stat.nparts}x{stat.free}, moving {mov.nparts}x"
                               f"{mov.free}, dst {dst.nparts}x{dst.free}")  # fmt: skip
-    result = np.matmul(stat.f32().T, mov.f32())
+    # Tiling mode (tile_* immediates) only places the matmul on the PE array: the result is the same.
+    if ins.flag("is_transpose"):
+        _transpose_mode(dst, stat, mov, ins.flag("accumulate"))
+        return
+    s, m = stat.f32(), mov.f32()
+    if pack == 2:
+        s, m = sem.double_row_operand(s), sem.double_row_operand(m)
+    with np.errstate(invalid="ignore", over="ignore"):  # Inf x 0 is NaN on the PE too
+        result = np.matmul(s.T, m)
     if ins.flag("accumulate"):
+        result = result + dst.f32()
+    dst.store(result)
+
+
+def _transpose_mode(dst: _View, stat: _View, mov: _View, accumulate: bool) -> None:
+    """MATMUL with is_transpose: bit-accurate when ``moving`` routes every output column from one row (an identity)
+    and dst has stationary's dtype; otherwise values through fp32 (see ``sem.transpose_mode_matmul``)."""
+    result, source = sem.transpose_mode_matmul(stat.f32(), mov.f32())
+    if not accumulate and dst.op.dtype == stat.op.dtype and (source >= 0).all():
+        dst.store_raw(stat.raw()[source, :].T)
+        return
+    if accumulate:
         result = result + dst.f32()
     dst.store(result)
 

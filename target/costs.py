@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 
 from nkic.target.isa import Instr, Operand, per_opcode
-from nkic.target.machine import DEFAULT_TARGET, Target, get_target
+from nkic.target.machine import DEFAULT_TARGET, PE_ARRAY, Target, get_target
 
 __all__ = [
     "MIN_II", "DMA_FIXED_NS", "SP_DMA_ISSUE_CYCLES", "COSTS", "cost", "instr_cycles", "instr_ns", "dma_ns",
@@ -63,11 +63,23 @@ def _dma_issue(ins: Instr, t: Target) -> int:
 
 @cost("MATMUL")
 def _matmul(ins: Instr, t: Target) -> int:
-    """``max(min(64, N_stationary), N_moving)``, ×4 when an input is fp32."""
+    """``max(min(64, M), N)`` (M, N the stationary and moving free sizes, halved in double_row mode, which computes
+    two fp8 products per PE and cycle: twice the FLOPs in the same time). fp32 inputs cost ×4, ×2 in transpose mode
+    or when every fp32 input carries its ``is_*_onezero`` hint (the "2× better" of the ISA docs).
+
+    Tiling mode (estimate, amortised): matmuls on disjoint PE tiles run concurrently, so one occupies the in-order
+    PE queue for its full-array time × the fraction of the array its tile covers; a full set of tiles then costs
+    what one full-array matmul does. The model does not check that neighbouring tiled matmuls are disjoint.
+    """
     stat, mov = ins.operand("stationary"), ins.operand("moving")
-    cycles = max(min(MIN_II, _free(stat)), _free(mov))
-    fp32 = any(op is not None and op.dtype == "float32" for op in (stat, mov))
-    return cycles * 4 if fp32 else cycles
+    pack = 2 if ins.flag("double_row") else 1
+    cycles = max(min(MIN_II, _free(stat) // pack), _free(mov) // pack)
+    fp32 = {role for role, op in (("stationary", stat), ("moving", mov)) if op is not None and op.dtype == "float32"}
+    if fp32:
+        hinted = all(ins.flag(f"is_{role}_onezero") for role in fp32)
+        cycles *= 2 if ins.flag("is_transpose") or hinted else 4
+    rows, cols = ins.imm("tile_rows") or PE_ARRAY, ins.imm("tile_cols") or PE_ARRAY
+    return max(1, math.ceil(cycles * rows * cols / (PE_ARRAY * PE_ARRAY)))
 
 
 @cost("TRANSPOSE")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nkic.target.isa import OPCODES, Imm, OpSpec, register_opcode
-from nkic.target.machine import ENGINE_NAMES
+from nkic.target.machine import ENGINE_NAMES, PE_ARRAY
 from nkic.target.vocab import HBM_MEMORIES, ON_CHIP
 
 __all__ = ["Role", "Field", "InstrSpec", "INSTRUCTIONS", "declare", "FIELD_KINDS"]
@@ -132,6 +132,10 @@ def dims_problem(spec: InstrSpec, dims: Mapping[str, tuple[int, int]]) -> str | 
     return None if spec.dims_rule is None else spec.dims_rule(dims)
 
 
+# nc_matmul's PE tiling mode: the first PE row and column and the tile's rows and columns (absent: the whole array).
+MATMUL_TILE_FIELDS = tuple(Field(n, "int") for n in ("tile_row", "tile_col", "tile_rows", "tile_cols"))
+
+
 def _transpose_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
     if d["dst"] != d["data"][::-1]:
         return f"transpose of {d['data']} (partitions, free) writes {d['data'][::-1]}, not {d['dst']}"
@@ -170,6 +174,26 @@ ACTIVATE2_STAGES: frozenset[tuple[str, str]] = frozenset({
 })  # fmt: skip
 ACTIVATE2_REDUCE_OPS: tuple[str, ...] = ("add", "maximum", "minimum", "abs_max", "abs_min")
 _ACCUMULATING_CMDS = ("reset", "reduce", "reset_reduce")
+
+
+MATMUL_TILE_SIZES = (32, 64, 128)  # row / column tile sizes of the PE array (32 from gen3, checked by nisa)
+
+
+def matmul_tile_problem(get: Callable[[str], Any], k: int, m: int) -> str | None:
+    """What is wrong with a matmul's PE tiling fields (``get(name)``, None when absent) for a [K, M] stationary
+    tile: each size one of MATMUL_TILE_SIZES, each start a multiple of its size inside the array, the stationary tile
+    within the tile, and no column tiling in double_row mode."""
+    rows, cols = get("tile_rows") or PE_ARRAY, get("tile_cols") or PE_ARRAY
+    row, col = get("tile_row") or 0, get("tile_col") or 0
+    if rows not in MATMUL_TILE_SIZES or cols not in MATMUL_TILE_SIZES:
+        return f"matmul tile_size ({rows}, {cols}) must be made of {MATMUL_TILE_SIZES}"
+    if row % rows or col % cols or not (0 <= row < PE_ARRAY and 0 <= col < PE_ARRAY):
+        return f"matmul tile_position ({row}, {col}) must be multiples of tile_size ({rows}, {cols}) inside the array"
+    if k > rows or m > cols:
+        return f"matmul stationary [K={k}, M={m}] exceeds its PE tile of {rows} rows x {cols} columns"
+    if get("double_row") and cols < PE_ARRAY:
+        return "matmul double_row mode cannot be combined with column tiling"
+    return None
 
 
 def activate2_problem(get: Callable[[str], Any]) -> str | None:
@@ -239,7 +263,9 @@ declare(InstrSpec(
     "matmul", "MATMUL",
     (Role("dst", write=True, memories=("psum",)), Role("stationary", memories=("sbuf",)),
      Role("moving", memories=("sbuf",))),
-    ("pe",), "dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]", fields=(Field("accumulate", "bool"),),
+    ("pe",), "dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]",
+    fields=(Field("accumulate", "bool"), Field("is_transpose", "bool"), Field("double_row", "bool"),
+            Field("is_stationary_onezero", "bool"), Field("is_moving_onezero", "bool"), *MATMUL_TILE_FIELDS),
     traits=frozenset({"accumulates"}), nki_name="nc_matmul",
 ))
 declare(InstrSpec(

@@ -67,6 +67,7 @@ class Imm:
     tensor_role: str | None = None
     required: bool = False
     optional: bool = False  # may be absent although it has no default (TENSOR_SCALAR's second stage)
+    sparse: bool = False  # listed (NEFF engine JSON) only when non-zero: a mode field most instructions leave off
 
 
 def encode_imm(kind: str, value: str | int | float | None) -> int:
@@ -164,7 +165,9 @@ _SPECS = (
            required=("dst", "src"), imms=(Imm("queue", "u32"),), flags=("transpose", "oob_skip"),
            traits=frozenset({"dma"})),
     OpSpec("MATMUL", 0x02, ("pe",), ("dst", "stationary", "moving"), "dst[M, N] (+)= stationary[K, M]^T @ "
-           "moving[K, N] into PSUM", required=("dst", "stationary", "moving"), flags=("accumulate",)),
+           "moving[K, N] into PSUM", required=("dst", "stationary", "moving"),
+           imms=tuple(Imm(n, "u32", default=0, sparse=True) for n in ("tile_row", "tile_col", "tile_rows", "tile_cols")),
+           flags=("accumulate", "is_transpose", "double_row", "is_stationary_onezero", "is_moving_onezero")),
     OpSpec("TRANSPOSE", 0x03, ("pe", "dve"), ("dst", "src"), "dst[F, P] = src[P, F]", required=("dst", "src")),
     OpSpec("TENSOR_TENSOR", 0x04, _ELEMENTWISE, ("dst", "in0", "in1"), "dst = in0 <op> in1",
            required=("dst", "in0", "in1"), imms=(Imm("op", "alu"),), same_shape=("in0", "in1")),

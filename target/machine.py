@@ -14,7 +14,8 @@ from nkic.target.vocab import Vocabulary
 __all__ = [
     "Engine", "ENGINES", "ENGINE_NAMES", "ENGINE_BY_NAME", "NKI_ENGINES", "ENGINE_OF_HINT", "Target", "TARGETS",
     "DEFAULT_TARGET", "TARGET_ALIASES", "get_target", "NUM_PARTITIONS", "NUM_DMA_QUEUES", "QUEUE_SEM_BASE",
-    "NUM_SEMAPHORES", "engine_sem", "queue_sem", "valid_sem", "sem_name", "MAX_SBUF_BYTES", "MAX_PSUM_BYTES",
+    "NUM_SEMAPHORES", "PE_ARRAY", "engine_sem", "queue_sem", "valid_sem", "sem_name", "MAX_SBUF_BYTES",
+    "MAX_PSUM_BYTES",
     "MAX_MATMUL_K", "MAX_MATMUL_M", "MAX_MATMUL_N", "REFERENCE_CLOCK_GHZ", "XORWOW_WORDS",
 ]  # fmt: skip
 
@@ -57,6 +58,7 @@ NKI_ENGINES = Vocabulary(
 ENGINE_OF_HINT: dict[str, str] = {**{e.nki: e.name for e in ENGINES}, "dma": "sp"}
 
 NUM_PARTITIONS = 128
+PE_ARRAY = 128  # rows and columns of TensorE's systolic array (the unit of matmul tiling mode)
 XORWOW_WORDS = 6  # one XORWOW generator's state: x0..x4 and the Weyl counter d, uint32 each
 NUM_DMA_QUEUES = 16
 QUEUE_SEM_BASE = 8  # DMA queue q signals semaphore QUEUE_SEM_BASE + q; 0..4 are the engines'

@@ -25,6 +25,7 @@ from nkic.target.instructions import (
     core_barrier_problem,
     mask_cores,
     sendrecv_problem,
+    matmul_tile_problem,
     shuffle_start_problem,
     unpack_shuffle_mask,
 )
@@ -105,8 +106,12 @@ class MatmulFormat(IsaInst):
 
     def verify_format(self) -> None:
         (m, n), (k, m_st), (k_mv, n_mv) = self.dims("dst"), self.dims("stationary"), self.dims("moving")
-        if k != k_mv or m != m_st or n != n_mv:
+        pack = 2 if self.field("double_row") else 1  # double_row contracts K and a dim of 2: free sizes 2M, 2N
+        if k != k_mv or pack * m != m_st or pack * n != n_mv:
             raise VerifyException(f"matmul shapes: stationary {k}x{m_st}, moving {k_mv}x{n_mv}, dst {m}x{n}")
+        problem = matmul_tile_problem(self.field, k, m)
+        if problem is not None:
+            raise VerifyException(problem)
         if n > MAX_MATMUL_N:
             raise VerifyException(f"matmul free size {n} exceeds {MAX_MATMUL_N}")
         self.verify_banks()

@@ -288,9 +288,10 @@ def _error_cases():
         i = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=t, src=t.ap([[8, 4], [1, 8]], scalar_offset=i, indirect_dim=1))
 
-    def static_part(data, idx):
+    def static_part(data, idx):  # checked where an instruction uses the view (a kernel may build and not use it)
         i = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
-        data.ap([[8, 4], [1, 8]], offset=8 * 30, scalar_offset=i)
+        t = nl.ndarray((4, 8), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data.ap([[8, 4], [1, 8]], offset=8 * 30, scalar_offset=i))
 
     def bad_oob(data, idx):
         t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)

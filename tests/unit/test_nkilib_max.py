@@ -5,10 +5,7 @@ numpy. The inputs have no ties (the kernel's masked max over stages would pick t
 For bfloat16 inputs the kernel carries indices in the input dtype (``ind_buf_float``, ``ind_shifted``), exact only
 up to 256, so the bf16 case uses a 256-wide vocabulary.
 
-Blocked: the kernel transposes its per-partition results with ``nc_matmul(..., is_transpose=True)``
-(cascaded_max.py:277), which nkic does not support yet (another helper adds the nc_matmul tiling/transpose modes).
-With that in place the rest traces, compiles and simulates (checked with a local patch); until then every case is a
-strict xfail on exactly that error.
+The kernel transposes its per-partition results with ``nc_matmul(..., is_transpose=True)`` (cascaded_max.py:277).
 """
 
 from __future__ import annotations
@@ -17,12 +14,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nkic.frontend.errors import NkiError
 
 RNG = np.random.default_rng(17)
 
 
-@pytest.mark.xfail(raises=NkiError, strict=True, reason="nc_matmul(is_transpose=True) is not supported yet")
 @pytest.mark.parametrize("shape,dtype,lnc", [
     ((1, 1, 4096), np.float32, 1),  # BxS = 1: one core, 32 stages of 128
     ((2, 3, 8192), np.float32, 2),  # LNC2: 3 rows per core, 42 stages

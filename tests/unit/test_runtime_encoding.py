@@ -172,7 +172,7 @@ REC, OPS = 32, 32 + 2 * 64
         (lambda d: _patched(d, REC + 16, "<H", 5), "bad index"),
         (lambda d: _patched(d, REC + 22, "<H", 0), "bad index"),  # slot beyond MATMUL's three
         (lambda d: _patched(d, REC + 4, "<B", 30), "semaphore"),
-        (lambda d: _patched(d, REC + 2, "<H", 0x10), "flag"),
+        (lambda d: _patched(d, REC + 2, "<H", 0x40), "flag"),  # MATMUL defines bits 0..4
         (lambda d: _patched(d, OPS, "<B", 4), "memory code"),
         (lambda d: _patched(d, OPS + 1, "<B", 16), "dtype code"),
         (lambda d: _patched(d, OPS + 3, "<B", 5), "free dims"),

@@ -420,8 +420,10 @@ def test_nkiobject_plain_fields_and_stacked_dataclass() -> None:
         b: str
 
     assert Plain(b="x") == Plain(a=1, b="x")
-    with pytest.raises(TypeError, match="missing keyword argument 'b'"):
-        Plain()
+    unset = Plain()  # NKIObject(**kwargs): a field given no value and without default is left unset
+    assert unset.a == 1
+    with pytest.raises(AttributeError, match="'b'"):
+        _ = unset.b
 
 
 def test_setitem_and_filled_allocations(recording) -> None:

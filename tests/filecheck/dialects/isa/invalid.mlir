@@ -204,6 +204,28 @@ builtin.module {
 
 builtin.module {
   isa.core @sg00 {
+    isa.stream "pe" {
+      isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 64], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 64]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 0 : i64, tile_row = 64 : i64, tile_rows = 64 : i64, tile_cols = 128 : i64}
+    }
+  }
+}
+// CHECK: matmul stationary [K=128, M=64] exceeds its PE tile of 64 rows x 128 columns
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pe" {
+      isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 32], [1, 512]], stationary sbuf(p0, 0x0, float8_e4m3)[0 : [1, 128], [1, 32]], moving sbuf(p0, 0x100, float8_e4m3)[0 : [1, 128], [1, 512]] {id = 0 : i64, double_row = true}
+    }
+  }
+}
+// CHECK: matmul shapes: stationary 128x32, moving 128x512, dst 32x512
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
     isa.stream "act" {
       isa_act.tensor_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[5 : [1, 128], [1, 512]] {id = 0 : i64}
     }

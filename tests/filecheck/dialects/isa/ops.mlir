@@ -20,6 +20,8 @@
 // CHECK-NEXT: isa.stream "pe" {
 // CHECK-NEXT: isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
 // CHECK-NEXT: isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 5 : i64, accumulate = true, signal_sem = 0 : i64}
+// CHECK-NEXT: isa_pe.matmul dst psum(p32, 0x0, float32)[0 : [1, 32], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 32]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 7 : i64, tile_col = 32 : i64, tile_rows = 128 : i64, tile_cols = 32 : i64, is_transpose = true, is_stationary_onezero = true}
+// CHECK-NEXT: isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 16], [1, 512]], stationary sbuf(p0, 0x0, float8_e4m3)[0 : [1, 128], [16, 2], [1, 16]], moving sbuf(p0, 0x100, float8_e5m2)[0 : [1, 128], [512, 2], [1, 512]] {id = 8 : i64, double_row = true}
 // CHECK-NEXT: isa_pe.transpose dst psum(p0, 0x800, float32)[0 : [1, 64], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 6 : i64, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 0 : i64}
 // CHECK-NEXT: isa_pe.matmul_mx dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, float8_e4m3fn_x4)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x200, float4_e2m1fn_x4)[0 : [1, 128], [1, 512]], stationary_scale sbuf(p0, 0x1000, float8_e8m0fnu)[0 : [1, 128], [1, 128]], moving_scale sbuf(p0, 0x1100, uint8)[0 : [1, 128], [1, 512]] {id = 42 : i64, accumulate = true}
 // CHECK-NEXT: }
@@ -106,6 +108,8 @@ builtin.module {
     isa.stream "pe" {
       isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
       isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 5 : i64, accumulate = true, signal_sem = 0 : i64}
+      isa_pe.matmul dst psum(p32, 0x0, float32)[0 : [1, 32], [1, 512]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 32]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 512]] {id = 7 : i64, tile_col = 32 : i64, tile_rows = 128 : i64, tile_cols = 32 : i64, is_transpose = true, is_stationary_onezero = true}
+      isa_pe.matmul dst psum(p0, 0x0, float32)[0 : [1, 16], [1, 512]], stationary sbuf(p0, 0x0, float8_e4m3)[0 : [1, 128], [16, 2], [1, 16]], moving sbuf(p0, 0x100, float8_e5m2)[0 : [1, 128], [512, 2], [1, 512]] {id = 8 : i64, double_row = true}
       isa_pe.transpose dst psum(p0, 0x800, float32)[0 : [1, 64], [1, 128]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 6 : i64, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 0 : i64}
       isa_pe.matmul_mx dst psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], stationary sbuf(p0, 0x0, float8_e4m3fn_x4)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x200, float4_e2m1fn_x4)[0 : [1, 128], [1, 512]], stationary_scale sbuf(p0, 0x1000, float8_e8m0fnu)[0 : [1, 128], [1, 128]], moving_scale sbuf(p0, 0x1100, uint8)[0 : [1, 128], [1, 512]] {id = 42 : i64, accumulate = true}
     }

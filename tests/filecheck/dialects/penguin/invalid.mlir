@@ -111,6 +111,76 @@ builtin.module {
 builtin.module {
   penguin.kernel @k : () -> () program {
   ^bb0():
+    %w = penguin.alloc "w" : !penguin.tensor<sbuf, 128x128xf32>
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x8192xbf16>
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
+    penguin.matmul dst %p[0 : [512, 128], [1, 512]], stationary %w[0 : [128, 128], [1, 128]], moving %x[0 : [8192, 128], [1, 512]] {tile_row = 0 : i64, tile_col = 0 : i64, tile_rows = 128 : i64, tile_cols = 64 : i64}
+    penguin.return
+  }
+}
+// CHECK: matmul stationary [K=128, M=128] exceeds its PE tile of 128 rows x 64 columns
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %w = penguin.alloc "w" : !penguin.tensor<sbuf, 128x128xf32>
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x8192xbf16>
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
+    penguin.matmul dst %p[0 : [512, 32], [1, 512]], stationary %w[0 : [128, 128], [1, 32]], moving %x[0 : [8192, 128], [1, 512]] {tile_row = 0 : i64, tile_col = 48 : i64, tile_rows = 128 : i64, tile_cols = 32 : i64}
+    penguin.return
+  }
+}
+// CHECK: matmul tile_position (0, 48) must be multiples of tile_size (128, 32) inside the array
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %w = penguin.alloc "w" : !penguin.tensor<sbuf, 128x128xf32>
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x8192xbf16>
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
+    penguin.matmul dst %p[0 : [512, 32], [1, 512]], stationary %w[0 : [128, 128], [1, 32]], moving %x[0 : [8192, 128], [1, 512]] {tile_rows = 128 : i64, tile_cols = 48 : i64}
+    penguin.return
+  }
+}
+// CHECK: matmul tile_size (128, 48) must be made of (32, 64, 128)
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %w = penguin.alloc "w" : !penguin.tensor<sbuf, 128x128xf32>
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x8192xbf16>
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
+    penguin.matmul dst %p[0 : [512, 32], [1, 256]], stationary %x[0 : [8192, 128], [256, 2], [1, 32]], moving %x[0 : [8192, 128], [256, 2], [1, 256]] {double_row = true, tile_rows = 128 : i64, tile_cols = 32 : i64}
+    penguin.return
+  }
+}
+// CHECK: matmul double_row mode cannot be combined with column tiling
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %w = penguin.alloc "w" : !penguin.tensor<sbuf, 128x128xf32>
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x8192xbf16>
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x512xf32>
+    penguin.matmul dst %p[0 : [512, 64], [1, 256]], stationary %x[0 : [8192, 128], [1, 128]], moving %x[0 : [8192, 128], [1, 512]] {double_row = true}
+    penguin.return
+  }
+}
+// CHECK: matmul double_row operands must be [K, 2, ...]
+
+// -----
+
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
     %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
     penguin.tensor_copy dst %x[0 : [128, 128], [1, 128]], src %x[0 + 1*i0 : [128, 128], [1, 128]]
     penguin.return

@@ -21,6 +21,8 @@
 // CHECK: penguin.activation dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], bias %m[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {func = "exp", reduce_op = "add", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.matmul dst %p[0 : [512, 128], [1, 512]], stationary %w[0 : [128, 128], [1, 128]], moving %x[0 : [512, 128], [1, 512]]
 // CHECK: penguin.matmul dst %p[0 : [512, 128], [1, 512]], stationary %w[0 : [128, 128], [1, 128]], moving %x[0 : [512, 128], [1, 512]] {accumulate = true}
+// CHECK: penguin.matmul dst %p[16384 : [512, 32], [1, 512]], stationary %w[0 : [128, 128], [1, 32]], moving %x[0 : [512, 128], [1, 512]] {is_transpose = true, is_moving_onezero = true, tile_row = 0 : i64, tile_col = 32 : i64, tile_rows = 128 : i64, tile_cols = 32 : i64}
+// CHECK: penguin.matmul dst %p[0 : [512, 64], [1, 256]], stationary %x[0 : [512, 64], [256, 2], [1, 64]], moving %x[0 : [512, 64], [256, 2], [1, 256]] {double_row = true, tile_row = 64 : i64, tile_rows = 64 : i64, tile_cols = 128 : i64}
 // CHECK: penguin.iota dst %w[0 : [128, 128], [1, 128]] {pattern = #nkic.ap<0 : [1, 128]>, channel_multiplier = -1 : i64}
 // CHECK: penguin.affine_select dst %w[0 : [128, 128], [1, 128]], on_true %w[0 : [128, 128], [1, 128]] {pattern = #nkic.ap<5 : [-1, 128]>, channel_multiplier = 1 : i64, cmp_op = "greater_equal", on_false_value = -3.40282347e+38 : f32}
 // CHECK: penguin.memset dst %m[0 : [1, 128], [1, 1]] {value = 0.000000e+00 : f32}
@@ -112,6 +114,8 @@ builtin.module {
       penguin.activation dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], bias %m[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {func = "exp", reduce_op = "add", reduce_cmd = "reset_reduce"}
       penguin.matmul dst %p[0 : [512, 128], [1, 512]], stationary %w[0 : [128, 128], [1, 128]], moving %x[0 : [512, 128], [1, 512]]
       penguin.matmul dst %p[0 : [512, 128], [1, 512]], stationary %w[0 : [128, 128], [1, 128]], moving %x[0 : [512, 128], [1, 512]] {accumulate = true}
+      penguin.matmul dst %p[16384 : [512, 32], [1, 512]], stationary %w[0 : [128, 128], [1, 32]], moving %x[0 : [512, 128], [1, 512]] {is_transpose = true, is_moving_onezero = true, tile_row = 0 : i64, tile_col = 32 : i64, tile_rows = 128 : i64, tile_cols = 32 : i64}
+      penguin.matmul dst %p[0 : [512, 64], [1, 256]], stationary %x[0 : [512, 64], [256, 2], [1, 64]], moving %x[0 : [512, 64], [256, 2], [1, 256]] {double_row = true, tile_row = 64 : i64, tile_rows = 64 : i64, tile_cols = 128 : i64}
       penguin.iota dst %w[0 : [128, 128], [1, 128]] {pattern = #nkic.ap<0 : [1, 128]>, channel_multiplier = -1 : i64}
       penguin.affine_select dst %w[0 : [128, 128], [1, 128]], on_true %w[0 : [128, 128], [1, 128]] {pattern = #nkic.ap<5 : [-1, 128]>, channel_multiplier = 1 : i64, cmp_op = "greater_equal", on_false_value = -3.4028235e38 : f32}
       penguin.memset dst %m[0 : [1, 128], [1, 1]] {value = 0.0 : f32}
