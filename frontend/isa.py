@@ -1649,12 +1649,12 @@ def dma_compute(
 _DMA_ENGINE = dma_engine  # sendrecv's parameter named `dma_engine` shadows the enum
 
 
-def _rank(ctx: Any, op: str, name: str, value: Any) -> int:
-    """A core of the LNC=2 pair: 0 or 1, and a program of this launch (rank r is program r)."""
+def _rank(ctx: Any, op: str, name: str, value: Any, in_launch: bool = True) -> int:
+    """A core of the LNC=2 pair: 0 or 1, and (``in_launch``) a program of this launch (rank r is program r)."""
     rank = _int_param(op, name, value)
     if not 0 <= rank < LNC_MAX_RANKS:
         raise NkiError(f"{op}: {name} must be 0 or 1 (a core of the LNC=2 pair), got {rank}")
-    if rank >= ctx.grid:
+    if in_launch and rank >= ctx.grid:
         raise NkiError(
             f"{op}: {name} = {rank} names no core of this launch, which runs {ctx.grid} program(s)",
             "launch the kernel on the LNC=2 pair as kernel[2]; rank r is nl.program_id(0) == r",
@@ -1697,8 +1697,8 @@ def sendrecv(
 def core_barrier(ctx: Any, data: NkiTensor, cores: Any, engine: Any = None, **kw: Any) -> None:
     """Every core of ``cores`` waits here until all of them have arrived, with all their earlier work done (nkic
     stops every engine of the core, not only ``engine``: a stronger barrier that orders everything on the core).
-    ``data`` is the HBM tensor the cores synchronise on; ``cores`` is (0, 1) on the LNC=2 pair, or (0,) in a
-    one-program launch (as nki-library writes it for a single shard)."""
+    ``data`` is the HBM tensor the cores synchronise on; ``cores`` is (0, 1) on the LNC=2 pair. A core the launch
+    does not have waits for nobody: nki-library writes ``(0, 1)`` in kernels that also run as one program."""
     name = "core_barrier"
     data = _tensor(name, "data", data)
     if data.on_chip:
@@ -1706,11 +1706,12 @@ def core_barrier(ctx: Any, data: NkiTensor, cores: Any, engine: Any = None, **kw
                        "the barrier orders the cores' accesses to a shared HBM tensor")  # fmt: skip
     if not isinstance(cores, (tuple, list)) or not cores:
         raise NkiError(f"{name}: cores must be a tuple of core ranks such as (0, 1), got {cores!r}")
-    ranks = [_rank(ctx, name, f"cores[{i}]", c) for i, c in enumerate(cores)]
+    ranks = [_rank(ctx, name, f"cores[{i}]", c, in_launch=False) for i, c in enumerate(cores)]
     if len(set(ranks)) != len(ranks):
         raise NkiError(f"{name}: cores {tuple(ranks)} names a core twice")
     if ctx.program_rank not in ranks:
         raise NkiError(f"{name}: cores {tuple(ranks)} does not include this core (program {ctx.program_rank})")
+    ranks = [r for r in ranks if r < ctx.grid]
     eng = _enum(engine, _ENGINE, "engine")
     eng = "gpsimd" if eng == "unknown" else eng
     _record(ctx, name, {"data": data}, {"cores": tuple(sorted(ranks)), "engine": eng}, eng)

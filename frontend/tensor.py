@@ -294,6 +294,10 @@ class NkiTensor:
                 raise NkiError(f"access pattern spans {pairs[0][1]} partitions, the limit is {NUM_PARTITIONS}")
         # Its bounds are checked when an instruction uses it (``bounds_problem``): as in NKI, a kernel may build a
         # pattern that would overrun and then not use it (nki-library's output_projection_tkg guards with an `if`).
+        if scalar_offset is not None and (is_symbolic(scalar_offset) or isinstance(scalar_offset, int)):
+            # An offset known at trace time (a number, an affine_range index) is a static offset: no run-time term.
+            off = off + scalar_offset * self._offset_scale(indirect_dim, new)
+            scalar_offset = None
         view = base._view(off, pairs, new)
         view.dyn = self._dynamic_offset(scalar_offset, vector_offset, indirect_dim, new, pairs)
         return view
@@ -310,6 +314,16 @@ class NkiTensor:
             return f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {total}"
         return None
 
+    def _offset_scale(self, indirect_dim: Any, dtype: str) -> int:
+        """Elements of ``dtype`` between consecutive indices of dim ``indirect_dim`` (the unit of an offset)."""
+        dim = _static_int(indirect_dim, "indirect_dim")
+        if not 0 <= dim < self.ndim:
+            raise NkiError(f".ap: indirect_dim {dim} is not a dim of a tensor of shape {self.shape}")
+        stride_bytes = self.pairs[dim][0] * self.itemsize
+        if stride_bytes % itemsize(dtype):
+            raise NkiError(f".ap: the stride of dim {dim} is not a whole number of {dtype} elements")
+        return stride_bytes // itemsize(dtype)
+
     def _dynamic_offset(
         self, scalar: Any, vector: Any, indirect_dim: Any, dtype: str, pairs: Pairs
     ) -> DynamicOffset | None:
@@ -318,16 +332,10 @@ class NkiTensor:
             return None
         if scalar is not None and vector is not None:
             raise NkiError(".ap: scalar_offset and vector_offset are mutually exclusive")
-        dim = _static_int(indirect_dim, "indirect_dim")
-        if not 0 <= dim < self.ndim:
-            raise NkiError(f".ap: indirect_dim {dim} is not a dim of a tensor of shape {self.shape}")
-        if self.on_chip and dim == 0:
+        if self.on_chip and _static_int(indirect_dim, "indirect_dim") == 0:
             raise NkiError(".ap: a dynamic offset cannot move the partition dim of an on-chip tensor",
                            "use indirect_dim >= 1, or index an HBM tensor")  # fmt: skip
-        stride_bytes = self.pairs[dim][0] * self.itemsize
-        if stride_bytes % itemsize(dtype):
-            raise NkiError(f".ap: the stride of dim {dim} is not a whole number of {dtype} elements")
-        scale = stride_bytes // itemsize(dtype)
+        scale = self._offset_scale(indirect_dim, dtype)
         if vector is not None:
             index = _index_tensor(vector, "vector_offset")
             if self.on_chip:
@@ -349,7 +357,10 @@ class NkiTensor:
 
     # -- values are unknown at trace time -------------------------------------------------------------
     def __bool__(self) -> bool:
-        raise NkiError(*_DYNAMIC_CF)
+        """Always true, as for NKI's ``NkiTensor`` (a plain object without ``__bool__``): ``if bias:`` asks whether a
+        tensor was given (nki-library's ``if params.expert_params.expert_index:``), never what it holds. Comparing a
+        tensor's values (``x < 3``) still fails: those are unknown at trace time."""
+        return True
 
     def _dynamic(self, *_: Any) -> Any:
         raise NkiError(*_DYNAMIC_CF)

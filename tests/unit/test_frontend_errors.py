@@ -35,14 +35,14 @@ def out_like(x):
 # -- dynamic control flow -----------------------------------------------------------------------------------
 def k_if(x):
     t = nl.ndarray((128, 512), x.dtype)
-    if t:  # E-if
+    if t > 0:  # E-if
         pass
     return out_like(x)
 
 
 def k_while(x):
     t = nl.ndarray((128, 512), x.dtype)
-    while t:  # E-while
+    while t != 0:  # E-while
         break
     return out_like(x)
 

@@ -61,6 +61,17 @@ def test_rotational_topk_single_stage(nkilib, shape, k: int, lnc: int, sort: boo
     np.testing.assert_array_equal(gathered.astype(np.float32), values.astype(np.float32))
 
 
+@pytest.mark.parametrize("shape,k,lnc,sort,dtype", [
+    ((2, 64, 4096), 32, 1, False, np.float32),  # one stage, four rounds of max8 + nc_match_replace8
+    ((1, 128, 1000), 16, 1, True, ml_dtypes.bfloat16),
+    ((1, 128, 1000), 12, 1, True, np.float32),  # k padded to 16, the output cut back to 12
+    ((1, 128, 2048), 20, 1, True, np.float32),  # k padded to 24
+])  # fmt: skip
+def test_rotational_topk_k_above_8_in_one_stage(nkilib, shape, k: int, lnc: int, sort: bool, dtype) -> None:
+    """k > 8 where the strategy keeps one stage: max8 rounds, each replacing the 8 found values before the next."""
+    test_rotational_topk_single_stage(nkilib, shape, k, lnc, sort, dtype)
+
+
 @pytest.mark.parametrize("shape,k,lnc", [((1, 16, 2048), 16, 1), ((1, 16, 4096), 32, 1), ((2, 8, 2048), 12, 2)])
 def test_rotational_topk_multi_stage(nkilib, shape, k: int, lnc: int) -> None:
     """k > 8: the rotation stages, whose rotation matrices come from ``nl.shared_constant`` (NEFF constants)."""
