@@ -1,7 +1,9 @@
 """The public NKI namespace: what ``import nki`` gives after ``nkic.install_nki_alias()``.
 
 ``jit``, ``simulate`` and the submodules ``language`` (nl), ``isa`` (nisa), ``compiler`` and ``typing``, plus
-``Kernel``, ``TensorSpec``, ``dtype``, ``dont_trace`` and ``NkiError``; ``collectives`` holds only placeholders. Any
+``Kernel``, ``TensorSpec``, ``dtype``, ``dont_trace`` and ``NkiError``, and the legacy entry points
+``simulate_kernel``, ``baremetal``, ``benchmark``, ``profile`` and ``trace`` (``entry_points.py``); ``collectives``
+imports, and calling it raises. Any
 other name is a placeholder that raises ``NkiError`` when called (``frontend/unsupported.py``). It is assembled here, above the frontend, because
 ``simulate`` (and calling a kernel outside a trace) needs the compiler, which the frontend must not import. Kernels
 that ship with nkic (``nkic.kernels``) use only this module: ``from nkic import api as nki``.
@@ -9,17 +11,30 @@ that ship with nkic (``nkic.kernels``) use only this module: ``from nkic import 
 
 from __future__ import annotations
 
+from typing import Any
+
+from nkic.entry_points import baremetal, benchmark, profile, simulate_kernel, trace
 from nkic.execute import simulate
 from nkic.frontend import collectives, compiler, isa, language
 from nkic.frontend import nki_typing as typing
 from nkic.frontend.dtypes import dtype
 from nkic.frontend.errors import NkiError
-from nkic.frontend.tracer import Kernel, TensorSpec, dont_trace, jit
+from nkic.frontend.tracer import Kernel, TensorSpec, dont_trace
+from nkic.frontend.tracer import jit as _jit
 from nkic.frontend.unsupported import missing_names
 
 __all__ = [
-    "Kernel", "NkiError", "TensorSpec", "collectives", "compiler", "dont_trace", "dtype", "isa", "jit", "language",
-    "simulate", "typing",
+    "Kernel", "NkiError", "TensorSpec", "baremetal", "benchmark", "collectives", "compiler", "dont_trace", "dtype",
+    "isa", "jit", "language", "profile", "simulate", "simulate_kernel", "trace", "typing",
 ]  # fmt: skip
+
+
+def jit(fn: Any = None, **options: Any) -> Any:
+    """``@nki.jit`` / ``@nki.jit(**options)``: a Kernel. Every ``mode`` compiles and simulates when the kernel is
+    called; ``mode="benchmark"`` also records ``.benchmark_result`` (``nki.benchmark``)."""
+    if options.get("mode") == "benchmark":
+        rest = {k: v for k, v in options.items() if k != "mode"}
+        return benchmark(None if fn is None else _jit(fn), **rest)
+    return _jit(fn, **options)
 
 __getattr__ = missing_names("nki")

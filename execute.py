@@ -21,6 +21,7 @@ import numpy as np
 
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import Kernel, TensorSpec, TracedKernel, jit, set_executor
+from nkic.runtime.simulator import RunResult
 
 __all__ = ["run_kernel", "run_traced", "simulate"]
 
@@ -37,36 +38,53 @@ def run_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> list[n
 
 def _simulate_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
     """Every output variable of one simulated run (the returned ones and the final contents of written inputs)."""
-    from nkic.driver import compile_traced, run_neff
+    return _run(traced, arrays)[0]
+
+
+def neff_of(traced: TracedKernel) -> bytes:
+    """The NEFF of ``traced``, compiled once per trace."""
+    from nkic.driver import compile_traced
 
     key = id(traced)
     if key not in _NEFFS:
         _NEFFS[key] = compile_traced(traced).neff
         # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
         weakref.finalize(traced, _NEFFS.pop, key, None)
-    result = run_neff(_NEFFS[key], arrays, target=traced.options.target)
+    return _NEFFS[key]
+
+
+def _run(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> tuple[Mapping[str, np.ndarray], RunResult]:
+    from nkic.driver import run_neff
+
+    result = run_neff(neff_of(traced), arrays, target=traced.options.target)
     # Under a grid a written or returned input is read from the input itself after the run (TracedKernel).
-    return {**result.inputs, **result.outputs} if traced.grid > 1 else result.outputs
+    return ({**result.inputs, **result.outputs} if traced.grid > 1 else result.outputs), result
 
 
 def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Trace ``kernel`` for these arguments (cached), compile, simulate; a tuple if the kernel returns one.
 
     An input the kernel writes is copied back into the caller's array afterwards, as NKI's simulator does."""
+    return run_kernel_with_profile(kernel, args, kwargs)[0]
+
+
+def run_kernel_with_profile(
+    kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, TracedKernel, RunResult]:
+    """:func:`run_kernel`, also returning the trace (its NEFF is :func:`neff_of`) and the run (its profile)."""
     traced = kernel.trace(*args, **kwargs)
     inputs: dict[str, np.ndarray] = {}
     for name, value in kernel.array_arguments(*args, **kwargs).items():
         if isinstance(value, TensorSpec):
             raise NkiError(f"cannot run kernel '{kernel.name}' on a TensorSpec placeholder ('{name}')")
         inputs[name] = value
-    outputs = _simulate_traced(traced, inputs)
+    outputs, run = _run(traced, inputs)
     for name, output in traced.written_inputs:
         if inputs[name].flags.writeable:  # a read-only array keeps its values
             np.copyto(inputs[name], outputs[output], casting="unsafe")
     results = [outputs[name].reshape(shape) for name, shape, _ in traced.outputs]
-    if traced.returns_tuple:
-        return tuple(results)
-    return results[0] if results else None
+    value = tuple(results) if traced.returns_tuple else results[0] if results else None
+    return value, traced, run
 
 
 def simulate(kernel: Any) -> Callable[..., Any]:

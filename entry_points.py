@@ -1,0 +1,126 @@
+"""The NKI entry points of the legacy generation, with their documented meaning on a CPU.
+
+Each compiles the kernel to a NEFF and runs it on nkic's simulator; nothing here needs a device:
+
+* ``simulate_kernel(kernel, *args, **kwargs)``: run it; numpy in, numpy out (``kernel`` may be ``k[grid]``).
+* ``baremetal(kernel, save_neff_name=, save_trace_name=, ...)``: a kernel that runs when called, writing its NEFF and
+  its profile (Chrome trace-event JSON, which Perfetto opens) when those names are given.
+* ``benchmark(kernel, warmup=, iters=, save_neff_name=, save_trace_name=, ...)``: runs it and records the latency in
+  ``.benchmark_result.nc_latency``. The latency is the simulator's cost model, stated as simulated: a run is
+  deterministic, so every percentile is the same value, and ``warmup``/``iters`` change nothing.
+* ``profile(func, working_directory=, save_neff_name=, save_trace_name=, overwrite=, profile_nth=)``: writes the NEFF
+  and the profile into ``working_directory``.
+* ``trace(kernel)``: the sub-kernel decorator (``mode="trace"``); the kernel traces, and runs when called.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nkic.execute import neff_of, run_kernel_with_profile, simulate
+from nkic.frontend.errors import NkiError
+from nkic.frontend.tracer import Kernel, jit
+from nkic.runtime.simulator import RunResult
+
+__all__ = ["baremetal", "benchmark", "profile", "simulate_kernel", "trace"]
+
+_PERCENTILES = (0, 1, 10, 25, 50, 90, 99, 100)
+
+
+def simulate_kernel(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run ``kernel`` (a kernel, ``kernel[grid]``, ``baremetal(k)[grid]``, or a plain function) on ``args`` in the
+    simulator."""
+    if isinstance(kernel, _Runner):
+        return kernel(*args, **kwargs)
+    return simulate(kernel)(*args, **kwargs)
+
+
+def trace(kernel: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """``@nki.trace``: a kernel that other kernels call, or that runs (traced, compiled, simulated) when called."""
+    return jit(kernel, **options)
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Simulated latency of one run in microseconds: every percentile is that one value (a run is deterministic)."""
+
+    us: float
+
+    def get_latency_percentile(self, percentile: int) -> float:
+        if percentile not in _PERCENTILES:
+            raise NkiError(f"latency percentile {percentile} is not one of {_PERCENTILES}")
+        return self.us
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    nc_latency: Latency
+    simulated: bool = True
+
+
+class _Runner:
+    """A kernel wrapper that runs on call and keeps what the run produced; ``runner[grid]`` keeps the options."""
+
+    def __init__(self, kernel: Any, artifacts: dict[str, Any]) -> None:
+        self.kernel: Kernel = kernel if isinstance(kernel, Kernel) else jit(kernel)
+        self.artifacts = artifacts
+        self.benchmark_result: BenchmarkResult | None = None
+
+    def __getitem__(self, grid: Any) -> _Runner:
+        return type(self)(self.kernel[grid], self.artifacts)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        value, traced, run = run_kernel_with_profile(self.kernel, args, kwargs)
+        self._save(neff_of(traced), run)
+        self.benchmark_result = BenchmarkResult(Latency(run.profile.total_ns / 1000.0))
+        return value
+
+    def _save(self, neff: bytes, run: RunResult) -> None:
+        folder = Path(self.artifacts.get("working_directory") or self.artifacts.get("artifacts_dir") or ".")
+        overwrite = self.artifacts.get("overwrite", True)
+        for key, write in (("save_neff_name", lambda p: p.write_bytes(neff)),
+                           ("save_trace_name", lambda p: run.profile.write_chrome_trace(str(p)))):  # fmt: skip
+            name = self.artifacts.get(key)
+            if not name:
+                continue
+            path = folder / os.fspath(name)
+            if path.exists() and not overwrite:
+                raise NkiError(f"{path} exists", "pass overwrite=True to replace it")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write(path)
+            except OSError as e:
+                raise NkiError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _decorator(cls: type[_Runner], kernel: Any, artifacts: dict[str, Any]) -> Any:
+    if kernel is None:
+        return lambda k: cls(k, artifacts)
+    return cls(kernel, artifacts)
+
+
+def baremetal(kernel: Any = None, **artifacts: Any) -> Any:
+    """``nki.baremetal(kernel)(*arrays)``: compile and run, writing ``save_neff_name`` / ``save_trace_name``."""
+    return _decorator(_Runner, kernel, artifacts)
+
+
+def benchmark(kernel: Any = None, warmup: int = 10, iters: int = 100, **artifacts: Any) -> Any:
+    """``nki.benchmark``: compile and run once; ``.benchmark_result.nc_latency.get_latency_percentile(p)`` is the
+    simulated latency in µs (``warmup``/``iters`` are accepted: every simulated run takes the same time)."""
+    if warmup < 0 or iters < 1:
+        raise NkiError(f"benchmark needs warmup >= 0 and iters >= 1, got warmup={warmup}, iters={iters}")
+    return _decorator(_Runner, kernel, artifacts)
+
+
+def profile(func: Any = None, working_directory: str | os.PathLike[str] = ".", save_neff_name: str = "file.neff",
+            save_trace_name: str = "profile.ntff", overwrite: bool = False, profile_nth: int = 1,
+            **_: Any) -> Any:  # fmt: skip
+    """``nki.profile``: compile and run, writing the NEFF and the profile into ``working_directory`` (the profile is
+    nkic's Chrome trace-event JSON, under the name given)."""
+    artifacts = {"working_directory": working_directory, "save_neff_name": save_neff_name,
+                 "save_trace_name": save_trace_name, "overwrite": overwrite}  # fmt: skip
+    return _decorator(_Runner, func, artifacts)
