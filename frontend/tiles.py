@@ -298,6 +298,16 @@ def store(ctx: Any, dst: NkiTensor, value: NkiTensor, **kw: Any) -> None:
     _impl("dma_copy")(ctx, dst, _in_sbuf(ctx, value))
 
 
+def _cast(ctx: Any, tile: NkiTensor, dtype: Any) -> NkiTensor:
+    """``tile`` itself, or (another ``dtype`` given) a tensor_copy of it into a new tile of that dtype."""
+    want = _dtype(dtype, tile.dtype)
+    if want == tile.dtype:
+        return tile
+    cast = _new(ctx, tile.shape, want)
+    _impl("tensor_copy")(ctx, cast, tile)
+    return cast
+
+
 @_export()
 def load_transpose2d(ctx: Any, src: NkiTensor, dtype: Any = None, **kw: Any) -> NkiTensor:
     """A new SBUF tile ``src.T`` of a 2-D HBM view (DMA transpose; a cast is a tensor_copy after it)."""
@@ -308,12 +318,7 @@ def load_transpose2d(ctx: Any, src: NkiTensor, dtype: Any = None, **kw: Any) -> 
         raise NkiError(f"nl.load_transpose2d: 'src' must be 2-D, got shape {src.shape}")
     tile = _new(ctx, (src.shape[1], src.shape[0]), src.dtype)
     _impl("dma_transpose")(ctx, tile, src)
-    want = _dtype(dtype, src.dtype)
-    if want == src.dtype:
-        return tile
-    cast = _new(ctx, tile.shape, want)
-    _impl("tensor_copy")(ctx, cast, tile)
-    return cast
+    return _cast(ctx, tile, dtype)
 
 
 @_export()
@@ -754,12 +759,7 @@ def gather_flattened(ctx: Any, data: Any, indices: Any, axis: int = 0, dtype: An
         _impl("tensor_copy")(ctx, idx, indices)
     out = _new(ctx, indices.shape, data.dtype)
     _impl("nc_n_gather")(ctx, out, src, idx)
-    want = _dtype(dtype, data.dtype)
-    if want == data.dtype:
-        return out
-    cast = _new(ctx, indices.shape, want)
-    _impl("tensor_copy")(ctx, cast, out)
-    return cast
+    return _cast(ctx, out, dtype)
 
 
 # -- composites ---------------------------------------------------------------------------------------------
@@ -810,12 +810,7 @@ def dropout(ctx: Any, x: Any, rate: Any, dtype: Any = None, **_: Any) -> NkiTens
     x = _tile("dropout", "x", x)
     out = _new(ctx, x.shape, x.dtype)
     _impl("dropout")(ctx, out, x, rate)
-    want = _dtype(dtype, x.dtype)
-    if want == x.dtype:
-        return out
-    cast = _new(ctx, x.shape, want)
-    _impl("tensor_copy")(ctx, cast, out)
-    return cast
+    return _cast(ctx, out, dtype)
 
 
 @_export()
