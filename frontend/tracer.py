@@ -470,7 +470,9 @@ class TraceContext:
         self._names.add(name)
         handle = self.emitter.param(name, shape, dtype)
         code = self.kernel.func.__code__
-        storage = Storage(name, shape, dtype, BUFFERS["shared_hbm"], None, handle, self._owner,
+        # An input reports the buffer NKI gives kernel arguments, nl.hbm (the docs' mxfp kernels assert it); in the IR
+        # it is a shared_hbm argument of the kernel, as every input is.
+        storage = Storage(name, shape, dtype, BUFFERS["hbm"], None, handle, self._owner,
                           (code.co_filename, code.co_firstlineno, 0), is_param=True)  # fmt: skip
         self._params.append(storage)
         return NkiTensor(storage, 0, contiguous_pairs(shape))
@@ -490,7 +492,7 @@ class TraceContext:
                     where=(code.co_filename, code.co_firstlineno),
                 )
             self._check_scope(t.storage)
-            if t.buffer != "shared_hbm":
+            if t.buffer != "shared_hbm" and not t.storage.is_param:  # returning an input is aliasing
                 raise NkiError(
                     "The input and output tensor of a NKI kernel must be in shared_hbm address space",
                     f"'{t.name}' is in {t.buffer}; allocate outputs with buffer=nl.shared_hbm",

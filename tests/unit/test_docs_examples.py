@@ -472,10 +472,7 @@ CASES: list[Case] = [
             more_inputs=(_mx_strided_inputs("float8_e5m2_x4", False), _mx_strided_inputs("float8_e4m3fn_x4", True)),
             reference=_mx_strided,
             tol=MX_TOL,
-            env=TRN3,
-            # Kernel inputs report nl.shared_hbm in nkic (frontend/tracer.py); with that line passing (nl.hbm
-            # patched to shared_hbm) every input set matches its reference exactly.
-            blocked=(AssertionError, "the kernel asserts its inputs' buffer == nl.hbm; nkic's inputs are shared_hbm"),
+            env=TRN3,  # the kernel asserts its inputs' buffer == nl.hbm, which kernel inputs report
         )
         for kernel in ("kernel_copy_strided_quantize_matmul_mx", "kernel_copy_strided_quantize_matmul_mx_packed_scale")
     ),

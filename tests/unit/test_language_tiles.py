@@ -593,7 +593,7 @@ def test_load_errors():
         nl.exp(a)
         return t
 
-    with pytest.raises(NkiError, match=r"nl.exp: 'x' is in shared_hbm; nl.exp works on SBUF/PSUM tiles"):
+    with pytest.raises(NkiError, match=r"nl.exp: 'x' is in hbm; nl.exp works on SBUF/PSUM tiles"):
         kernel.trace(nki.TensorSpec((4, 4), "float32"))
 
 

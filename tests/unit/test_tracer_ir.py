@@ -108,11 +108,11 @@ def test_symbolic_and_unrolled_loops_in_ir() -> None:
 def test_call_and_simulate_use_the_execution_layer(monkeypatch: pytest.MonkeyPatch) -> None:
     received = {}
 
-    def simulate_traced(traced, inputs):
+    def run(traced, inputs):
         received.update(inputs)
-        return {name: np.full(shape, 7, np.float32) for name, shape, _ in traced.outputs}
+        return {name: np.full(shape, 7, np.float32) for name, shape, _ in traced.outputs}, None
 
-    monkeypatch.setattr(execute, "_simulate_traced", simulate_traced)
+    monkeypatch.setattr(execute, "_run", run)
     monkeypatch.setattr(tracer, "_executor", execute.run_kernel)
 
     @jit
