@@ -11,8 +11,9 @@ Each kernel is checked against a numpy translation of its ``*_torch.py`` referen
 * ``attention_tkg.attention_tkg`` (token-generation attention, a sub-kernel called with an SbufManager the way
   ``attention_block_tkg`` calls it) against ``attention_tkg_torch.py``: fused RoPE on Q and K (Q scaled by
   1/sqrt(d)), the active K/V written over the cache tail, a pre-generated mask or one generated from position ids
-  (with a sliding window), attention sinks, softmax over the prior, P·V; block KV (K/V gathered by a ``vector_offset`` access pattern) and both LNC2
-  shardings (batch; s_prior, whose partial max / sum / P·V cross the pair by ``nisa.sendrecv``).
+  (with a sliding window), attention sinks, softmax over the prior, P·V; block KV (K/V gathered by a
+  ``vector_offset`` access pattern) and both LNC2 shardings (batch; s_prior, whose partial max / sum / P·V cross
+  the pair by ``nisa.sendrecv``).
 * ``gen_mask_tkg.gen_mask_tkg_hbm`` (token-generation attention mask) against ``gen_mask_tkg_torch.py``'s
   ``gen_mask_tkg_hbm_torch_ref``: prior mask ``k < cache_len`` or the per-query sliding window (with wrap-around),
   the optional active mask at the tail, the strided / block-KV layouts and the LNC2 batch sharding. A mask is
