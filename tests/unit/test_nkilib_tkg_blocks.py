@@ -238,3 +238,113 @@ def test_attention_block_tkg(nkilib, lnc: int, cfg: dict) -> None:
         assert g.dtype == np.dtype(cfg["dtype"]), name
         err = _rel_err(g, w)
         assert err < tol, f"{name}: relative error {err:.2e}"
+
+
+# -- transformer_tkg -------------------------------------------------------------------------------------------
+def _silu(x: np.ndarray) -> np.ndarray:
+    return x / (1 + np.exp(-x))
+
+
+def transformer_reference(a: dict, lnc: int) -> tuple[np.ndarray, list, list]:
+    """``llama3_transformer_fwd_tkg_torch`` (non-quantized, cascaded attention, one replica) in float64:
+    (output, updated K caches, updated V caches). Its masks come from a raw reshape of ``mask_cache``
+    [S_ctx, B, N, S] to [B, N * S, S_ctx], which reads the mask the kernel uses only when B * N * S = 1 or the
+    mask is uniform: the test's masks are one or the other."""
+    x = _f(a["X"])
+    b, s, h = x.shape
+    eps = a["eps"]
+    s_ctx, _, n, _ = a["mask_cache"].shape
+    mask = _f(a["mask_cache"]).reshape(b, n * s, s_ctx).copy()
+    mask_active = mask[:, :, s_ctx - s :].copy()
+    mask[:, :, s_ctx - s :] = 0
+    k_outs, v_outs = [], []
+    for layer in range(a["num_layers"]):
+        k_cache, v_cache = _f(a["K_caches"][layer])[:, 0], _f(a["V_caches"][layer])[:, 0]  # [B, d, S_max], [B, S_max, d]
+        d = v_cache.shape[-1]
+        # attention_block_torch: RMSNorm, QKV, RoPE (contiguous halves), scaled attention, output projection
+        qkv = _rms_norm(x, -1, eps, _f(a["W_gamma_qkvs"][layer]).reshape(h)) @ _f(a["W_qkvs"][layer])
+        qkv = qkv.reshape(b, s, n + 2, d).transpose(2, 0, 1, 3)
+        cos, sin = _f(a["RoPE_cos"]), _f(a["RoPE_sin"])
+        qk = np.stack([np.stack([_rope_head(qkv[hi, bi].T, cos[:, bi], sin[:, bi], True) for hi in range(n + 1)], 1)
+                       for bi in range(b)], 1)  # fmt: skip  # [d, B, N + 1, S]
+        q, k, v = qk[:, :, :n] / np.sqrt(d), qk[:, :, n], qkv[-1]
+        attn = np.empty((b, d, n * s))
+        for bi in range(b):
+            qf = q[:, bi].reshape(d, n * s)
+            prior = np.where(mask[bi] == 1, qf.T @ k_cache[bi, :, :s_ctx], np.finfo(np.float32).min)
+            active = np.where(mask_active[bi] == 1, qf.T @ k[:, bi], np.finfo(np.float32).min)
+            top = np.maximum(prior.max(-1, keepdims=True), active.max(-1, keepdims=True))
+            e_prior, e_active = np.exp(prior - top), np.exp(active - top)
+            den = e_prior.sum(-1, keepdims=True) + e_active.sum(-1, keepdims=True)
+            attn[bi] = ((e_prior @ v_cache[bi, :s_ctx] + e_active @ v[bi]) / den).T
+        attn = attn.reshape(b, d, n, s).transpose(0, 3, 2, 1).reshape(b * s, n * d)
+        x = x + (attn @ _f(a["W_outs"][layer])).reshape(b, s, h)
+        k_new, v_new = k_cache.copy(), v_cache.copy()
+        for bi in range(b):
+            for si, pos in enumerate(np.asarray(a["position_ids"])[bi, :s]):
+                k_new[bi, :, pos], v_new[bi, pos] = k[:, bi, si], v[bi, si]
+        k_outs.append(k_new[:, None])
+        v_outs.append(v_new[:, None])
+        # mlp_torch: RMSNorm, SiLU(gate) * up, down (given in the [I, lnc, 128, H1] down-projection layout)
+        normed = _rms_norm(x, -1, eps, _f(a["W_gamma_mlps"][layer]).reshape(h))
+        down = _f(a["W_downs"][layer])
+        i = down.shape[0]
+        down = down.reshape(i, lnc, h // 128 // lnc, 128).transpose(0, 1, 3, 2).reshape(i, h)
+        x = x + (_silu(normed @ _f(a["W_gates"][layer])) * (normed @ _f(a["W_ups"][layer]))) @ down
+    return x, k_outs, v_outs
+
+
+def _transformer_inputs(cfg: dict, rng) -> dict:
+    b, s, h, d, n, s_ctx, i, layers, dt = (cfg[k] for k in ("B", "S", "H", "d", "N", "S_ctx", "I", "L", "dtype"))
+    s_max = cfg.get("S_max", s_ctx)
+    rand = lambda *shape, scale=1.0: (rng.standard_normal(shape) * scale).astype(dt)  # noqa: E731
+    per_layer = lambda make: [make() for _ in range(layers)]  # noqa: E731
+    if b * n * s == 1:
+        mask = (rng.random((s_ctx, b, n, s)) < 0.7).astype(np.uint8)
+        mask[-1] = 1
+    else:  # the reference's raw reshape of the mask (see transformer_reference) reads a uniform one right
+        mask = np.ones((s_ctx, b, n, s), np.uint8)
+    angles = rng.uniform(-np.pi, np.pi, (d // 2, b, s))
+    return dict(
+        X=rand(b, s, h),
+        W_qkvs=per_layer(lambda: rand(h, (n + 2) * d, scale=h**-0.5)),
+        W_outs=per_layer(lambda: rand(n * d, h, scale=(n * d) ** -0.5)),
+        W_gates=per_layer(lambda: rand(h, i, scale=h**-0.5)),
+        W_ups=per_layer(lambda: rand(h, i, scale=h**-0.5)),
+        W_downs=per_layer(lambda: rand(i, h, scale=i**-0.5)),
+        W_gamma_qkvs=per_layer(lambda: (1 + 0.1 * rng.standard_normal((1, h))).astype(dt)),
+        W_gamma_mlps=per_layer(lambda: (1 + 0.1 * rng.standard_normal((1, h))).astype(dt)),
+        K_caches=per_layer(lambda: rand(b, 1, d, s_max)),
+        V_caches=per_layer(lambda: rand(b, 1, s_max, d)),
+        RoPE_cos=np.cos(angles).astype(dt), RoPE_sin=np.sin(angles).astype(dt),
+        mask_cache=mask, mask_active=None,
+        position_ids=rng.integers(0, s_max - s + 1, (b, 1)).astype(np.uint32),
+        num_layers=layers, eps=1e-6,
+    )  # fmt: skip
+
+
+TRANSFORMER_CASES = [
+    pytest.param(1, dict(B=1, S=1, H=256, d=64, N=1, S_ctx=128, I=128, L=1, dtype=BF16), id="smallest"),
+    pytest.param(1, dict(B=2, S=1, H=256, d=64, N=2, S_ctx=128, S_max=192, I=256, L=2, dtype=BF16), id="two-layers"),
+]  # fmt: skip
+
+
+# transformer_tkg.py:23 imports core/mlp/mlp.py, which does not parse upstream (an indented block after its docstring,
+# mlp.py:203): nothing of the kernel can be imported until nki-library fixes it.
+@pytest.mark.xfail(raises=IndentationError, strict=True, reason="nki-library's core/mlp/mlp.py:203 does not parse")
+@pytest.mark.parametrize("lnc,cfg", TRANSFORMER_CASES)
+def test_transformer_tkg(nkilib, lnc: int, cfg: dict) -> None:
+    import nki
+
+    mod = nkilib("nkilib.experimental.transformer.transformer_tkg")
+    args = _transformer_inputs(cfg, np.random.default_rng(7))
+    want, want_k, want_v = transformer_reference(args, lnc)  # first: the kernel updates the caches in place
+    kernel = nki.jit(mod.transformer_tkg)
+    with contextlib.redirect_stdout(io.StringIO()):  # the SBUF manager logs its statistics
+        got = simulate(kernel[lnc] if lnc > 1 else kernel)(**args)
+    assert got.shape == want.shape and got.dtype == np.dtype(cfg["dtype"])
+    err = _rel_err(got, want)
+    assert err < 2e-2, f"out: relative error {err:.2e}"
+    for layer in range(cfg["L"]):  # the caches, written in place with each layer's new K and V
+        assert _rel_err(args["K_caches"][layer], want_k[layer]) < 2e-2
+        assert _rel_err(args["V_caches"][layer], want_v[layer]) < 2e-2
