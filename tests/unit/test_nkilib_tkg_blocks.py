@@ -5,6 +5,13 @@
   tile_position matmuls), the KV cache update and the output projection) against a numpy translation of
   ``attention_block_tkg_torch.py`` (``AttentionBlockTkgTorchRef``, itself made of ``qkv_tkg_torch_ref``,
   ``_rope_single_head``, ``attention_tkg_torch_ref`` and ``output_projection_tkg_torch_ref``).
+* ``experimental/transformer/transformer_tkg.py`` (``transformer_tkg``: attention block, residual, MLP, residual per
+  layer) against a numpy translation of ``transformer_tkg_torch.py``'s ``llama3_transformer_fwd_tkg_torch`` (the
+  same file as ``core/transformer/transformer_tkg_torch.py``): a strict xfail, as the kernel imports
+  ``core/mlp/mlp.py``, which does not parse upstream.
+* ``core/moe_block/moe_block_tkg.py`` (``moe_block_tkg``, LNC=2, selective experts: RMSNorm, router_topk with the
+  softmax/sigmoid before or after the top-k, moe_tkg with or without POST_SCALE) against a numpy translation of
+  ``moe_block_tkg_torch.py``.
 
 The translations run in float64, so they are the exact value: fp32 kernels are held to 1e-4 of the largest output,
 bf16 ones to the 2e-2 the nkilib tests use for bf16. The corpus is loaded by path by the ``nkilib`` fixture
@@ -348,3 +355,68 @@ def test_transformer_tkg(nkilib, lnc: int, cfg: dict) -> None:
     for layer in range(cfg["L"]):  # the caches, written in place with each layer's new K and V
         assert _rel_err(args["K_caches"][layer], want_k[layer]) < 2e-2
         assert _rel_err(args["V_caches"][layer], want_v[layer]) < 2e-2
+
+
+# -- moe_block_tkg ---------------------------------------------------------------------------------------------
+def moe_block_reference(a: dict, top_k: int, softmax: bool, pre_norm: bool, post_scale: bool):
+    """``moe_block_tkg_torch_ref``, selective-expert, non-quantized, SiLU: RMSNorm (fp32, cast to the input dtype),
+    ``router_topk_torch_ref`` (logits, top-k by value, softmax/sigmoid before or after the top-k) and
+    ``moe_tkg_torch_ref`` (each token through its top-k experts' MLPs, scaled by the affinity in POST_SCALE).
+    Returns (out [T, H], router_logits [T, E]) in float64."""
+    x = _f(a["inp"])
+    dt = a["inp"].dtype
+    t, h = x.shape[0] * x.shape[1], x.shape[2]
+    normed = _rms_norm(x.reshape(t, h), -1, a.get("eps", 1e-6), _f(a["gamma"]).reshape(h)).astype(dt).astype(F64)
+    logits = normed @ _f(a["router_weights"])
+    act = (lambda z: np.exp(z - z.max(-1, keepdims=True)) / np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True)
+           ) if softmax else (lambda z: 1 / (1 + np.exp(-z)))  # fmt: skip
+    index = np.argsort(-logits, -1, kind="stable")[:, :top_k]
+    affinities = np.zeros_like(logits)
+    if pre_norm:
+        affinities = act(logits)
+    else:
+        np.put_along_axis(affinities, index, act(np.take_along_axis(logits, index, -1)), -1)
+    gate_up, down = _f(a["expert_gate_up_weights"]), _f(a["expert_down_weights"])
+    out = np.zeros((t, h))
+    for ti in range(t):
+        for e in index[ti]:
+            gate, up = normed[ti] @ gate_up[e, :, 0], normed[ti] @ gate_up[e, :, 1]
+            y = (_silu(gate) * up) @ down[e]
+            out[ti] += affinities[ti, e] * y if post_scale else y
+    return out, logits
+
+
+MOE_BLOCK_CASES = [
+    # (T as (B, S), H, I, E, top_k, router softmax, router_pre_norm, POST_SCALE)
+    pytest.param((1, 1), 256, 128, 8, 1, False, True, False, id="smallest"),  # max8 needs E >= 8
+    pytest.param((2, 2), 512, 128, 8, 2, True, True, True, id="t4-softmax-post-scale"),
+    # (sigmoid after the top-k needs router_topk's indirect-DMA scatter, which moe_block_tkg does not ask for)
+    pytest.param((1, 4), 256, 256, 8, 2, True, False, True, id="t4-softmax-after-topk"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("bs,h,i,e,top_k,softmax,pre_norm,post_scale", MOE_BLOCK_CASES)
+def test_moe_block_tkg(nkilib, bs, h, i, e, top_k, softmax, pre_norm, post_scale) -> None:
+    kernel = nkilib("nkilib.core.moe_block.moe_block_tkg").moe_block_tkg
+    ct = nkilib("nkilib.core.utils.common_types")
+    rng = np.random.default_rng(3)
+    rand = lambda *shape, scale=1.0: (rng.standard_normal(shape) * scale).astype(BF16)  # noqa: E731
+    args = dict(
+        inp=rand(*bs, h), gamma=(1 + 0.1 * rng.standard_normal((1, h))).astype(BF16),
+        router_weights=rand(h, e, scale=h**-0.5),
+        expert_gate_up_weights=rand(e, h, 2, i, scale=h**-0.5), expert_down_weights=rand(e, i, h, scale=i**-0.5),
+    )  # fmt: skip
+    options = dict(
+        top_k=top_k, router_pre_norm=pre_norm,
+        router_act_fn=ct.RouterActFnType.SOFTMAX if softmax else ct.RouterActFnType.SIGMOID,
+        expert_affinities_scaling_mode=ct.ExpertAffinityScaleMode.POST_SCALE if post_scale
+        else ct.ExpertAffinityScaleMode.NO_SCALE,
+    )  # fmt: skip
+    with contextlib.redirect_stdout(io.StringIO()):
+        out, logits = simulate(kernel[2])(**args, **options)  # the kernel requires an LNC=2 launch
+    want, want_logits = moe_block_reference(args, top_k, softmax, pre_norm, post_scale)
+    t = bs[0] * bs[1]
+    assert out.shape == (t, h) and logits.shape == (t, e) and out.dtype == BF16
+    assert _rel_err(logits, want_logits) < 2e-2
+    err = _rel_err(out, want)
+    assert err < 2e-2, f"out: relative error {err:.2e}"
