@@ -1697,13 +1697,16 @@ def sendrecv(
 def core_barrier(ctx: Any, data: NkiTensor, cores: Any, engine: Any = None, **kw: Any) -> None:
     """Every core of ``cores`` waits here until all of them have arrived, with all their earlier work done (nkic
     stops every engine of the core, not only ``engine``: a stronger barrier that orders everything on the core).
-    ``data`` is the HBM tensor the cores synchronise on; ``cores`` is (0, 1) on the LNC=2 pair. A core the launch
-    does not have waits for nobody: nki-library writes ``(0, 1)`` in kernels that also run as one program."""
+    ``data`` is the tensor the cores synchronise on; ``cores`` is (0, 1) on the LNC=2 pair. A core the launch
+    does not have waits for nobody: nki-library writes ``(0, 1)`` in kernels that also run as one program.
+    The docs ask for shared HBM, but the barrier is a semaphore protocol that never touches ``data`` and
+    nki-library's router_topk (moe_block_tkg's default selective path) barriers on an SBUF tensor: nkic accepts
+    HBM or SBUF (PSUM is rejected: no core shares it)."""
     name = "core_barrier"
     data = _tensor(name, "data", data)
-    if data.on_chip:
-        raise NkiError(f"{name}: 'data' must be a tensor in HBM, not {data.buffer}",
-                       "the barrier orders the cores' accesses to a shared HBM tensor")  # fmt: skip
+    if str(data.buffer) == "psum":
+        raise NkiError(f"{name}: 'data' must be a tensor in HBM or SBUF, not {data.buffer}",
+                       "the barrier orders the cores' accesses to a shared tensor")  # fmt: skip
     if not isinstance(cores, (tuple, list)) or not cores:
         raise NkiError(f"{name}: cores must be a tuple of core ranks such as (0, 1), got {cores!r}")
     ranks = [_rank(ctx, name, f"cores[{i}]", c, in_launch=False) for i, c in enumerate(cores)]

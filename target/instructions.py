@@ -1030,7 +1030,7 @@ declare(
 )
 declare(
     InstrSpec(
-        "core_barrier", "CORE_BARRIER", (Role("data", memories=HBM_MEMORIES),), ("pool", "act", "dve", "pe", "sp"),
+        "core_barrier", "CORE_BARRIER", (Role("data", memories=INDEX_MEMORIES),), ("pool", "act", "dve", "pe", "sp"),
         "every core in cores waits until all of them reached this barrier (with all their earlier work done)",
         fields=(Field("cores", "axes", required=True, imm=None), _ENGINE), traits=_CONTROL,
         derive=lambda f: {"core_mask": core_mask(tuple(f["cores"]))}, since=3,

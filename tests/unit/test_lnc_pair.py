@@ -381,7 +381,6 @@ def _barrier_kernel(data: str = "hbm", cores=(0, 1), engine=None):
 
 
 @pytest.mark.parametrize("kw,grid,message", [
-    ({"data": "sbuf"}, 2, r"core_barrier: 'data' must be a tensor in HBM, not sbuf"),
     ({"cores": (1,)}, 1, r"core_barrier: cores \(1,\) does not include this core \(program 0\)"),
     ({"cores": (0, 0)}, 2, r"core_barrier: cores \(0, 0\) names a core twice"),
     ({"cores": (1,)}, 2, r"core_barrier: cores \(1,\) does not include this core \(program 0\)"),

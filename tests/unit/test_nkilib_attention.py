@@ -11,8 +11,9 @@ Each kernel is checked against a numpy translation of its ``*_torch.py`` referen
 * ``attention_tkg.attention_tkg`` (token-generation attention, a sub-kernel called with an SbufManager the way
   ``attention_block_tkg`` calls it) against ``attention_tkg_torch.py``: fused RoPE on Q and K (Q scaled by
   1/sqrt(d)), the active K/V written over the cache tail, a pre-generated mask or one generated from position ids
-  (with a sliding window), attention sinks, softmax over the prior, P·V. Block KV needs dynamic access patterns and
-  the s_prior-sharded LNC2 path needs ``nisa.sendrecv``: not tested here.
+  (with a sliding window), attention sinks, softmax over the prior, P·V; block KV (K/V gathered by a
+  ``vector_offset`` access pattern) and both LNC2 shardings (batch; s_prior, whose partial max / sum / P·V cross
+  the pair by ``nisa.sendrecv``).
 * ``gen_mask_tkg.gen_mask_tkg_hbm`` (token-generation attention mask) against ``gen_mask_tkg_torch.py``'s
   ``gen_mask_tkg_hbm_torch_ref``: prior mask ``k < cache_len`` or the per-query sliding window (with wrap-around),
   the optional active mask at the tail, the strided / block-KV layouts and the LNC2 batch sharding. A mask is
@@ -312,10 +313,16 @@ TKG_CASES = [
     # (attention_tkg.py:1677, k_prior_reshaped.ap(..., vector_offset=...)): blocked on dynamic access patterns.
     pytest.param(1, np.float32, dict(bs=2, q_head=2, s_active=1, curr_sprior=256, d_head=64, qk_in_sb=True,
                                      block_len=16, tp_k_prior=True, strided_mm1=False, use_pos_id=True),
-                 {"blocks": True}, id="block-kv",
-                 marks=pytest.mark.skip(reason="needs dynamic access patterns (ap vector_offset)")),
+                 {"blocks": True}, id="block-kv"),
     pytest.param(2, np.float32, dict(bs=2, q_head=2, s_active=2, curr_sprior=128, d_head=64, qk_in_sb=True), {},
                  id="lnc2-batch-sharded"),
+    # An odd batch (or a small one with s_prior >= 256) shards s_prior over the pair: each core's partial max,
+    # exp sum and P·V are exchanged by nisa.sendrecv (attention_tkg.py sendrecv_and_reduce / sendrecv_and_add).
+    pytest.param(2, np.float32, dict(bs=1, q_head=2, s_active=2, curr_sprior=256, d_head=64, fuse_rope=True),
+                 {"s_prior_sharded": True}, id="lnc2-sprior-sharded"),
+    pytest.param(2, np.float32, dict(bs=1, q_head=2, s_active=2, curr_sprior=256, d_head=64, fuse_rope=True,
+                                     use_pos_id=True), {"sink": True, "s_prior_sharded": True},
+                 id="lnc2-sprior-sharded-pos-id-sink"),
 ]  # fmt: skip
 
 
@@ -327,6 +334,8 @@ def test_attention_tkg(nkilib, lnc: int, dtype, cfg: dict, extras: dict) -> None
     utils = nkilib("nkilib.core.attention.attention_tkg_utils")
     allocator = nkilib("nkilib.core.utils.allocator")
     b, h, s, d, s_prior = (cfg[k] for k in ("bs", "q_head", "s_active", "d_head", "curr_sprior"))
+    if lnc > 1:  # the case exercises the sharding its id names (the kernel picks it from the shapes)
+        assert utils.is_s_prior_sharded(b, h, s, s_prior, P_MAX) == bool(extras.get("s_prior_sharded"))
     rng = np.random.default_rng(11)
     rand = lambda *shape: rng.standard_normal(shape).astype(dtype)  # noqa: E731
     if cfg.get("qk_in_sb"):
