@@ -254,8 +254,9 @@ def _with_index_operands(ctx: Any, op: str, operands: dict[str, NkiTensor | None
     return out
 
 
-# Instructions that may touch packed MX data (_x4 dtypes): the MX instructions, and DMAs that move the words.
-_PACKED_OK = frozenset({"quantize_mx", "matmul_mx", "dma_copy", "dma_transpose"})
+# Instructions that may touch packed MX data (_x4 dtypes): the MX instructions, and DMAs that move the words (a
+# sendrecv is a DMA between the pair's cores; it moves raw bytes and already requires one dtype).
+_PACKED_OK = frozenset({"quantize_mx", "matmul_mx", "dma_copy", "dma_transpose", "sendrecv"})
 
 
 def _packed_operands(op: str, operands: dict[str, NkiTensor | None]) -> None:
