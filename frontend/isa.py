@@ -255,8 +255,9 @@ def _with_index_operands(ctx: Any, op: str, operands: dict[str, NkiTensor | None
 
 
 # Instructions that may touch packed MX data (_x4 dtypes): the MX instructions, and DMAs that move the words (a
-# sendrecv is a DMA between the pair's cores; it moves raw bytes and already requires one dtype).
-_PACKED_OK = frozenset({"quantize_mx", "matmul_mx", "dma_copy", "dma_transpose", "sendrecv"})
+# sendrecv is a DMA between the pair's cores; it moves raw bytes and already requires one dtype), and memset with
+# 0 (memset checks the value): all-zero words, every element +0 (nki-library zero-pads MX weight tiles so).
+_PACKED_OK = frozenset({"quantize_mx", "matmul_mx", "dma_copy", "dma_transpose", "sendrecv", "memset"})
 
 
 def _packed_operands(op: str, operands: dict[str, NkiTensor | None]) -> None:
@@ -871,6 +872,10 @@ def memset(ctx: Any, dst: NkiTensor, value: Any, engine: Any = None, **kw: Any) 
     _on_chip("memset", "dst", dst)
     if not isinstance(value, (int, float)):
         raise NkiError(f"memset: value must be a number, got {type(value).__name__}")
+    if dst.dtype in PACKED_DTYPES and value != 0:
+        # Which bits a non-zero fill would write (the value per element, or a 32-bit pattern) is undocumented.
+        raise NkiError(f"memset: a packed MX tile ({dst.dtype}) can only be filled with 0, got {value}",
+                       "view it as an integer dtype to write a bit pattern")  # fmt: skip
     is_float = dst.dtype.startswith(("float", "bfloat"))
     if not is_float and float(value) != int(value):
         raise NkiError(f"memset: value {value} does not fit the integer dtype {dst.dtype}")
