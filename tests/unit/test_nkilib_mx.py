@@ -6,6 +6,9 @@
   ``down_projection_mx_shard_H``): MXFP4 and MXFP8 weights, biases, RMSNorm, LNC1 and LNC2 (H sharded), against
   ``mlp_proj_mxfp4_torch.py``'s gate/up and down references composed as the kernel does, bit-exact once the
   kernel's bf16 PSUM and SBUF roundings are emulated.
+* ``core/qkv/qkv.py``'s ``qkv`` with ``quantization_type=MX`` (``qkv_tkg`` -> ``_qkv_tkg_mx_impl``): MXFP8 weights,
+  RMSNorm, bias, LNC1 and LNC2, against ``qkv_tkg_torch.py``'s ``x (@ norm) @ W + bias`` on the kernel's MX data
+  (it has no MX path of its own), bit-exact with the fp32 PSUM accumulation emulated.
 
 The references are numpy translations of nki-library's torch references with an MX layer of their own (the
 library's ``core/utils/mx_torch_common.py`` imports a ``neuron_dtypes`` package that is not public): values are
@@ -352,3 +355,63 @@ def test_mlp_tkg_mx(mlp_mx_kernel, b, s, h, i, lnc, w_dtype, bias: bool, norm: b
                    "nkic's fresh memory is NaN, and NaN * 0 is NaN")  # fmt: skip
 def test_mlp_tkg_mx_partial_i512_tile_reads_unwritten_sbuf(mlp_mx_kernel) -> None:
     test_mlp_tkg_mx(mlp_mx_kernel, 1, 4, 512, 256, 1, "float4_e2m1fn_x4", False, False)
+
+
+# -- qkv (MX path: qkv_tkg -> _qkv_tkg_mx_impl) ---------------------------------------------------------------
+@pytest.fixture(scope="module")
+def qkv_mx_kernel(nkilib_module_scope):
+    qkv = nkilib_module_scope("nkilib.core.qkv.qkv").qkv
+    types = nkilib_module_scope("nkilib.core.utils.common_types")
+
+    def kernel(x, w, w_scale, gamma, bias):
+        norm = types.NormType.RMS_NORM if gamma is not None else types.NormType.NO_NORM
+        return qkv(x, w.view(nl.float8_e4m3fn_x4), bias=bias, quantization_type=types.QuantizationType.MX,
+                   qkv_w_scale=w_scale, fused_norm_type=norm, gamma_norm_weights=gamma, is_h_dim_4h_transposed=True)
+
+    return nki.jit(kernel, platform_target="trn3")
+
+
+def qkv_mx_ref(x, w, w_scale, gamma, bias, lnc: int) -> np.ndarray:
+    """qkv_tkg_torch's ``x (@ RMSNorm) @ W + bias`` with the kernel's MX data: H pre-shuffled ([4_H, H/512, 128_H]
+    order, h = q * H/4 + j * 128 + p), the hidden quantized to MXFP8 as [128, H/512, T, 4], weight row r = j * 128 + p
+    of [H/4, I] packed over q, weight scale row r // 8. fp32 PSUM accumulation; with LNC2 each core's fp32 partial
+    result (core 0 adding the bias) is rounded to the output dtype and the two are summed in that dtype."""
+    b, s, h = x.shape
+    t, i = b * s, w.shape[1]
+    hidden = x.reshape(t, h).astype(np.float64)
+    if gamma is not None:
+        hidden = _bf16(hidden * gamma.astype(np.float64) / np.sqrt((hidden * hidden).mean(-1, keepdims=True) + 1e-6))
+    shuffled = hidden.reshape(t, 4, h // 512, 128).transpose(3, 2, 0, 1)  # [128, H/512, T, 4]
+    values, scales = mx_quantize(shuffled.reshape(128, -1), "float8_e4m3fn_x4")
+    h_flat = values.astype(np.float64).reshape(128, h // 512, t * 4).transpose(1, 0, 2).reshape(h // 4, t * 4)
+    h_sc = scales.reshape(16, h // 512, t).transpose(1, 0, 2).reshape(h // 32, t)
+    w_flat = mx_unpack(w, "float8_e4m3fn_x4")
+    parts = []
+    tiles = h // 512 // lnc  # 128-row matmuls per core, each rounded to fp32 and accumulated in fp32 PSUM
+    for core in range(lnc):
+        part = np.zeros((t, i), np.float32)
+        for j in range(core * tiles, (core + 1) * tiles):
+            rows, groups = slice(128 * j, 128 * (j + 1)), slice(16 * j, 16 * (j + 1))
+            part = part + mx_matmul(h_flat[rows], w_flat[rows], h_sc[groups], w_scale[groups]).astype(np.float32)
+        if bias is not None and core == 0:
+            part = part.astype(np.float64) + bias.astype(np.float64)
+        parts.append(_bf16(part))
+    return _bf16(sum(parts)).reshape(b, s, i)
+
+
+@pytest.mark.parametrize("b,s,h,i,lnc,norm,bias", [
+    (1, 4, 512, 384, 1, False, False),
+    (2, 2, 1024, 640, 1, True, True),  # RMSNorm (gamma pre-shuffled like the hidden), bias, 2 PSUM tiles
+    (1, 8, 1024, 256, 2, False, True),  # LNC2: each core half of H, partial results exchanged
+])  # fmt: skip
+def test_qkv_mx(qkv_mx_kernel, b, s, h, i, lnc, norm: bool, bias: bool) -> None:
+    x = RNG.standard_normal((b, s, h)).astype(BF16)
+    w = mx_random((h // 4, i), "float8_e4m3fn_x4")
+    w_scale = RNG.integers(118, 122, (h // 32, i)).astype(np.uint8)
+    gamma = RNG.standard_normal((1, h)).astype(BF16) if norm else None
+    qkv_bias = RNG.standard_normal((1, i)).astype(BF16) if bias else None
+    kernel = qkv_mx_kernel if lnc == 1 else qkv_mx_kernel[lnc]
+    got = _quiet(nki.simulate(kernel), x, w, w_scale, gamma, qkv_bias)
+    want = qkv_mx_ref(x, w, w_scale, gamma, qkv_bias, lnc)
+    assert got.shape == want.shape and got.dtype == np.dtype(BF16)
+    np.testing.assert_array_equal(got.astype(np.float64), want)  # bit-exact, the kernel's roundings emulated
