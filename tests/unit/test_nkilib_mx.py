@@ -9,6 +9,8 @@
 * ``core/qkv/qkv.py``'s ``qkv`` with ``quantization_type=MX`` (``qkv_tkg`` -> ``_qkv_tkg_mx_impl``): MXFP8 weights,
   RMSNorm, bias, LNC1 and LNC2, against ``qkv_tkg_torch.py``'s ``x (@ norm) @ W + bias`` on the kernel's MX data
   (it has no MX path of its own), bit-exact with the fp32 PSUM accumulation emulated.
+* ``core/moe/moe_tkg/moe_tkg.py``'s MX paths (``all_expert_mx_impl``, ``selective_expert_mx_impl``) trace, compile
+  and run against ``_moe_tkg_mx_ref``, but their numbers are not verified yet (xfails, see the marks).
 
 The references are numpy translations of nki-library's torch references with an MX layer of their own (the
 library's ``core/utils/mx_torch_common.py`` imports a ``neuron_dtypes`` package that is not public): values are
@@ -141,6 +143,42 @@ def test_a_packed_mx_tile_is_filled_only_with_zero() -> None:
     with pytest.raises(NkiError, match=r"memset: a packed MX tile \(float8_e4m3fn_x4\) can only be filled with 0") as e:
         _packed_moves(1.0)[2].trace(words)
     assert "FILL" in open(__file__).read().splitlines()[e.value.line - 1]
+
+
+def test_base_tensor_is_the_whole_storage_in_its_own_dtype() -> None:
+    @nki.jit
+    def kernel(x):
+        half = x.view(nl.bfloat16)[:, 4:8]  # a view of another dtype: its base is x itself
+        base = half.base_tensor
+        assert base.shape == (8, 8) and base.dtype == x.dtype
+        tile = nl.ndarray(base.shape, dtype=base.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=base)
+        out = nl.ndarray(base.shape, dtype=base.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=tile)
+        return out
+
+    x = RNG.standard_normal((8, 8)).astype(np.float32)
+    np.testing.assert_array_equal(nki.simulate(kernel)(x), x)
+
+
+def test_tensor_scalar_op0_none_is_a_bypass_stage() -> None:
+    @nki.jit
+    def kernel(x):
+        tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=x)
+        copy = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=copy, data=tile, op0=None, operand0=None)  # both stages off: a copy
+        clamp = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=clamp, data=tile, op0=None, operand0=None, op1=nl.maximum, operand1=0.5)
+        out = nl.ndarray((2, *x.shape), dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out[0], src=copy)
+        nisa.dma_copy(dst=out[1], src=clamp)
+        return out
+
+    x = RNG.standard_normal((4, 16)).astype(np.float32)
+    out = nki.simulate(kernel)(x)
+    np.testing.assert_array_equal(out[0], x)
+    np.testing.assert_array_equal(out[1], np.maximum(x, np.float32(0.5)))
 
 
 # -- rmsnorm_mx_quantize_tkg ------------------------------------------------------------------------------------
@@ -415,3 +453,86 @@ def test_qkv_mx(qkv_mx_kernel, b, s, h, i, lnc, norm: bool, bias: bool) -> None:
     want = qkv_mx_ref(x, w, w_scale, gamma, qkv_bias, lnc)
     assert got.shape == want.shape and got.dtype == np.dtype(BF16)
     np.testing.assert_array_equal(got.astype(np.float64), want)  # bit-exact, the kernel's roundings emulated
+
+
+# -- moe_tkg MX paths (all_expert_mx_impl, selective_expert_mx_impl) ------------------------------------------
+@pytest.fixture(scope="module")
+def moe_mx_kernel(nkilib_module_scope):
+    moe_tkg = nkilib_module_scope("nkilib.core.moe.moe_tkg.moe_tkg").moe_tkg
+
+    mode = nkilib_module_scope("nkilib.core.utils.common_types").ExpertAffinityScaleMode
+
+    def kernel(x, gate_up_w, down_w, affinities, index, gate_up_s, down_s, gate_up_b, down_b, rank_id, w_dtype,
+               is_all_expert, post_scale):  # fmt: skip
+        dt = getattr(nl, w_dtype)
+        return moe_tkg(x, gate_up_w.view(dt), down_w.view(dt), affinities, index, is_all_expert, rank_id=rank_id,
+                       expert_gate_up_bias=gate_up_b, expert_down_bias=down_b,
+                       expert_gate_up_weights_scale=gate_up_s, expert_down_weights_scale=down_s,
+                       expert_affinities_scaling_mode=mode.POST_SCALE if post_scale else mode.NO_SCALE)  # fmt: skip
+
+    return nki.jit(kernel, platform_target="trn3")
+
+
+def moe_mx_ref(x, gate_up_w, down_w, affinities, index, gate_up_s, down_s, gate_up_b, down_b, w_dtype,
+               is_all_expert: bool, post_scale: bool) -> np.ndarray:  # fmt: skip
+    """``_moe_tkg_mx_ref`` of moe_tkg_torch.py: per expert (POST_SCALE: times the token's affinity), the hidden quantized to MXFP8 in the
+    [128, H/512, T, 4] layout, SiLU(gate) * up from the gate/up reference, the down reference; summed in fp32."""
+    t, h = x.shape
+    i = gate_up_w.shape[-1]
+
+    def one_expert(active: np.ndarray, e: int) -> np.ndarray:
+        bxs = active.shape[0]
+        shuffled = active.astype(np.float64).reshape(bxs, 4, h // 512, 128).transpose(3, 2, 0, 1).reshape(128, -1)
+        values, scales = mx_quantize(shuffled, "float8_e4m3fn_x4")
+        h_words = mx_pack(values, "float8_e4m3fn_x4").reshape(128, h // 512, bxs)
+        h_scale = scales.reshape(16, h // 512, bxs)
+        proj = [gate_up_proj_mx_ref(h_words, h_scale, gate_up_w[e][:, k], gate_up_s[e][:, k],
+                                    None if gate_up_b is None else gate_up_b[e][:, k], h, i, bxs, w_dtype)
+                for k in (0, 1)]  # fmt: skip
+        inter = proj[0] / (1 + np.exp(-proj[0])) * proj[1]
+        return down_proj_mx_ref(inter, down_w[e], down_s[e], None if down_b is None else down_b[e], h, bxs, w_dtype)
+
+    out = np.zeros((t, h))
+    if is_all_expert:
+        for e in range(gate_up_w.shape[0]):
+            out += one_expert(x, e) * (affinities[:, e : e + 1].astype(np.float64) if post_scale else 1.0)
+    else:
+        for tok in range(t):
+            for e in index[tok]:
+                y = one_expert(x[tok : tok + 1], int(e))[0]
+                out[tok] += y * (float(affinities[tok, e]) if post_scale else 1.0)
+    return out
+
+
+_UNVERIFIED_ALL = pytest.mark.xfail(strict=False, reason="runs; 2.1-2.4% off the unemulated reference (over the 1.5% "
+                                    "bf16 tolerance): the kernel's bf16 roundings are not emulated yet")  # fmt: skip
+_WRONG_SELECTIVE = pytest.mark.xfail(strict=True, reason="runs, but ~100% off the reference on every token: open "
+                                     "(reference layout of the per-token path, or an nkic bug), not yet diagnosed")
+
+
+@pytest.mark.parametrize("t,h,i,e,k,w_dtype,is_all_expert,bias,post_scale", [
+    # all-expert MX requires POST_SCALE, and T % 32 == 0 unless the input comes pre-quantized
+    pytest.param(32, 512, 512, 2, 1, "float4_e2m1fn_x4", True, False, True, marks=_UNVERIFIED_ALL),
+    pytest.param(32, 512, 512, 2, 1, "float8_e4m3fn_x4", True, True, True, marks=_UNVERIFIED_ALL),
+    # selective-expert (needs the gate/up bias), top-2
+    pytest.param(4, 512, 512, 4, 2, "float4_e2m1fn_x4", False, True, False, marks=_WRONG_SELECTIVE),
+    pytest.param(4, 512, 512, 4, 2, "float8_e4m3fn_x4", False, True, True, marks=_WRONG_SELECTIVE),
+])  # fmt: skip
+def test_moe_tkg_mx(moe_mx_kernel, t, h, i, e, k, w_dtype, is_all_expert: bool, bias: bool, post_scale) -> None:
+    n_h512, n_i512 = h // 512, math.ceil(i / 512)
+    i_p = i // 4 if i <= 512 else 128
+    x = RNG.standard_normal((t, h)).astype(BF16)
+    gate_up_w = mx_random((e, 128, 2, n_h512, i), w_dtype)
+    down_w = mx_random((e, i_p, n_i512, h), w_dtype)
+    gate_up_s = RNG.integers(118, 122, (e, 16, 2, n_h512, i)).astype(np.uint8)
+    down_s = RNG.integers(118, 122, (e, i_p // 8, n_i512, h)).astype(np.uint8)
+    gate_up_b = RNG.standard_normal((e, i_p, 2, n_i512, 4)).astype(BF16) if bias else None
+    down_b = RNG.standard_normal((e, h)).astype(BF16) if bias else None
+    affinities = RNG.random((t, e)).astype(BF16)
+    index = np.stack([RNG.permutation(e)[:k] for _ in range(t)]).astype(np.int32)
+    rank_id = np.zeros((1, 1), np.int32)
+    args = (x, gate_up_w, down_w, affinities, index, gate_up_s, down_s, gate_up_b, down_b)
+    got = _quiet(nki.simulate(moe_mx_kernel), *args, rank_id, w_dtype, is_all_expert, post_scale)
+    want = moe_mx_ref(*args, w_dtype, is_all_expert, post_scale)
+    assert got.shape == want.shape
+    assert np.abs(got.astype(np.float64) - want).max() < 1.5e-2 * np.abs(want).max()
