@@ -638,10 +638,9 @@ def tensor_scalar(
     _elementwise(name, {"dst": dst, "data": data})
     # op0=None is the bypass stage (a copy, or op1 alone), like op1=None; a bypass takes no operand, so operand0
     # may be None then (nki-library passes op0=None, operand0=None for a clamp that is switched off)
-    attrs: dict[str, Any] = {"op0": alu_op("bypass" if op0 is None else op0, "op0"), "reverse0": bool(reverse0)}
-    bypass0 = attrs["op0"] == "bypass" and operand0 is None
-    t0, v0 = (None, 0.0) if bypass0 else _scalar(name, "operand0", operand0, dst)
-    attrs["operand0"] = v0
+    first = alu_op("bypass" if op0 is None else op0, "op0")
+    t0, v0 = (None, 0.0) if first == "bypass" and operand0 is None else _scalar(name, "operand0", operand0, dst)
+    attrs: dict[str, Any] = {"op0": first, "operand0": v0, "reverse0": bool(reverse0)}
     t1 = v1 = None
     if op1 is not None:
         attrs["op1"] = alu_op(op1, "op1")

@@ -475,8 +475,9 @@ def moe_mx_kernel(nkilib_module_scope):
 
 def moe_mx_ref(x, gate_up_w, down_w, affinities, index, gate_up_s, down_s, gate_up_b, down_b, w_dtype,
                is_all_expert: bool, post_scale: bool) -> np.ndarray:  # fmt: skip
-    """``_moe_tkg_mx_ref`` of moe_tkg_torch.py: per expert (POST_SCALE: times the token's affinity), the hidden quantized to MXFP8 in the
-    [128, H/512, T, 4] layout, SiLU(gate) * up from the gate/up reference, the down reference; summed in fp32."""
+    """``_moe_tkg_mx_ref`` of moe_tkg_torch.py: per expert (POST_SCALE: times the token's affinity), the hidden
+    quantized to MXFP8 in the [128, H/512, T, 4] layout, SiLU(gate) * up from the gate/up reference, the down
+    reference; summed in fp32."""
     t, h = x.shape
     i = gate_up_w.shape[-1]
 
