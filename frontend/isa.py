@@ -254,8 +254,10 @@ def _with_index_operands(ctx: Any, op: str, operands: dict[str, NkiTensor | None
     return out
 
 
-# Instructions that may touch packed MX data (_x4 dtypes): the MX instructions, and DMAs that move the words.
-_PACKED_OK = frozenset({"quantize_mx", "matmul_mx", "dma_copy", "dma_transpose"})
+# Instructions that may touch packed MX data (_x4 dtypes): the MX instructions, and DMAs that move the words (a
+# sendrecv is a DMA between the pair's cores; it moves raw bytes and already requires one dtype), and memset with
+# 0 (memset checks the value): all-zero words, every element +0 (nki-library zero-pads MX weight tiles so).
+_PACKED_OK = frozenset({"quantize_mx", "matmul_mx", "dma_copy", "dma_transpose", "sendrecv", "memset"})
 
 
 def _packed_operands(op: str, operands: dict[str, NkiTensor | None]) -> None:
@@ -634,8 +636,11 @@ def tensor_scalar(
     name = "tensor_scalar"
     dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
     _elementwise(name, {"dst": dst, "data": data})
-    t0, v0 = _scalar(name, "operand0", operand0, dst)
-    attrs: dict[str, Any] = {"op0": alu_op(op0, "op0"), "operand0": v0, "reverse0": bool(reverse0)}
+    # op0=None is the bypass stage (a copy, or op1 alone), like op1=None; a bypass takes no operand, so operand0
+    # may be None then (nki-library passes op0=None, operand0=None for a clamp that is switched off)
+    first = alu_op("bypass" if op0 is None else op0, "op0")
+    t0, v0 = (None, 0.0) if first == "bypass" and operand0 is None else _scalar(name, "operand0", operand0, dst)
+    attrs: dict[str, Any] = {"op0": first, "operand0": v0, "reverse0": bool(reverse0)}
     t1 = v1 = None
     if op1 is not None:
         attrs["op1"] = alu_op(op1, "op1")
@@ -870,6 +875,10 @@ def memset(ctx: Any, dst: NkiTensor, value: Any, engine: Any = None, **kw: Any) 
     _on_chip("memset", "dst", dst)
     if not isinstance(value, (int, float)):
         raise NkiError(f"memset: value must be a number, got {type(value).__name__}")
+    if dst.dtype in PACKED_DTYPES and value != 0:
+        # Which bits a non-zero fill would write (the value per element, or a 32-bit pattern) is undocumented.
+        raise NkiError(f"memset: a packed MX tile ({dst.dtype}) can only be filled with 0, got {value}",
+                       "view it as an integer dtype to write a bit pattern")  # fmt: skip
     is_float = dst.dtype.startswith(("float", "bfloat"))
     if not is_float and float(value) != int(value):
         raise NkiError(f"memset: value {value} does not fit the integer dtype {dst.dtype}")

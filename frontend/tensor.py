@@ -152,6 +152,14 @@ class NkiTensor:
         return self.buffer.on_chip
 
     @property
+    def base_tensor(self) -> NkiTensor:
+        """The whole tensor this view shares storage with, in the storage's own shape and dtype (``x.view(dt)``'s
+        base keeps ``x``'s dtype). Not in the API reference, but NKI tensors have it: nki-library reads it on kernel
+        arguments and their dtype views (gate_up_projection_mx_shard_H.py: ``weight.base_tensor``, then views the
+        loaded copy back as ``weight.dtype``)."""
+        return NkiTensor(self.storage, 0, contiguous_pairs(self.storage.shape), self.storage.dtype)
+
+    @property
     def partitions(self) -> int:
         return self.shape[0] if self.pairs else 1
 
