@@ -4,6 +4,9 @@ numpy translation of its ``*_torch.py`` reference.
 * ``experimental/collectives/topk_reduce.py``: the MoE top-K reduction of a sparse all_to_all_v buffer. It gathers
   rows by a ``vector_offset`` index (``nc_find_index8`` of the packed token ids) and adds the K rows with
   ``dma_compute``'s gather read-modify-write.
+* ``core/subkernels/find_nonzero_indices.py`` (LNC2): columns spread to the GpSimd cores' partitions, transposed on
+  the PE, ``nonzero_with_count``, odd cores' rows moved by ``nc_stream_shuffle``, and each column's indices written at
+  a running ``scalar_offset``; chunked T, and a run-time first column (``col_start_id``, a ``scalar_offset``).
 
 The corpus is loaded by path by the ``nkilib`` fixture (``conftest.py``); every test is skipped when it is absent.
 """
@@ -55,3 +58,36 @@ def test_topk_reduce(nkilib, T: int, K: int, H: int, n_src: int, lnc: int, dtype
     else:  # the kernel rounds after each of its K - 1 adds, the reference once
         eps = float(np.finfo(dtype).eps)
         np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=K * eps, atol=K * eps * 4)
+
+
+# -- find_nonzero_indices -------------------------------------------------------------------------------------
+def ref_find_nonzero_indices(x: np.ndarray, col_start: int | None = None, n_cols: int | None = None):
+    """``find_nonzero_indices_torch_ref``: per column the T indices of its nonzeros, -1 after, and the counts."""
+    T, C = x.shape
+    start, c_out = (0, C) if col_start is None else (col_start, n_cols)
+    indices = np.full((c_out, T), -1, np.int32)
+    counts = np.zeros(c_out, np.int32)
+    for c in range(c_out):
+        nz = np.flatnonzero(x[:, start + c])
+        counts[c] = len(nz)
+        indices[c, : len(nz)] = nz
+    return indices, counts
+
+
+@pytest.mark.parametrize("T,C,chunk,col_start,n_cols,dtype", [
+    (128, 4, None, None, None, np.float32),  # one chunk, two columns per core
+    (256, 16, 128, None, None, np.int32),  # two chunks (indices pre-filled with -1), 8 columns per core
+    (256, 16, None, 3, 6, np.float32),  # col_start_id: columns 3..8 from a run-time offset
+])  # fmt: skip
+def test_find_nonzero_indices(nkilib, T: int, C: int, chunk, col_start, n_cols, dtype) -> None:
+    """float32 and int32 inputs only: nonzero_with_count reads nothing else (a bf16 input is an error at its line)."""
+    kernel = nkilib("nkilib.core.subkernels.find_nonzero_indices").find_nonzero_indices
+    x = ((RNG.random((T, C)) < 0.3) * RNG.integers(1, 9, (T, C))).astype(dtype)
+    x[:, 0] = 0  # a column with no nonzero at all
+    if col_start is None:
+        indices, counts = kernel[2](x, chunk_size=chunk)
+    else:
+        indices, counts = kernel[2](x, np.array([col_start], np.int32), n_cols, chunk_size=chunk)
+    want_indices, want_counts = ref_find_nonzero_indices(x, col_start, n_cols)
+    np.testing.assert_array_equal(indices, want_indices)
+    np.testing.assert_array_equal(counts, want_counts)
