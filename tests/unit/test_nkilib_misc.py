@@ -7,6 +7,10 @@ numpy translation of its ``*_torch.py`` reference.
 * ``core/subkernels/find_nonzero_indices.py`` (LNC2): columns spread to the GpSimd cores' partitions, transposed on
   the PE, ``nonzero_with_count``, odd cores' rows moved by ``nc_stream_shuffle``, and each column's indices written at
   a running ``scalar_offset``; chunked T, and a run-time first column (``col_start_id``, a ``scalar_offset``).
+* ``experimental/moe/forward/bwmm_shard_on_H.py`` (``blockwise_mm_baseline_shard_hidden[2]``): the blockwise MoE
+  MLP with H split over the two cores (gate/up partial sums exchanged by ``sendrecv``, ``core_barrier`` between
+  blocks). It has no torch reference of its own; its docstring's pseudocode is ``core/moe/moe_cte/moe_cte_torch.py``'s
+  blockwise path, which is translated here (top-1, no quantization, POST_SCALE and PRE_SCALE).
 
 The corpus is loaded by path by the ``nkilib`` fixture (``conftest.py``); every test is skipped when it is absent.
 """
@@ -91,3 +95,61 @@ def test_find_nonzero_indices(nkilib, T: int, C: int, chunk, col_start, n_cols, 
     want_indices, want_counts = ref_find_nonzero_indices(x, col_start, n_cols)
     np.testing.assert_array_equal(indices, want_indices)
     np.testing.assert_array_equal(counts, want_counts)
+
+
+# -- bwmm_shard_on_H ------------------------------------------------------------------------------------------
+def ref_blockwise_mm(hidden, affinities, gate_up_w, down_w, token_position_to_id, block_to_expert, block: int,
+                     pre_scale: bool) -> np.ndarray:  # fmt: skip
+    """``moe_cte_torch_ref``'s blockwise path (no quantization, biases, clamps; SiLU): each block's tokens through
+    its expert's gate/up projection, ``silu(gate) * up``, the down projection, scaled by the token's affinity (in
+    the input dtype) before (PRE_SCALE) or after (POST_SCALE), rounded to bf16 and added to the token's row."""
+    n_exp, h = gate_up_w.shape[0], hidden.shape[1]
+    out = np.zeros(hidden.shape, np.float32)
+    aff = affinities.astype(np.float32).reshape(-1, n_exp)
+    for b, e in enumerate(block_to_expert.reshape(-1)):
+        ids = token_position_to_id[b * block : (b + 1) * block]
+        scale = aff[ids, e][:, None].astype(hidden.dtype).astype(np.float32)
+        x = hidden[ids].astype(np.float32) * (scale if pre_scale else 1)
+        gate_up = (x @ gate_up_w[e].astype(np.float32).reshape(h, -1)).reshape(block, 2, -1)
+        down = (gate_up[:, 0] / (1 + np.exp(-gate_up[:, 0])) * gate_up[:, 1]) @ down_w[e].astype(np.float32)
+        out[ids] += (down * (1 if pre_scale else scale)).astype(ml_dtypes.bfloat16).astype(np.float32)
+    return out
+
+
+def blockwise_inputs(t: int, h: int, i: int, e: int, block: int, n_blocks: int) -> dict:
+    """Top-1 routing of tokens 0..t-1 over ``e`` experts, n_blocks / e blocks each; empty slots hold the padding
+    token t (a zero row of hidden_states, affinity 0)."""
+    experts = RNG.integers(0, e, t)
+    per_expert = n_blocks // e
+    slots = np.full((e, per_expert * block), t, np.int32)
+    for x in range(e):
+        mine = np.flatnonzero(experts == x)[: per_expert * block]
+        slots[x, : len(mine)] = mine
+    hidden = RNG.standard_normal((t + 1, h)).astype(ml_dtypes.bfloat16)
+    hidden[t] = 0
+    affinities = np.zeros((t + 1, e), np.float32)
+    affinities[np.arange(t), experts] = RNG.random(t)
+    return {
+        "hidden_states": hidden,
+        "expert_affinities_masked": affinities.reshape(-1, 1).astype(ml_dtypes.bfloat16),
+        "gate_up_proj_weight": (RNG.standard_normal((e, h, 2, i)) * 0.05).astype(ml_dtypes.bfloat16),
+        "down_proj_weight": (RNG.standard_normal((e, i, h)) * 0.05).astype(ml_dtypes.bfloat16),
+        "token_position_to_id": slots.reshape(-1),
+        "block_to_expert": np.repeat(np.arange(e), per_expert).astype(np.int32).reshape(-1, 1),
+    }
+
+
+@pytest.mark.parametrize("scaling", ["POST_SCALE", "PRE_SCALE"])
+def test_bwmm_shard_on_h(nkilib, scaling: str) -> None:
+    from nkic.execute import simulate
+
+    mod = nkilib("nkilib.experimental.moe.forward.bwmm_shard_on_H")
+    mode = getattr(nkilib("nkilib.core.utils.common_types").ExpertAffinityScaleMode, scaling)
+    block = 128
+    inputs = blockwise_inputs(200, 256, 128, 2, block, 2)
+    got = simulate(mod.blockwise_mm_baseline_shard_hidden[2])(**inputs, block_size=block,
+                                                             expert_affinities_scaling_mode=mode)  # fmt: skip
+    want = ref_blockwise_mm(*inputs.values(), block, scaling == "PRE_SCALE")
+    got = got.astype(np.float32)[:-1]
+    rel = np.abs(got - want[:-1]).max() / np.abs(want[:-1]).max()
+    assert rel < 1.5e-2, rel
