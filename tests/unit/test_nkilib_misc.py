@@ -11,11 +11,19 @@ numpy translation of its ``*_torch.py`` reference.
   MLP with H split over the two cores (gate/up partial sums exchanged by ``sendrecv``, ``core_barrier`` between
   blocks). It has no torch reference of its own; its docstring's pseudocode is ``core/moe/moe_cte/moe_cte_torch.py``'s
   blockwise path, which is translated here (top-1, no quantization, POST_SCALE and PRE_SCALE).
+* ``experimental/moe/bwd/blockwise_mm_backward.py`` (``blockwise_mm_bwd``, dropless, SiLU, affinity on H): no torch
+  reference ships; the reference is the analytic backward of that same blockwise forward (the four gradients:
+  hidden states, affinities, gate/up and down weights), in float64. Under LNC2 each core takes half of a block's
+  128-token tiles, so a block of 128 tokens leaves one core idle and the other nothing to do: LNC2 runs use
+  block_size 256, as the kernel requires in practice.
 
 The corpus is loaded by path by the ``nkilib`` fixture (``conftest.py``); every test is skipped when it is absent.
 """
 
 from __future__ import annotations
+
+import contextlib
+import io
 
 import ml_dtypes
 import numpy as np
@@ -153,3 +161,75 @@ def test_bwmm_shard_on_h(nkilib, scaling: str) -> None:
     got = got.astype(np.float32)[:-1]
     rel = np.abs(got - want[:-1]).max() / np.abs(want[:-1]).max()
     assert rel < 1.5e-2, rel
+
+
+# -- blockwise_mm_backward ------------------------------------------------------------------------------------
+def _silu(x: np.ndarray) -> np.ndarray:
+    return x / (1 + np.exp(-x))
+
+
+def ref_blockwise_mm_bwd(hidden, affinities, gate_up_w, down_w, token_position_to_id, block_to_expert, out_grad,
+                         block: int) -> tuple[np.ndarray, ...]:  # fmt: skip
+    """The backward of ``out[ids] += aff[ids, e] * (silu(x Wg) * (x Wu)) Wd`` per block (float64): returns the
+    gradients of hidden_states, expert_affinities_masked ((T*E, 1), token-major), gate_up and down weights."""
+    f = lambda a: a.astype(np.float64)  # noqa: E731
+    t, h = hidden.shape
+    n_exp, _, _, i = gate_up_w.shape
+    d_x, d_aff = np.zeros((t, h)), np.zeros((t, n_exp))
+    d_gu, d_down = np.zeros(gate_up_w.shape), np.zeros(down_w.shape)
+    aff = f(affinities).reshape(t, n_exp)
+    for b, e in enumerate(block_to_expert.reshape(-1)):
+        ids = token_position_to_id[b * block : (b + 1) * block]
+        x, dy, wg, wu, wd = f(hidden[ids]), f(out_grad[ids]), f(gate_up_w[e][:, 0]), f(gate_up_w[e][:, 1]), f(down_w[e])
+        g, u = x @ wg, x @ wu
+        act = _silu(g) * u
+        d_aff[ids, e] += (dy * (act @ wd)).sum(axis=1)
+        dd = dy * aff[ids, e][:, None]
+        d_down[e] += act.T @ dd
+        da = dd @ wd.T
+        sig = 1 / (1 + np.exp(-g))
+        dg, du = da * u * (sig + g * sig * (1 - sig)), da * _silu(g)
+        d_gu[e][:, 0] += x.T @ dg
+        d_gu[e][:, 1] += x.T @ du
+        d_x[ids] += dg @ wg.T + du @ wu.T
+    return d_x, d_aff.reshape(-1, 1), d_gu, d_down
+
+
+@pytest.mark.parametrize("lnc,block", [(1, 128), (2, 256)])
+def test_blockwise_mm_bwd(nkilib, lnc: int, block: int) -> None:
+    from nkic.execute import simulate
+
+    mod = nkilib("nkilib.experimental.moe.bwd.blockwise_mm_backward")
+    bf16 = ml_dtypes.bfloat16
+    h, i, n_exp, n_blocks = 256, 128, 2, 2
+    t = n_blocks * block
+    hidden = RNG.standard_normal((t, h)).astype(bf16)
+    token_position_to_id = RNG.permutation(t).astype(np.int32)  # every token in exactly one block
+    block_to_expert = (np.arange(n_blocks) % n_exp).astype(np.int32).reshape(-1, 1)
+    aff = np.zeros((t, n_exp), np.float32)
+    for b in range(n_blocks):
+        aff[token_position_to_id[b * block : (b + 1) * block], block_to_expert[b, 0]] = RNG.random(block)
+    gate_up_w = (RNG.standard_normal((n_exp, h, 2, i)) * 0.05).astype(bf16)
+    down_w = (RNG.standard_normal((n_exp, i, h)) * 0.05).astype(bf16)
+    # The forward's checkpoints: gate/up pre-activations (N, 2, I, B) and the down projection (N, B, H), in bf16.
+    ckpt_gu, ckpt_down = np.zeros((n_blocks, 2, i, block), np.float32), np.zeros((n_blocks, block, h), np.float32)
+    for b in range(n_blocks):
+        e, ids = block_to_expert[b, 0], token_position_to_id[b * block : (b + 1) * block]
+        gu = (hidden[ids].astype(np.float32) @ gate_up_w[e].astype(np.float32).reshape(h, 2 * i)).reshape(block, 2, i)
+        ckpt_gu[b] = gu.transpose(1, 2, 0)
+        ckpt_down[b] = (_silu(gu[:, 0]) * gu[:, 1]) @ down_w[e].astype(np.float32)
+    out_grad = RNG.standard_normal((t, h)).astype(bf16)
+    args = {"hidden_states": hidden, "expert_affinities_masked": aff.reshape(-1, 1).astype(bf16),
+            "gate_up_proj_weight": gate_up_w, "down_proj_weight": down_w,
+            "gate_up_proj_act_checkpoint_T": ckpt_gu.astype(bf16), "down_proj_act_checkpoint": ckpt_down.astype(bf16),
+            "token_position_to_id": token_position_to_id, "block_to_expert": block_to_expert,
+            "output_hidden_states_grad": out_grad}  # fmt: skip
+    kernel = mod.blockwise_mm_bwd[lnc] if lnc > 1 else mod.blockwise_mm_bwd
+    with contextlib.redirect_stdout(io.StringIO()):
+        got = simulate(kernel)(**args, block_size=block)
+    want = ref_blockwise_mm_bwd(hidden, args["expert_affinities_masked"], gate_up_w, down_w, token_position_to_id,
+                                block_to_expert, out_grad, block)  # fmt: skip
+    for name, g, w in zip(("hidden", "affinities", "gate_up", "down"), got, want):
+        assert g.shape == w.shape, name
+        rel = np.abs(g.astype(np.float64) - w).max() / np.abs(w).max()
+        assert rel < 1.5e-2, (name, rel)
