@@ -18,6 +18,7 @@ from nkic.frontend.context import active_context, nki_op
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import act_func, alu_op
 from nkic.frontend.tensor import NkiTensor
+from nkic.frontend.instruction import NkiInstruction  # noqa: F401  (nisa.NkiInstruction, what nisa calls return)
 from nkic.frontend.unsupported import missing_names
 from nkic.target.instructions import (
     DMA_COMPUTE_MAX_SRCS,
