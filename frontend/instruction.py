@@ -31,6 +31,8 @@ class NkiInstruction:
         self._serial = serial  # trace order of the call
         self._scope = dynamic_scope  # the open dynamic loops (by identity), outermost first
         self._what = what
+        # Unique within the kernel, and apart from an inlined sub-kernel's tags (prefixed by the kernel's name).
+        self._tag = f"{ctx.kernel.name}.i{serial}"
 
     def __repr__(self) -> str:
         return f"NkiInstruction({self._what})"
@@ -43,7 +45,7 @@ class NkiInstruction:
         for p in producers:
             for producer in p._ops:
                 for consumer in self._ops:
-                    self._ctx.emitter.order(consumer, producer, f"i{p._serial}")
+                    self._ctx.emitter.order(consumer, producer, p._tag)
         return self
 
     def _check(self, p: Any) -> None:

@@ -82,7 +82,7 @@ def test_every_nisa_call_returns_a_handle_and_edges_compose() -> None:
     a = np.ones((128, 64), np.float32)
     texts = [str(kernel.trace(a, c).module) for c in (True, False)]
     assert all(isinstance(h, nisa.NkiInstruction) for h in seen)
-    assert texts[0] == texts[1] and 'after = ["i' in texts[0] and texts[0].count("tag = ") == 2
+    assert texts[0] == texts[1] and 'after = ["kernel.i' in texts[0] and texts[0].count("tag = ") == 2
 
 
 @nki.jit
