@@ -289,6 +289,9 @@ class BirInst(RoleOperandOp):
     deps = opt_prop_def(ArrayAttr[DepAttr])
     predicates = opt_prop_def(ArrayAttr)
     loc = opt_prop_def(StringAttr)
+    # nisa.NkiInstruction.depends_on, from penguin (see PenguinInst): dependency-analysis turns them into edges.
+    tag = opt_prop_def(StringAttr)
+    after = opt_prop_def(ArrayAttr[StringAttr])
     # Set by the backend: DMA queue, semaphore waits as flattened (sem, value) pairs, the semaphore signalled.
     queue = opt_prop_def(IntegerAttr[I64])
     waits = opt_prop_def(DenseArrayBase)

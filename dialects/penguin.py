@@ -364,6 +364,11 @@ class PenguinInst(RoleOperandOp):
     OPNAME: ClassVar[str] = ""
     tensors = var_operand_def(TensorType)
     loc = opt_prop_def(StringAttr)
+    # Explicit ordering (nisa.NkiInstruction.depends_on): ``tag`` names this instruction as a producer, ``after``
+    # the producers it runs after. Unrolled copies keep both: a consumer runs after the latest earlier instruction
+    # of each tag (the same iteration's, or the one in an enclosing scope).
+    tag = opt_prop_def(StringAttr)
+    after = opt_prop_def(ArrayAttr[StringAttr])
 
     def _num_refs(self) -> int:
         return len(self.tensors)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseArrayBase,
     FloatAttr,
     FunctionType,
@@ -20,7 +21,7 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from nkic.dialects import penguin
 from nkic.dialects.common import AccessPatternAttr, attr_of, element_type
@@ -104,7 +105,7 @@ class PenguinEmitter:
         op.result.name_hint = _ssa_name(name)
         return op.result
 
-    def inst(self, op: str, operands: dict[str, Operand], attrs: dict[str, object], loc: Loc) -> None:
+    def inst(self, op: str, operands: dict[str, Operand], attrs: dict[str, object], loc: Loc) -> Operation:
         cls = penguin.INSTRUCTION_OPS[op]
         roles = [r for r in cls.ROLES if r in operands]
         props: dict[str, Attribute] = {
@@ -132,6 +133,19 @@ class PenguinEmitter:
                 props[k] = attr_of(v)
         new = cls.create(operands=[operands[r].tensor for r in roles], properties=props)
         self._blocks[-1].add_op(new)
+        return new
+
+    @staticmethod
+    def order(consumer: Operation, producer: Operation, tag: str) -> None:
+        """``consumer`` runs after ``producer`` (nisa.NkiInstruction.depends_on): ``producer`` is tagged (once) and
+        ``consumer`` lists the tag."""
+        if "tag" not in producer.properties:
+            producer.properties["tag"] = StringAttr(tag)
+        name = producer.properties["tag"]
+        after = consumer.properties.get("after")
+        names = list(after.data) if isinstance(after, ArrayAttr) else []
+        if name not in names:
+            consumer.properties["after"] = ArrayAttr([*names, name])
 
     # -- loops -----------------------------------------------------------------------------------------
     def begin_loop(self, kind: str, start: int, stop: int, step: int, loc: Loc) -> None:

@@ -18,9 +18,11 @@ from nkic.frontend.context import active_context, nki_op
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import act_func, alu_op
 from nkic.frontend.tensor import NkiTensor
+from nkic.frontend.instruction import NkiInstruction  # noqa: F401  (nisa.NkiInstruction, what nisa calls return)
 from nkic.frontend.unsupported import missing_names
 from nkic.target.instructions import (
     DMA_COMPUTE_MAX_SRCS,
+    DMA_COMPUTE_RMW_SRCS,
     LNC_MAX_RANKS,
     GPSIMD_CORE_PARTITIONS,
     GPSIMD_GROUP,
@@ -1621,9 +1623,12 @@ def dma_compute(
 ) -> None:
     """``dst = reduce_op(srcs[0] * scales[0], srcs[1] * scales[1], ...)`` by a DMA engine, in fp32 with one cast
     to dst's dtype; only ``nl.add`` and scales of 1.0, as in NKI. Operands in HBM or SBUF with equal element
-    counts. nkic has no indirect (``vector_offset``) access patterns, so the read-modify-write scatter/gather
-    forms — and with them ``unique_indices`` and ``oob_mode`` — do not arise; up to 5 sources (nkic's records have
-    6 operand slots; NKI allows 16)."""
+    counts; up to 5 sources (nkic's records have 6 operand slots; NKI allows 16).
+
+    With a dynamic operand (``.ap(vector_offset=)``, or a scalar / register offset) it is NKI's read-modify-write:
+    exactly two sources and ``unique_indices=True``; a gather RMW (``dst`` static, one source indirect, the other
+    source the same view as ``dst``) or a scatter RMW (``dst`` indirect and one source the same dynamic view as
+    ``dst``, the other the data). ``oob_mode=skip`` leaves out-of-bounds rows untouched, as for ``dma_copy``."""
     _mask(kw)
     name = "dma_compute"
     dst = _tensor(name, "dst", dst)
@@ -1643,7 +1648,7 @@ def dma_compute(
             raise NkiError(f"{name}: {len(factors)} scales for {len(srcs)} sources")
         if any(float(f) != 1.0 for f in factors):
             raise NkiError(f"{name}: every scale must be 1.0, got {factors}")
-    _enum(oob_mode if oob_mode is not None else "error", _OOB_MODE, "oob_mode")
+    skip = _enum(oob_mode if oob_mode is not None else "error", _OOB_MODE, "oob_mode") == "skip"
     if not isinstance(unique_indices, bool):
         raise NkiError(f"{name}: unique_indices must be True or False, got {unique_indices!r}")
     for role, t in (("dst", dst), *((f"srcs[{i}]", v) for i, v in enumerate(sources.values()))):
@@ -1651,7 +1656,37 @@ def dma_compute(
             raise NkiError(f"{name}: '{role}' cannot be in PSUM", "copy PSUM to SBUF with nisa.tensor_copy first")
         if t.size != dst.size:
             raise NkiError(f"{name}: element count mismatch: dst has {dst.size} elements, {role} has {t.size}")
-    _record(ctx, name, {"dst": dst, **sources}, {"reduce_op": "add"})
+    if any(t.dyn is not None for t in (dst, *sources.values())):
+        _dma_compute_rmw(name, dst, list(sources.values()), unique_indices)
+    _record(ctx, name, {"dst": dst, **sources}, {"reduce_op": "add", "oob_skip": skip or None})
+
+
+def _same_view(a: NkiTensor, b: NkiTensor) -> bool:
+    """The same elements of the same tensor, by the same (static or dynamic) addressing."""
+    same_dyn = a.dyn is b.dyn or (a.dyn is not None and b.dyn is not None and a.dyn.kind == b.dyn.kind
+                                  and a.dyn.scale == b.dyn.scale and a.dyn.register is b.dyn.register
+                                  and a.dyn.index is not None and b.dyn.index is not None
+                                  and _same_view(a.dyn.index, b.dyn.index))  # fmt: skip
+    return (a.storage is b.storage and a.pairs == b.pairs and a.dtype == b.dtype and same_dyn
+            and str(a.offset) == str(b.offset))  # fmt: skip
+
+
+def _dma_compute_rmw(name: str, dst: NkiTensor, srcs: list[NkiTensor], unique: bool) -> None:
+    """NKI's read-modify-write forms of dma_compute (a dynamic operand): exactly two sources, one of them ``dst``
+    itself (gather RMW: ``dst`` static; scatter RMW: ``dst`` dynamic, read by the same dynamic view)."""
+    if len(srcs) != DMA_COMPUTE_RMW_SRCS:
+        raise NkiError(f"{name}: with a dynamic (vector_offset / scalar_offset) operand it is a read-modify-write "
+                       f"and takes exactly {DMA_COMPUTE_RMW_SRCS} sources, got {len(srcs)}")  # fmt: skip
+    if not unique:
+        raise NkiError(f"{name}: unique_indices=False is not supported with a dynamic operand",
+                       "NKI's read-modify-write requires unique indices")  # fmt: skip
+    if not any(_same_view(s, dst) for s in srcs):
+        form = "scatter (dst dynamic)" if dst.dyn is not None else "gather (dst static)"
+        raise NkiError(f"{name}: a read-modify-write {form} needs one source that is dst itself (the same view)",
+                       "pass srcs=[<dynamic source>, dst] (gather) or srcs=[dst, <data>] (scatter)")  # fmt: skip
+    other = [s for s in srcs if not _same_view(s, dst)] or srcs[1:]
+    if dst.dyn is not None and other[0].dyn is not None:
+        raise NkiError(f"{name}: a scatter read-modify-write reads its data (the other source) statically")
 
 
 # -- the LNC=2 pair: two NeuronCores of one kernel[2] launch (ARCHITECTURE.md, "The LNC=2 pair") ----------------

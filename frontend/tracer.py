@@ -58,6 +58,7 @@ from nkic.frontend.context import active_context, is_nki_op, set_active
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_dtype
 from nkic.frontend.emit import Affine, Loc, Operand
 from nkic.frontend.errors import NeedsUnroll, NkiError, user_location
+from nkic.frontend.instruction import NkiInstruction
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
 from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import TARGET_ALIASES, get_target
@@ -363,6 +364,7 @@ class TraceContext:
         self.pending_unroll: set[tuple[str, int, int]] = set()
         self.rolled_sites: set[tuple[str, int, int]] = set()  # loops traced symbolically in this attempt
         self.loops: list[LoopVar] = []  # open symbolic loops, outermost first (index = loop depth)
+        self._emitted: list[Any] = []  # every penguin instruction traced, in order (for NkiInstruction handles)
         self.concrete_depth = 0  # > 0 while a dont_trace helper runs
         self.live = False
         self._pid = 0
@@ -518,7 +520,11 @@ class TraceContext:
             self._check_call(func, impl, args, kwargs)
             if func.__module__ == _ISA_MODULE and _has_empty_tensor(args, kwargs):
                 return None  # an instruction on a zero-size view (x[0:0], nl.ds(i, 0)) does nothing: record nothing
-            return impl(self, *args, **kwargs)
+            first = len(self._emitted)
+            result = impl(self, *args, **kwargs)
+            if result is None and func.__module__ == _ISA_MODULE and len(self._emitted) > first:
+                return self._handle(func.__name__, self._emitted[first:])
+            return result
         if getattr(func, "__nki_dont_trace__", False):
             return self._call_concrete(func, args, kwargs)
         if isinstance(func, Kernel):
@@ -619,7 +625,13 @@ class TraceContext:
         for role, t in operands.items():
             if t.storage.is_param and spec.role(role).write:
                 t.storage.written = True
-        self.emitter.inst(op, emitted, attrs, loc)
+        self._emitted.append(self.emitter.inst(op, emitted, attrs, loc))
+
+    def _handle(self, name: str, ops: list[Any]) -> NkiInstruction:
+        """The NkiInstruction of a nisa call that traced ``ops`` (its file:line names it in errors)."""
+        file, line, _ = user_location()
+        what = f"nisa.{name} at {os.path.basename(file)}:{line}"
+        return NkiInstruction(self, ops, len(self._emitted), tuple(self.dynamic_loops), what)
 
     def _operand(self, role: str, t: NkiTensor) -> Operand:
         if t.storage.owner is not self._owner:

@@ -13,6 +13,11 @@ position in the core's sendrecv sequence) is one per core, whatever the engine. 
 
 A control instruction (register or loop, ``IsControl``) is a barrier every engine reaches together: it orders
 everything before it before everything after it, so it has no edges and the tables start afresh after it.
+
+Explicit edges (``nisa.NkiInstruction.depends_on``): an instruction whose ``after`` lists a tag gets an ``ordered``
+edge on the latest earlier instruction carrying that ``tag`` (in unrolled BIR: the same iteration's copy, or the one
+in an enclosing scope; after a loop, its last iteration's). A producer before the last control instruction is
+already ordered by that barrier, so it adds no edge.
 """
 
 from __future__ import annotations
@@ -123,10 +128,11 @@ def analyse(fn: bir.FunctionOp) -> None:
     state = _StateOrder()
     all_edges: dict[int, dict[int, str]] = {}
     late: dict[int, dict[int, str]] = {}
+    tagged: dict[str, int] = {}  # explicit-ordering tag -> the latest instruction carrying it
     insts = list(fn.instructions())
     for inst in insts:
         if inst.has_trait(IsControl):
-            writer, readers, state = {}, {}, _StateOrder()
+            writer, readers, state, tagged = {}, {}, _StateOrder(), {}
             all_edges[inst.inst_id] = {}
             continue
         reads: set[tuple[str, str, int]] = set()
@@ -147,6 +153,11 @@ def analyse(fn: bir.FunctionOp) -> None:
                 if r != inst.inst_id:
                     edges.setdefault(r, "anti")
         me = inst.inst_id
+        for tag in _after(inst):
+            if tag in tagged:
+                edges.setdefault(tagged[tag], "ordered")
+        if inst.tag is not None:
+            tagged[inst.tag.data] = me
         for c in reads:
             readers.setdefault(c, []).append(me)
         for c in writes:
@@ -161,6 +172,11 @@ def analyse(fn: bir.FunctionOp) -> None:
             inst.properties["deps"] = ArrayAttr([bir.DepAttr(k, i) for i, k in sorted(edges.items())])
         else:
             inst.properties.pop("deps", None)
+
+
+def _after(inst: bir.BirInst) -> list[str]:
+    """The tags ``inst`` runs after (``nisa.NkiInstruction.depends_on``)."""
+    return [] if inst.after is None else [a.data for a in inst.after.data]
 
 
 @dataclass(frozen=True)

@@ -1265,7 +1265,11 @@ def _exec_sequence_bounds(core: _Core, ins: Instr) -> None:
 @execute("DMA_COMPUTE")
 def _exec_dma_compute(core: _Core, ins: Instr) -> None:
     """``dst = src0 + src1 + ...`` element-wise (row-major order of each pattern), summed left to right in fp32,
-    then cast to dst's dtype."""
+    then cast to dst's dtype. With a dynamic operand (read-modify-write) every operand is resolved row by row, its
+    index tensor in a spare source slot."""
+    if any(op is not None and op.dyn for op in ins.operands):
+        _exec_dma_compute_dynamic(core, ins)
+        return
     dst = _view(core, ins, "dst")
     srcs = [_resolve(core, op, slot) for slot, op in zip(ins.spec.slots[1:], ins.operands[1:]) if op is not None]
     for s in srcs:
@@ -1278,6 +1282,31 @@ def _exec_dma_compute(core: _Core, ins: Instr) -> None:
     for s in srcs[1:]:
         total = (total + s.f32().reshape(-1)).astype(np.float32)
     dst.store(total)
+
+
+def _exec_dma_compute_dynamic(core: _Core, ins: Instr) -> None:
+    """DMA_COMPUTE with dynamic operands: the slots that hold index tensors are not sources; every source is read
+    (all of them before dst is written, so a scatter RMW reads the old dst), summed in fp32, and written through
+    dst's run-time addresses. Out-of-bounds rows are an error, or with ``oob_skip`` left out on every side."""
+    index_slots = {op.dyn_ref for op in ins.operands if op is not None and op.dyn in ("scalar", "vector")}
+    slots = [s for i, (s, op) in enumerate(zip(ins.spec.slots, ins.operands))
+             if op is not None and i not in index_slots]  # fmt: skip
+    if _alu_op(ins, "reduce_op") != "add":
+        raise SimulationError(f"reduce_op must be add, got {_alu_op(ins, 'reduce_op')}")
+    parts = {slot: _elements(core, ins, slot) for slot in slots}
+    n = len(parts["dst"].valid)
+    for slot, e in parts.items():
+        if len(e.valid) != n:
+            raise SimulationError(f"element counts differ: dst {parts['dst'].op.shape} vs {slot} {e.op.shape}")
+        if not ins.flag("oob_skip") and not e.valid.all():
+            raise SimulationError(_out_of_bounds_report(e, slot, _dynamic_values(core, ins, e.op, slot)))
+    keep = np.logical_and.reduce([e.valid for e in parts.values()])
+    total: np.ndarray | None = None
+    for slot in slots[1:]:
+        values = parts[slot].read(keep).astype(np.float32)
+        total = values if total is None else (total + values).astype(np.float32)
+    assert total is not None
+    parts["dst"].write(keep, sem.cast(total, parts["dst"].op.dtype))
 
 
 # -- the LNC=2 pair: the scheduler makes the cores meet (_Scheduler._meet); these are the per-core effects ------

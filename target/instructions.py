@@ -37,6 +37,9 @@ class Role:
     # May take a dynamic access pattern (``.ap(scalar_offset=, vector_offset=)``): ``declare`` adds the optional
     # read role ``<name>_offset`` (slot ``<slot>_offset``) that carries the index tensor.
     indirect: bool = False
+    # The ISA slot of ``<name>_offset`` when not ``<slot>_offset`` (an opcode with no spare slots of that name, e.g.
+    # DMA_COMPUTE's index tensors sit in source slots the read-modify-write form leaves empty).
+    offset_slot: str | None = None
 
     @property
     def isa_slot(self) -> str:
@@ -234,7 +237,8 @@ def declare(spec: InstrSpec, opcode: OpSpec | None = None) -> InstrSpec:
 
 def _with_offset_roles(spec: InstrSpec) -> InstrSpec:
     """Every ``indirect`` role gets its index-tensor role, after the declared ones (canonical role order)."""
-    extra = tuple(Role(r.offset_role, required=False, memories=INDEX_MEMORIES, slot=f"{r.isa_slot}_offset")
+    extra = tuple(Role(r.offset_role, required=False, memories=INDEX_MEMORIES,
+                       slot=r.offset_slot or f"{r.isa_slot}_offset")
                   for r in spec.roles if r.indirect)  # fmt: skip
     return replace(spec, roles=spec.roles + extra) if extra else spec
 
@@ -729,7 +733,7 @@ def _sequence_bounds_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
 
 
 def _dma_compute_dims(d: Mapping[str, tuple[int, int]]) -> str | None:
-    counts = {r: p * f for r, (p, f) in d.items()}
+    counts = {r: p * f for r, (p, f) in d.items() if not r.endswith("_offset")}  # index tensors have their own
     if len(set(counts.values())) > 1:
         return f"dma_compute needs equal element counts, got {counts}"
     return None
@@ -902,17 +906,23 @@ declare(
            required=("dst", "src")),
 )
 _DMA_COMPUTE_SRCS = tuple(f"src{i}" for i in range(DMA_COMPUTE_MAX_SRCS))
+# The read-modify-write (dynamic) form has exactly two sources: the index tensors of dst, src0 and src1 take the
+# source slots it leaves empty (the frontend refuses a third source next to a dynamic operand).
+DMA_COMPUTE_RMW_SRCS = 2
+_DMA_COMPUTE_OFFSET_SLOTS = {"dst": "src4", "src0": "src3", "src1": "src2"}
 declare(
     InstrSpec(
         "dma_compute", "DMA_COMPUTE",
-        (Role("dst", write=True, memories=_ANY_MEM),
-         *(Role(s, required=s == "src0", memories=_ANY_MEM) for s in _DMA_COMPUTE_SRCS)),
+        (Role("dst", write=True, memories=_ANY_MEM, indirect=True, offset_slot=_DMA_COMPUTE_OFFSET_SLOTS["dst"]),
+         *(Role(s, required=s == "src0", memories=_ANY_MEM, indirect=s in _DMA_COMPUTE_OFFSET_SLOTS,
+                offset_slot=_DMA_COMPUTE_OFFSET_SLOTS.get(s)) for s in _DMA_COMPUTE_SRCS)),
         ("sp",), "dst = reduce_op(src0, src1, ...) element-wise in fp32, by DMA", fields=(Field("reduce_op", "alu",
-        required=True),), traits=frozenset({"dma"}), dims_rule=_dma_compute_dims,
+        required=True), _OOB_SKIP), traits=frozenset({"dma"}), dims_rule=_dma_compute_dims,
     ),
     OpSpec("DMA_COMPUTE", 0x34, ("sp",), ("dst", *_DMA_COMPUTE_SRCS),
-           "dst = reduce_op of the sources, element-wise in fp32, on DMA queue `queue`", required=("dst", "src0"),
-           imms=(Imm("queue", "u32"), Imm("reduce_op", "alu")), traits=frozenset({"dma"})),
+           "dst = reduce_op of the sources, element-wise in fp32, on DMA queue `queue`; a dynamic operand's index "
+           "tensor sits in a spare source slot; `oob_skip` skips out-of-bounds dynamic rows", required=("dst", "src0"),
+           imms=(Imm("queue", "u32"), Imm("reduce_op", "alu")), flags=("oob_skip",), traits=frozenset({"dma"})),
 )
 declare(
     InstrSpec(

@@ -436,8 +436,11 @@ class IsaInst(RoleOperandOp):
         extend this."""
         self.same_dims(*self.SPEC.same_shape)
         self.scalar_tiles(*self.SPEC.scalar_slots)
+        # A slot holding another operand's dynamic index is that index, whatever role shares its slot.
+        index_slots = {ap.dyn[1] for ap in self.aps.data if ap.dyn[0] in ("scalar", "vector")}
         for spec in self.DIMS_RULES:
-            dims = {r.name: self.dims(r.isa_slot) for r in spec.roles if self.has(r.isa_slot)}
+            dims = {r.name: self.dims(r.isa_slot) for r in spec.roles
+                    if self.has(r.isa_slot) and (r.isa_slot not in index_slots or r.name.endswith("_offset"))}
             problem = dims_problem(spec, dims)
             if problem is not None:
                 raise VerifyException(problem)

@@ -7,6 +7,11 @@ is absent every test here is skipped.
 
 The kernel module is imported by path under synthetic ``nkilib.*`` packages (``conftest.py``).
 
+Besides the default path: batches and GQA, layouts and LNC2, cache_softmax, sliding windows, prefix caching
+(``k_prior``/``v_prior`` with a run-time ``prior_used_len``) and context parallelism (a run-time ``cp_offset``,
+contiguous or strided Q slices, with and without a window), the last two against a translation of
+``attention_cte_torch_ref``'s masks (``masked_reference``).
+
 Numerics. The kernel computes in a documented mixed precision: Q, K and V are cast to bfloat16 by the loading
 DMAs, QKᵀ accumulates in fp32 PSUM, the softmax (scale, mask, max, exp, row sum) is fp32, the exponentials are cast
 to bfloat16 for the PV matmul (fp32 PSUM), and the fp32 result is cast to q.dtype by the final DMA. Two references:
@@ -241,3 +246,73 @@ def test_attention_cte_sliding_window(attention_cte, seqlen: int, window: int, m
         out = simulate(attention_cte)(q, k, v, causal_mask=True, sliding_window=window)
     assert f"penguin.{masking} " in text
     assert rel_err(out, _windowed_reference(q, k, v, window)) < 2e-2
+
+
+# -- prefix caching and context parallelism ----------------------------------------------------------------------
+def masked_reference(q, k, v, causal=True, k_prior=None, v_prior=None, used=0, cp_offset=None, cp_deg=None,
+                     strided=False, window=0) -> np.ndarray:  # fmt: skip
+    """``attention_cte_torch_ref`` (scale 1.0, tp_q, K as (bs, d, seqlen)) in float64 on the bf16-rounded inputs
+    (the kernel's loads): K/V = the first ``used`` prior positions then the active ones, key positions counted from
+    the first active one (prior keys are negative), query positions ``cp_offset + i`` (or ``cp_offset + i·cp_deg``
+    when strided); the causal mask hides keys after the query, the window keys at or beyond ``window`` before it."""
+    r = lambda x: x.astype(BF16).astype(np.float64)  # noqa: E731
+    q, k, v = r(q), r(k), r(v)
+    if k_prior is not None:
+        k = np.concatenate([r(k_prior)[:, :, :used], k], axis=2)
+        v = np.concatenate([r(v_prior)[:, :used], v], axis=1)
+    seqlen_q = q.shape[1]
+    q_pos = (cp_offset or 0) + np.arange(seqlen_q) * (cp_deg if strided else 1)
+    diff = (np.arange(k.shape[2]) - used)[None, :] - q_pos[:, None]
+    mask = np.zeros(diff.shape)
+    if causal:
+        mask[diff > 0] = -np.inf
+    if window:
+        mask[diff <= -window] = -np.inf
+    s = q @ k + mask
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("used,seqlen_prior,causal,window,dtype", [
+    (300, 384, True, 0, np.float32),  # prior keys past prior_used_len masked at run time
+    (0, 256, True, 0, BF16),  # nothing of the prior used
+    (200, 256, True, 100, BF16),  # the window reaches into the prior
+    (256, 256, False, 0, BF16),
+])  # fmt: skip
+def test_attention_cte_prefix_caching(attention_cte, used, seqlen_prior, causal, window, dtype) -> None:
+    """Prefix caching: k_prior / v_prior with a run-time prior_used_len (scale must be 1.0: Q pre-scaled)."""
+    from nkic.execute import simulate
+
+    rng = np.random.default_rng(used + window)
+    d, seqlen = 64, 256
+    q = (rng.standard_normal((1, seqlen, d)) / 8).astype(dtype)
+    k, kp = (rng.standard_normal((1, d, n)).astype(dtype) for n in (seqlen, seqlen_prior))
+    v, vp = (rng.standard_normal((1, n, d)).astype(dtype) for n in (seqlen, seqlen_prior))
+    with contextlib.redirect_stdout(io.StringIO()):
+        out = simulate(attention_cte)(q, k, v, causal_mask=causal, k_prior=kp, v_prior=vp,
+                                      prior_used_len=np.array([used], np.int32), sliding_window=window)  # fmt: skip
+    assert out.shape == (1, seqlen, d) and out.dtype == np.dtype(dtype)
+    want = masked_reference(q, k, v, causal, kp, vp, used, window=window)
+    assert rel_err(out, want) < 1e-2
+
+
+@pytest.mark.parametrize("cp_offset,strided,window", [
+    (256, False, 0),  # rank 1 of 2: queries 256..511 against all 512 keys
+    (1, True, 0),  # strided slicing: queries 1, 3, 5, ...
+    (256, False, 100),  # with a window: only the needed K slice is loaded (a scalar_offset DMA)
+    (0, False, 64),
+])  # fmt: skip
+def test_attention_cte_context_parallel(attention_cte, cp_offset: int, strided: bool, window: int) -> None:
+    """Context parallelism (global_cp_deg=2): one rank's slice of Q, the full K/V, a run-time cp_offset."""
+    from nkic.execute import simulate
+
+    rng = np.random.default_rng(cp_offset + window)
+    d, seqlen_q, seqlen_kv = 64, 256, 512
+    q = (rng.standard_normal((1, seqlen_q, d)) / 8).astype(BF16)
+    k = rng.standard_normal((1, d, seqlen_kv)).astype(BF16)
+    v = rng.standard_normal((1, seqlen_kv, d)).astype(BF16)
+    with contextlib.redirect_stdout(io.StringIO()):
+        out = simulate(attention_cte)(q, k, v, cp_offset=np.array([[cp_offset]], np.int32), global_cp_deg=2,
+                                      cp_strided_q_slicing=strided, sliding_window=window)  # fmt: skip
+    want = masked_reference(q, k, v, cp_offset=cp_offset, cp_deg=2, strided=strided, window=window)
+    assert rel_err(out, want) < 1e-2

@@ -16,8 +16,8 @@ layernorm_tkg after each of its four steps (centre, gamma, rsqrt, beta), so the 
 allow one unit in the last place of the rounded values (the statistics' fp32 summation order differs).
 rmsnorm_quant's row and static quantization are bit-exact against the emulation (every fp8 byte and scale byte).
 
-Not covered (blocked, see the report): ``shard_on_h=True`` of both tkg kernels and
-``rmsnorm_mx_quantize_tkg`` (LNC2 only) exchange data between the two cores with ``nisa.sendrecv``.
+``shard_on_h=True`` (LNC2) of both tkg kernels: each core normalises one half of H, the partial statistics
+exchanged between the two cores with ``nisa.sendrecv``; the output has the LNC2 layout.
 """
 
 from __future__ import annotations
@@ -91,11 +91,12 @@ def rmsnorm_kernel(nkilib_module_scope):
     rms = nkilib_module_scope("nkilib.core.subkernels.rmsnorm_tkg")
 
     @nki.jit
-    def rmsnorm(x, gamma, eps, hidden_actual, hidden_dim_tp, single_core_forced, use_heap_memory):
+    def rmsnorm(x, gamma, eps, hidden_actual, hidden_dim_tp, single_core_forced, use_heap_memory, shard_on_h=False):
         b, s, h = x.shape
         out = nl.ndarray((128, b * s, h // 128), dtype=x.dtype, buffer=nl.shared_hbm)
         rms.rmsnorm_tkg(x, gamma, out, eps=eps, hidden_actual=hidden_actual, hidden_dim_tp=hidden_dim_tp,
-                        single_core_forced=single_core_forced, use_heap_memory=use_heap_memory)  # fmt: skip
+                        single_core_forced=single_core_forced, shard_on_h=shard_on_h,
+                        use_heap_memory=use_heap_memory)  # fmt: skip
         return out
 
     return rmsnorm
@@ -127,6 +128,23 @@ def test_rmsnorm_tkg(rmsnorm_kernel, shape, dtype, lnc, tp, single, hidden_actua
     _check_rounded(got, emulated, exact, dtype)
 
 
+@pytest.mark.parametrize("shape,dtype,hidden_actual,heap", [
+    ((1, 4, 256), F32, None, False),  # each core one 128-wide half of H
+    ((2, 3, 512), BF16, None, True),
+    ((1, 4, 512), F32, 400, False),  # padded H: the mean over 400
+])  # fmt: skip
+def test_rmsnorm_tkg_shard_on_h(rmsnorm_kernel, shape, dtype, hidden_actual, heap) -> None:
+    h = shape[-1]
+    x = RNG.standard_normal(shape).astype(dtype)
+    gamma = RNG.standard_normal((1, h)).astype(dtype)
+    eps = 1e-6
+    got = rmsnorm_kernel[2](x, gamma, eps, hidden_actual, False, False, heap, True)
+    assert got.shape == (128, shape[0] * shape[1], h // 128) and got.dtype == np.dtype(dtype)
+    exact = tkg_layout(rms_norm_ref(x, gamma, eps, hidden_actual), 2, False)
+    emulated = tkg_layout(_round(rms_norm_ref(x, gamma, eps, hidden_actual), dtype), 2, False)
+    _check_rounded(got, emulated, exact, dtype)
+
+
 # -- layernorm_tkg --------------------------------------------------------------------------------------------------
 def layer_norm_steps(x, gamma, beta, eps, dtype) -> tuple[np.ndarray, np.ndarray]:
     """``layer_norm_torch_ref`` with the kernel's tile roundings (none for fp32): (x - mean) * gamma * rsqrt(var +
@@ -150,10 +168,10 @@ def layernorm_kernel(nkilib_module_scope):
     ln = nkilib_module_scope("nkilib.core.subkernels.layernorm_tkg")
 
     @nki.jit
-    def layernorm(x, gamma, beta, eps, use_heap_memory):
+    def layernorm(x, gamma, beta, eps, use_heap_memory, shard_on_h=False):
         b, s, h = x.shape
         out = nl.ndarray((128, b * s, h // 128), dtype=x.dtype, buffer=nl.shared_hbm)
-        ln.layernorm_tkg(x, gamma, out, beta=beta, eps=eps, use_heap_memory=use_heap_memory)
+        ln.layernorm_tkg(x, gamma, out, beta=beta, eps=eps, shard_on_h=shard_on_h, use_heap_memory=use_heap_memory)
         return out
 
     return layernorm
@@ -179,6 +197,24 @@ def test_layernorm_tkg(layernorm_kernel, shape, dtype, lnc, with_beta, heap) -> 
     emulated, before_beta = layer_norm_steps(x, gamma, beta, eps, dtype)
     exact = tkg_layout(layer_norm_ref(x, gamma, beta, eps), lnc, False)
     _check_rounded(got, tkg_layout(emulated, lnc, False), exact, dtype, tkg_layout(before_beta, lnc, False))
+
+
+@pytest.mark.parametrize("shape,dtype,with_beta", [
+    ((1, 4, 256), F32, True),
+    ((2, 3, 512), BF16, True),
+    ((1, 4, 256), F32, False),
+])  # fmt: skip
+def test_layernorm_tkg_shard_on_h(layernorm_kernel, shape, dtype, with_beta) -> None:
+    h = shape[-1]
+    x = (RNG.standard_normal(shape) + 0.5).astype(dtype)
+    gamma = RNG.standard_normal((1, h)).astype(dtype)
+    beta = RNG.standard_normal((1, h)).astype(dtype) if with_beta else None
+    eps = 1e-6
+    got = layernorm_kernel[2](x, gamma, beta, eps, False, True)
+    assert got.shape == (128, shape[0] * shape[1], h // 128) and got.dtype == np.dtype(dtype)
+    emulated, before_beta = layer_norm_steps(x, gamma, beta, eps, dtype)
+    exact = tkg_layout(layer_norm_ref(x, gamma, beta, eps), 2, False)
+    _check_rounded(got, tkg_layout(emulated, 2, False), exact, dtype, tkg_layout(before_beta, 2, False))
 
 
 # -- rmsnorm_quant --------------------------------------------------------------------------------------------------

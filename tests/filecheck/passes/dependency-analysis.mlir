@@ -123,3 +123,29 @@ builtin.module {
     bir.tensor_copy dst @c[0 : [512, 128], [1, 256]], src @a[0 : [512, 128], [1, 256]] {id = 3 : i64, engine = "dve"}
   }
 }
+
+// -----
+
+// Explicit edges (nisa.NkiInstruction.depends_on): an instruction listing a tag in `after` gets an `ordered` edge on
+// the latest earlier instruction carrying it (here the second, unrolled copy tagged "i3"), although no data links
+// them; a tag whose carrier is before a control instruction adds nothing (the barrier orders them already).
+// CHECK: bir.activation dst @x{{.*}} {id = 0 : i64, engine = "act", {{.*}}tag = "i3"}
+// CHECK-NEXT: bir.activation dst @y{{.*}} {id = 1 : i64, engine = "act", {{.*}}tag = "i3"}
+// CHECK-NEXT: bir.memset dst @z{{.*}} {id = 2 : i64, engine = "dve", {{.*}}after = ["i3"], deps = [#bir.dep<ordered, 1>]}
+// CHECK-NEXT: bir.loop_begin
+// CHECK-NEXT: bir.memset dst @w{{.*}} {id = 4 : i64, engine = "dve", value = 0.000000e+00 : f32, after = ["i3"]}
+
+builtin.module {
+  bir.function @f attributes {inputs = [], outputs = []} {
+    bir.memloc @x : sbuf [128, 64] float32 {address = array<i64: 0, 0>}
+    bir.memloc @y : sbuf [128, 64] float32 {address = array<i64: 0, 256>}
+    bir.memloc @z : sbuf [128, 64] float32 {address = array<i64: 0, 512>}
+    bir.memloc @w : sbuf [128, 64] float32 {address = array<i64: 0, 768>}
+    bir.activation dst @x[0 : [64, 128], [1, 64]], data @x[0 : [64, 128], [1, 64]] {id = 0 : i64, engine = "act", func = "exp", tag = "i3"}
+    bir.activation dst @y[0 : [64, 128], [1, 64]], data @y[0 : [64, 128], [1, 64]] {id = 1 : i64, engine = "act", func = "exp", tag = "i3"}
+    bir.memset dst @z[0 : [64, 128], [1, 64]] {id = 2 : i64, engine = "dve", value = 0.0 : f32, after = ["i3"]}
+    bir.loop_begin {id = 3 : i64, engine = "sp", cond_reg = 1 : i64}
+    bir.memset dst @w[0 : [64, 128], [1, 64]] {id = 4 : i64, engine = "dve", value = 0.0 : f32, after = ["i3"]}
+    bir.loop_end {id = 5 : i64, engine = "sp", cond_reg = 1 : i64}
+  }
+}

@@ -16,6 +16,7 @@
 // CHECK-NEXT: isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[0 : [1, 64], [1, 512]], src hbm(var 0, 0x0, float32)[0 : [512, 64], [1, 512] + 512*vector src_offset], src_offset sbuf(p0, 0x8000, int32)[0 : [1, 64], [1, 1]] {id = 43 : i64, queue = 0 : i64, oob_skip = true, signal_sem = 8 : i64}
 // CHECK-NEXT: isa_sp.dma_copy dst hbm(var 1, 0x0, float32)[0 : [512, 2], [1, 512] + 512*dst_offset], src sbuf(p0, 0x0, float32)[0 : [1, 2], [1, 512]], dst_offset hbm(var 2, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 44 : i64, queue = 1 : i64, signal_sem = 9 : i64}
 // CHECK-NEXT: isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[0 : [1, 1], [1, 4]], src hbm(var 0, 0x0, float32)[0 : [4, 1], [1, 4] + 1*r7] {id = 45 : i64, queue = 2 : i64, signal_sem = 10 : i64}
+// CHECK-NEXT: isa_sp.dma_compute dst sbuf(p0, 0x0, float32)[0 : [1, 64], [1, 512]], src0 hbm(var 0, 0x0, float32)[0 : [512, 64], [1, 512] + 512*vector src3], src1 sbuf(p0, 0x0, float32)[0 : [1, 64], [1, 512]], src3 sbuf(p0, 0x8000, int32)[0 : [1, 64], [1, 1]] {id = 46 : i64, queue = 3 : i64, reduce_op = "add", oob_skip = true, signal_sem = 11 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pe" {
 // CHECK-NEXT: isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}
@@ -104,6 +105,7 @@ builtin.module {
       isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[0 : [1, 64], [1, 512]], src hbm(var 0, 0x0, float32)[0 : [512, 64], [1, 512] + 512*vector src_offset], src_offset sbuf(p0, 0x8000, int32)[0 : [1, 64], [1, 1]] {id = 43 : i64, queue = 0 : i64, oob_skip = true, signal_sem = 8 : i64}
       isa_sp.dma_copy dst hbm(var 1, 0x0, float32)[0 : [512, 2], [1, 512] + 512*dst_offset], src sbuf(p0, 0x0, float32)[0 : [1, 2], [1, 512]], dst_offset hbm(var 2, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 44 : i64, queue = 1 : i64, signal_sem = 9 : i64}
       isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[0 : [1, 1], [1, 4]], src hbm(var 0, 0x0, float32)[0 : [4, 1], [1, 4] + 1*r7] {id = 45 : i64, queue = 2 : i64, signal_sem = 10 : i64}
+      isa_sp.dma_compute dst sbuf(p0, 0x0, float32)[0 : [1, 64], [1, 512]], src0 hbm(var 0, 0x0, float32)[0 : [512, 64], [1, 512] + 512*vector src3], src1 sbuf(p0, 0x0, float32)[0 : [1, 64], [1, 512]], src3 sbuf(p0, 0x8000, int32)[0 : [1, 64], [1, 1]] {id = 46 : i64, queue = 3 : i64, reduce_op = "add", oob_skip = true, signal_sem = 11 : i64}
     }
     isa.stream "pe" {
       isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}

@@ -61,8 +61,8 @@
 // CHECK: penguin.local_gather dst %x[0 : [512, 128], [1, 128]], src_buffer %x[0 : [512, 128], [1, 512]], index %gi[0 : [4, 128], [1, 4]] {num_elem_per_idx = 2 : i64, num_valid_indices = 64 : i64}
 // CHECK: penguin.nc_n_gather dst %x[0 : [512, 128], [1, 16]], data %x[0 : [512, 128], [1, 512]], indices %ni[0 : [16, 128], [1, 16]]
 // CHECK: penguin.nc_stream_shuffle dst %x[0 : [512, 32], [1, 512]], src %x[0 : [512, 32], [1, 512]] {shuffle_mask = array<i64: 31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 255>}
-// CHECK: penguin.sequence_bounds dst %bnd[0 : [128, 1], [64, 2], [1, 64]], segment_ids %seg[0 : [64, 1], [1, 64]]
-// CHECK: penguin.dma_compute dst %x[0 : [512, 128], [1, 512]], src0 %in[0 : [512, 128], [1, 512]], src1 %x[0 : [512, 128], [1, 512]] {reduce_op = "add"}
+// CHECK: penguin.sequence_bounds dst %bnd[0 : [128, 1], [64, 2], [1, 64]], segment_ids %seg[0 : [64, 1], [1, 64]] {tag = "i7"}
+// CHECK: penguin.dma_compute dst %x[0 : [512, 128], [1, 512]], src0 %in[0 : [512, 128], [1, 512]], src1 %x[0 : [512, 128], [1, 512]] {reduce_op = "add", after = ["i7"]}
 // CHECK: penguin.sendrecv dst %x[0 : [512, 128], [1, 128]], src %x[128 : [512, 128], [1, 128]] {send_to_rank = 1 : i64, recv_from_rank = 1 : i64, pipe_id = 0 : i64, gpsimd_dma = true, engine = "gpsimd"}
 // CHECK: penguin.core_barrier data %out[0 : [512, 256], [1, 512]] {cores = array<i64: 0, 1>, engine = "gpsimd"}
 // CHECK: penguin.quantize_mx dst %q[0 : [128, 128], [1, 128]], src %xh[0 : [512, 128], [1, 512]], dst_scale %qs[0 : [128, 128], [1, 128]]
@@ -154,8 +154,8 @@ builtin.module {
       penguin.local_gather dst %x[0 : [512, 128], [1, 128]], src_buffer %x[0 : [512, 128], [1, 512]], index %gi[0 : [4, 128], [1, 4]] {num_elem_per_idx = 2 : i64, num_valid_indices = 64 : i64}
       penguin.nc_n_gather dst %x[0 : [512, 128], [1, 16]], data %x[0 : [512, 128], [1, 512]], indices %ni[0 : [16, 128], [1, 16]]
       penguin.nc_stream_shuffle dst %x[0 : [512, 32], [1, 512]], src %x[0 : [512, 32], [1, 512]] {shuffle_mask = array<i64: 31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 255>}
-      penguin.sequence_bounds dst %bnd[0 : [128, 1], [64, 2], [1, 64]], segment_ids %seg[0 : [64, 1], [1, 64]]
-      penguin.dma_compute dst %x[0 : [512, 128], [1, 512]], src0 %in[0 : [512, 128], [1, 512]], src1 %x[0 : [512, 128], [1, 512]] {reduce_op = "add"}
+      penguin.sequence_bounds dst %bnd[0 : [128, 1], [64, 2], [1, 64]], segment_ids %seg[0 : [64, 1], [1, 64]] {tag = "i7"}
+      penguin.dma_compute dst %x[0 : [512, 128], [1, 512]], src0 %in[0 : [512, 128], [1, 512]], src1 %x[0 : [512, 128], [1, 512]] {reduce_op = "add", after = ["i7"]}
       penguin.sendrecv dst %x[0 : [512, 128], [1, 128]], src %x[128 : [512, 128], [1, 128]] {send_to_rank = 1 : i64, recv_from_rank = 1 : i64, pipe_id = 0 : i64, gpsimd_dma = true, engine = "gpsimd"}
       penguin.core_barrier data %out[0 : [512, 256], [1, 512]] {cores = array<i64: 0, 1>, engine = "gpsimd"}
       penguin.quantize_mx dst %q[0 : [128, 128], [1, 128]], src %xh[0 : [512, 128], [1, 512]], dst_scale %qs[0 : [128, 128], [1, 128]]
