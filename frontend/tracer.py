@@ -57,10 +57,11 @@ from nkic.frontend.affine import IndexExpr, LoopVar
 from nkic.frontend.context import active_context, is_nki_op, set_active
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_dtype
 from nkic.frontend.emit import Affine, Loc, Operand
-from nkic.frontend.errors import NeedsUnroll, NkiError, user_location
+from nkic.frontend.errors import NeedsUnroll, NkiError, located_error, user_location
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
 from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import TARGET_ALIASES, get_target
+from nkic.target.names import safe_name
 
 MAX_RETRACES = 64
 
@@ -262,6 +263,7 @@ def param_name(name: str) -> str:
     """The name a kernel input keeps through the IR and the NEFF. IR value names drop a ``_<digits>`` suffix (the
     printer's uniquing suffix), so ``in_1`` and ``in_2`` (or the ``args_0``, ``args_1`` of ``*args``) would
     collide; such names get a trailing underscore."""
+    name = safe_name(name, "arg")
     return f"{name}_" if re.search(r"_\d+$", name) else name
 
 
@@ -314,6 +316,17 @@ def constant_key(value: Any) -> Any:
 # The trace driver: retry with more loops unrolled until the body no longer needs a concrete induction value
 # ------------------------------------------------------------------------------------------------------------
 def _trace(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[tuple[str, Any]]) -> TracedKernel:
+    """Trace ``kernel``; any exception its code raises -- Python's, the user's own ``raise``, ``sys.exit`` -- is an
+    NkiError at the innermost line of the user's code (KeyboardInterrupt and nkic's internal signals pass)."""
+    try:
+        return _trace_attempts(kernel, bound, arrays)
+    except NkiError:
+        raise
+    except (Exception, SystemExit) as e:  # noqa: B014 -- SystemExit is not an Exception
+        raise located_error(e, context=f"while tracing kernel '{kernel.name}'") from e
+
+
+def _trace_attempts(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[tuple[str, Any]]) -> TracedKernel:
     unrolled: set[tuple[str, int, int]] = set()
     for _ in range(MAX_RETRACES):
         factory = emitter_factory
@@ -400,9 +413,8 @@ class TraceContext:
         inputs = [(n, tuple(v.shape), _array_dtype(n, v)) for n, v in arrays]
         # A returned whole-tensor reshape keeps its storage as the NEFF variable; the runner reshapes the result.
         outs_info = [(s.name, shape, s.dtype) for s, shape in zip(outputs, shapes, strict=True)]
-        return TracedKernel(
-            module, self.kernel.name, inputs, outs_info, self.grid, self.options, returns_tuple, written
-        )
+        name = safe_name(self.kernel.name, "kernel")  # the NEFF name (a Python identifier may be non-ASCII)
+        return TracedKernel(module, name, inputs, outs_info, self.grid, self.options, returns_tuple, written)
 
     def _run_program(
         self, pid: int, bound: inspect.BoundArguments
@@ -602,6 +614,7 @@ class TraceContext:
         return first.name
 
     def _unique(self, base: str) -> str:
+        base = safe_name(base)  # a NEFF variable name: user-given names may hold '/', spaces, ... (target/names.py)
         name, k = base, 0
         while name in self._names:
             k += 1

@@ -22,6 +22,7 @@ from nkic import __version__
 from nkic.runtime.encoding import ENGINES, Instr, Operand, decode_stream, encode_stream, to_json
 from nkic.runtime.errors import NeffFormatError
 from nkic.target.machine import queue_sem
+from nkic.target.names import MAX_NAME_LENGTH, is_safe_name
 from nkic.target.vocab import DTYPES
 
 __all__ = [
@@ -48,6 +49,7 @@ _MEMBER_RE = re.compile(
     r"|(sg\d{2})/(def\.json|(?:PE|Activation|DVE|Pool|SP)\.(?:json|bin)))"
 )
 _CHUNK = 1 << 16
+_NAME_RULE = f"letters, digits and '_', not starting with a digit, at most {MAX_NAME_LENGTH} characters"
 
 
 @dataclass
@@ -95,9 +97,20 @@ class Neff:
 # writing
 
 
+def _check_names(neff: Neff) -> None:
+    """Kernel and variable names become file names when the NEFF runs: only SAFE_NAME (target/names.py) passes."""
+    for what, name in [("kernel", neff.name)] + [("variable", v.name) for v in neff.variables]:
+        if not is_safe_name(name):
+            raise ValueError(f"{what} name {_shown(name)} is not a safe name ({_NAME_RULE})")
+
+
+def _shown(name: object) -> str:
+    text = repr(name)
+    return text if len(text) <= 60 else f"{text[:40]}...' ({len(str(name))} characters)"
+
+
 def _check_neff(neff: Neff) -> None:
-    if len(neff.name.encode()) > 255:
-        raise ValueError("NEFF name longer than 255 bytes")
+    _check_names(neff)
     names = [v.name for v in neff.variables]
     ids = [v.var_id for v in neff.variables]
     if len(set(names)) != len(names) or len(set(ids)) != len(ids):
@@ -314,7 +327,10 @@ def parse_header(data: bytes) -> dict[str, object]:
         raise _bad(f"inconsistent core counts: num_tpb={num_tpb} requested={req_tpb} lnc_size={lnc}")
     if pad.strip(b"\0") or per_node.strip(b"\0"):
         raise _bad("header tpb_per_node / padding bytes are not zero")
-    return {"name": _cstr(name, "name"), "build_version": _cstr(build, "build version"), "num_tpb": num_tpb,
+    kernel = _cstr(name, "name")
+    if not is_safe_name(kernel):
+        raise _bad(f"header name {_shown(kernel)} is not a safe name ({_NAME_RULE})")
+    return {"name": kernel, "build_version": _cstr(build, "build version"), "num_tpb": num_tpb,
             "uuid": uuid.hex(), "hash": digest.hex()}  # fmt: skip
 
 
@@ -405,6 +421,7 @@ def _is_int(x: object) -> bool:
 def _parse_var(name: object, spec: object, where: str) -> Variable:
     _expect(isinstance(name, str) and isinstance(spec, dict), f"{where}: bad variable entry")
     assert isinstance(spec, dict) and isinstance(name, str)
+    _expect(is_safe_name(name), f"{where}: variable name {_shown(name)} is not a safe name ({_NAME_RULE})")
     kind, var_id, dtype, shape, size = (spec.get(k) for k in ("type", "var_id", "dtype", "shape", "size"))
     _expect(kind in VAR_KINDS, f"{where}: variable '{name}' has bad type {kind!r}")
     _expect(_is_int(var_id) and 0 <= var_id <= 0xFFFF, f"{where}: variable '{name}' has bad var_id")  # type: ignore
