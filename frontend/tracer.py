@@ -61,6 +61,7 @@ from nkic.frontend.errors import NeedsUnroll, NkiError, located_error, user_loca
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
 from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import TARGET_ALIASES, get_target
+from nkic.target.limits import INSTRUCTIONS_VAR, TRIP_COUNT_VAR, max_instructions, max_trip_count
 from nkic.target.names import safe_name
 
 MAX_RETRACES = 64
@@ -388,6 +389,8 @@ class TraceContext:
         self._signatures: dict[Any, inspect.Signature] = {}
         self.registers = 0  # virtual registers allocated in the program being traced (register 0 reads as zero)
         self.dynamic_loops: list[tuple[str, int]] = []  # open runtime loops (dynamic_range, ...): where they began
+        self.instructions = 0  # traced so far, every SPMD program together (target/limits.py)
+        self.max_instructions = max_instructions()
 
     # -- driving ----------------------------------------------------------------------------------------
     def run(self, bound: inspect.BoundArguments, arrays: list[tuple[str, Any]]) -> TracedKernel:
@@ -479,9 +482,11 @@ class TraceContext:
         if not isinstance(value, (np.ndarray, TensorSpec)):
             return value
         shape, dtype = tuple(int(d) for d in value.shape), _array_dtype(name, value)
+        code = self.kernel.func.__code__
+        check_hbm_size(shape, dtype, self.options.target, f"kernel argument '{name}'",
+                       (code.co_filename, code.co_firstlineno))  # fmt: skip
         self._names.add(name)
         handle = self.emitter.param(name, shape, dtype)
-        code = self.kernel.func.__code__
         storage = Storage(name, shape, dtype, BUFFERS["shared_hbm"], None, handle, self._owner,
                           (code.co_filename, code.co_firstlineno, 0), is_param=True)  # fmt: skip
         self._params.append(storage)
@@ -570,6 +575,8 @@ class TraceContext:
         dtype, buf = normalize_dtype(dtype), normalize_buffer(buffer)
         if buf.on_chip:
             _check_on_chip_shape(dims, dtype, buf.name, self.options.target)
+        else:
+            check_hbm_size(dims, dtype, self.options.target, "HBM tensor")
         addr = _address(address)
         loc = user_location()
         if buf.name == "shared_hbm":
@@ -624,6 +631,10 @@ class TraceContext:
 
     # -- instructions -----------------------------------------------------------------------------------
     def inst(self, op: str, operands: dict[str, NkiTensor], attrs: dict[str, Any]) -> None:
+        self.instructions += 1
+        if self.instructions > self.max_instructions:
+            raise NkiError(f"kernel '{self.kernel.name}' traces more than {self.max_instructions} instructions",
+                           f"use fewer instructions, or raise the limit with {INSTRUCTIONS_VAR}=N")  # fmt: skip
         loc = Loc(*user_location())
         emitted = {role: self._operand(role, t) for role, t in operands.items()}
         spec = INSTRUCTIONS[op]
@@ -671,6 +682,10 @@ class TraceContext:
         start, stop, step = (_loop_bound(v) for v in (start, stop, step))
         if step == 0:
             raise NkiError("loop step cannot be zero")
+        trips, limit = len(range(start, stop, step)), max_trip_count()
+        if trips > limit:
+            raise NkiError(f"loop of {trips} iterations is over the limit of {limit}",
+                           f"tile the work with fewer iterations, or raise the limit with {TRIP_COUNT_VAR}=N")  # fmt: skip
         if kind == "static" or self.concrete_depth:
             return range(start, stop, step)
         file, line, col = user_location()
@@ -868,6 +883,14 @@ def _check_on_chip_shape(dims: tuple[int, ...], dtype: str, buffer: str, target:
     limit = t.psum_bytes_per_partition if buffer == "psum" else t.sbuf_bytes_per_partition
     if row > limit:
         raise NkiError(f"{buffer} tensor needs {row} bytes per partition, {buffer} has {limit}")
+
+
+def check_hbm_size(dims: tuple[int, ...], dtype: str, target: str, what: str, where: Any = None) -> None:
+    """An HBM tensor must fit the target's HBM (checked before any work depends on its size)."""
+    size, limit = math.prod(dims) * itemsize(dtype), get_target(target).hbm_bytes
+    if size > limit:
+        raise NkiError(f"{what} {dtype}{list(dims)} needs {size} bytes, more than the {limit} bytes of HBM "
+                       f"of a {get_target(target).name} NeuronCore", where=where)  # fmt: skip
 
 
 def _address(address: Any) -> tuple[int, int] | None:

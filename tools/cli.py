@@ -344,12 +344,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.debug:
         args.func(args)
         return 0
+    from xdsl.utils.exceptions import PassFailedException
+
     from nkic.frontend import NkiError
+    from nkic.runtime.errors import SimulationError
     from nkic.runtime.neff import NeffFormatError
 
     try:
         args.func(args)
-    except (CliError, NkiError, NeffFormatError, ValueError, TypeError, KeyError) as e:
+    except (CliError, NkiError, NeffFormatError, SimulationError, PassFailedException, ValueError, TypeError,
+            KeyError) as e:  # fmt: skip
         print(f"nkic: error: {e}", file=sys.stderr)
         return 1
     except Exception as e:  # any other failure is still one line unless --debug
