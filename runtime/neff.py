@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from nkic import __version__
 from nkic.runtime.encoding import ENGINES, Instr, Operand, decode_stream, encode_stream, to_json
 from nkic.runtime.errors import NeffFormatError
-from nkic.target.machine import queue_sem
+from nkic.target.machine import MAX_HBM_BYTES, queue_sem
 from nkic.target.names import MAX_NAME_LENGTH, is_safe_name
 from nkic.target.vocab import DTYPES
 
@@ -441,6 +441,9 @@ def _parse_vars(defn: dict[str, object], where: str) -> list[Variable]:
     assert isinstance(table, dict)
     variables = sorted((_parse_var(k, v, where) for k, v in table.items()), key=lambda v: v.var_id)
     _expect(len({v.var_id for v in variables}) == len(variables), f"{where}: duplicate var_id")
+    total = sum(v.size for v in variables)
+    _expect(total <= MAX_HBM_BYTES, f"{where}: the variables need {total} bytes, more than the {MAX_HBM_BYTES} "
+            "bytes of HBM of any NeuronCore")  # fmt: skip
     return variables
 
 
@@ -471,10 +474,31 @@ def _parse_engine(members: Mapping[str, bytes], sg: str, defn: dict[str, object]
     except NeffFormatError as e:
         raise _bad(f"{bin_name}: {e}") from e
     _expect(stream_engine == engine, f"{bin_name} holds a {stream_engine} stream")
-    listing = _load_json(members, f"{sg}/{stem}.json").get("instructions")
-    _expect(isinstance(listing, list) and len(listing) == len(instrs),
+    listing = _load_json(members, f"{sg}/{stem}.json")
+    _expect(isinstance(listing.get("instructions"), list) and len(listing["instructions"]) == len(instrs),  # type: ignore[arg-type]
             f"{sg}/{stem}.json does not list the {len(instrs)} instructions of {stem}.bin")  # fmt: skip
     return instrs
+
+
+def _check_listing(members: Mapping[str, bytes], sg: str, engine: str, instrs: list[Instr],
+                   var_names: Mapping[int, str]) -> None:  # fmt: skip
+    stem = ENGINE_MEMBERS[engine]
+    listing = _load_json(members, f"{sg}/{stem}.json")
+    # The listing is what tools and people read: it must say exactly what the binary does (the writer derives it
+    # from the instructions, so the two agree entry by entry, DMA table included).
+    expected = json.loads(_dumps(_engine_json(engine, instrs, var_names)))
+    if listing != expected:
+        raise _bad(f"{sg}/{stem}.json disagrees with {stem}.bin{_first_difference(listing, expected)}")
+
+
+def _first_difference(listing: dict[str, object], expected: dict[str, object]) -> str:
+    got, want = listing.get("instructions"), expected["instructions"]
+    if isinstance(got, list) and isinstance(want, list):
+        for i, (a, b) in enumerate(zip(got, want)):
+            if a != b:
+                return f" at instruction {i}"
+    keys = sorted(k for k in set(listing) | set(expected) if listing.get(k) != expected.get(k))
+    return f" in {', '.join(repr(k) for k in keys[:3])}" if keys else ""
 
 
 def _check_queues(sg: Subgraph, defn: dict[str, object]) -> None:
@@ -492,6 +516,9 @@ def _parse_subgraph(members: Mapping[str, bytes], sg: str) -> tuple[Subgraph, li
     subgraph = Subgraph(sg, {e: _parse_engine(members, sg, defn, e) for e in ENGINES})
     _check_queues(subgraph, defn)
     _check_hbm_refs(subgraph, {v.var_id for v in variables}, NeffFormatError)
+    names = {v.var_id: v.name for v in variables}
+    for engine, instrs in subgraph.engines.items():
+        _check_listing(members, sg, engine, instrs, names)
     return subgraph, variables
 
 
