@@ -83,7 +83,7 @@ def unrolled_count(block: Block) -> int:
     for op in block.ops:
         if isinstance(op, bir.LoopOp):
             total += len(op.iterations) * unrolled_count(op.body.block)
-        else:
+        elif isinstance(op, bir.BirInst):
             total += 1
     return total
 
