@@ -15,7 +15,7 @@ import re
 import struct
 import tarfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from nkic import __version__
@@ -49,7 +49,7 @@ _MEMBER_RE = re.compile(
     r"|(sg\d{2})/(def\.json|(?:PE|Activation|DVE|Pool|SP)\.(?:json|bin)))"
 )
 _CHUNK = 1 << 16
-_NAME_RULE = f"letters, digits and '_', not starting with a digit, at most {MAX_NAME_LENGTH} characters"
+_NAME_RULE = f"ASCII letters, digits, '_' and '.', starting with a letter or '_', at most {MAX_NAME_LENGTH} characters"
 
 
 @dataclass
@@ -130,7 +130,7 @@ def _check_neff(neff: Neff) -> None:
         _check_hbm_refs(sg, set(ids), ValueError)
 
 
-def _check_hbm_refs(sg: Subgraph, var_ids: set[int], error: type[Exception]) -> None:
+def _check_hbm_refs(sg: Subgraph, var_ids: set[int], error: Callable[[str], Exception]) -> None:
     for engine, instrs in sg.engines.items():
         for i, ins in enumerate(instrs):
             for op in ins.operands:
@@ -515,7 +515,7 @@ def _parse_subgraph(members: Mapping[str, bytes], sg: str) -> tuple[Subgraph, li
     variables = _parse_vars(defn, f"{sg}/def.json")
     subgraph = Subgraph(sg, {e: _parse_engine(members, sg, defn, e) for e in ENGINES})
     _check_queues(subgraph, defn)
-    _check_hbm_refs(subgraph, {v.var_id for v in variables}, NeffFormatError)
+    _check_hbm_refs(subgraph, {v.var_id for v in variables}, _bad)
     names = {v.var_id: v.name for v in variables}
     for engine, instrs in subgraph.engines.items():
         _check_listing(members, sg, engine, instrs, names)
