@@ -108,7 +108,25 @@ def located_error(error: BaseException, context: str = "") -> NkiError:
         what = f"{what} ({context})"
     hint = "this is a bug in nkic: please report it (rerun with --debug for the traceback)" \
         if _raised_in_nkic(tb) else ""
-    return NkiError(what.rstrip("."), hint, where=where or ("<unknown>", 0))
+    return _located_class(type(error))(what.rstrip("."), hint, where=where or ("<unknown>", 0))
+
+
+_LOCATED: dict[type[BaseException], type[NkiError]] = {}
+
+
+def _located_class(kind: type[BaseException]) -> type[NkiError]:
+    """An NkiError class that is also ``kind``, so ``except AssertionError`` around a kernel call (a validation
+    assert of the kernel) still catches it; SystemExit and other non-Exceptions stay plain NkiErrors (an error must
+    not exit the interpreter), and so do kinds whose layout cannot be combined (NameError, OSError, ...)."""
+    if not issubclass(kind, Exception) or issubclass(kind, NkiError):
+        return NkiError
+    if kind not in _LOCATED:
+        try:
+            _LOCATED[kind] = type(f"NkiError_{kind.__name__}", (NkiError, kind),
+                                  {"__module__": __name__, "__str__": Exception.__str__})  # KeyError quotes
+        except TypeError:
+            _LOCATED[kind] = NkiError
+    return _LOCATED[kind]
 
 
 class NeedsUnroll(BaseException):

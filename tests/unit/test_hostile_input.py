@@ -409,3 +409,24 @@ def test_cli_subprocess_one_line(work: Path) -> None:
                         "-o", "x.neff"], capture_output=True, text=True, cwd=work, timeout=60)  # fmt: skip
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "--arg a" in r.stderr, r.stderr
     assert json.dumps(r.stderr)  # printable
+
+
+def test_located_errors_keep_their_python_type() -> None:
+    """``except ValueError`` / ``except AssertionError`` around a kernel call still work; SystemExit never exits."""
+    with pytest.raises(ValueError, match="tile size 7"):
+        jit(k_raise).trace(SPEC)
+    with pytest.raises(ZeroDivisionError):
+        jit(k_zero).trace(SPEC)
+    with pytest.raises(NkiError) as e:
+        jit(k_exit).trace(SPEC)
+    assert not isinstance(e.value, SystemExit)
+
+
+def k_key(a):
+    return {}["missing"]  # E-key
+
+
+def test_located_key_error_is_not_quoted() -> None:
+    with pytest.raises(KeyError) as e:
+        jit(k_key).trace(SPEC)
+    assert str(e.value).startswith(f"{at('E-key')}: error: KeyError: 'missing'"), str(e.value)
