@@ -89,9 +89,12 @@ def load_kernel(target: str) -> Any:
     path, name = target.rsplit(":", 1)
     file = Path(path)
     if file.suffix != ".py":
-        raise CliError(f"{path}: expected a Python file (FILE.py:KERNEL)")
-    if not file.is_file():
-        raise CliError(f"{path}: no such file")
+        raise CliError(f"{_shown(path)}: expected a Python file (FILE.py:KERNEL)")
+    try:
+        if not file.is_file():
+            raise CliError(f"{_shown(path)}: no such file")
+    except (OSError, ValueError) as e:
+        raise CliError(f"{_shown(path)}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
     nkic.install_nki_alias()
     spec = importlib.util.spec_from_file_location(f"nkic_user_{file.stem}", file)
     if spec is None or spec.loader is None:
@@ -182,7 +185,7 @@ def _load_inputs(specs: list[str], neff: Any, cast: bool) -> dict[str, np.ndarra
         try:
             array = np.load(path, allow_pickle=False)
         except (OSError, ValueError, EOFError) as e:
-            raise CliError(f"--input {name}: cannot read {path}: {e}") from e
+            raise CliError(f"--input {name}: cannot read {_shown(path)}: {getattr(e, 'strerror', None) or e}") from None
         var = declared[name]
         want = np.dtype(DTYPES[var.dtype])
         # .npy has no bfloat16/float8: those travel as float32 (the runtime casts them exactly, as on output).
@@ -239,17 +242,27 @@ def output_path(out: Path, name: str) -> Path:
     return path
 
 
+def _shown(text: str) -> str:
+    """A path or name for an error message: NUL and other control characters escaped, long ones cut."""
+    shown = text if text.isprintable() else repr(text)
+    return shown if len(shown) <= 80 else f"{shown[:60]}...({len(text)} characters)"
+
+
+def _os_error(option: str, text: str, e: OSError, doing: str) -> CliError:
+    return CliError(f"{option} {_shown(text)}: {doing} ({e.strerror or e})")
+
+
 def _directory(text: str, option: str) -> Path:
     """Create the directory ``text`` names; one-line errors name the option and the path."""
     path = Path(text)
     if "\0" in text:
-        raise CliError(f"{option} {text!r}: a path cannot contain NUL")
+        raise CliError(f"{option} {_shown(text)}: a path cannot contain NUL")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise CliError(f"{option} {text}: exists and is not a directory") from None
+        raise CliError(f"{option} {_shown(text)}: exists and is not a directory") from None
     except OSError as e:
-        raise CliError(f"{option} {text}: cannot create the directory ({e.strerror or e})") from None
+        raise _os_error(option, text, e, "cannot create the directory") from None
     return path
 
 
@@ -257,11 +270,17 @@ def _file_path(text: str, option: str) -> Path:
     """A file the command will write: checked before any work is done (its folder exists, it is not a folder)."""
     path = Path(text)
     if "\0" in text:
-        raise CliError(f"{option} {text!r}: a path cannot contain NUL")
-    if path.is_dir():
-        raise CliError(f"{option} {text}: is a directory")
-    if not path.parent.is_dir():
-        raise CliError(f"{option} {text}: the directory {path.parent} does not exist")
+        raise CliError(f"{option} {_shown(text)}: a path cannot contain NUL")
+    try:
+        if path.is_dir():
+            raise CliError(f"{option} {_shown(text)}: is a directory")
+        if not path.parent.is_dir():
+            raise CliError(f"{option} {_shown(text)}: the directory {_shown(str(path.parent))} does not exist")
+        os.stat(path)  # a name the file system refuses (too long, ...) fails here, before the work
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise _os_error(option, text, e, "cannot write there") from None
     return path
 
 
@@ -270,7 +289,7 @@ def _write(path: Path, write: Any) -> None:
         with open(path, "wb") as f:
             write(f)
     except OSError as e:
-        raise CliError(f"cannot write {path}: {e.strerror or e}") from None
+        raise CliError(f"cannot write {_shown(str(path))}: {e.strerror or e}") from None
 
 
 def cmd_info(args: argparse.Namespace) -> None:
@@ -296,8 +315,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
 def _read(path: str) -> bytes:
     try:
         return Path(path).read_bytes()
-    except OSError as e:
-        raise CliError(f"cannot read {path}: {e.strerror}") from e
+    except (OSError, ValueError) as e:  # ValueError: an embedded NUL
+        raise CliError(f"cannot read {_shown(path)}: {getattr(e, 'strerror', None) or e}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -313,10 +313,14 @@ def hbm_only(a):
 """
 
 
+LONG = "x" * 300
+
+
 @pytest.fixture()
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "k.py").write_text(KERNEL)
     (tmp_path / "exits.py").write_text("import sys\nsys.exit(4)\n")
+    (tmp_path / "broken.py").write_text("import nki\nimport no_such_module_xyz\n")
     np.save(tmp_path / "a.npy", A)
     np.save(tmp_path / "a64.npy", A.astype(np.float64))
     monkeypatch.chdir(tmp_path)
@@ -353,6 +357,20 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
         (["compile", "k.py:copy", "--arg", "a=float32[128,64]", "--grid", "-3", "-o", "x.neff"], "--grid -3"),
         (["compile", "k.txt:copy", "-o", "x.neff"], "k.txt: expected a Python file"),
         (["compile", "exits.py:k", "-o", "x.neff"], "exits.py:2: error: the kernel code called sys.exit(4)"),
+        (["compile", "broken.py:k", "-o", "x.neff"],
+         "broken.py:2: error: ModuleNotFoundError: No module named 'no_such_module_xyz' (importing broken.py)"),
+        (["compile", "k.py:copy", "--arg", "a=float32[128,64]", "-o", LONG + ".neff"],
+         f"-o {LONG[:60]}...(305 characters): cannot write there (File name too long)"),
+        (["compile", "k.py:copy", "--arg", "a=float32[128,64]", "-o", "a\0b"], "-o 'a\\x00b': a path cannot contain NUL"),
+        (["compile", "k.py:copy", "--arg", "a=float32[128,64]", "-o", "x.neff", "--dump-dir", LONG],
+         "--dump-dir " + LONG[:60] + "...(300 characters): cannot create the directory (File name too long)"),
+        (["compile", LONG + ".py:k", "-o", "x.neff"], "...(303 characters): cannot read it (File name too long)"),
+        (["run", LONG, "--output-dir", "o"], "cannot read " + LONG[:60] + "...(300 characters): File name too long"),
+        (["run", "k.neff", "--input", "a=" + LONG, "--output-dir", "o"], "--input a: cannot read " + LONG[:60]),
+        (["run", "k.neff", "--input", "a=a.npy", "--output-dir", LONG], "--output-dir " + LONG[:60]),
+        (["run", "k.neff", "--input", "a=a.npy", "--output-dir", "o\0x"], "a path cannot contain NUL"),
+        (["run", "k.neff", "--input", "a=a.npy", "--output-dir", "o", "--profile", LONG],
+         "--profile " + LONG[:60] + "...(300 characters): cannot write there (File name too long)"),
         (["compile", "k.py:hbm_only", "--arg", "a=float32[99999999999999,512]", "-o", "x.neff"],
          "needs 204799999999997952 bytes, more than"),
         (["compile", "k.py:copy", "--arg", "a=float32[128,64]", "-o", "nodir/x.neff"],
