@@ -684,8 +684,8 @@ class TraceContext:
             raise NkiError("loop step cannot be zero")
         trips, limit = len(range(start, stop, step)), max_trip_count()
         if trips > limit:
-            raise NkiError(f"loop of {trips} iterations is over the limit of {limit}",
-                           f"tile the work with fewer iterations, or raise the limit with {TRIP_COUNT_VAR}=N")  # fmt: skip
+            hint = f"tile the work with fewer iterations, or raise the limit with {TRIP_COUNT_VAR}=N"
+            raise NkiError(f"loop of {trips} iterations is over the limit of {limit}", hint)
         if kind == "static" or self.concrete_depth:
             return range(start, stop, step)
         file, line, col = user_location()

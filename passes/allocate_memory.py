@@ -114,7 +114,8 @@ class AllocateMemoryPass(ModulePass):
                 used = sum(hi - lo for lo, hi in busy)
                 where = f"{loc.loc.data}: error: " if loc.loc is not None else ""
                 raise PassFailedException(
-                    f"{where}kernel does not fit in {mem.upper()}: tensor '{name}' needs {size} bytes per partition while "
+                    f"{where}kernel does not fit in {mem.upper()}: tensor '{name}' needs {size} bytes per partition "
+                    "while "
                     f"{used} of {capacity[mem]} bytes per partition are live (at instruction {first})"
                 )
             live[mem].append((last, off, off + size))

@@ -475,7 +475,8 @@ def _parse_engine(members: Mapping[str, bytes], sg: str, defn: dict[str, object]
         raise _bad(f"{bin_name}: {e}") from e
     _expect(stream_engine == engine, f"{bin_name} holds a {stream_engine} stream")
     listing = _load_json(members, f"{sg}/{stem}.json")
-    _expect(isinstance(listing.get("instructions"), list) and len(listing["instructions"]) == len(instrs),  # type: ignore[arg-type]
+    entries = listing.get("instructions")
+    _expect(isinstance(entries, list) and len(entries) == len(instrs),
             f"{sg}/{stem}.json does not list the {len(instrs)} instructions of {stem}.bin")  # fmt: skip
     return instrs
 

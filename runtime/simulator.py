@@ -827,6 +827,8 @@ def _affine_values(ins: Instr) -> np.ndarray:
     if pattern is None or pattern.memory != "none":
         raise SimulationError("pattern operand (memory 'none') required")
     multiplier, nparts = pattern.pattern[0]
+    if not 0 <= nparts <= NUM_PARTITIONS:  # before np.arange: a corrupted count must not allocate
+        raise SimulationError(f"pattern operand spans {nparts} partitions (at most {NUM_PARTITIONS})")
     free = _element_offsets(pattern.pattern[1:])
     values = int(_value(ins, "offset")) + multiplier * np.arange(nparts, dtype=np.int64)[:, None] + free
     return values.astype(np.int32).astype(np.int64)  # wrap like the 32-bit hardware counters

@@ -25,8 +25,8 @@ def is_safe_name(name: object) -> bool:
 
 
 def safe_name(name: str, default: str = "t", room: int = 16) -> str:
-    """``name`` with every character outside ``[A-Za-z0-9_.]`` replaced by ``_``, a leading digit or dot prefixed by ``_``,
-    and cut so that ``room`` more characters (a uniquing suffix) still fit the limit; ``default`` if nothing is left."""
+    """``name`` with every character outside ``[A-Za-z0-9_.]`` replaced by ``_``, a leading digit or dot prefixed by
+    ``_``, and cut so that ``room`` more characters (a uniquing suffix) still fit the limit; ``default`` if nothing is left."""
     cleaned = _UNSAFE_CHAR.sub("_", name)
     if not cleaned:
         cleaned = default

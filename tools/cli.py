@@ -238,7 +238,8 @@ def output_path(out: Path, name: str) -> Path:
         raise CliError(f"output name {name[:60]!r} is not a safe file name; refusing to write it")
     path = out / f"{name}.npy"
     if path.resolve().parent != out.resolve():  # e.g. out/<name>.npy is a symbolic link out of the folder
-        raise CliError(f"output '{name}' resolves to {path.resolve()}, outside --output-dir {out}; refusing to write it")
+        raise CliError(f"output '{name}' resolves to {path.resolve()}, outside --output-dir {out}; "
+                       "refusing to write it")  # fmt: skip
     return path
 
 

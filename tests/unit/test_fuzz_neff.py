@@ -182,7 +182,8 @@ def test_tar_mutants(good: bytes, data: st.DataObject) -> None:
 def _json_values() -> st.SearchStrategy[Any]:
     scalars = st.one_of(st.none(), st.booleans(), st.sampled_from([0, -1, 1, 2**31, 2**63, -(2**63), 10**30]),
                         st.integers(-300, 300), st.floats(allow_nan=False, allow_infinity=False),
-                        st.sampled_from(["", "../x", "x" * 300, "sg00", "float32", "hbm", "\0", "q0", "exp"]))  # fmt: skip
+                        st.sampled_from(["", "../x", "x" * 300, "sg00", "float32", "hbm", "\0", "q0",
+                                         "exp"]))  # fmt: skip
     return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
         st.sampled_from(["name", "size", "shape", "dtype", "var_id", "type", "x"]), inner, max_size=3), max_leaves=6)
 

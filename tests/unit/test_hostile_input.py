@@ -153,9 +153,12 @@ def test_listing_must_match_binary() -> None:
         read_neff(_edit_json(good, "sg00/SP.json", lambda d: d["dma"][0].update(queue="q3")))
 
 
-def _one_dma(src_pairs: tuple[tuple[int, int], ...]) -> Neff:
+Pairs = tuple[tuple[int, int], ...]
+
+
+def _one_dma(src_pairs: Pairs, dst_pairs: Pairs = ((1, 128), (1, 64))) -> Neff:
     src = Operand("hbm", "float32", src_pairs, var_id=0)
-    dst = Operand("sbuf", "float32", ((1, 128), (1, 64)))
+    dst = Operand("sbuf", "float32", dst_pairs)
     sp = [Instr("DMA_COPY", "sp", (dst, src), (0,), signal_sem=queue_sem(0))]
     variables = [Variable("x", 0, "input", (128, 64), "float32")]
     return Neff("k", variables, [Subgraph("sg00", {"pe": [], "act": [], "dve": [], "pool": [], "sp": sp})])
@@ -166,6 +169,15 @@ def test_a_flipped_pattern_is_refused_before_any_array(pairs: tuple[tuple[int, i
     t0 = time.perf_counter()
     with pytest.raises(SimulationError, match="access pattern|outside"):
         simulate_neff(read_neff(write_neff(_one_dma(pairs))), {"x": A})
+    assert time.perf_counter() - t0 < 5
+
+
+@pytest.mark.parametrize("pairs", [((1, 128), (1, 1 << 30)), ((1, 128), (0, 1 << 28), (0, 1 << 28)),
+                                   ((1, 128), (-1, 64))])  # fmt: skip
+def test_a_flipped_on_chip_pattern_is_refused_before_any_array(pairs: tuple[tuple[int, int], ...]) -> None:
+    t0 = time.perf_counter()
+    with pytest.raises(SimulationError, match="access pattern|outside"):
+        simulate_neff(read_neff(write_neff(_one_dma(((64, 128), (1, 64)), pairs))), {"x": A})
     assert time.perf_counter() - t0 < 5
 
 
