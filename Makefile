@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lit pytest bench clean
+.PHONY: run test lit pytest bench fuzz clean
 
 # The simulator runs many small matmuls, which a threaded BLAS only slows down (see tools/cli.py default_blas_threads).
 export OPENBLAS_NUM_THREADS ?= 1
@@ -30,6 +30,10 @@ pytest: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/pipeline.py
+
+# The long NEFF-mutation profile (tests/unit/test_fuzz_neff.py; make test runs the quick one). Counts: bench/README.md.
+fuzz: $(STAMP)
+	NKIC_FUZZ=long $(BIN)/pytest -q -s tests/unit/test_fuzz_neff.py
 
 clean:
 	rm -rf $(VENV) out *.egg-info

@@ -156,6 +156,8 @@ class MemLocOp(IRDLOperation):
     scope = opt_prop_def(StringAttr)
     # A ``constant`` memloc's contents (nl.shared_constant): "0x" + its little-endian bytes, row-major.
     data = opt_prop_def(StringAttr)
+    # An on-chip tensor's allocation site in the user's kernel ("file:line[:col]"), for capacity errors.
+    loc = opt_prop_def(StringAttr)
     traits = traits_def(SymbolOpInterface())
 
     def __init__(
@@ -225,6 +227,8 @@ class MemLocOp(IRDLOperation):
             extra["scope"] = self.scope
         if self.data is not None:
             extra["data"] = self.data
+        if self.loc is not None:
+            extra["loc"] = self.loc
         if extra:
             printer.print_string(" ")
             printer.print_attr_dict(extra)
@@ -238,7 +242,7 @@ class MemLocOp(IRDLOperation):
         dtype = parser.parse_identifier()
         extra = parser.parse_optional_attr_dict()
         op = cls(name, memory, shape, dtype)
-        for k in ("kind", "address", "scope", "data"):
+        for k in ("kind", "address", "scope", "data", "loc"):
             if k in extra:
                 op.properties[k] = extra.pop(k)
         if extra:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import sysconfig
 from collections.abc import Iterable
-from types import FrameType
+from types import FrameType, TracebackType
 
 import ml_dtypes
 import numpy
@@ -58,6 +59,74 @@ class NkiError(Exception):
         self.what, self.hint, self.file, self.line = what, hint, file, line
         text = f"{file}:{line}: error: {what}."
         super().__init__(f"{text} {hint}" if hint else text)
+
+
+_NKIC_DIR = os.path.dirname(_FRONTEND_DIR.rstrip(os.sep)) + os.sep
+# nkic's own code (the bundled kernels/ and the tests' kernels are user code); the standard library and installed
+# packages are the user's libraries: a frame there is not where the user's kernel went wrong.
+_NKIC_CODE = tuple(_NKIC_DIR + d + os.sep for d in ("frontend", "tools", "passes", "runtime", "dialects", "target"))
+_LIBRARIES = tuple({sysconfig.get_paths()[k] + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def _is_nkic(path: str) -> bool:
+    return path.startswith(_NKIC_CODE) or (os.path.dirname(path) + os.sep == _NKIC_DIR)
+
+
+def _innermost_user_frame(tb: TracebackType | None) -> tuple[str, int] | None:
+    """The innermost traceback entry in the user's code: not nkic, numpy or ml_dtypes; outside the standard library
+    and installed packages when such an entry exists."""
+    best: tuple[str, int] | None = None
+    best_is_library = True
+    while tb is not None:
+        path = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if not _is_internal(path) and not _is_nkic(path):
+            is_library = path.startswith(_LIBRARIES) and not path.startswith(_NKIC_DIR)
+            if not is_library or best_is_library:
+                best, best_is_library = (tb.tb_frame.f_code.co_filename, tb.tb_lineno), is_library
+        tb = tb.tb_next
+    return best
+
+
+def _raised_in_nkic(tb: TracebackType | None) -> bool:
+    last = None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return last is not None and (_is_nkic(os.path.abspath(last.tb_frame.f_code.co_filename)))
+
+
+def located_error(error: BaseException, context: str = "") -> NkiError:
+    """``error`` (any exception a kernel's code raised, SystemExit included) as an NkiError at the innermost line of
+    the user's code in its traceback: ``file:line: error: ZeroDivisionError: division by zero``."""
+    tb = error.__traceback__
+    where = _innermost_user_frame(tb)
+    if isinstance(error, SystemExit):
+        what = f"the kernel code called sys.exit({error.code!r})"
+    else:
+        text = str(error).splitlines()[0] if str(error) else ""
+        what = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    if context:
+        what = f"{what} ({context})"
+    hint = "this is a bug in nkic: please report it (rerun with --debug for the traceback)" \
+        if _raised_in_nkic(tb) else ""
+    return _located_class(type(error))(what.rstrip("."), hint, where=where or ("<unknown>", 0))
+
+
+_LOCATED: dict[type[BaseException], type[NkiError]] = {}
+
+
+def _located_class(kind: type[BaseException]) -> type[NkiError]:
+    """An NkiError class that is also ``kind``, so ``except AssertionError`` around a kernel call (a validation
+    assert of the kernel) still catches it; SystemExit and other non-Exceptions stay plain NkiErrors (an error must
+    not exit the interpreter), and so do kinds whose layout cannot be combined (NameError, OSError, ...)."""
+    if not issubclass(kind, Exception) or issubclass(kind, NkiError):
+        return NkiError
+    if kind not in _LOCATED:
+        try:
+            _LOCATED[kind] = type(f"NkiError_{kind.__name__}", (NkiError, kind),
+                                  {"__module__": __name__, "__str__": Exception.__str__})  # KeyError quotes
+        except TypeError:
+            _LOCATED[kind] = NkiError
+    return _LOCATED[kind]
 
 
 class NeedsUnroll(BaseException):

@@ -57,11 +57,13 @@ from nkic.frontend.affine import IndexExpr, LoopVar
 from nkic.frontend.context import active_context, is_nki_op, set_active
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_dtype
 from nkic.frontend.emit import Affine, Loc, Operand
-from nkic.frontend.errors import NeedsUnroll, NkiError, user_location
+from nkic.frontend.errors import NeedsUnroll, NkiError, located_error, user_location
 from nkic.frontend.instruction import NkiInstruction
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
 from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import TARGET_ALIASES, get_target
+from nkic.target.limits import INSTRUCTIONS_VAR, TRIP_COUNT_VAR, max_instructions, max_trip_count
+from nkic.target.names import safe_name
 
 MAX_RETRACES = 64
 
@@ -263,6 +265,7 @@ def param_name(name: str) -> str:
     """The name a kernel input keeps through the IR and the NEFF. IR value names drop a ``_<digits>`` suffix (the
     printer's uniquing suffix), so ``in_1`` and ``in_2`` (or the ``args_0``, ``args_1`` of ``*args``) would
     collide; such names get a trailing underscore."""
+    name = safe_name(name, "arg")
     return f"{name}_" if re.search(r"_\d+$", name) else name
 
 
@@ -315,6 +318,17 @@ def constant_key(value: Any) -> Any:
 # The trace driver: retry with more loops unrolled until the body no longer needs a concrete induction value
 # ------------------------------------------------------------------------------------------------------------
 def _trace(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[tuple[str, Any]]) -> TracedKernel:
+    """Trace ``kernel``; any exception its code raises -- Python's, the user's own ``raise``, ``sys.exit`` -- is an
+    NkiError at the innermost line of the user's code (KeyboardInterrupt and nkic's internal signals pass)."""
+    try:
+        return _trace_attempts(kernel, bound, arrays)
+    except NkiError:
+        raise
+    except (Exception, SystemExit) as e:  # noqa: B014 -- SystemExit is not an Exception
+        raise located_error(e, context=f"while tracing kernel '{kernel.name}'") from e
+
+
+def _trace_attempts(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[tuple[str, Any]]) -> TracedKernel:
     unrolled: set[tuple[str, int, int]] = set()
     for _ in range(MAX_RETRACES):
         factory = emitter_factory
@@ -377,6 +391,8 @@ class TraceContext:
         self._signatures: dict[Any, inspect.Signature] = {}
         self.registers = 0  # virtual registers allocated in the program being traced (register 0 reads as zero)
         self.dynamic_loops: list[tuple[str, int]] = []  # open runtime loops (dynamic_range, ...): where they began
+        self.instructions = 0  # traced so far, every SPMD program together (target/limits.py)
+        self.max_instructions = max_instructions()
 
     # -- driving ----------------------------------------------------------------------------------------
     def run(self, bound: inspect.BoundArguments, arrays: list[tuple[str, Any]]) -> TracedKernel:
@@ -402,9 +418,8 @@ class TraceContext:
         inputs = [(n, tuple(v.shape), _array_dtype(n, v)) for n, v in arrays]
         # A returned whole-tensor reshape keeps its storage as the NEFF variable; the runner reshapes the result.
         outs_info = [(s.name, shape, s.dtype) for s, shape in zip(outputs, shapes, strict=True)]
-        return TracedKernel(
-            module, self.kernel.name, inputs, outs_info, self.grid, self.options, returns_tuple, written
-        )
+        name = safe_name(self.kernel.name, "kernel")  # the NEFF name (a Python identifier may be non-ASCII)
+        return TracedKernel(module, name, inputs, outs_info, self.grid, self.options, returns_tuple, written)
 
     def _run_program(
         self, pid: int, bound: inspect.BoundArguments
@@ -469,9 +484,11 @@ class TraceContext:
         if not isinstance(value, (np.ndarray, TensorSpec)):
             return value
         shape, dtype = tuple(int(d) for d in value.shape), _array_dtype(name, value)
+        code = self.kernel.func.__code__
+        check_hbm_size(shape, dtype, self.options.target, f"kernel argument '{name}'",
+                       (code.co_filename, code.co_firstlineno))  # fmt: skip
         self._names.add(name)
         handle = self.emitter.param(name, shape, dtype)
-        code = self.kernel.func.__code__
         # An input reports the buffer NKI gives kernel arguments, nl.hbm (the docs' mxfp kernels assert it); in the IR
         # it is a shared_hbm argument of the kernel, as every input is.
         storage = Storage(name, shape, dtype, BUFFERS["hbm"], None, handle, self._owner,
@@ -566,6 +583,8 @@ class TraceContext:
         dtype, buf = normalize_dtype(dtype), normalize_buffer(buffer)
         if buf.on_chip:
             _check_on_chip_shape(dims, dtype, buf.name, self.options.target)
+        else:
+            check_hbm_size(dims, dtype, self.options.target, "HBM tensor")
         addr = _address(address)
         loc = user_location()
         if buf.name == "shared_hbm":
@@ -610,6 +629,7 @@ class TraceContext:
         return first.name
 
     def _unique(self, base: str) -> str:
+        base = safe_name(base)  # a NEFF variable name: user-given names may hold '/', spaces, ... (target/names.py)
         name, k = base, 0
         while name in self._names:
             k += 1
@@ -619,6 +639,10 @@ class TraceContext:
 
     # -- instructions -----------------------------------------------------------------------------------
     def inst(self, op: str, operands: dict[str, NkiTensor], attrs: dict[str, Any]) -> None:
+        self.instructions += 1
+        if self.instructions > self.max_instructions:
+            raise NkiError(f"kernel '{self.kernel.name}' traces more than {self.max_instructions} instructions",
+                           f"use fewer instructions, or raise the limit with {INSTRUCTIONS_VAR}=N")  # fmt: skip
         loc = Loc(*user_location())
         emitted = {role: self._operand(role, t) for role, t in operands.items()}
         spec = INSTRUCTIONS[op]
@@ -672,6 +696,10 @@ class TraceContext:
         start, stop, step = (_loop_bound(v) for v in (start, stop, step))
         if step == 0:
             raise NkiError("loop step cannot be zero")
+        trips, limit = len(range(start, stop, step)), max_trip_count()
+        if trips > limit:
+            hint = f"tile the work with fewer iterations, or raise the limit with {TRIP_COUNT_VAR}=N"
+            raise NkiError(f"loop of {trips} iterations is over the limit of {limit}", hint)
         if kind == "static" or self.concrete_depth:
             return range(start, stop, step)
         file, line, col = user_location()
@@ -869,6 +897,14 @@ def _check_on_chip_shape(dims: tuple[int, ...], dtype: str, buffer: str, target:
     limit = t.psum_bytes_per_partition if buffer == "psum" else t.sbuf_bytes_per_partition
     if row > limit:
         raise NkiError(f"{buffer} tensor needs {row} bytes per partition, {buffer} has {limit}")
+
+
+def check_hbm_size(dims: tuple[int, ...], dtype: str, target: str, what: str, where: Any = None) -> None:
+    """An HBM tensor must fit the target's HBM (checked before any work depends on its size)."""
+    size, limit = math.prod(dims) * itemsize(dtype), get_target(target).hbm_bytes
+    if size > limit:
+        raise NkiError(f"{what} {dtype}{list(dims)} needs {size} bytes, more than the {limit} bytes of HBM "
+                       f"of a {get_target(target).name} NeuronCore", where=where)  # fmt: skip
 
 
 def _address(address: Any) -> tuple[int, int] | None:

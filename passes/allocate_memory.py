@@ -112,8 +112,10 @@ class AllocateMemoryPass(ModulePass):
             off = first_fit(busy, size, capacity[mem], mem, target.psum_bank_bytes, cursor[mem])
             if off is None:
                 used = sum(hi - lo for lo, hi in busy)
+                where = f"{loc.loc.data}: error: " if loc.loc is not None else ""
                 raise PassFailedException(
-                    f"kernel does not fit in {mem.upper()}: tensor '{name}' needs {size} bytes per partition while "
+                    f"{where}kernel does not fit in {mem.upper()}: tensor '{name}' needs {size} bytes per partition "
+                    "while "
                     f"{used} of {capacity[mem]} bytes per partition are live (at instruction {first})"
                 )
             live[mem].append((last, off, off + size))

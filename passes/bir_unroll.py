@@ -15,8 +15,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.target.limits import INSTRUCTIONS_VAR, max_instructions
 from nkic.dialects.common import AccessPatternAttr
 
 
@@ -75,6 +77,17 @@ class _Unroller:
         return new
 
 
+def unrolled_count(block: Block) -> int:
+    """Instructions ``block`` holds once every loop in it is unrolled (computed without unrolling anything)."""
+    total = 0
+    for op in block.ops:
+        if isinstance(op, bir.LoopOp):
+            total += len(op.iterations) * unrolled_count(op.body.block)
+        elif isinstance(op, bir.BirInst):
+            total += 1
+    return total
+
+
 def renumber(fn: bir.FunctionOp) -> None:
     for i, inst in enumerate(fn.instructions()):
         inst.properties["id"] = IntegerAttr(i, i64)
@@ -82,12 +95,23 @@ def renumber(fn: bir.FunctionOp) -> None:
 
 @dataclass(frozen=True)
 class BirUnrollPass(ModulePass):
+    """``max_instructions`` bounds each function once unrolled (0: ``NKIC_MAX_INSTRUCTIONS`` or the default of
+    ``target/limits.py``); it is checked before any loop is expanded, so a huge trip count fails at once."""
+
     name = "bir-unroll"
+    max_instructions: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        limit = self.max_instructions if self.max_instructions > 0 else max_instructions()
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             if not any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
                 continue
+            count = unrolled_count(fn.body.block)
+            if count > limit:
+                raise PassFailedException(
+                    f"@{fn.sym_name.data} unrolls to {count} instructions, over the limit of {limit}: raise it with "
+                    f"{INSTRUCTIONS_VAR}=N or bir-unroll{{max-instructions=N}}"
+                )
             _Unroller(fn).block(fn.body.block, [])
             for inst in fn.instructions():
                 inst.properties.pop("deps", None)

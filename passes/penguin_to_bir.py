@@ -22,6 +22,7 @@ import nkic
 from nkic.dialects import bir, bir_json, klir_binary, penguin
 from nkic.dialects.instructions import reads_dst
 from nkic.target.machine import ENGINE_OF_HINT, NUM_PARTITIONS
+from nkic.target.vocab import ON_CHIP
 
 NKI_BINARY_VERSION = f"nkic-{nkic.__version__}"
 
@@ -96,6 +97,8 @@ class _ProgramLowering:
             loc.properties["address"] = alloc.address
         if isinstance(alloc, penguin.AllocOp) and alloc.data is not None:
             loc.properties["data"] = alloc.data
+        if isinstance(alloc, penguin.AllocOp) and alloc.loc is not None and t.mem in ON_CHIP:
+            loc.properties["loc"] = alloc.loc  # where a capacity error points (allocate-memory)
         if scope is not None:
             loc.properties["scope"] = StringAttr(scope)
         self.memlocs.append(loc)

@@ -15,13 +15,14 @@ import re
 import struct
 import tarfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from nkic import __version__
 from nkic.runtime.encoding import ENGINES, Instr, Operand, decode_stream, encode_stream, to_json
 from nkic.runtime.errors import NeffFormatError
-from nkic.target.machine import queue_sem
+from nkic.target.machine import MAX_HBM_BYTES, queue_sem
+from nkic.target.names import MAX_NAME_LENGTH, is_safe_name
 from nkic.target.vocab import DTYPES
 
 __all__ = [
@@ -48,6 +49,7 @@ _MEMBER_RE = re.compile(
     r"|(sg\d{2})/(def\.json|(?:PE|Activation|DVE|Pool|SP)\.(?:json|bin)))"
 )
 _CHUNK = 1 << 16
+_NAME_RULE = f"ASCII letters, digits, '_' and '.', starting with a letter or '_', at most {MAX_NAME_LENGTH} characters"
 
 
 @dataclass
@@ -95,9 +97,20 @@ class Neff:
 # writing
 
 
+def _check_names(neff: Neff) -> None:
+    """Kernel and variable names become file names when the NEFF runs: only SAFE_NAME (target/names.py) passes."""
+    for what, name in [("kernel", neff.name)] + [("variable", v.name) for v in neff.variables]:
+        if not is_safe_name(name):
+            raise ValueError(f"{what} name {_shown(name)} is not a safe name ({_NAME_RULE})")
+
+
+def _shown(name: object) -> str:
+    text = repr(name)
+    return text if len(text) <= 60 else f"{text[:40]}...' ({len(str(name))} characters)"
+
+
 def _check_neff(neff: Neff) -> None:
-    if len(neff.name.encode()) > 255:
-        raise ValueError("NEFF name longer than 255 bytes")
+    _check_names(neff)
     names = [v.name for v in neff.variables]
     ids = [v.var_id for v in neff.variables]
     if len(set(names)) != len(names) or len(set(ids)) != len(ids):
@@ -117,7 +130,7 @@ def _check_neff(neff: Neff) -> None:
         _check_hbm_refs(sg, set(ids), ValueError)
 
 
-def _check_hbm_refs(sg: Subgraph, var_ids: set[int], error: type[Exception]) -> None:
+def _check_hbm_refs(sg: Subgraph, var_ids: set[int], error: Callable[[str], Exception]) -> None:
     for engine, instrs in sg.engines.items():
         for i, ins in enumerate(instrs):
             for op in ins.operands:
@@ -314,7 +327,10 @@ def parse_header(data: bytes) -> dict[str, object]:
         raise _bad(f"inconsistent core counts: num_tpb={num_tpb} requested={req_tpb} lnc_size={lnc}")
     if pad.strip(b"\0") or per_node.strip(b"\0"):
         raise _bad("header tpb_per_node / padding bytes are not zero")
-    return {"name": _cstr(name, "name"), "build_version": _cstr(build, "build version"), "num_tpb": num_tpb,
+    kernel = _cstr(name, "name")
+    if not is_safe_name(kernel):
+        raise _bad(f"header name {_shown(kernel)} is not a safe name ({_NAME_RULE})")
+    return {"name": kernel, "build_version": _cstr(build, "build version"), "num_tpb": num_tpb,
             "uuid": uuid.hex(), "hash": digest.hex()}  # fmt: skip
 
 
@@ -405,6 +421,7 @@ def _is_int(x: object) -> bool:
 def _parse_var(name: object, spec: object, where: str) -> Variable:
     _expect(isinstance(name, str) and isinstance(spec, dict), f"{where}: bad variable entry")
     assert isinstance(spec, dict) and isinstance(name, str)
+    _expect(is_safe_name(name), f"{where}: variable name {_shown(name)} is not a safe name ({_NAME_RULE})")
     kind, var_id, dtype, shape, size = (spec.get(k) for k in ("type", "var_id", "dtype", "shape", "size"))
     _expect(kind in VAR_KINDS, f"{where}: variable '{name}' has bad type {kind!r}")
     _expect(_is_int(var_id) and 0 <= var_id <= 0xFFFF, f"{where}: variable '{name}' has bad var_id")  # type: ignore
@@ -424,6 +441,9 @@ def _parse_vars(defn: dict[str, object], where: str) -> list[Variable]:
     assert isinstance(table, dict)
     variables = sorted((_parse_var(k, v, where) for k, v in table.items()), key=lambda v: v.var_id)
     _expect(len({v.var_id for v in variables}) == len(variables), f"{where}: duplicate var_id")
+    total = sum(v.size for v in variables)
+    _expect(total <= MAX_HBM_BYTES, f"{where}: the variables need {total} bytes, more than the {MAX_HBM_BYTES} "
+            "bytes of HBM of any NeuronCore")  # fmt: skip
     return variables
 
 
@@ -454,10 +474,32 @@ def _parse_engine(members: Mapping[str, bytes], sg: str, defn: dict[str, object]
     except NeffFormatError as e:
         raise _bad(f"{bin_name}: {e}") from e
     _expect(stream_engine == engine, f"{bin_name} holds a {stream_engine} stream")
-    listing = _load_json(members, f"{sg}/{stem}.json").get("instructions")
-    _expect(isinstance(listing, list) and len(listing) == len(instrs),
+    listing = _load_json(members, f"{sg}/{stem}.json")
+    entries = listing.get("instructions")
+    _expect(isinstance(entries, list) and len(entries) == len(instrs),
             f"{sg}/{stem}.json does not list the {len(instrs)} instructions of {stem}.bin")  # fmt: skip
     return instrs
+
+
+def _check_listing(members: Mapping[str, bytes], sg: str, engine: str, instrs: list[Instr],
+                   var_names: Mapping[int, str]) -> None:  # fmt: skip
+    stem = ENGINE_MEMBERS[engine]
+    listing = _load_json(members, f"{sg}/{stem}.json")
+    # The listing is what tools and people read: it must say exactly what the binary does (the writer derives it
+    # from the instructions, so the two agree entry by entry, DMA table included).
+    expected = json.loads(_dumps(_engine_json(engine, instrs, var_names)))
+    if listing != expected:
+        raise _bad(f"{sg}/{stem}.json disagrees with {stem}.bin{_first_difference(listing, expected)}")
+
+
+def _first_difference(listing: dict[str, object], expected: dict[str, object]) -> str:
+    got, want = listing.get("instructions"), expected["instructions"]
+    if isinstance(got, list) and isinstance(want, list):
+        for i, (a, b) in enumerate(zip(got, want)):
+            if a != b:
+                return f" at instruction {i}"
+    keys = sorted(k for k in set(listing) | set(expected) if listing.get(k) != expected.get(k))
+    return f" in {', '.join(repr(k) for k in keys[:3])}" if keys else ""
 
 
 def _check_queues(sg: Subgraph, defn: dict[str, object]) -> None:
@@ -474,7 +516,10 @@ def _parse_subgraph(members: Mapping[str, bytes], sg: str) -> tuple[Subgraph, li
     variables = _parse_vars(defn, f"{sg}/def.json")
     subgraph = Subgraph(sg, {e: _parse_engine(members, sg, defn, e) for e in ENGINES})
     _check_queues(subgraph, defn)
-    _check_hbm_refs(subgraph, {v.var_id for v in variables}, NeffFormatError)
+    _check_hbm_refs(subgraph, {v.var_id for v in variables}, _bad)
+    names = {v.var_id: v.name for v in variables}
+    for engine, instrs in subgraph.engines.items():
+        _check_listing(members, sg, engine, instrs, names)
     return subgraph, variables
 
 

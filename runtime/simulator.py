@@ -201,8 +201,36 @@ class _Core:
         self.outbox: dict[int, np.ndarray] = {}
 
 
-def _element_offsets(pairs: tuple[tuple[int, int], ...]) -> np.ndarray:
-    """Element offsets of a [step, num] pattern in row-major iteration order."""
+# Elements one operand's offsets may hold before any array is built (an HBM operand may also cover its variable):
+# a corrupted [step, num] pair must be an error, not gigabytes of offsets.
+_MAX_PATTERN_ELEMENTS = 1 << 22
+
+
+def _pattern_count(pairs: tuple[tuple[int, int], ...], cap: int = _MAX_PATTERN_ELEMENTS) -> int:
+    count = 1
+    for _, num in pairs:
+        if num < 0:
+            raise SimulationError(f"access pattern {list(map(list, pairs))} has a negative size")
+        count *= num
+    if count > cap:
+        raise SimulationError(f"access pattern {list(map(list, pairs))} has {count} elements, more than the "
+                              f"{cap} its memory can hold")  # fmt: skip
+    return count
+
+
+def _pattern_extent(address: int, itemsize: int, pairs: tuple[tuple[int, int], ...], limit: int, what: str) -> None:
+    """Bounds-check a static pattern from its pairs alone (its lowest and highest byte), before offsets exist."""
+    if _pattern_count(pairs) == 0:
+        return
+    lo = address + itemsize * sum(min(0, step * (num - 1)) for step, num in pairs)
+    hi = address + itemsize * sum(max(0, step * (num - 1)) for step, num in pairs) + itemsize
+    if lo < 0 or hi > limit:
+        raise SimulationError(f"{what} access [{lo}, {hi}) outside 0..{limit}")
+
+
+def _element_offsets(pairs: tuple[tuple[int, int], ...], cap: int = _MAX_PATTERN_ELEMENTS) -> np.ndarray:
+    """Element offsets of a [step, num] pattern in row-major iteration order (at most ``cap`` of them)."""
+    _pattern_count(pairs, cap)
     off = np.zeros(1, np.int64)
     for step, num in pairs:
         off = (off[:, None] + step * np.arange(num, dtype=np.int64)[None, :]).ravel()
@@ -276,6 +304,7 @@ def _resolve_onchip(core: _Core, op: Operand) -> _View:
         raise SimulationError(f"partition pair must be [1, nparts], got [{step}, {nparts}]")
     if nparts < 1 or op.start_partition + nparts > NUM_PARTITIONS:
         raise SimulationError(f"partitions {op.start_partition}..{op.start_partition + nparts - 1} out of range")
+    _pattern_extent(op.address, op.itemsize, op.pattern[1:], mem.shape[1], op.memory)
     offsets = op.address + op.itemsize * _element_offsets(op.pattern[1:])
     _check_bounds(offsets, op.itemsize, mem.shape[1], op.memory)
     rows = (op.start_partition + np.arange(nparts, dtype=np.int64)).reshape(-1, 1, 1)
@@ -295,7 +324,9 @@ def _resolve_hbm(core: _Core, op: Operand) -> _View:
     buf = core.hbm.get(op.var_id)
     if buf is None:
         raise SimulationError(f"HBM operand references unknown variable id {op.var_id}")
-    offsets = op.address + op.itemsize * _element_offsets(op.pattern)
+    what = f"HBM variable {op.var_id}"
+    _pattern_extent(op.address, op.itemsize, op.pattern, len(buf), what)
+    offsets = op.address + op.itemsize * _element_offsets(op.pattern, max(len(buf), _MAX_PATTERN_ELEMENTS))
     _check_bounds(offsets, op.itemsize, len(buf), f"HBM variable {op.var_id}")
     outer = max(op.pattern[0][1], 1)
     cols = _byte_cols(offsets, op.itemsize).reshape(outer, -1, op.itemsize)
@@ -502,6 +533,8 @@ def _elements(core: _Core, ins: Instr, slot: str) -> _Elements:
     if op is None:
         raise SimulationError(f"missing {slot} operand")
     (step0, n0), inner = op.pattern[0], _element_offsets(op.pattern[1:])
+    if op.memory == "hbm":  # on chip, the first pair is partitions (at most 128; checked below)
+        _pattern_count(op.pattern, max(len(core.hbm.get(op.var_id, ())), _MAX_PATTERN_ELEMENTS))
     value = _dynamic_values(core, ins, op, slot) if op.dyn else np.zeros(1, np.int64)
     if op.memory == "hbm":
         buf = core.hbm.get(op.var_id)
@@ -794,6 +827,8 @@ def _affine_values(ins: Instr) -> np.ndarray:
     if pattern is None or pattern.memory != "none":
         raise SimulationError("pattern operand (memory 'none') required")
     multiplier, nparts = pattern.pattern[0]
+    if not 0 <= nparts <= NUM_PARTITIONS:  # before np.arange: a corrupted count must not allocate
+        raise SimulationError(f"pattern operand spans {nparts} partitions (at most {NUM_PARTITIONS})")
     free = _element_offsets(pattern.pattern[1:])
     values = int(_value(ins, "offset")) + multiplier * np.arange(nparts, dtype=np.int64)[:, None] + free
     return values.astype(np.int32).astype(np.int64)  # wrap like the 32-bit hardware counters
@@ -1651,7 +1686,10 @@ def _input_buffer(var: Variable, value: object) -> np.ndarray:
     return np.ascontiguousarray(arr.astype(DTYPES[var.dtype])).reshape(-1).view(np.uint8).copy()
 
 
-def _init_hbm(neff: Neff, inputs: Mapping[str, object]) -> dict[int, np.ndarray]:
+def _init_hbm(neff: Neff, inputs: Mapping[str, object], hbm_bytes: int) -> dict[int, np.ndarray]:
+    total = sum(v.size for v in neff.variables)
+    if total > hbm_bytes:  # before any buffer is allocated
+        raise SimulationError(f"the NEFF's variables need {total} bytes, more than the {hbm_bytes} bytes of HBM")
     names = {v.name for v in neff.variables if v.kind == "input"}
     unknown = sorted(set(inputs) - names)
     if unknown:
@@ -1673,7 +1711,7 @@ def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
              max_events: int = DEFAULT_MAX_EVENTS) -> RunResult:  # fmt: skip
     """Run ``neff`` on numpy copies of ``inputs``; returns the output variables and the timing profile."""
     tgt = get_target(target)
-    hbm = _init_hbm(neff, inputs)
+    hbm = _init_hbm(neff, inputs, tgt.hbm_bytes)
     cores = [_Core(i, tgt, hbm) for i in range(len(neff.subgraphs))]
     for core in cores:
         core.pair = cores  # the LNC=2 pair reads its partner's sent tiles

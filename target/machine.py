@@ -113,6 +113,9 @@ class Target:
     bn_stats_fmax: int = 512  # elements per partition one bn_stats reads
     # Whether a matmul result may span several PSUM banks (gen4 accepts N up to 4096).
     matmul_spans_banks: bool = False
+    # HBM bytes one NeuronCore can address (the device's HBM over its cores): trn1 32 GiB / 2, trn2 96 GiB / 8,
+    # trn3 144 GiB / 8. Every declared tensor, and all of a NEFF's variables together, must fit.
+    hbm_bytes: int = 16 << 30
     aliases: tuple[str, ...] = field(default=())
 
     @property
@@ -142,10 +145,12 @@ def _clocks(pe: float, dve: float, act: float, pool: float) -> dict[str, float]:
 
 
 TARGETS: dict[str, Target] = {
-    "gen2": Target("gen2", 2, _clocks(2.8, 1.12, 1.4, 1.4), 17.0, 180224, 24 << 20, aliases=("trn1", "inf2")),
-    "gen3": Target("gen3", 3, _clocks(2.4, 0.96, 1.2, 1.2), 23.0, 212984, 28 << 20, aliases=("trn2",)),
+    "gen2": Target("gen2", 2, _clocks(2.8, 1.12, 1.4, 1.4), 17.0, 180224, 24 << 20, hbm_bytes=16 << 30,
+                   aliases=("trn1", "inf2")),
+    "gen3": Target("gen3", 3, _clocks(2.4, 0.96, 1.2, 1.2), 23.0, 212984, 28 << 20, hbm_bytes=12 << 30,
+                   aliases=("trn2",)),
     "gen4": Target("gen4", 4, _clocks(2.4, 1.2, 1.2, 1.2), 33.0, 245752, 32 << 20, matmul_max_n=4096,
-                   matmul_spans_banks=True, aliases=("trn3",)),
+                   matmul_spans_banks=True, hbm_bytes=18 << 30, aliases=("trn3",)),
 }  # fmt: skip
 DEFAULT_TARGET = "gen3"
 TARGET_ALIASES: dict[str, str] = {a: t.name for t in TARGETS.values() for a in (t.name, *t.aliases)}
@@ -153,6 +158,7 @@ TARGET_ALIASES: dict[str, str] = {a: t.name for t in TARGETS.values() for a in (
 # Static bounds for verifiers that do not know the target: no target is larger.
 MAX_SBUF_BYTES = max(t.sbuf_bytes_per_partition for t in TARGETS.values())
 MAX_PSUM_BYTES = max(t.psum_bytes_per_partition for t in TARGETS.values())
+MAX_HBM_BYTES = max(t.hbm_bytes for t in TARGETS.values())
 MAX_MATMUL_K = max(t.matmul_max_k for t in TARGETS.values())
 MAX_MATMUL_M = max(t.matmul_max_m for t in TARGETS.values())
 MAX_MATMUL_N = max(t.matmul_max_n for t in TARGETS.values())

@@ -12,18 +12,22 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import importlib.util
+import json
 import os
 import re
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 # numpy is imported inside the commands only, so that main() can still choose the BLAS threading (see below).
 if TYPE_CHECKING:
     import numpy as np
 
-_SPEC = re.compile(r"^(?P<dtype>[A-Za-z_][A-Za-z0-9_]*)\[(?P<dims>[0-9,\s]*)\]$")
+_SPEC = re.compile(r"^(?P<dtype>[A-Za-z_][A-Za-z0-9_]*)\[(?P<dims>[^\[\]]*)\]$")
+_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")  # an unquoted string value (no brackets, commas, quotes)
 
 
 class CliError(Exception):
@@ -31,20 +35,49 @@ class CliError(Exception):
 
 
 def parse_arg(text: str) -> tuple[str, Any]:
-    """``NAME=DTYPE[D0,D1]`` -> a TensorSpec placeholder; ``NAME=VALUE`` -> a Python literal (else the string)."""
-    from nkic.frontend import TensorSpec
+    """``NAME=DTYPE[D0,D1]`` -> a TensorSpec placeholder; ``NAME=VALUE`` -> a Python literal, or the bare word
+    itself (``mode=fast``). Anything else -- a spec with a missing bracket, a bad dimension, an unknown dtype, an
+    expression -- is an error naming the argument, never silently a string."""
+    from nkic.frontend import NkiError, TensorSpec
 
     if "=" not in text:
         raise CliError(f"--arg '{text}': expected NAME=DTYPE[D0,D1,...] or NAME=VALUE")
     name, value = text.split("=", 1)
-    m = _SPEC.match(value.strip())
+    if not name.isidentifier():
+        raise CliError(f"--arg '{text}': '{name}' is not a parameter name")
+    value = value.strip()
+    m = _SPEC.match(value)
     if m:
-        dims = tuple(int(d) for d in m.group("dims").split(",") if d.strip())
-        return name, TensorSpec(dims, m.group("dtype"))
+        text_dims = m.group("dims").strip()
+        try:
+            dims = tuple(int(d) for d in text_dims.split(",")) if text_dims else ()
+        except ValueError:
+            dims = (0,)
+        if any(d <= 0 for d in dims):
+            raise CliError(f"--arg {name}: '{value}': dimensions must be positive integers, as in float32[128,512]")
+        try:
+            return name, TensorSpec(dims, m.group("dtype"))
+        except NkiError as e:
+            raise CliError(f"--arg {name}: {e.what}") from None
     try:
         return name, ast.literal_eval(value)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        pass
+    if _BARE_WORD.fullmatch(value):
         return name, value
+    raise CliError(f"--arg {name}: '{value}' is neither DTYPE[D0,D1,...] nor a Python literal "
+                   "(quote a string: NAME=\"'text'\")")  # fmt: skip
+
+
+def parse_args(texts: list[str]) -> dict[str, Any]:
+    """Every ``--arg``; giving one name twice is an error (the last one would silently win)."""
+    kwargs: dict[str, Any] = {}
+    for text in texts:
+        name, value = parse_arg(text)
+        if name in kwargs:
+            raise CliError(f"--arg {name}: given twice")
+        kwargs[name] = value
+    return kwargs
 
 
 def load_kernel(target: str) -> Any:
@@ -55,47 +88,117 @@ def load_kernel(target: str) -> Any:
         raise CliError(f"'{target}': expected FILE.py:KERNEL")
     path, name = target.rsplit(":", 1)
     file = Path(path)
-    if not file.is_file():
-        raise CliError(f"{path}: no such file")
+    if file.suffix != ".py":
+        raise CliError(f"{_shown(path)}: expected a Python file (FILE.py:KERNEL)")
+    try:
+        if not file.is_file():
+            raise CliError(f"{_shown(path)}: no such file")
+    except (OSError, ValueError) as e:
+        raise CliError(f"{_shown(path)}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
     nkic.install_nki_alias()
     spec = importlib.util.spec_from_file_location(f"nkic_user_{file.stem}", file)
-    assert spec is not None and spec.loader is not None
+    if spec is None or spec.loader is None:
+        raise CliError(f"{path}: cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    with user_code(f"importing {path}"):
+        spec.loader.exec_module(module)
     kernel = getattr(module, name, None)
     if not isinstance(kernel, Kernel):
         raise CliError(f"{path}: '{name}' is not an @nki.jit kernel")
     return kernel
 
 
+@contextlib.contextmanager
+def user_code(what: str) -> Iterator[None]:
+    """Run the user's module code: any exception it raises (SystemExit included) is one error at the innermost line
+    of the user's own file, not a traceback through nkic."""
+    from nkic.frontend import NkiError
+    from nkic.frontend.errors import located_error
+
+    try:
+        yield
+    except (NkiError, CliError):
+        raise
+    except (Exception, SystemExit, RecursionError) as e:  # noqa: B014 -- SystemExit is not an Exception
+        raise located_error(e, context=what) from e
+
+
+def _check_grid(grid: int) -> None:
+    if grid < 1:
+        raise CliError(f"--grid {grid}: the number of SPMD programs must be a positive integer")
+
+
+def _check_arguments(kernel: Any, kwargs: dict[str, Any]) -> None:
+    """Missing or unknown kernel arguments name the --arg to give, not a line of nkic."""
+    import inspect
+
+    params = inspect.signature(kernel.func).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    unknown = [k for k in kwargs if k not in params and not takes_any]
+    if unknown:
+        raise CliError(f"--arg {unknown[0]}: kernel '{kernel.name}' has no parameter '{unknown[0]}' "
+                       f"(it takes {', '.join(params) or 'none'})")  # fmt: skip
+    missing = [n for n, p in params.items() if n not in kwargs and p.default is inspect.Parameter.empty
+               and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]  # fmt: skip
+    if missing:
+        raise CliError(f"kernel '{kernel.name}' needs {', '.join(f'--arg {n}=...' for n in missing)}")
+
+
 def cmd_compile(args: argparse.Namespace) -> None:
     from nkic.driver import compile_traced
 
+    output = _file_path(args.output, "-o")
+    dump_dir = _directory(args.dump_dir, "--dump-dir") if args.dump_dir else None
+    _check_grid(args.grid)
+    kwargs = parse_args(args.arg)
     kernel = load_kernel(args.kernel)
+    _check_arguments(kernel, kwargs)
     if args.grid != 1:
         kernel = kernel[args.grid]
-    kwargs = dict(parse_arg(a) for a in args.arg)
     traced = kernel.trace(**kwargs)
-    result = compile_traced(traced, dump_dir=args.dump_dir)
-    Path(args.output).write_bytes(result.neff)
+    try:
+        result = compile_traced(traced, dump_dir=dump_dir)
+    except OSError as e:  # only the dump files are written while compiling
+        raise CliError(f"--dump-dir {args.dump_dir}: cannot write {e.filename}: {e.strerror or e}") from None
+    _write(output, lambda f: f.write(result.neff))
     print(f"compiled {traced.name}: {len(result.neff)} bytes -> {args.output} ({result.total_seconds:.2f} s)")
     if args.dump_dir:
         print(f"IR after every stage: {args.dump_dir}")
 
 
-def _load_inputs(specs: list[str]) -> dict[str, np.ndarray]:
+def _load_inputs(specs: list[str], neff: Any, cast: bool) -> dict[str, np.ndarray]:
     import numpy as np
 
-    inputs = {}
+    from nkic.target.vocab import DTYPES
+
+    declared = {v.name: v for v in neff.variables if v.kind == "input"}
+    inputs: dict[str, np.ndarray] = {}
     for spec in specs:
         if "=" not in spec:
             raise CliError(f"--input '{spec}': expected NAME=FILE.npy")
         name, path = spec.split("=", 1)
+        if name in inputs:
+            raise CliError(f"--input {name}: given twice")
+        if name not in declared:
+            raise CliError(f"--input {name}: the kernel has no input '{name}' (it takes {sorted(declared)})")
         try:
-            inputs[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise CliError(f"--input {name}: cannot read {path}: {e}") from e
+            array = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as e:
+            raise CliError(f"--input {name}: cannot read {_shown(path)}: {getattr(e, 'strerror', None) or e}") from None
+        var = declared[name]
+        want = np.dtype(DTYPES[var.dtype])
+        # .npy has no bfloat16/float8: those travel as float32 (the runtime casts them exactly, as on output).
+        carrier = np.dtype(np.float32) if want.kind == "V" else want
+        if array.dtype not in (want, carrier) and not cast:
+            raise CliError(f"--input {name}: {path} holds {array.dtype}, the kernel takes {var.dtype} "
+                           "(convert it, or pass --cast to cast it)")  # fmt: skip
+        if tuple(array.shape) != tuple(var.shape):
+            raise CliError(f"--input {name}: {path} has shape {list(array.shape)}, the kernel takes {list(var.shape)}")
+        inputs[name] = array
+    missing = sorted(set(declared) - set(inputs))
+    if missing:
+        raise CliError(f"missing --input for {', '.join(missing)} (each as --input NAME=FILE.npy)")
     return inputs
 
 
@@ -106,20 +209,88 @@ def cmd_run(args: argparse.Namespace) -> None:
     from nkic.runtime.neff import read_neff
 
     data = _read(args.neff)
-    target = read_neff(data).metadata.get("target", "gen3")
-    result = run_neff(data, _load_inputs(args.input), target=str(target))
-    out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    neff = read_neff(data)
+    target = neff.metadata.get("target", "gen3")
+    profile = _file_path(args.profile, "--profile") if args.profile else None
+    inputs = _load_inputs(args.input, neff, args.cast)
+    out = _directory(args.output_dir, "--output-dir")
+    paths = {v.name: output_path(out, v.name) for v in neff.variables if v.kind == "output"}  # before the run
+    result = run_neff(data, inputs, target=str(target))
     for name, value in result.outputs.items():
         # .npy has no bfloat16/float8: such outputs are stored as float32, which holds them exactly.
         stored = value.astype(np.float32) if value.dtype.kind == "V" else value
-        np.save(out / f"{name}.npy", stored)
+        path = paths[name]
+        _write(path, lambda f, stored=stored: np.save(f, stored))
         note = f" (stored as {stored.dtype})" if stored is not value else ""
-        print(f"output {name}: {value.dtype}{list(value.shape)} -> {out / (name + '.npy')}{note}")
+        print(f"output {name}: {value.dtype}{list(value.shape)} -> {path}{note}")
     print(result.profile.summary())
-    if args.profile:
-        result.profile.write_chrome_trace(args.profile)
+    if profile is not None:
+        _write(profile, lambda f: f.write(json.dumps(result.profile.to_chrome_trace()).encode()))
         print(f"profile (Chrome trace JSON, opens in Perfetto): {args.profile}")
+
+
+def output_path(out: Path, name: str) -> Path:
+    """``out/<name>.npy``, refused unless ``name`` is a safe name (target/names.py) and the path, with every
+    symbolic link resolved, is a file directly inside ``out`` (a NEFF is untrusted: its names must not escape)."""
+    from nkic.target.names import is_safe_name
+
+    if not is_safe_name(name):
+        raise CliError(f"output name {name[:60]!r} is not a safe file name; refusing to write it")
+    path = out / f"{name}.npy"
+    if path.resolve().parent != out.resolve():  # e.g. out/<name>.npy is a symbolic link out of the folder
+        raise CliError(f"output '{name}' resolves to {path.resolve()}, outside --output-dir {out}; "
+                       "refusing to write it")  # fmt: skip
+    return path
+
+
+def _shown(text: str) -> str:
+    """A path or name for an error message: NUL and other control characters escaped, long ones cut."""
+    shown = text if text.isprintable() else repr(text)
+    return shown if len(shown) <= 80 else f"{shown[:60]}...({len(text)} characters)"
+
+
+def _os_error(option: str, text: str, e: OSError, doing: str) -> CliError:
+    return CliError(f"{option} {_shown(text)}: {doing} ({e.strerror or e})")
+
+
+def _directory(text: str, option: str) -> Path:
+    """Create the directory ``text`` names; one-line errors name the option and the path."""
+    path = Path(text)
+    if "\0" in text:
+        raise CliError(f"{option} {_shown(text)}: a path cannot contain NUL")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise CliError(f"{option} {_shown(text)}: exists and is not a directory") from None
+    except OSError as e:
+        raise _os_error(option, text, e, "cannot create the directory") from None
+    return path
+
+
+def _file_path(text: str, option: str) -> Path:
+    """A file the command will write: checked before any work is done (its folder exists, it is not a folder)."""
+    path = Path(text)
+    if "\0" in text:
+        raise CliError(f"{option} {_shown(text)}: a path cannot contain NUL")
+    try:
+        if path.is_dir():
+            raise CliError(f"{option} {_shown(text)}: is a directory")
+        if not path.parent.is_dir():
+            raise CliError(f"{option} {_shown(text)}: the directory {_shown(str(path.parent))} does not exist")
+        os.stat(path)  # a name the file system refuses (too long, ...) fails here, before the work
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise _os_error(option, text, e, "cannot write there") from None
+    return path
+
+
+def _write(path: Path, write: Any) -> None:
+    try:
+        with open(path, "wb") as f:
+            write(f)
+    except OSError as e:
+        raise CliError(f"cannot write {_shown(str(path))}: {e.strerror or e}") from None
 
 
 def cmd_info(args: argparse.Namespace) -> None:
@@ -145,8 +316,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
 def _read(path: str) -> bytes:
     try:
         return Path(path).read_bytes()
-    except OSError as e:
-        raise CliError(f"cannot read {path}: {e.strerror}") from e
+    except (OSError, ValueError) as e:  # ValueError: an embedded NUL
+        raise CliError(f"cannot read {_shown(path)}: {getattr(e, 'strerror', None) or e}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input", action="append", default=[], help="NAME=FILE.npy")
     r.add_argument("--output-dir", required=True)
     r.add_argument("--profile", help="write a Chrome trace-event JSON profile")
+    r.add_argument("--cast", action="store_true", help="cast inputs whose .npy dtype differs from the kernel's")
     r.set_defaults(func=cmd_run)
     i = sub.add_parser("info", help="describe a NEFF")
     i.add_argument("neff")
@@ -192,12 +364,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.debug:
         args.func(args)
         return 0
+    from xdsl.utils.exceptions import PassFailedException
+
     from nkic.frontend import NkiError
+    from nkic.runtime.errors import SimulationError
     from nkic.runtime.neff import NeffFormatError
 
     try:
         args.func(args)
-    except (CliError, NkiError, NeffFormatError, ValueError, TypeError, KeyError) as e:
+    except (CliError, NkiError, NeffFormatError, SimulationError, PassFailedException, ValueError, TypeError,
+            KeyError) as e:  # fmt: skip
         print(f"nkic: error: {e}", file=sys.stderr)
         return 1
     except Exception as e:  # any other failure is still one line unless --debug
