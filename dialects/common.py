@@ -6,6 +6,7 @@ numeric codes only appear in the ISA binary encoding (see ``runtime/ISA_FORMAT.m
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -257,9 +258,16 @@ def contiguous_pattern(shape: Sequence[int]) -> list[tuple[int, int]]:
 
 def element_type(dtype: str) -> "Attribute":
     """The builtin xDSL element type used in tensor types for an NKI dtype."""
+    return _element_types()[dtype]
+
+
+@functools.cache
+def _element_types() -> dict[str, "Attribute"]:
+    """NKI dtype -> element type, built once (attributes are immutable; building the table took ~0.6 ms, and every
+    traced tensor type asks for it)."""
     from xdsl.dialects import builtin as b
 
-    table = {
+    return {
         "float32": b.f32, "bfloat16": b.bf16, "float16": b.f16, "int32": b.i32, "int16": b.i16, "int8": b.i8,
         "uint32": b.IntegerType(32, b.Signedness.UNSIGNED), "uint16": b.IntegerType(16, b.Signedness.UNSIGNED),
         "uint8": b.IntegerType(8, b.Signedness.UNSIGNED), "float8_e4m3": b.f8E4M3FN, "float8_e5m2": b.f8E5M2,
@@ -268,7 +276,6 @@ def element_type(dtype: str) -> "Attribute":
         "float8_e4m3fn_x4": b.VectorType(b.f8E4M3FN, [4]), "float8_e5m2_x4": b.VectorType(b.f8E5M2, [4]),
         "float4_e2m1fn_x4": b.VectorType(b.Float4E2M1FNType(), [4]),
     }  # fmt: skip
-    return table[dtype]
 
 
 def dtype_of_element_type(t: "Attribute") -> str:

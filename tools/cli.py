@@ -1,6 +1,7 @@
 """``nkic``: compile an NKI kernel file to a NEFF, run a NEFF in the simulator, describe a NEFF.
 
     nkic compile kernel.py:my_kernel --arg a=float32[256,512] --arg scale=0.5 [--grid 2] -o k.neff --dump-dir ir/
+                 [--time-passes] [--verify-each-pass]
     nkic run k.neff --input a=a.npy --output-dir out/ --profile trace.json
     nkic info k.neff
     nkic demo [--out-dir DIR]
@@ -16,12 +17,15 @@ import importlib.util
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # numpy is imported inside the commands only, so that main() can still choose the BLAS threading (see below).
 if TYPE_CHECKING:
     import numpy as np
+
+    from nkic.driver import StageRecord
 
 _SPEC = re.compile(r"^(?P<dtype>[A-Za-z_][A-Za-z0-9_]*)\[(?P<dims>[0-9,\s]*)\]$")
 
@@ -70,18 +74,35 @@ def load_kernel(target: str) -> Any:
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
-    from nkic.driver import compile_traced
+    from nkic.driver import StageRecord, compile_traced, count_ops
 
     kernel = load_kernel(args.kernel)
     if args.grid != 1:
         kernel = kernel[args.grid]
     kwargs = dict(parse_arg(a) for a in args.arg)
+    t0 = time.perf_counter()
     traced = kernel.trace(**kwargs)
-    result = compile_traced(traced, dump_dir=args.dump_dir)
+    trace = StageRecord("trace", time.perf_counter() - t0, count_ops(traced.module))
+    result = compile_traced(traced, dump_dir=args.dump_dir, verify_each_pass=args.verify_each_pass or None)
     Path(args.output).write_bytes(result.neff)
     print(f"compiled {traced.name}: {len(result.neff)} bytes -> {args.output} ({result.total_seconds:.2f} s)")
     if args.dump_dir:
         print(f"IR after every stage: {args.dump_dir}")
+    if args.time_passes:
+        print(timing_report([trace, *result.stages]), file=sys.stderr)
+
+
+def timing_report(stages: list[StageRecord]) -> str:
+    """MLIR's ``-mlir-timing`` report: wall time, share of the total and op count after each stage."""
+    total = sum(s.seconds for s in stages)
+    rule = "===" + "-" * 73 + "==="
+    lines = [rule, "Execution time report".center(79).rstrip(), rule, f"  Total Execution Time: {total:.4f} seconds", "",
+             "  ----Wall Time----  ----Ops----  ----Name----"]  # fmt: skip
+    for s in stages:
+        share = 100 * s.seconds / total if total else 0.0
+        lines.append(f"  {s.seconds:8.4f} ({share:5.1f}%)  {s.ops:11d}  {s.name}")
+    lines.append(f"  {total:8.4f} (100.0%)  {'':11s}  Total")
+    return "\n".join(lines)
 
 
 def _load_inputs(specs: list[str]) -> dict[str, np.ndarray]:
@@ -159,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--grid", type=int, default=1, help="SPMD programs to launch (kernel[N])")
     c.add_argument("-o", "--output", required=True)
     c.add_argument("--dump-dir", help="write the IR after every stage here")
+    c.add_argument("--time-passes", action="store_true",
+                   help="print the wall time and op count of every stage (as MLIR's -mlir-timing)")  # fmt: skip
+    c.add_argument("--verify-each-pass", action="store_true",
+                   help="verify the IR after every pass (default: once, after the last; NKIC_VERIFY_EACH_PASS=1)")  # fmt: skip
     c.set_defaults(func=cmd_compile)
     r = sub.add_parser("run", help="run a NEFF in the simulator")
     r.add_argument("neff")
