@@ -23,7 +23,7 @@ from xdsl.passes import ModulePass
 from nkic.gcpause import gc_paused
 
 if TYPE_CHECKING:
-    from nkic.frontend import TracedKernel
+    from nkic.frontend import Kernel, TracedKernel
     from nkic.passes.resolver import KernelResolver
     from nkic.runtime.simulator import RunResult
 
@@ -53,6 +53,7 @@ class CompileResult:
     neff: bytes
     stages: list[StageRecord] = field(default_factory=list)
     module: ModuleOp | None = None
+    cached: bool = False  # the NEFF came from the NKIC_CACHE_DIR cache (no trace, no passes ran)
 
     @property
     def total_seconds(self) -> float:
@@ -169,6 +170,41 @@ def compile_traced(traced: TracedKernel, *, dump_dir: str | Path | None = None, 
         metadata=meta,
         **kw,
     )
+
+
+def compile_kernel(
+    kernel: Kernel,
+    args: tuple[Any, ...] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    dump_dir: str | Path | None = None,
+    **kw: Any,
+) -> CompileResult:
+    """Trace and compile ``kernel(*args, **kwargs)``, through the NEFF cache when ``NKIC_CACHE_DIR`` is set.
+
+    A hit returns the cached NEFF without tracing (one ``cache`` stage); a miss traces (a ``trace`` stage), compiles
+    and stores the NEFF. ``dump_dir`` asks for the IR, so it always compiles. See ``nkic.cache`` for the key."""
+    from nkic import cache
+
+    kwargs = dict(kwargs or {})
+    directory = cache.cache_dir() if dump_dir is None else None
+    digest = None
+    t0 = time.perf_counter()
+    if directory is not None:
+        try:
+            digest = cache.key(kernel, args, kwargs)
+        except cache.Uncacheable:
+            digest = None
+        neff = cache.load(directory, digest) if digest is not None else None
+        if neff is not None:
+            return CompileResult(neff, [StageRecord("cache", time.perf_counter() - t0, 0)], cached=True)
+    traced = kernel.trace(*args, **kwargs)
+    trace = StageRecord("trace", time.perf_counter() - t0, count_ops(traced.module))
+    result = compile_traced(traced, dump_dir=dump_dir, **kw)
+    result.stages.insert(0, trace)
+    if directory is not None and digest is not None:
+        cache.store(directory, digest, result.neff)
+    return result
 
 
 def run_neff(neff: bytes, inputs: Mapping[str, np.ndarray], *, target: str = "gen3") -> RunResult:

@@ -7,7 +7,7 @@ executor (``nkic.frontend.tracer.set_executor``), which is what makes ``kernel(*
 
 * ``simulate(kernel)(*args, **kwargs)``: the NKI ``nki.simulate``; numpy arrays in, numpy arrays out.
 * ``run_kernel(kernel, args, kwargs)``: the executor behind both; inputs the kernel writes are copied back into the
-  caller's arrays.
+  caller's arrays; the NEFF goes through the ``NKIC_CACHE_DIR`` cache (``nkic.cache``) when it is set.
 * ``run_traced(traced, arrays)``: compile a ``TracedKernel`` (cached per trace) and simulate it on named inputs.
 """
 
@@ -35,13 +35,16 @@ def run_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> list[n
     return [outputs[name].reshape(shape) for name, shape, _ in traced.outputs]
 
 
-def _simulate_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
-    """Every output variable of one simulated run (the returned ones and the final contents of written inputs)."""
+def _simulate_traced(
+    traced: TracedKernel, arrays: Mapping[str, np.ndarray], build: Callable[[], bytes] | None = None
+) -> Mapping[str, np.ndarray]:
+    """Every output variable of one simulated run (the returned ones and the final contents of written inputs).
+    ``build`` makes the NEFF on the first run of this trace (default: compile it)."""
     from nkic.driver import compile_traced, run_neff
 
     key = id(traced)
     if key not in _NEFFS:
-        _NEFFS[key] = compile_traced(traced).neff
+        _NEFFS[key] = build() if build is not None else compile_traced(traced).neff
         # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
         weakref.finalize(traced, _NEFFS.pop, key, None)
     result = run_neff(_NEFFS[key], arrays, target=traced.options.target)
@@ -59,7 +62,10 @@ def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
         if isinstance(value, TensorSpec):
             raise NkiError(f"cannot run kernel '{kernel.name}' on a TensorSpec placeholder ('{name}')")
         inputs[name] = value
-    outputs = _simulate_traced(traced, inputs)
+    from nkic.driver import compile_kernel
+
+    # Through compile_kernel for the NEFF cache (NKIC_CACHE_DIR); its trace is the one above, from the trace cache.
+    outputs = _simulate_traced(traced, inputs, lambda: compile_kernel(kernel, args, kwargs).neff)
     for name, output in traced.written_inputs:
         if inputs[name].flags.writeable:  # a read-only array keeps its values
             np.copyto(inputs[name], outputs[output], casting="unsafe")

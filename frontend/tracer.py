@@ -200,6 +200,12 @@ class Kernel:
             self.cache[full_key] = traced
         return traced
 
+    def specialization(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """What a trace for these arguments depends on besides the source: (grid, options, per-argument key — each
+        array's name, shape and dtype, each constant's ``constant_key``). ``trace`` caches on it."""
+        _, key = _specialize(self._bind(args, kwargs))
+        return (self.grid, self.options, key)
+
     def array_arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The array arguments of this call by kernel parameter name (``*args`` entries as ``name_i``): the inputs
         of the traced kernel ``trace(*args, **kwargs)`` returns."""

@@ -17,7 +17,6 @@ import importlib.util
 import os
 import re
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,22 +73,20 @@ def load_kernel(target: str) -> Any:
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
-    from nkic.driver import StageRecord, compile_traced, count_ops
+    from nkic.driver import compile_kernel
 
     kernel = load_kernel(args.kernel)
     if args.grid != 1:
         kernel = kernel[args.grid]
     kwargs = dict(parse_arg(a) for a in args.arg)
-    t0 = time.perf_counter()
-    traced = kernel.trace(**kwargs)
-    trace = StageRecord("trace", time.perf_counter() - t0, count_ops(traced.module))
-    result = compile_traced(traced, dump_dir=args.dump_dir, verify_each_pass=args.verify_each_pass or None)
+    result = compile_kernel(kernel, (), kwargs, dump_dir=args.dump_dir, verify_each_pass=args.verify_each_pass or None)
     Path(args.output).write_bytes(result.neff)
-    print(f"compiled {traced.name}: {len(result.neff)} bytes -> {args.output} ({result.total_seconds:.2f} s)")
+    how = "from the cache" if result.cached else f"{result.total_seconds:.2f} s"
+    print(f"compiled {kernel.name}: {len(result.neff)} bytes -> {args.output} ({how})")
     if args.dump_dir:
         print(f"IR after every stage: {args.dump_dir}")
     if args.time_passes:
-        print(timing_report([trace, *result.stages]), file=sys.stderr)
+        print(timing_report(result.stages), file=sys.stderr)
 
 
 def timing_report(stages: list[StageRecord]) -> str:
