@@ -160,16 +160,17 @@ def compile_traced(traced: TracedKernel, *, dump_dir: str | Path | None = None, 
         "options": {k: v for k, v in vars(traced.options).items() if k != "extra"},
     }
     options = traced.options
-    return compile_module(
-        traced.module.clone(),
-        name=traced.name,
-        target=getattr(options, "target", "gen3"),
-        kernel_format=getattr(options, "carrier_format", "bir"),
-        alloc_policy="stack" if getattr(options, "enable_stack_allocator", False) else "rotate",
-        dump_dir=dump_dir,
-        metadata=meta,
-        **kw,
-    )
+    with gc_paused():  # around the clone too: its ops become the passes' garbage (see nkic.gcpause)
+        return compile_module(
+            traced.module.clone(),
+            name=traced.name,
+            target=getattr(options, "target", "gen3"),
+            kernel_format=getattr(options, "carrier_format", "bir"),
+            alloc_policy="stack" if getattr(options, "enable_stack_allocator", False) else "rotate",
+            dump_dir=dump_dir,
+            metadata=meta,
+            **kw,
+        )
 
 
 def compile_kernel(
