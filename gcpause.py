@@ -6,13 +6,12 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
-# A full collection runs when the objects created under pauses since the last one exceed FULL_RATIO times the
-# objects that survived it (and at least FULL_MIN): CPython's own rule for its oldest generation, so the cost stays
-# amortised O(1) per object and the heap at most (1 + FULL_RATIO) times the live data plus one compile's garbage.
+# After a pause, a full collection runs when the oldest generation has grown past (1 + FULL_RATIO) times its size after
+# the previous full collection (and past FULL_MIN objects): CPython's own kind of rule for its oldest generation, so
+# the cost stays amortised O(1) per object and dropped results cannot pile up without bound.
 FULL_MIN = 100_000
 FULL_RATIO = 1.0
-_pending = 0  # tracked objects created under pauses since the last full collection
-_live = 0  # tracked objects that survived it
+_live = -1  # objects in the oldest generation after the last full collection (-1: not measured yet)
 
 
 @contextlib.contextmanager
@@ -22,24 +21,25 @@ def gc_paused() -> Iterator[None]:
     A compile builds and drops IR objects by the hundred thousand; each full collection re-scans every live object,
     which made compile time super-linear in the program size (at 8K attention: ~1M tracked objects and 11 full
     collections of 0.5-0.8 s). Reference counting still frees everything acyclic at once. The objects created while
-    the collector is off all stay in generation 0, so the collection at the end scans just them (linear in the
-    pause's own allocations) and frees the cycles it dropped. What the caller drops later (a compile's result
-    module) lives in an older generation, which automatic collections rarely reach when most allocation happens
-    with the collector off: the FULL_MIN / FULL_RATIO rule above collects it, so memory stays bounded across any
-    number of compiles. Nested uses are free (only the outermost one acts); a collector the caller disabled stays
-    disabled."""
-    global _pending, _live
+    the collector is off all stay in generation 0, so the young collection at the end scans just them and the
+    previous pause's survivors (linear in the allocations) and frees the cycles the pause dropped. What the caller
+    drops later (a compile's result module) has moved to the oldest generation, which automatic collections seldom
+    reach when most allocation happens with the collector off: the FULL_MIN / FULL_RATIO rule above collects it, so
+    memory stays bounded across any number of compiles. Nested uses are free (only the outermost one acts); a
+    collector the caller disabled stays disabled."""
+    global _live
     if not gc.isenabled():
         yield
         return
+    if _live < 0:
+        _live = len(gc.get_objects(2))
     gc.disable()
     try:
         yield
     finally:
-        grown = gc.get_count()[0]  # net objects tracked since the last generation-0 collection
         gc.enable()
-        gc.collect(0)
-        _pending += grown
-        if _pending > max(FULL_MIN, FULL_RATIO * _live):
+        gc.collect(1)  # the pause's own objects (generation 0) and the survivors of earlier pauses (generation 1)
+        old = len(gc.get_objects(2))
+        if old > max(FULL_MIN, (1 + FULL_RATIO) * _live):
             gc.collect()
-            _pending, _live = 0, len(gc.get_objects())
+            _live = len(gc.get_objects(2))

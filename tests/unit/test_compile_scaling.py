@@ -87,7 +87,7 @@ def test_memory_stays_bounded_across_compiles(monkeypatch: pytest.MonkeyPatch) -
     # ... while with it the heap stays within FULL_MIN (+ one compile) of where it started.
     monkeypatch.setattr(gcpause, "FULL_MIN", 4 * made)
     monkeypatch.setattr(gcpause, "FULL_RATIO", 0.0)
-    monkeypatch.setattr(gcpause, "_pending", 0)
+    monkeypatch.setattr(gcpause, "_live", 0)
     bounded = _objects_after_compiles(12)
     assert max(bounded) < min(bounded) + 4 * made + 20_000, bounded
 
