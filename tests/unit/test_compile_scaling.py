@@ -157,3 +157,24 @@ def test_cli_time_passes(tmp_path: Path) -> None:
     assert stages[0] == "trace" and stages[-2:] == ["neff", "Total"] and "bir-to-isa" in stages
     ops = {ln.split()[-1]: int(ln.split()[-2]) for ln in lines if "%)" in ln and not ln.endswith("Total")}
     assert ops["bir-to-isa"] > 0 and ops["trace"] > 0
+
+
+def test_fast_json_members_match_json_dumps() -> None:
+    import json
+
+    from nkic.kernels.flash_attention import flash_attention
+    from nkic.runtime.neff import _dumps, _members, read_neff
+
+    spec = TensorSpec((1, 256, 64), "bfloat16")
+    members = _members(read_neff(compile_traced(flash_attention.trace(spec, spec, spec, scale=0.125)).neff))
+    jsons = {k: v for k, v in members.items() if k.endswith(".json")}
+    assert len(jsons) > 5
+    for name, data in jsons.items():
+        value = json.loads(data)
+        assert data == (json.dumps(value, indent=1, sort_keys=True, allow_nan=False) + "\n").encode(), name
+    odd = [{"b": [1, 2.5, True, None, "x\u00e9\n"], "a": {"z": [], "y": {}}}, [[[]]], {"k": -0.0, "g": 1.5e-7}, (1, 2),
+           {1: "int key"}, {"n": float("nan")}]  # fmt: skip
+    for value in odd[:-1]:
+        assert _dumps(value) == (json.dumps(value, indent=1, sort_keys=True) + "\n").encode()
+    with pytest.raises(ValueError):  # as json.dumps(allow_nan=False)
+        _dumps(odd[-1])
