@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lit pytest bench clean
+.PHONY: run test lit pytest bench bench-compile clean
 
 # The simulator runs many small matmuls, which a threaded BLAS only slows down (see tools/cli.py default_blas_threads).
 export OPENBLAS_NUM_THREADS ?= 1
@@ -30,6 +30,10 @@ pytest: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/pipeline.py
+
+# Compile-time scaling table (bench/compile.py); add CASES="attn-16k" for the 16K attention (minutes).
+bench-compile: $(STAMP)
+	$(BIN)/python bench/compile.py $(CASES)
 
 clean:
 	rm -rf $(VENV) out *.egg-info
