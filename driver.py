@@ -8,6 +8,7 @@ library's kernel resolver (``nkic.passes.resolver``) for the kernels a module na
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -194,7 +195,7 @@ def compile_kernel(
     if directory is not None:
         try:
             digest = cache.key(kernel, args, kwargs)
-        except cache.Uncacheable:
+        except (cache.Uncacheable, OSError):  # no reproducible key (or an unreadable source): compile uncached
             digest = None
         neff = cache.load(directory, digest) if digest is not None else None
         if neff is not None:
@@ -204,7 +205,8 @@ def compile_kernel(
     result = compile_traced(traced, dump_dir=dump_dir, **kw)
     result.stages.insert(0, trace)
     if directory is not None and digest is not None:
-        cache.store(directory, digest, result.neff)
+        with contextlib.suppress(OSError):  # a cache that cannot be written costs the next compile, not this one
+            cache.store(directory, digest, result.neff)
     return result
 
 

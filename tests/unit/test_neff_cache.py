@@ -183,3 +183,12 @@ def test_simulate_goes_through_the_cache(tmp_path: Path, kernel_dir: Path) -> No
     assert len(_entries(tmp_path)) == 1
     np.testing.assert_array_equal(_load(kernel_dir)(a, bias=1.0), a * 2 + 1)  # a fresh kernel: served from the cache
     assert len(_entries(tmp_path)) == 1
+
+
+def test_unwritable_cache_still_compiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel_dir: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(blocker / "cache"))
+    kernel = _load(kernel_dir)
+    first = compile_kernel(kernel, (A,))
+    assert not first.cached and not compile_kernel(kernel, (A,)).cached and first.neff
