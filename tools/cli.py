@@ -93,7 +93,8 @@ def timing_report(stages: list[StageRecord]) -> str:
     """MLIR's ``-mlir-timing`` report: wall time, share of the total and op count after each stage."""
     total = sum(s.seconds for s in stages)
     rule = "===" + "-" * 73 + "==="
-    lines = [rule, "Execution time report".center(79).rstrip(), rule, f"  Total Execution Time: {total:.4f} seconds", "",
+    title = "Execution time report".center(79).rstrip()
+    lines = [rule, title, rule, f"  Total Execution Time: {total:.4f} seconds", "",
              "  ----Wall Time----  ----Ops----  ----Name----"]  # fmt: skip
     for s in stages:
         share = 100 * s.seconds / total if total else 0.0
@@ -180,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--time-passes", action="store_true",
                    help="print the wall time and op count of every stage (as MLIR's -mlir-timing)")  # fmt: skip
     c.add_argument("--verify-each-pass", action="store_true",
-                   help="verify the IR after every pass (default: once, after the last; NKIC_VERIFY_EACH_PASS=1)")  # fmt: skip
+                   help="verify the IR after every pass (default: once, after the last pass; "
+                        "NKIC_VERIFY_EACH_PASS=1 does the same)")  # fmt: skip
     c.set_defaults(func=cmd_compile)
     r = sub.add_parser("run", help="run a NEFF in the simulator")
     r.add_argument("neff")

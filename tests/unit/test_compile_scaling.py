@@ -130,7 +130,8 @@ def test_names_take_the_smallest_free_suffix() -> None:
 
 def _scan_column(frame: object) -> int:  # the former implementation: scan co_positions on every call
     try:
-        pos = next(itertools.islice(frame.f_code.co_positions(), frame.f_lasti // 2, None))  # type: ignore[attr-defined]
+        positions = frame.f_code.co_positions()  # type: ignore[attr-defined]
+        pos = next(itertools.islice(positions, frame.f_lasti // 2, None))  # type: ignore[attr-defined]
     except (StopIteration, ValueError):
         return 0
     return pos[2] + 1 if pos[2] is not None else 0
@@ -147,9 +148,10 @@ def test_cached_columns_match_a_scan_of_co_positions() -> None:
 
 
 def test_cli_time_passes(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "nkic.tools.cli", "compile", f"{KERNELS / 'matmul.py'}:matmul",
-                        "--arg", "lhsT=float32[256,128]", "--arg", "rhs=float32[256,512]", "-o", "m.neff",
-                        "--time-passes", "--verify-each-pass"], cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    cmd = [sys.executable, "-m", "nkic.tools.cli", "compile", f"{KERNELS / 'matmul.py'}:matmul",
+           "--arg", "lhsT=float32[256,128]", "--arg", "rhs=float32[256,512]", "-o", "m.neff",
+           "--time-passes", "--verify-each-pass"]  # fmt: skip
+    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     lines = r.stderr.splitlines()
     assert "Execution time report" in r.stderr and "Total Execution Time" in r.stderr
