@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lit pytest bench fuzz clean
+.PHONY: run test lit pytest bench bench-compile fuzz clean
 
 # The simulator runs many small matmuls, which a threaded BLAS only slows down (see tools/cli.py default_blas_threads).
 export OPENBLAS_NUM_THREADS ?= 1
@@ -34,6 +34,10 @@ bench: $(STAMP)
 # The long NEFF-mutation profile (tests/unit/test_fuzz_neff.py; make test runs the quick one). Counts: bench/README.md.
 fuzz: $(STAMP)
 	NKIC_FUZZ=long $(BIN)/pytest -q -s tests/unit/test_fuzz_neff.py
+
+# Compile-time scaling table (bench/compile.py); add CASES="attn-16k" for the 16K attention (minutes).
+bench-compile: $(STAMP)
+	$(BIN)/python bench/compile.py $(CASES)
 
 clean:
 	rm -rf $(VENV) out *.egg-info

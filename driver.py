@@ -8,6 +8,8 @@ library's kernel resolver (``nkic.passes.resolver``) for the kernels a module na
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,8 +21,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from nkic.gcpause import gc_paused
+
 if TYPE_CHECKING:
-    from nkic.frontend import TracedKernel
+    from nkic.frontend import Kernel, TracedKernel
     from nkic.passes.resolver import KernelResolver
     from nkic.runtime.simulator import RunResult
 
@@ -50,6 +54,7 @@ class CompileResult:
     neff: bytes
     stages: list[StageRecord] = field(default_factory=list)
     module: ModuleOp | None = None
+    cached: bool = False  # the NEFF came from the NKIC_CACHE_DIR cache (no trace, no passes ran)
 
     @property
     def total_seconds(self) -> float:
@@ -64,8 +69,20 @@ def pipeline_passes(
     return [*frontend_lowering(kernel_format), *backend(target, num_queues, alloc_policy)]
 
 
-def _count_ops(module: ModuleOp) -> int:
+def count_ops(module: ModuleOp) -> int:
+    """Ops in the module, the module itself not counted."""
     return sum(1 for _ in module.walk()) - 1
+
+
+VERIFY_EACH_PASS_ENV = "NKIC_VERIFY_EACH_PASS"
+
+
+def verify_each_pass_default() -> bool:
+    """Whether ``compile_module`` verifies after every pass when not told: ``NKIC_VERIFY_EACH_PASS=1`` (the test
+    suite sets it); otherwise the module is verified once, after the last pass."""
+    return os.environ.get(VERIFY_EACH_PASS_ENV, "") not in ("", "0")
+
+
 
 
 def compile_module(
@@ -76,14 +93,16 @@ def compile_module(
     dump_dir: str | Path | None = None,
     metadata: Mapping[str, Any] | None = None,
     on_stage: Callable[[StageRecord], None] | None = None,
-    verify: bool = True,
+    verify_each_pass: bool | None = None,
     kernel_format: str = "bir",
     alloc_policy: str = "rotate",
     resolver: KernelResolver | None = None,
 ) -> CompileResult:
     """Run the whole pipeline on a penguin module (modified in place) and print the NEFF.
 
-    ``verify`` checks the module after every pass (as nkic-opt does); its cost is part of each stage's time.
+    The module is verified after the last pass; ``verify_each_pass`` (default: ``verify_each_pass_default()``)
+    verifies it after every pass instead, as nkic-opt does; the cost is then part of each stage's time. The cyclic
+    garbage collector is paused for the compile (``gc_paused``).
     ``resolver`` resolves the library kernels the module names (internal kernel nodes, IT54 macros); the default is
     ``nkic.library.RESOLVER``.
     """
@@ -104,25 +123,31 @@ def compile_module(
         (dump / "00-penguin.mlir").write_text(str(module) + "\n")
 
     def record(stage: str, t0: float) -> None:
-        rec = StageRecord(stage, time.perf_counter() - t0, _count_ops(module))
+        rec = StageRecord(stage, time.perf_counter() - t0, count_ops(module))
         result.stages.append(rec)
         if on_stage is not None:
             on_stage(rec)
 
+    if verify_each_pass is None:
+        verify_each_pass = verify_each_pass_default()
     passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy)
-    with use_resolver(resolver):
+    with gc_paused(), use_resolver(resolver):
         for i, p in enumerate(passes, start=1):
             t0 = time.perf_counter()
             p.apply(ctx, module)
-            if verify:
+            if verify_each_pass:
                 module.verify()
             record(p.name, t0)
             if dump is not None:
                 (dump / f"{i:02d}-{p.name}.mlir").write_text(str(module) + "\n")
-    t0 = time.perf_counter()
-    meta = {"kernel": name, "target": target, **(metadata or {})}
-    result.neff = write_neff(isa_module_to_neff(module, name, meta))
-    record("neff", t0)
+        if not verify_each_pass:
+            t0 = time.perf_counter()
+            module.verify()
+            record("verify", t0)
+        t0 = time.perf_counter()
+        meta = {"kernel": name, "target": target, **(metadata or {})}
+        result.neff = write_neff(isa_module_to_neff(module, name, meta))
+        record("neff", t0)
     if dump is not None:
         (dump / f"{name}.neff").write_bytes(result.neff)
     return result
@@ -136,16 +161,53 @@ def compile_traced(traced: TracedKernel, *, dump_dir: str | Path | None = None, 
         "options": {k: v for k, v in vars(traced.options).items() if k != "extra"},
     }
     options = traced.options
-    return compile_module(
-        traced.module.clone(),
-        name=traced.name,
-        target=getattr(options, "target", "gen3"),
-        kernel_format=getattr(options, "carrier_format", "bir"),
-        alloc_policy="stack" if getattr(options, "enable_stack_allocator", False) else "rotate",
-        dump_dir=dump_dir,
-        metadata=meta,
-        **kw,
-    )
+    with gc_paused():  # around the clone too: its ops become the passes' garbage (see nkic.gcpause)
+        return compile_module(
+            traced.module.clone(),
+            name=traced.name,
+            target=getattr(options, "target", "gen3"),
+            kernel_format=getattr(options, "carrier_format", "bir"),
+            alloc_policy="stack" if getattr(options, "enable_stack_allocator", False) else "rotate",
+            dump_dir=dump_dir,
+            metadata=meta,
+            **kw,
+        )
+
+
+def compile_kernel(
+    kernel: Kernel,
+    args: tuple[Any, ...] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    dump_dir: str | Path | None = None,
+    **kw: Any,
+) -> CompileResult:
+    """Trace and compile ``kernel(*args, **kwargs)``, through the NEFF cache when ``NKIC_CACHE_DIR`` is set.
+
+    A hit returns the cached NEFF without tracing (one ``cache`` stage); a miss traces (a ``trace`` stage), compiles
+    and stores the NEFF. ``dump_dir`` asks for the IR, so it always compiles. See ``nkic.cache`` for the key."""
+    from nkic import cache
+
+    kwargs = dict(kwargs or {})
+    directory = cache.cache_dir() if dump_dir is None else None
+    digest = None
+    t0 = time.perf_counter()
+    if directory is not None:
+        try:
+            digest = cache.key(kernel, args, kwargs)
+        except (cache.Uncacheable, OSError):  # no reproducible key (or an unreadable source): compile uncached
+            digest = None
+        neff = cache.load(directory, digest) if digest is not None else None
+        if neff is not None:
+            return CompileResult(neff, [StageRecord("cache", time.perf_counter() - t0, 0)], cached=True)
+    traced = kernel.trace(*args, **kwargs)
+    trace = StageRecord("trace", time.perf_counter() - t0, count_ops(traced.module))
+    result = compile_traced(traced, dump_dir=dump_dir, **kw)
+    result.stages.insert(0, trace)
+    if directory is not None and digest is not None:
+        with contextlib.suppress(OSError):  # a cache that cannot be written costs the next compile, not this one
+            cache.store(directory, digest, result.neff)
+    return result
 
 
 def run_neff(neff: bytes, inputs: Mapping[str, np.ndarray], *, target: str = "gen3") -> RunResult:

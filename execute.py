@@ -7,7 +7,7 @@ executor (``nkic.frontend.tracer.set_executor``), which is what makes ``kernel(*
 
 * ``simulate(kernel)(*args, **kwargs)``: the NKI ``nki.simulate``; numpy arrays in, numpy arrays out.
 * ``run_kernel(kernel, args, kwargs)``: the executor behind both; inputs the kernel writes are copied back into the
-  caller's arrays.
+  caller's arrays; the NEFF goes through the ``NKIC_CACHE_DIR`` cache (``nkic.cache``) when it is set.
 * ``run_traced(traced, arrays)``: compile a ``TracedKernel`` (cached per trace) and simulate it on named inputs.
 """
 
@@ -41,22 +41,24 @@ def _simulate_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> 
     return _run(traced, arrays)[0]
 
 
-def neff_of(traced: TracedKernel) -> bytes:
-    """The NEFF of ``traced``, compiled once per trace."""
+def neff_of(traced: TracedKernel, build: Callable[[], bytes] | None = None) -> bytes:
+    """The NEFF of ``traced``, made once per trace: by ``build`` on the first call (default: compile it)."""
     from nkic.driver import compile_traced
 
     key = id(traced)
     if key not in _NEFFS:
-        _NEFFS[key] = compile_traced(traced).neff
+        _NEFFS[key] = build() if build is not None else compile_traced(traced).neff
         # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
         weakref.finalize(traced, _NEFFS.pop, key, None)
     return _NEFFS[key]
 
 
-def _run(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> tuple[Mapping[str, np.ndarray], RunResult]:
+def _run(
+    traced: TracedKernel, arrays: Mapping[str, np.ndarray], build: Callable[[], bytes] | None = None
+) -> tuple[Mapping[str, np.ndarray], RunResult]:
     from nkic.driver import run_neff
 
-    result = run_neff(neff_of(traced), arrays, target=traced.options.target)
+    result = run_neff(neff_of(traced, build), arrays, target=traced.options.target)
     # Under a grid a written or returned input is read from the input itself after the run (TracedKernel).
     return ({**result.inputs, **result.outputs} if traced.grid > 1 else result.outputs), result
 
@@ -78,7 +80,10 @@ def run_kernel_with_profile(
         if isinstance(value, TensorSpec):
             raise NkiError(f"cannot run kernel '{kernel.name}' on a TensorSpec placeholder ('{name}')")
         inputs[name] = value
-    outputs, run = _run(traced, inputs)
+    from nkic.driver import compile_kernel
+
+    # Through compile_kernel for the NEFF cache (NKIC_CACHE_DIR); its trace is the one above, from the trace cache.
+    outputs, run = _run(traced, inputs, lambda: compile_kernel(kernel, args, kwargs).neff)
     for name, output in traced.written_inputs:
         if inputs[name].flags.writeable:  # a read-only array keeps its values
             np.copyto(inputs[name], outputs[output], casting="unsafe")

@@ -49,7 +49,7 @@ from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import instructions as fields
-from nkic.dialects.common import BIR_ENGINES, MEMORIES, check_member, constant_bytes
+from nkic.dialects.common import BIR_ENGINES, MEMORIES, check_member, constant_bytes, int_attr, string_attr
 from nkic.target.machine import NUM_PARTITIONS
 from nkic.target.vocab import DTYPES, ON_CHIP, dtype_size
 from nkic.dialects.inst import RoleOperandOp
@@ -68,7 +68,7 @@ class DepAttr(ParametrizedAttribute):
     on: IntAttr
 
     def __init__(self, kind: str, on: int):
-        super().__init__(StringAttr(kind), IntAttr(on))
+        super().__init__(string_attr(kind), int_attr(on))  # shared immutable parameters (common.int_attr)
 
     def verify(self) -> None:
         check_member("dependency kind", self.kind.data, DEP_KINDS)

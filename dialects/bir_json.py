@@ -8,6 +8,7 @@ tagged only where JSON alone would be ambiguous, so the form stays readable::
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -27,7 +28,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region
 
 from nkic.dialects import bir
-from nkic.dialects.common import AccessPatternAttr
+from nkic.dialects.common import AccessPatternAttr, string_attr
 
 FORMAT_VERSION = "nkic-bir-json/1"
 
@@ -67,13 +68,23 @@ def attr_to_json(a: Attribute) -> Any:
     raise BirJsonError(f"attribute {a} has no BIR JSON form")
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def _i64_cached(v: int) -> IntegerAttr:
+    return IntegerAttr(v, i64)
+
+
+def _i64_attr(v: int) -> IntegerAttr:
+    """``IntegerAttr(v, i64)``, shared (immutable; JSON ints are plain ints, bools are handled before)."""
+    return _i64_cached(v) if type(v) is int else IntegerAttr(v, i64)
+
+
 def attr_from_json(v: Any) -> Attribute:
     if isinstance(v, bool):
         return BoolAttr.from_bool(v)
     if isinstance(v, int):
-        return IntegerAttr(v, i64)
+        return _i64_attr(v)
     if isinstance(v, str):
-        return StringAttr(v)
+        return string_attr(v)
     if isinstance(v, list):
         return ArrayAttr([attr_from_json(x) for x in v])
     if isinstance(v, dict) and len(v) >= 1:

@@ -6,6 +6,7 @@ numeric codes only appear in the ISA binary encoding (see ``runtime/ISA_FORMAT.m
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -96,14 +97,14 @@ class AccessPatternAttr(ParametrizedAttribute):
             ivs.pop()
         kind, role, reg, scale = dyn
         super().__init__(
-            IntAttr(offset),
-            ArrayAttr([IntAttr(c) for c in ivs]),
-            ArrayAttr([ArrayAttr([IntAttr(s), IntAttr(n)]) for s, n in pattern]),
-            StringAttr(view),
-            StringAttr(kind),
-            StringAttr(role),
-            IntAttr(reg),
-            IntAttr(scale),
+            int_attr(offset),
+            _ivs_attr(tuple(ivs)),
+            _pairs_attr(tuple((s, n) for s, n in pattern)),
+            string_attr(view),
+            string_attr(kind),
+            string_attr(role),
+            int_attr(reg),
+            int_attr(scale),
         )
 
     @property
@@ -245,6 +246,54 @@ def ap_body_str(ap: AccessPatternAttr) -> str:
     return text + (f" as {ap.view.data}" if ap.view.data else "")
 
 
+# Shared instances of the immutable attributes an access pattern is made of. A 3-D pattern is 13 attributes, each
+# verified when built; tracing, lowering and the FORM B round trip build hundreds of thousands of them, mostly the
+# same few values. Only exact ints and strs are shared (True == 1 but prints differently), so every attribute is
+# equal to, and prints as, the one it replaces.
+@functools.lru_cache(maxsize=1 << 16)
+def _int_attr(value: int) -> IntAttr:
+    return IntAttr(value)
+
+
+def int_attr(value: int) -> IntAttr:
+    """``IntAttr(value)``, shared for a plain int."""
+    return _int_attr(value) if type(value) is int else IntAttr(value)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _string_attr(value: str) -> StringAttr:
+    return StringAttr(value)
+
+
+def string_attr(value: str) -> StringAttr:
+    """``StringAttr(value)``, shared for a plain str."""
+    return _string_attr(value) if type(value) is str else StringAttr(value)
+
+
+def _plain_ints(values: Sequence[object]) -> bool:
+    return all(type(v) is int for v in values)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _ivs_cached(ivs: tuple[int, ...]) -> ArrayAttr[IntAttr]:
+    return ArrayAttr([_int_attr(c) for c in ivs])
+
+
+def _ivs_attr(ivs: tuple[int, ...]) -> ArrayAttr[IntAttr]:
+    return _ivs_cached(ivs) if _plain_ints(ivs) else ArrayAttr([IntAttr(c) for c in ivs])
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _pairs_cached(pairs: tuple[tuple[int, int], ...]) -> ArrayAttr[ArrayAttr[IntAttr]]:
+    return ArrayAttr([ArrayAttr([_int_attr(s), _int_attr(n)]) for s, n in pairs])
+
+
+def _pairs_attr(pairs: tuple[tuple[int, int], ...]) -> ArrayAttr[ArrayAttr[IntAttr]]:
+    if all(_plain_ints(p) for p in pairs):
+        return _pairs_cached(pairs)
+    return ArrayAttr([ArrayAttr([IntAttr(s), IntAttr(n)]) for s, n in pairs])
+
+
 def contiguous_pattern(shape: Sequence[int]) -> list[tuple[int, int]]:
     """Row-major [step, num] pairs for a dense tensor of ``shape``."""
     pairs: list[tuple[int, int]] = []
@@ -257,9 +306,16 @@ def contiguous_pattern(shape: Sequence[int]) -> list[tuple[int, int]]:
 
 def element_type(dtype: str) -> "Attribute":
     """The builtin xDSL element type used in tensor types for an NKI dtype."""
+    return _element_types()[dtype]
+
+
+@functools.cache
+def _element_types() -> dict[str, "Attribute"]:
+    """NKI dtype -> element type, built once (attributes are immutable; building the table took ~0.6 ms, and every
+    traced tensor type asks for it)."""
     from xdsl.dialects import builtin as b
 
-    table = {
+    return {
         "float32": b.f32, "bfloat16": b.bf16, "float16": b.f16, "int32": b.i32, "int16": b.i16, "int8": b.i8,
         "uint32": b.IntegerType(32, b.Signedness.UNSIGNED), "uint16": b.IntegerType(16, b.Signedness.UNSIGNED),
         "uint8": b.IntegerType(8, b.Signedness.UNSIGNED), "float8_e4m3": b.f8E4M3FN, "float8_e5m2": b.f8E5M2,
@@ -268,7 +324,6 @@ def element_type(dtype: str) -> "Attribute":
         "float8_e4m3fn_x4": b.VectorType(b.f8E4M3FN, [4]), "float8_e5m2_x4": b.VectorType(b.f8E5M2, [4]),
         "float4_e2m1fn_x4": b.VectorType(b.Float4E2M1FNType(), [4]),
     }  # fmt: skip
-    return table[dtype]
 
 
 def dtype_of_element_type(t: "Attribute") -> str:

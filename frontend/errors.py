@@ -7,12 +7,12 @@ code the user called) are skipped, so the location is the kernel line that made 
 
 from __future__ import annotations
 
-import itertools
+import functools
 import os
 import sys
 import sysconfig
 from collections.abc import Iterable
-from types import FrameType, TracebackType
+from types import CodeType, FrameType, TracebackType
 
 import ml_dtypes
 import numpy
@@ -34,13 +34,17 @@ def user_frame() -> FrameType | None:
     return frame
 
 
+@functools.lru_cache(maxsize=4096)
+def _columns(code: CodeType) -> tuple[int, ...]:
+    """The 1-based start column of each code unit of ``code`` (0 when Python does not know it), built once per code
+    object: a kernel line asks for its column on every instruction it records."""
+    return tuple(col + 1 if col is not None else 0 for _, _, col, _ in code.co_positions())
+
+
 def frame_column(frame: FrameType) -> int:
     """1-based column of the instruction the frame is executing (0 when Python does not know it)."""
-    try:
-        pos = next(itertools.islice(frame.f_code.co_positions(), frame.f_lasti // 2, None))
-    except (StopIteration, ValueError):
-        return 0
-    return pos[2] + 1 if pos[2] is not None else 0
+    columns, i = _columns(frame.f_code), frame.f_lasti // 2
+    return columns[i] if 0 <= i < len(columns) else 0
 
 
 def user_location() -> tuple[str, int, int]:

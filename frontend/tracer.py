@@ -60,6 +60,7 @@ from nkic.frontend.emit import Affine, Loc, Operand
 from nkic.frontend.errors import NeedsUnroll, NkiError, located_error, user_location
 from nkic.frontend.instruction import NkiInstruction
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
+from nkic.gcpause import gc_paused
 from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import TARGET_ALIASES, get_target
 from nkic.target.limits import INSTRUCTIONS_VAR, TRIP_COUNT_VAR, max_instructions, max_trip_count
@@ -197,9 +198,16 @@ class Kernel:
         full_key = (self.grid, self.options, key)
         traced = self.cache.get(full_key)
         if traced is None:
-            traced = _trace(self, bound, arrays)
+            with gc_paused():  # see nkic.gcpause: a trace builds IR objects by the hundred thousand
+                traced = _trace(self, bound, arrays)
             self.cache[full_key] = traced
         return traced
+
+    def specialization(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """What a trace for these arguments depends on besides the source: (grid, options, per-argument key — each
+        array's name, shape and dtype, each constant's ``constant_key``). ``trace`` caches on it."""
+        _, key = _specialize(self._bind(args, kwargs))
+        return (self.grid, self.options, key)
 
     def array_arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The array arguments of this call by kernel parameter name (``*args`` entries as ``name_i``): the inputs
@@ -384,6 +392,7 @@ class TraceContext:
         self._pid = 0
         self._owner: object = None
         self._names: set[str] = set()
+        self._next_suffix: dict[str, int] = {}  # base -> the suffix _unique last gave it (see _unique)
         self._shared: list[Storage] = []  # program 0's shared_hbm allocations, in order
         self._shared_seen = 0
         self._constants: dict[str, Storage] = {}  # nl.shared_constant tensors of the program being traced
@@ -426,6 +435,7 @@ class TraceContext:
     ) -> tuple[list[Storage], bool, tuple[tuple[str, str], ...]]:
         self._pid, self._owner = pid, object()
         self._names = {s.name for s in self._shared}
+        self._next_suffix = {}
         self._shared_seen = 0
         self._constants = {}
         self._site_counts = {}
@@ -629,11 +639,17 @@ class TraceContext:
         return first.name
 
     def _unique(self, base: str) -> str:
-        base = safe_name(base)  # a NEFF variable name: user-given names may hold '/', spaces, ... (target/names.py)
-        name, k = base, 0
+        """``base`` (made a safe NEFF name: user-given names may hold '/', spaces, ...; target/names.py), else
+        ``base_<k>`` with the smallest free k. Names are never released within a program, so every suffix below the
+        one last handed out for ``base`` is still taken: the search resumes there (O(1) amortised instead of
+        rescanning from 1 on every allocation of a loop body's tensor)."""
+        base = safe_name(base)
+        k = self._next_suffix.get(base, 0)
+        name = f"{base}_{k}" if k else base
         while name in self._names:
             k += 1
             name = f"{base}_{k}"
+        self._next_suffix[base] = k
         self._names.add(name)
         return name
 

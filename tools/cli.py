@@ -1,6 +1,7 @@
 """``nkic``: compile an NKI kernel file to a NEFF, run a NEFF in the simulator, describe a NEFF.
 
     nkic compile kernel.py:my_kernel --arg a=float32[256,512] --arg scale=0.5 [--grid 2] -o k.neff --dump-dir ir/
+                 [--time-passes] [--verify-each-pass]
     nkic run k.neff --input a=a.npy --output-dir out/ --profile trace.json
     nkic info k.neff
     nkic demo [--out-dir DIR]
@@ -25,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 # numpy is imported inside the commands only, so that main() can still choose the BLAS threading (see below).
 if TYPE_CHECKING:
     import numpy as np
+
+    from nkic.driver import StageRecord
 
 _SPEC = re.compile(r"^(?P<dtype>[A-Za-z_][A-Za-z0-9_]*)\[(?P<dims>[^\[\]]*)\]$")
 _BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")  # an unquoted string value (no brackets, commas, quotes)
@@ -146,7 +149,7 @@ def _check_arguments(kernel: Any, kwargs: dict[str, Any]) -> None:
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
-    from nkic.driver import compile_traced
+    from nkic.driver import compile_kernel
 
     output = _file_path(args.output, "-o")
     dump_dir = _directory(args.dump_dir, "--dump-dir") if args.dump_dir else None
@@ -156,15 +159,32 @@ def cmd_compile(args: argparse.Namespace) -> None:
     _check_arguments(kernel, kwargs)
     if args.grid != 1:
         kernel = kernel[args.grid]
-    traced = kernel.trace(**kwargs)
+    traced_name = getattr(kernel, "name", "kernel")
     try:
-        result = compile_traced(traced, dump_dir=dump_dir)
+        result = compile_kernel(kernel, (), kwargs, dump_dir=dump_dir, verify_each_pass=args.verify_each_pass or None)
     except OSError as e:  # only the dump files are written while compiling
         raise CliError(f"--dump-dir {args.dump_dir}: cannot write {e.filename}: {e.strerror or e}") from None
     _write(output, lambda f: f.write(result.neff))
-    print(f"compiled {traced.name}: {len(result.neff)} bytes -> {args.output} ({result.total_seconds:.2f} s)")
+    how = "from the cache" if result.cached else f"{result.total_seconds:.2f} s"
+    print(f"compiled {traced_name}: {len(result.neff)} bytes -> {args.output} ({how})")
     if args.dump_dir:
         print(f"IR after every stage: {args.dump_dir}")
+    if args.time_passes:
+        print(timing_report(result.stages), file=sys.stderr)
+
+
+def timing_report(stages: list[StageRecord]) -> str:
+    """MLIR's ``-mlir-timing`` report: wall time, share of the total and op count after each stage."""
+    total = sum(s.seconds for s in stages)
+    rule = "===" + "-" * 73 + "==="
+    title = "Execution time report".center(79).rstrip()
+    lines = [rule, title, rule, f"  Total Execution Time: {total:.4f} seconds", "",
+             "  ----Wall Time----  ----Ops----  ----Name----"]  # fmt: skip
+    for s in stages:
+        share = 100 * s.seconds / total if total else 0.0
+        lines.append(f"  {s.seconds:8.4f} ({share:5.1f}%)  {s.ops:11d}  {s.name}")
+    lines.append(f"  {total:8.4f} (100.0%)  {'':11s}  Total")
+    return "\n".join(lines)
 
 
 def _load_inputs(specs: list[str], neff: Any, cast: bool) -> dict[str, np.ndarray]:
@@ -330,6 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--grid", type=int, default=1, help="SPMD programs to launch (kernel[N])")
     c.add_argument("-o", "--output", required=True)
     c.add_argument("--dump-dir", help="write the IR after every stage here")
+    c.add_argument("--time-passes", action="store_true",
+                   help="print the wall time and op count of every stage (as MLIR's -mlir-timing)")  # fmt: skip
+    c.add_argument("--verify-each-pass", action="store_true",
+                   help="verify the IR after every pass (default: once, after the last pass; "
+                        "NKIC_VERIFY_EACH_PASS=1 does the same)")  # fmt: skip
     c.set_defaults(func=cmd_compile)
     r = sub.add_parser("run", help="run a NEFF in the simulator")
     r.add_argument("neff")

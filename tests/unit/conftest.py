@@ -21,6 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# The tests verify the IR after every pass of every compile (the driver's default is once, after the last pass):
+# a pass that leaves invalid IR fails at that pass. A value already set wins.
+os.environ.setdefault("NKIC_VERIFY_EACH_PASS", "1")
+
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 NKILIB_SRC = Path(os.environ.get("NKILIB_SRC") or CORPUS / "nki-library" / "src" / "nkilib_src")
 _TOUCHED = ("nkilib", "scipy")

@@ -15,6 +15,7 @@ The rules (a folder's modules never import the listed modules or packages):
 * ``frontend/``: ``passes/``, ``runtime/``, ``driver``, ``tools/`` — the language surface does not know the
   compiler; running a kernel is ``nkic.execute``'s job — nor the other modules above it (``execute``, ``api``,
   ``alias``, ``library/``, ``kernels/``);
+* ``gcpause.py``: xDSL or any nkic module — the tracer and the driver both use it;
 * ``kernels/``: anything but the public NKI API (``nkic.api``, or ``nki`` after the alias), the standard library
   and numpy — they are user-level kernels.
 """
@@ -145,6 +146,7 @@ RULES: dict[str, Rule] = {
         "frontend", lambda m: _within(m, *_nkic("passes", "runtime", "tools", "library", "kernels", *_ABOVE))
     ),
     "kernels": Rule("kernels", lambda m: not _kernels_allow(m)),
+    "gcpause.py": Rule("gcpause.py", lambda m: _within(m, "xdsl", "nkic")),
 }
 
 def violations(rule: Rule) -> list[str]:
