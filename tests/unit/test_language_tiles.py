@@ -642,3 +642,20 @@ def test_strided_views_as_operands():
                                   np.broadcast_to(a[3:4, 0:96:3], (16, 32)))  # fmt: skip
     got = run(lambda x: nl.matmul(x[0:32, 0:64], x[0:64, 32:96]), a)
     np.testing.assert_allclose(got, a[0:32, 0:64].astype(np.float64) @ a[0:64, 32:96], rtol=1e-4, atol=1e-4)
+
+
+def test_buffer_predicates_and_directives():
+    assert nl.is_psum(nl.psum) and nl.is_sbuf(nl.sbuf) and not nl.is_sbuf(nl.psum)
+    assert nl.is_on_chip(nl.sbuf) and nl.is_on_chip(nl.psum) and not nl.is_on_chip(nl.shared_hbm)
+    assert nl.is_hbm(nl.hbm) and nl.is_hbm(nl.shared_hbm) and not nl.is_hbm(nl.sbuf)
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for i in nl.sequential_range(2, directives=nl.no_reorder()):  # a scheduling directive: same numbers
+            t = nl.load(a[i * 4 : (i + 1) * 4, :])
+            nl.store(out[i * 4 : (i + 1) * 4, :], nl.add(t, 1.0))
+        return out
+
+    x = rand(8, 16)
+    np.testing.assert_array_equal(nki.simulate(k)(x), x + np.float32(1.0))

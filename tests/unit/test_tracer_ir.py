@@ -108,7 +108,7 @@ def test_symbolic_and_unrolled_loops_in_ir() -> None:
 def test_call_and_simulate_use_the_execution_layer(monkeypatch: pytest.MonkeyPatch) -> None:
     received = {}
 
-    def run(traced, inputs):
+    def run(traced, inputs, build=None):
         received.update(inputs)
         return {name: np.full(shape, 7, np.float32) for name, shape, _ in traced.outputs}, None
 
