@@ -1659,6 +1659,7 @@ class _Scheduler:
         self.profile.total_ns = max(self.profile.total_ns, start + dur)
 
     def _deadlock_report(self, blocked: list[_Engine]) -> str:
+        """One line (errors print as one line): what every blocked engine waits for, then the semaphores."""
         lines = [f"simulation deadlock at {self.now:.1f} ns: no engine can progress and nothing is in flight"]
         lines += self._meeting_report()
         for eng in blocked:
@@ -1667,12 +1668,12 @@ class _Scheduler:
             ins = eng.instrs[eng.pc]
             have = self.cores[eng.core].sems[ins.wait_sem] if ins.wait_sem is not None else "-"
             wait = sem_name(ins.wait_sem) if ins.wait_sem is not None else "nothing"
-            lines.append(f"  core {eng.core} {eng.name}[{eng.pc}] {ins.opcode} (inst_id {ins.inst_id}) waits "
+            lines.append(f"core {eng.core} {eng.name}[{eng.pc}] {ins.opcode} (inst_id {ins.inst_id}) waits "
                          f"{wait} >= {ins.wait_value}, current value {have}")  # fmt: skip
         for core in sorted({e.core for e in blocked if e.meeting is None}):
             values = ", ".join(f"{sem_name(i)}={v}" for i, v in enumerate(self.cores[core].sems) if v)
-            lines.append(f"  core {core} semaphores: {values or 'all zero'}")
-        return "\n".join(lines)
+            lines.append(f"core {core} semaphores: {values or 'all zero'}")
+        return lines[0] + "".join((": " if i == 0 else "; ") + line.strip() for i, line in enumerate(lines[1:]))
 
 
 # ---------------------------------------------------------------------------------------------------------------

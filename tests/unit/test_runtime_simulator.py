@@ -504,6 +504,7 @@ def test_deadlock_is_detected_quickly() -> None:
     msg = str(info.value)
     assert "act[0] TENSOR_COPY" in msg and "dve[0] TENSOR_COPY" in msg and "S[2](dve) >= 1" in msg
     assert "current value 0" in msg
+    assert "\n" not in msg  # one line, as every error prints
 
 
 def test_deadlock_after_partial_progress() -> None:
