@@ -9,8 +9,11 @@
 * ``core/qkv/qkv.py``'s ``qkv`` with ``quantization_type=MX`` (``qkv_tkg`` -> ``_qkv_tkg_mx_impl``): MXFP8 weights,
   RMSNorm, bias, LNC1 and LNC2, against ``qkv_tkg_torch.py``'s ``x (@ norm) @ W + bias`` on the kernel's MX data
   (it has no MX path of its own), bit-exact with the fp32 PSUM accumulation emulated.
-* ``core/moe/moe_tkg/moe_tkg.py``'s MX paths (``all_expert_mx_impl``, ``selective_expert_mx_impl``) trace, compile
-  and run against ``_moe_tkg_mx_ref``, but their numbers are not verified yet (xfails, see the marks).
+* ``core/moe/moe_tkg/moe_tkg.py``'s selective-expert MX path (``selective_expert_mx_impl``): MXFP8 and MXFP4
+  weights, top-2 of 4 experts, gate/up and down biases, POST_SCALE, against ``_moe_tkg_mx_ref``'s per-token sum
+  composed from the mlp_tkg_mx reference, bit-exact with the kernel's bf16 roundings emulated. The affinities are
+  a router's (zero outside each token's top-k): the kernel adds the down bias as ``aff[T, E] @ down_b[E, H]`` over
+  all experts, the torch reference only over the selected ones. The all-expert MX path runs but is not asserted.
 
 The references are numpy translations of nki-library's torch references with an MX layer of their own (the
 library's ``core/utils/mx_torch_common.py`` imports a ``neuron_dtypes`` package that is not public): values are
@@ -477,7 +480,12 @@ def moe_mx_ref(x, gate_up_w, down_w, affinities, index, gate_up_s, down_s, gate_
                is_all_expert: bool, post_scale: bool) -> np.ndarray:  # fmt: skip
     """``_moe_tkg_mx_ref`` of moe_tkg_torch.py: per expert (POST_SCALE: times the token's affinity), the hidden
     quantized to MXFP8 in the [128, H/512, T, 4] layout, SiLU(gate) * up from the gate/up reference, the down
-    reference; summed in fp32."""
+    reference; summed in fp32. Selective-expert mode is composed as the kernel does, with its roundings (see
+    ``_moe_selective_mx_ref``)."""
+    if not is_all_expert:
+        assert post_scale, "the selective MX kernel always scales by the affinity"
+        return _moe_selective_mx_ref(x, gate_up_w, down_w, affinities, index, gate_up_s, down_s, gate_up_b, down_b,
+                                     w_dtype)  # fmt: skip
     t, h = x.shape
     i = gate_up_w.shape[-1]
 
@@ -494,26 +502,39 @@ def moe_mx_ref(x, gate_up_w, down_w, affinities, index, gate_up_s, down_s, gate_
         return down_proj_mx_ref(inter, down_w[e], down_s[e], None if down_b is None else down_b[e], h, bxs, w_dtype)
 
     out = np.zeros((t, h))
-    if is_all_expert:
-        for e in range(gate_up_w.shape[0]):
-            out += one_expert(x, e) * (affinities[:, e : e + 1].astype(np.float64) if post_scale else 1.0)
-    else:
-        for tok in range(t):
-            for e in index[tok]:
-                y = one_expert(x[tok : tok + 1], int(e))[0]
-                out[tok] += y * (float(affinities[tok, e]) if post_scale else 1.0)
+    for e in range(gate_up_w.shape[0]):
+        out += one_expert(x, e) * (affinities[:, e : e + 1].astype(np.float64) if post_scale else 1.0)
     return out
 
 
-_WRONG_SELECTIVE = pytest.mark.xfail(strict=True, reason="runs, but ~100% off the reference on every token: open "
-                                     "(reference layout of the per-token path, or an nkic bug), not yet diagnosed")
+def _moe_selective_mx_ref(x, gate_up_w, down_w, affinities, index, gate_up_s, down_s, gate_up_b, down_b,
+                          w_dtype: str) -> np.ndarray:  # fmt: skip
+    """moe_tkg_torch's selective path, ``out[t] = sum over the token's k experts e of aff[t, e] * (mlp_e(x[t]) +
+    down_b[e])``, composed as selective_expert_mx_impl does it, with its roundings: each (token, expert) pair is
+    mlp_tkg_mx on one token without the down bias (``mlp_mx_ref``, bf16 intermediates), scaled by the affinity
+    and accumulated over k in the bf16 SBUF output; the down bias is added once at the end as ``aff[T, E] @
+    down_b[E, H]`` (an fp32 PSUM matmul over ALL experts, rounded into the bf16 output). The two agree only when
+    each token's affinities are zero outside its top-k, as a router's are: the test's inputs are such."""
+    t, h = x.shape
+    aff = affinities.astype(np.float64)
+    out = np.zeros((t, h))
+    for tok in range(t):
+        for j, e in enumerate(int(e) for e in index[tok]):
+            gu_w, gu_s, gu_b = gate_up_w[e], gate_up_s[e], gate_up_b[e]
+            y = mlp_mx_ref(x[tok : tok + 1].reshape(1, 1, h), gu_w[:, 0], gu_s[:, 0], gu_w[:, 1], gu_s[:, 1],
+                           down_w[e], down_s[e], gu_b[:, 0], gu_b[:, 1], None, None, w_dtype).reshape(h)  # fmt: skip
+            out[tok] = _bf16(y * aff[tok, e] + (out[tok] if j else 0.0))
+    if down_b is not None:
+        out = _bf16(out + (aff.astype(np.float32) @ down_b.astype(np.float32)).astype(np.float64))
+    return out
 
 
 @pytest.mark.parametrize("t,h,i,e,k,w_dtype,is_all_expert,bias,post_scale", [
-    # Selective-expert (needs the gate/up bias), top-2: a tracked open bug. The all-expert MX path (T % 32 == 0,
-    # POST_SCALE) runs but is not asserted yet: its reference does not emulate the kernel's bf16 roundings
-    # (2.1-2.4 % off, above the 1.5 % tolerance), and a test that cannot fail is not kept.
-    pytest.param(4, 512, 512, 4, 2, "float8_e4m3fn_x4", False, True, True, marks=_WRONG_SELECTIVE),
+    # Selective-expert (needs the gate/up bias and POST_SCALE), top-2, MXFP8 and MXFP4 weights. The all-expert MX
+    # path (T % 32 == 0, POST_SCALE) runs but is not asserted yet: its reference does not emulate the kernel's bf16
+    # roundings (2.1-2.4 % off, above a 1.5 % tolerance), and a test that cannot fail is not kept.
+    (4, 512, 512, 4, 2, "float8_e4m3fn_x4", False, True, True),
+    (3, 512, 512, 4, 2, "float4_e2m1fn_x4", False, True, True),
 ])  # fmt: skip
 def test_moe_tkg_mx(moe_mx_kernel, t, h, i, e, k, w_dtype, is_all_expert: bool, bias: bool, post_scale) -> None:
     n_h512, n_i512 = h // 512, math.ceil(i / 512)
@@ -525,11 +546,14 @@ def test_moe_tkg_mx(moe_mx_kernel, t, h, i, e, k, w_dtype, is_all_expert: bool, 
     down_s = RNG.integers(118, 122, (e, i_p // 8, n_i512, h)).astype(np.uint8)
     gate_up_b = RNG.standard_normal((e, i_p, 2, n_i512, 4)).astype(BF16) if bias else None
     down_b = RNG.standard_normal((e, h)).astype(BF16) if bias else None
-    affinities = RNG.random((t, e)).astype(BF16)
     index = np.stack([RNG.permutation(e)[:k] for _ in range(t)]).astype(np.int32)
+    # a router's affinities: zero outside each token's top-k (the kernel adds the down bias as aff[T, E] @ b[E, H])
+    affinities = np.zeros((t, e))
+    affinities[np.arange(t)[:, None], index] = RNG.random((t, k)) + 0.1
+    affinities = affinities.astype(BF16)
     rank_id = np.zeros((1, 1), np.int32)
     args = (x, gate_up_w, down_w, affinities, index, gate_up_s, down_s, gate_up_b, down_b)
     got = _quiet(nki.simulate(moe_mx_kernel), *args, rank_id, w_dtype, is_all_expert, post_scale)
     want = moe_mx_ref(*args, w_dtype, is_all_expert, post_scale)
-    assert got.shape == want.shape
-    assert np.abs(got.astype(np.float64) - want).max() < 1.5e-2 * np.abs(want).max()
+    assert got.shape == want.shape and got.dtype == np.dtype(BF16)
+    np.testing.assert_array_equal(got.astype(np.float64), want)  # bit-exact, the kernel's roundings emulated
