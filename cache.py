@@ -53,15 +53,22 @@ def cache_dir() -> Path | None:
     return Path(value) if value else None
 
 
+def _in_compiler(path: Path) -> bool:
+    """Whether ``path`` (resolved) is one of nkic's own source files, the ones ``compiler_digest`` covers; the
+    checkout's tests, benchmarks and build folders are not, so kernels there key by their own text."""
+    try:
+        rel = path.relative_to(_PACKAGE)
+    except ValueError:
+        return False
+    return rel.parts[0] not in _NOT_PACKAGE and not rel.parts[0].startswith(".")
+
+
 @functools.cache
 def compiler_digest() -> str:
     """nkic's version and the SHA-256 of its own source files (read once per process)."""
     h = hashlib.sha256(nkic.__version__.encode())
-    for path in sorted(_PACKAGE.rglob("*.py")):
-        rel = path.relative_to(_PACKAGE)
-        if rel.parts[0] in _NOT_PACKAGE or rel.parts[0].startswith("."):
-            continue
-        h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted(p for p in _PACKAGE.rglob("*.py") if _in_compiler(p)):
+        h.update(str(path.relative_to(_PACKAGE)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -76,7 +83,7 @@ def _user_file(module: types.ModuleType | None, roots: tuple[str, ...]) -> str |
     if not file or not file.endswith(".py"):
         return None
     real = os.path.realpath(file)
-    if real.startswith(roots) or real.startswith(str(_PACKAGE) + os.sep):
+    if real.startswith(roots) or _in_compiler(Path(real)):
         return None
     return real
 

@@ -192,3 +192,17 @@ def test_unwritable_cache_still_compiles(tmp_path: Path, monkeypatch: pytest.Mon
     kernel = _load(kernel_dir)
     first = compile_kernel(kernel, (A,))
     assert not first.cached and not compile_kernel(kernel, (A,)).cached and first.neff
+
+
+def test_a_kernel_under_the_checkouts_tests_folder_keys_by_its_own_text(
+    tmp_path: Path, kernel_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files below the package root but outside nkic proper (tests/, bench/) are in no compiler digest: they must be
+    user files, else editing such a kernel would hit a stale entry."""
+    monkeypatch.setattr(cache, "_PACKAGE", kernel_dir.parent)
+    tests = kernel_dir.parent / "tests"
+    kernel_dir.rename(tests)
+    monkeypatch.syspath_prepend(str(tests))
+    kernel = _load(tests)
+    assert str((tests / "kern.py").resolve()) in cache.source_files(kernel)
+    assert cache._in_compiler(kernel_dir.parent / "kern.py") and not cache._in_compiler(tests / "kern.py")
