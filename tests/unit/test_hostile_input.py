@@ -59,7 +59,7 @@ def at(marker: str) -> str:
 
 
 # -- 1. names and paths ---------------------------------------------------------------------------------------
-BAD_NAMES = ["../x", "/tmp/x", "a/b", "a\0b", "x" * 300, "", "a b", "a\\b", ".hidden", "1abc", "é"]
+BAD_NAMES = ["../x", "/var/x", "a/b", "a\0b", "x" * 300, "", "a b", "a\\b", ".hidden", "1abc", "é"]
 
 
 @pytest.mark.parametrize("name", BAD_NAMES)
@@ -86,7 +86,7 @@ def _renamed(good: bytes, old: str, new: str) -> bytes:
     return data
 
 
-@pytest.mark.parametrize("name", ["../x", "/tmp/x", "a\0b", "x" * 300])
+@pytest.mark.parametrize("name", ["../x", "/var/x", "a\0b", "x" * 300])
 def test_reader_refuses_unsafe_variable_names(name: str) -> None:
     with pytest.raises(NeffFormatError, match="is not a safe name"):
         read_neff(_renamed(write_neff(sample_neff()), "y", name))
@@ -125,7 +125,7 @@ def test_output_path_stays_inside_output_dir(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     assert cli.output_path(out, "fine") == out / "fine.npy"
-    for name in ["../x", "/tmp/x", "a\0b", "x" * 300]:
+    for name in ["../x", "/var/x", "a\0b", "x" * 300]:
         with pytest.raises(cli.CliError, match="not a safe file name"):
             cli.output_path(out, name)
     (out / "link.npy").symlink_to(tmp_path / "elsewhere.npy")  # a planted link out of the folder
