@@ -97,15 +97,16 @@ class _Runner:
                 raise NkiError(f"cannot write {path}: {e.strerror or e}") from None
 
 
-def _decorator(cls: type[_Runner], kernel: Any, artifacts: dict[str, Any]) -> Any:
+def _runner(kernel: Any, artifacts: dict[str, Any]) -> Any:
+    """``_Runner(kernel)``, or the decorator making one when no kernel is given (``@nki.baremetal(...)``)."""
     if kernel is None:
-        return lambda k: cls(k, artifacts)
-    return cls(kernel, artifacts)
+        return lambda k: _Runner(k, artifacts)
+    return _Runner(kernel, artifacts)
 
 
 def baremetal(kernel: Any = None, **artifacts: Any) -> Any:
     """``nki.baremetal(kernel)(*arrays)``: compile and run, writing ``save_neff_name`` / ``save_trace_name``."""
-    return _decorator(_Runner, kernel, artifacts)
+    return _runner(kernel, artifacts)
 
 
 def benchmark(kernel: Any = None, warmup: int = 10, iters: int = 100, **artifacts: Any) -> Any:
@@ -113,7 +114,7 @@ def benchmark(kernel: Any = None, warmup: int = 10, iters: int = 100, **artifact
     simulated latency in µs (``warmup``/``iters`` are accepted: every simulated run takes the same time)."""
     if warmup < 0 or iters < 1:
         raise NkiError(f"benchmark needs warmup >= 0 and iters >= 1, got warmup={warmup}, iters={iters}")
-    return _decorator(_Runner, kernel, artifacts)
+    return _runner(kernel, artifacts)
 
 
 def profile(func: Any = None, working_directory: str | os.PathLike[str] = ".", save_neff_name: str = "file.neff",
@@ -123,4 +124,4 @@ def profile(func: Any = None, working_directory: str | os.PathLike[str] = ".", s
     nkic's Chrome trace-event JSON, under the name given)."""
     artifacts = {"working_directory": working_directory, "save_neff_name": save_neff_name,
                  "save_trace_name": save_trace_name, "overwrite": overwrite}  # fmt: skip
-    return _decorator(_Runner, func, artifacts)
+    return _runner(func, artifacts)
