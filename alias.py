@@ -1,10 +1,10 @@
 """``install()``: make ``import nki`` (and ``nki.language``, ``nki.isa``, ``nki.compiler``, ``nki.typing``,
 ``nki.collectives``) resolve to nkic's modules. nkic never installs a top-level ``nki`` package by itself; only this does.
 
-The legacy spelling ``neuronxcc.nki[.language|.isa|.compiler|.typing]`` resolves to the same modules: one tracer, one
-API surface. Names only the legacy generation has (``nl.mgrid``, ``nl.par_dim``, ...) are placeholders there, an
-``NkiError`` at the calling line, until the legacy surface exists. ``neuronxcc`` itself is an empty namespace module
-made here; no real package of that name is ever installed.
+The legacy spelling ``neuronxcc.nki[.language|.isa|.compiler|.typing]`` resolves to the legacy surface
+(``frontend/legacy``): one tracer, two API surfaces. ``neuronxcc.nki`` is ``nki`` with the legacy ``language`` and
+``isa``; ``neuronxcc.nki.language`` and ``.isa`` are the legacy modules; the rest are shared. ``neuronxcc`` itself is
+an empty namespace module made here; no real package of that name is ever installed.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from types import ModuleType
 
 from nkic import api as nki
 from nkic.frontend import collectives, compiler, isa, language, nki_typing
+from nkic.frontend.legacy import isa as legacy_isa
+from nkic.frontend.legacy import language as legacy_language
 
 MODULES: dict[str, ModuleType] = {
     "nki": nki,
@@ -24,13 +26,27 @@ MODULES: dict[str, ModuleType] = {
     "nki.collectives": collectives,
     "nki.typing": nki_typing,
 }
+
+
+def _legacy_nki() -> ModuleType:
+    """``neuronxcc.nki``: every name of ``nki``, with the legacy ``language`` and ``isa`` as its attributes."""
+    module = ModuleType("neuronxcc.nki", nki.__doc__)
+    module.__dict__.update({k: v for k, v in vars(nki).items() if not k.startswith("__")})
+    module.__getattr__ = getattr(nki, "__getattr__")  # type: ignore[attr-defined]  # placeholders, as in nki
+    module.language, module.isa = legacy_language, legacy_isa  # type: ignore[attr-defined]
+    module.__path__ = []  # type: ignore[attr-defined]  # a package: submodules resolve through sys.modules
+    return module
+
+
+LEGACY_NKI = _legacy_nki()
 _LEGACY = {"neuronxcc.nki" + name[3:]: module for name, module in MODULES.items()}
+_LEGACY.update({"neuronxcc.nki": LEGACY_NKI, "neuronxcc.nki.language": legacy_language, "neuronxcc.nki.isa": legacy_isa})
 
 
 def _namespace() -> ModuleType:
     neuronxcc = ModuleType("neuronxcc", "nkic's alias namespace for the legacy ``neuronxcc.nki`` spelling")
     neuronxcc.__path__ = []  # a package, so ``import neuronxcc.nki.typing`` looks the submodules up in sys.modules
-    neuronxcc.nki = nki  # type: ignore[attr-defined]
+    neuronxcc.nki = LEGACY_NKI  # type: ignore[attr-defined]
     return neuronxcc
 
 
@@ -38,7 +54,7 @@ def install() -> None:
     """Register the alias modules in ``sys.modules`` (idempotent)."""
     for name, module in MODULES.items():
         sys.modules[name] = module
-    if getattr(sys.modules.get("neuronxcc"), "nki", None) is not nki:
+    if getattr(sys.modules.get("neuronxcc"), "nki", None) is not LEGACY_NKI:
         sys.modules["neuronxcc"] = _namespace()
     sys.modules.update(_LEGACY)
     isa.constants = isa  # type: ignore[attr-defined]  # so attribute access nki.isa.constants works too
@@ -49,5 +65,5 @@ def uninstall() -> None:
     for name, module in (*MODULES.items(), *_LEGACY.items()):
         if sys.modules.get(name) is module:
             del sys.modules[name]
-    if getattr(sys.modules.get("neuronxcc"), "nki", None) is nki:
+    if getattr(sys.modules.get("neuronxcc"), "nki", None) is LEGACY_NKI:
         del sys.modules["neuronxcc"]

@@ -18,12 +18,23 @@ def aliased():
     alias.install()  # other test modules install it at import and keep it: never uninstall behind their back
 
 
-@pytest.mark.parametrize("prefix", ["nki", "neuronxcc.nki"])
-def test_both_spellings_resolve_to_the_same_modules(aliased, prefix: str) -> None:
-    assert importlib.import_module(prefix) is api
-    assert importlib.import_module(f"{prefix}.language") is language
-    assert importlib.import_module(f"{prefix}.isa") is isa
-    assert importlib.import_module(f"{prefix}.typing") is nki_typing
+def test_modern_spelling_resolves_to_nkic_modules(aliased) -> None:
+    assert importlib.import_module("nki") is api
+    assert importlib.import_module("nki.language") is language
+    assert importlib.import_module("nki.isa") is isa
+    assert importlib.import_module("nki.typing") is nki_typing
+
+
+def test_legacy_spelling_resolves_to_the_legacy_surface(aliased) -> None:
+    from nkic.frontend.legacy import isa as legacy_isa
+    from nkic.frontend.legacy import language as legacy_language
+
+    legacy = importlib.import_module("neuronxcc.nki")
+    assert legacy.jit is api.jit and legacy.simulate_kernel is api.simulate_kernel
+    assert importlib.import_module("neuronxcc.nki.language") is legacy.language is legacy_language
+    assert importlib.import_module("neuronxcc.nki.isa") is legacy.isa is legacy_isa
+    assert importlib.import_module("neuronxcc.nki.typing") is nki_typing
+    assert legacy_language.add is language.add and legacy_language.float32 is language.float32
 
 
 def test_legacy_annotations_and_placeholders(aliased) -> None:
@@ -32,8 +43,8 @@ def test_legacy_annotations_and_placeholders(aliased) -> None:
 
     assert nt.tensor[128, 512] is nt.tensor and nt.mutable_tensor is nt.tensor
     assert nki.jit is api.jit
-    with pytest.raises(NkiError, match="not supported by nkic"):
-        nki.language.mgrid()  # a legacy-only name: a placeholder until the legacy surface exists
+    with pytest.raises(NkiError, match="neuronxcc.nki.language.no_such_name is not supported by nkic"):
+        nki.language.no_such_name()  # a name nkic lacks: a placeholder, an error only when called
 
 
 def test_install_is_idempotent_and_uninstall_removes_everything() -> None:
