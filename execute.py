@@ -66,7 +66,15 @@ def _run(
 def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Trace ``kernel`` for these arguments (cached), compile, simulate; a tuple if the kernel returns one.
 
-    An input the kernel writes is copied back into the caller's array afterwards, as NKI's simulator does."""
+    An input the kernel writes is copied back into the caller's array afterwards, as NKI's simulator does. JAX and
+    PyTorch arrays are accepted too (``nkic/interop.py``)."""
+    from nkic.interop import framework_call
+
+    result = framework_call(kernel, args, kwargs, _run_numpy)
+    return _run_numpy(kernel, args, kwargs) if result is NotImplemented else result
+
+
+def _run_numpy(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return run_kernel_with_profile(kernel, args, kwargs)[0]
 
 

@@ -76,6 +76,14 @@ def _is_nkic(path: str) -> bool:
     return path.startswith(_NKIC_CODE) or (os.path.dirname(path) + os.sep == _NKIC_DIR)
 
 
+def caller_location() -> tuple[str, int]:
+    """``file:line`` of the innermost caller outside nkic (and numpy): where the user called into nkic."""
+    frame = sys._getframe(1)
+    while frame is not None and (_is_internal(frame.f_code.co_filename) or _is_nkic(frame.f_code.co_filename)):
+        frame = frame.f_back
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("<unknown>", 0)
+
+
 def _innermost_user_frame(tb: TracebackType | None) -> tuple[str, int] | None:
     """The innermost traceback entry in the user's code: not nkic, numpy or ml_dtypes; outside the standard library
     and installed packages when such an entry exists."""

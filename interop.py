@@ -1,0 +1,158 @@
+"""Kernels called with framework arrays: ``jax.Array`` (eagerly and inside ``jax.jit``) and ``torch.Tensor``.
+
+A ``@nki.jit`` kernel called outside a trace runs through :func:`nkic.execute.run_kernel`; when an argument is a
+framework array, that call lands here instead. Neither framework is a dependency: an adapter exists only for a
+framework the caller has already imported (looked up in ``sys.modules``), so plain numpy calls never import one.
+
+JAX. The kernel is first traced on the arguments' abstract shapes (``TensorSpec``): that gives the output shapes
+and dtypes, and reports kernel errors at the user's line before JAX is involved. The run itself is a host callback
+(``jax.pure_callback``) into the compiled NEFF on nkic's simulator, so the same code serves eager calls and calls
+inside ``jax.jit`` (where the arrays are tracers). Differentiating through a kernel is an ``NkiError`` unless the
+user gives the function that calls it a VJP (``jax.custom_vjp``): a simulator run has no derivative. JAX arrays are
+immutable, so a kernel that writes one of its inputs is an error here rather than a silently lost write.
+
+PyTorch, eagerly: tensors in, tensors out, a written input tensor is updated in place, as on a Neuron device.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nkic.frontend.errors import NkiError, caller_location
+from nkic.frontend.tracer import Kernel, TensorSpec, TracedKernel
+from nkic.target.vocab import numpy_dtype
+
+Call = Callable[[Kernel, tuple[Any, ...], dict[str, Any]], Any]
+
+
+def framework_call(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
+    """Run ``kernel`` on framework arrays through ``run`` (which takes numpy arrays); ``NotImplemented`` if no
+    argument is a framework array."""
+    values = (*args, *kwargs.values())
+    if any(_is_jax(v) for v in values):
+        return _call_jax(kernel, args, kwargs, run)
+    if any(_is_torch(v) for v in values):
+        return _call_torch(kernel, args, kwargs, run)
+    return NotImplemented
+
+
+# -- argument plumbing shared by the adapters ----------------------------------------------------------------------
+def _split(args: tuple[Any, ...], kwargs: dict[str, Any], is_array: Callable[[Any], bool]) -> list[Any]:
+    """The framework arrays among the arguments, in call order (positional, then keyword)."""
+    return [v for v in (*args, *kwargs.values()) if is_array(v)]
+
+
+def _rebuild(
+    args: tuple[Any, ...], kwargs: dict[str, Any], is_array: Callable[[Any], bool], arrays: list[Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments with each framework array replaced, in order, by the next of ``arrays``."""
+    it = iter(arrays)
+    new_args = tuple(next(it) if is_array(v) else v for v in args)
+    new_kwargs = {k: next(it) if is_array(v) else v for k, v in kwargs.items()}
+    return new_args, new_kwargs
+
+
+def _abstract_trace(
+    kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], is_array: Callable[[Any], bool]
+) -> TracedKernel:
+    specs = [TensorSpec(tuple(v.shape), _dtype_name(v.dtype)) for v in _split(args, kwargs, is_array)]
+    spec_args, spec_kwargs = _rebuild(args, kwargs, is_array, specs)
+    return kernel.trace(*spec_args, **spec_kwargs)
+
+
+def _dtype_name(dtype: Any) -> str:
+    return np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _unflatten(traced: TracedKernel, outputs: tuple[Any, ...] | list[Any]) -> Any:
+    if traced.returns_tuple:
+        return tuple(outputs)
+    return outputs[0] if outputs else None
+
+
+# -- JAX -------------------------------------------------------------------------------------------------------------
+def _is_jax(value: Any) -> bool:
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(value, jax.Array)  # tracers inside jax.jit are jax.Arrays too
+
+
+def _call_jax(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
+    import jax
+
+    where = caller_location()  # the user's call of the kernel: the gradient error is reported there
+    traced = _abstract_trace(kernel, args, kwargs, _is_jax)
+    if traced.written_inputs:
+        name = traced.written_inputs[0][0]
+        raise NkiError(
+            f"kernel '{kernel.name}' writes its input '{name}', but JAX arrays are immutable",
+            "return the result from the kernel instead of writing an input",
+        )
+    shapes = tuple(jax.ShapeDtypeStruct(shape, numpy_dtype(dtype)) for _, shape, dtype in traced.outputs)
+
+    def host(*arrays: Any) -> tuple[np.ndarray, ...]:
+        call_args, call_kwargs = _rebuild(args, kwargs, _is_jax, [np.asarray(a) for a in arrays])
+        results = _as_tuple(run(kernel, call_args, call_kwargs))
+        return tuple(np.asarray(r, dtype=s.dtype).reshape(s.shape) for r, s in zip(results, shapes))
+
+    @jax.custom_vjp
+    def call(*arrays: Any) -> tuple[Any, ...]:
+        return jax.pure_callback(host, shapes, *arrays, vmap_method="sequential")
+
+    def forward(*arrays: Any) -> tuple[tuple[Any, ...], None]:
+        return call(*arrays), None
+
+    def backward(_: None, __: Any) -> tuple[Any, ...]:
+        raise NkiError(
+            f"cannot differentiate through NKI kernel '{kernel.name}': a simulated kernel has no derivative",
+            "give the function that calls the kernel a VJP with jax.custom_vjp",
+            where=where,
+        )
+
+    call.defvjp(forward, backward)
+    return _unflatten(traced, call(*_split(args, kwargs, _is_jax)))
+
+
+# -- PyTorch ---------------------------------------------------------------------------------------------------------
+def _is_torch(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _torch_to_numpy(t: Any) -> np.ndarray:
+    import torch
+
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:  # numpy has no bfloat16: reinterpret the bits as ml_dtypes' bfloat16
+        return t.view(torch.int16).numpy().view(numpy_dtype("bfloat16"))
+    return t.numpy()
+
+
+def _numpy_to_torch(a: np.ndarray) -> Any:
+    import torch
+
+    a = np.ascontiguousarray(a)
+    if a.dtype == numpy_dtype("bfloat16"):
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def _call_torch(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
+    tensors = _split(args, kwargs, _is_torch)
+    arrays = [_torch_to_numpy(t) for t in tensors]
+    call_args, call_kwargs = _rebuild(args, kwargs, _is_torch, arrays)
+    result = run(kernel, call_args, call_kwargs)
+    for tensor, array in zip(tensors, arrays):
+        if tensor.device.type != "cpu":  # a CPU tensor shares its memory with the array the kernel wrote
+            tensor.copy_(_numpy_to_torch(array).to(tensor.device))
+    outputs = [_numpy_to_torch(r).to(tensors[0].device) for r in _as_tuple(result)]
+    return tuple(outputs) if isinstance(result, tuple) else (outputs[0] if outputs else None)
