@@ -11,7 +11,8 @@ inside ``jax.jit`` (where the arrays are tracers). Differentiating through a ker
 user gives the function that calls it a VJP (``jax.custom_vjp``): a simulator run has no derivative. JAX arrays are
 immutable, so a kernel that writes one of its inputs is an error here rather than a silently lost write.
 
-PyTorch, eagerly: tensors in, tensors out, a written input tensor is updated in place, as on a Neuron device.
+PyTorch: tensors in, tensors out, a written input tensor is updated in place, as on a Neuron device. Under
+``torch.compile`` the call is a graph break (``torch.compiler.disable``): it runs eagerly between compiled graphs.
 """
 
 from __future__ import annotations
@@ -147,6 +148,14 @@ def _numpy_to_torch(a: np.ndarray) -> Any:
 
 
 def _call_torch(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
+    import torch
+
+    if torch.compiler.is_compiling():  # under torch.compile: run the kernel outside the graph (a graph break)
+        return torch.compiler.disable(_run_torch)(kernel, args, kwargs, run)
+    return _run_torch(kernel, args, kwargs, run)
+
+
+def _run_torch(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
     tensors = _split(args, kwargs, _is_torch)
     arrays = [_torch_to_numpy(t) for t in tensors]
     call_args, call_kwargs = _rebuild(args, kwargs, _is_torch, arrays)
