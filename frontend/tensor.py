@@ -192,8 +192,17 @@ class NkiTensor:
         return f"NkiTensor({self.name}, shape={self.shape}, {self.dtype}, {self.buffer}, offset={self.offset})"
 
     # -- indexing -------------------------------------------------------------------------------------
+    # Leading block dims of a legacy ``(B, nl.par_dim(P), F)`` on-chip tensor (frontend/grid.py); 0 for a tile.
+    block_dims = 0
+
     def __getitem__(self, key: Any) -> NkiTensor:
+        if _is_advanced(key):
+            from nkic.frontend.grid import index_view  # grid imports this module
+
+            return index_view(self, key)
         keys = _expand_key(key, self.ndim)
+        if self.block_dims:
+            return self._block_item(keys)
         offset: IndexExpr | int = self.offset
         pairs: list[tuple[int, int]] = []
         int_dims: list[int] = []
@@ -210,6 +219,27 @@ class NkiTensor:
                 pairs.append((step, 1))
                 int_dims.append(dim)
         return self._view(offset, _drop_int_dims(pairs, int_dims, self.on_chip))
+
+    def _block_item(self, keys: list[Any]) -> NkiTensor:
+        """Index a block tensor: int-indexed block dims drop, the rest index the tile(s) as usual."""
+        nb = self.block_dims
+        offset: IndexExpr | int = self.offset
+        kept: list[tuple[int, int]] = []
+        for dim, (k, (step, num)) in enumerate(zip(keys[:nb], self.pairs[:nb])):
+            if isinstance(k, (slice, DynSlice)):
+                if isinstance(k, DynSlice):
+                    k = slice(k.start, k.start + _static_int(k.size, "nl.ds size"), 1)
+                start, length, kstep = _resolve_slice(k, num, dim)
+                offset = offset + start * step
+                kept.append((step * kstep, length))
+            else:
+                offset = offset + _resolve_index(k, num, dim) * step
+        tile = NkiTensor(self.storage, offset, self.pairs[nb:], self.dtype)[tuple(keys[nb:])]
+        if not kept:
+            return tile
+        view = NkiTensor(self.storage, tile.offset, (*kept, *tile.pairs), self.dtype)
+        view.block_dims = len(kept)
+        return view
 
     def __setitem__(self, key: Any, value: Any) -> None:
         from nkic.frontend import isa  # isa imports this module
@@ -441,6 +471,12 @@ def _infer_minus_one(dims: list[int], size: int) -> list[int]:
         if rest and size % rest == 0:
             dims = [size // rest if d == -1 else d for d in dims]
     return dims
+
+
+def _is_advanced(key: Any) -> bool:
+    """A subscript with an index grid (``nl.arange``/``nl.mgrid``) or a tensor (a run-time index) in it."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(getattr(k, "_nki_index_grid_", False) or isinstance(k, NkiTensor) for k in keys)
 
 
 def _expand_key(key: Any, ndim: int) -> list[Any]:
