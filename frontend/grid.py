@@ -36,6 +36,11 @@ _CONTROL = (
 )
 
 
+class _NotAnInt(NkiError, TypeError):
+    """``int(grid)``: an NkiError for the user, a TypeError for code probing whether a value is an int (the loop
+    variable arithmetic of affine.py then defers to the grid's reflected operator)."""
+
+
 def _int(value: Any, what: str) -> int | IndexExpr:
     """An int or a loop-variable expression (grids combine with both)."""
     if is_symbolic(value):
@@ -200,7 +205,7 @@ class IndexGrid:
         raise NkiError(*_CONTROL)
 
     def __index__(self) -> int:
-        raise NkiError(*_CONTROL)
+        raise _NotAnInt(*_CONTROL)
 
     __int__ = __float__ = __index__
 
@@ -353,9 +358,13 @@ def index_view(t: NkiTensor, key: Any) -> NkiTensor:
             raise NkiError("index every block dim of a par_dim tensor with an int before indexing it with grids")
         return index_view(tile, tuple(keys[nb:]))
     adv = [i for i, k in enumerate(keys) if isinstance(k, (IndexGrid, NkiTensor))]
+    rank = max(keys[i].ndim for i in adv)
     bshape: tuple[int, ...] = ()
     for i in adv:
-        bshape = _broadcast(bshape, keys[i].shape)
+        k = keys[i]
+        # A run-time index tile holds one index per partition: it varies along the first axis (left-aligned).
+        shape = (k.shape[0],) + (1,) * (rank - 1) if isinstance(k, NkiTensor) else k.shape
+        bshape = _broadcast(bshape, shape)
     nb = len(bshape)
     offset: int | IndexExpr = t.offset
     sliced: list[tuple[int, tuple[int, int]]] = []  # (tensor dim, (step, num)) of the slice dims
