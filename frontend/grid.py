@@ -585,17 +585,13 @@ _CROSS = frozenset({
 })  # fmt: skip
 
 
-def restrict_operands(op: str, tensors: dict[str, NkiTensor], mask: Predicate) -> dict[str, NkiTensor] | None:
-    """The operands of ``nisa.<op>`` cut to the box of ``mask`` (None: the box is empty, nothing to do).
+def restrict_operands(op: str, tensors: dict[str, NkiTensor], b: Box) -> dict[str, NkiTensor] | None:
+    """The operands of ``nisa.<op>`` cut to the box ``b`` of a mask (None: the box is empty, nothing to do).
 
     Each one-coordinate bound on dim ``d`` cuts dim ``d`` of every operand of the mask's rank whose dim ``d`` spans
     the mask's (operands of another rank: the partition dim only); a dim of size 1 is broadcast and not cut.
-    A bound that cuts no operand, and a bound over several coordinates, is an error: never a silently ignored mask.
+    A bound that cuts no operand is an error: never a silently ignored mask.
     """
-    b = box(mask)
-    if b.general:
-        raise NkiError(f"nisa.{op}: mask= with a condition over several index axes is not supported by nkic",
-                       "split it into one-axis bounds (i_p < 64) & (i_f < 256), or use nisa.affine_select")  # fmt: skip
     if any(lo >= hi for lo, hi in b.bounds):
         return None
     cuts = [(d, lo, hi) for d, ((lo, hi), n) in enumerate(zip(b.bounds, b.shape)) if (lo, hi) != (0, n)]
@@ -608,8 +604,8 @@ def restrict_operands(op: str, tensors: dict[str, NkiTensor], mask: Predicate) -
     for d, lo, hi in cuts:
         applied = False
         for role, t in out.items():
-            dim = d if t.ndim == len(b.shape) else (0 if d == 0 else None)
-            if dim is None or dim >= t.ndim or t.shape[dim] != b.shape[d]:
+            dim = _dim_of(t, d, b.shape)
+            if dim is None:
                 continue
             out[role] = _cut(t, dim, lo, hi)
             applied = True
@@ -617,6 +613,14 @@ def restrict_operands(op: str, tensors: dict[str, NkiTensor], mask: Predicate) -
             raise NkiError(f"nisa.{op}: the mask bounds axis {d} (size {b.shape[d]}) but no operand has that axis",
                            f"operand shapes: {', '.join(f'{r} {t.shape}' for r, t in tensors.items())}")  # fmt: skip
     return out
+
+
+def _dim_of(t: NkiTensor, d: int, shape: tuple[int, ...]) -> int | None:
+    """The dim of operand ``t`` that mask axis ``d`` (of a mask over ``shape``) runs along, or None."""
+    dim = d if t.ndim == len(shape) else (0 if d == 0 else None)
+    if dim is None or dim >= t.ndim or t.shape[dim] != shape[d]:
+        return None
+    return dim
 
 
 def _cut(t: NkiTensor, dim: int, lo: int, hi: int) -> NkiTensor:
@@ -628,33 +632,41 @@ def _cut(t: NkiTensor, dim: int, lo: int, hi: int) -> NkiTensor:
 
 
 # -- the mask= of every instruction ---------------------------------------------------------------------------
-_AMBIENT: list[Predicate] = []  # the mask of the nl function being traced (its instructions inherit it)
+# The mask of the nl function being traced (its instructions inherit it); None while a mask's own helper
+# instructions are recorded.
+_AMBIENT: list[Predicate | None] = []
 
 
 def masked(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
     """``impl`` (an ``nki.isa`` function's body) taking ``mask=``: its tensor arguments are cut to the mask's box
-    before it validates them. Inside an ``nl`` function called with ``mask=`` the function's mask applies."""
+    before it validates them; conditions over several axes predicate the write of dst (``_predicated``). Inside an
+    ``nl`` function called with ``mask=`` the function's mask applies."""
     sig = inspect.signature(impl)
 
     def run(ctx: Any, *args: Any, **kwargs: Any) -> Any:
         mask = as_mask(kwargs.pop("mask", None))
         if mask is None and _AMBIENT:
             mask = _AMBIENT[-1]
-        bound = None
-        if mask is not None or _has_blocks(args, kwargs):
-            bound = sig.bind(ctx, *args, **kwargs)
-            tensors = {k: v for k, v in bound.arguments.items() if isinstance(v, NkiTensor)}
-            for role, t in tensors.items():
-                if getattr(t, "block_dims", 0):
-                    raise NkiError(f"nisa.{name}: '{role}' is a block tensor (dims before nl.par_dim)",
-                                   "index its block dims first: t[b]")  # fmt: skip
-            if mask is not None:
-                cut = restrict_operands(name, tensors, mask)
-                if cut is None:
-                    return None
-                bound.arguments.update(cut)
-                return impl(*bound.args, **bound.kwargs)
-        return impl(ctx, *args, **kwargs)
+        if mask is None and not _has_blocks(args, kwargs):
+            return impl(ctx, *args, **kwargs)
+        bound = sig.bind(ctx, *args, **kwargs)
+        tensors = {k: v for k, v in bound.arguments.items() if isinstance(v, NkiTensor)}
+        for role, t in tensors.items():
+            if t.block_dims:
+                raise NkiError(f"nisa.{name}: '{role}' is a block tensor (dims before nl.par_dim)",
+                               "index its block dims first: t[b]")  # fmt: skip
+        if mask is None:
+            return impl(ctx, *args, **kwargs)
+        b = box(mask)
+        if b.general:
+            _check_predicable(name, bound.arguments, b)
+        cut = restrict_operands(name, tensors, b)
+        if cut is None:
+            return None
+        bound.arguments.update(cut)
+        if b.general:
+            return _predicated(ctx, impl, bound, b)
+        return impl(*bound.args, **bound.kwargs)
 
     run.__wrapped__ = impl  # type: ignore[attr-defined]  # inspect.signature sees the instruction's own
     run.__name__ = impl.__name__
@@ -662,8 +674,62 @@ def masked(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def _check_predicable(op: str, arguments: dict[str, Any], b: Box) -> None:
+    """A condition over several axes is applied by computing into a temporary and copying it into dst under a
+    predicate tile: dst must be the only output, on chip, and span every axis the condition uses."""
+    from nkic.target.instructions import INSTRUCTIONS
+
+    dst = arguments.get("dst")
+    spec = next((s for k, s in INSTRUCTIONS.items() if (s.nki_name or k) == op), None)
+    others = [r.name for r in spec.roles if r.write and r.name != "dst" and arguments.get(r.name) is not None] \
+        if spec is not None else []  # fmt: skip
+    why = None
+    if op in _CROSS or not isinstance(dst, NkiTensor):
+        why = "its operands do not share the mask's index axes"
+    elif not dst.on_chip:
+        why = f"its dst is in {dst.buffer}; only on-chip writes can be predicated"
+    elif others:
+        why = f"it also writes {', '.join(others)}, which a predicate on dst cannot mask"
+    elif any(_dim_of(dst, d, b.shape) is None for c, _ in b.general for d, x in enumerate(c) if x):
+        why = f"dst {dst.shape} does not span every axis of the condition (mask over {b.shape})"
+    if why is not None:
+        raise NkiError(f"nisa.{op}: mask= with a condition over several index axes is not supported here: {why}",
+                       "use one-axis bounds (i_p < 64) & (i_f < 256), or nisa.affine_select on the result")  # fmt: skip
+
+
+def _predicated(ctx: Any, impl: Callable[..., Any], bound: inspect.BoundArguments, b: Box) -> Any:
+    """Run the instruction into a temporary, then ``tensor_copy_predicated`` it into dst where every general
+    condition holds (a condition ``Σ c_d·k_d + c >= 0`` is a GpSimd iota of its value and a ``>= 0`` compare)."""
+    from nkic.frontend import isa  # isa imports this module
+
+    dst: NkiTensor = bound.arguments["dst"]
+    tmp = ctx.allocate(dst.shape, dst.dtype, dst.buffer, "", None)
+    bound.arguments["dst"] = tmp
+    _AMBIENT.append(None)
+    try:
+        result = impl(*bound.args, **bound.kwargs)
+        pred = None
+        for coeffs, const in b.general:
+            los = [lo for lo, _ in b.bounds]
+            offset = const + sum(c * lo for c, lo in zip(coeffs, los))
+            pattern = [[c, n] for c, n in zip(coeffs[1:], dst.shape[1:])] or [[0, 1]]
+            value = ctx.allocate(dst.shape, "int32", "sbuf", "", None)
+            isa.iota.__nki_impl__(ctx, value, pattern, offset=offset, channel_multiplier=coeffs[0])
+            holds = ctx.allocate(dst.shape, "uint8", "sbuf", "", None)
+            isa.tensor_scalar.__nki_impl__(ctx, holds, value, "greater_equal", 0.0)
+            if pred is not None:
+                both = ctx.allocate(dst.shape, "uint8", "sbuf", "", None)
+                isa.tensor_tensor.__nki_impl__(ctx, both, pred, holds, "multiply")
+                holds = both
+            pred = holds
+        isa.tensor_copy_predicated.__nki_impl__(ctx, dst, tmp, pred)
+    finally:
+        _AMBIENT.pop()
+    return result
+
+
 def _has_blocks(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
-    return any(getattr(v, "block_dims", 0) for v in (*args, *kwargs.values()) if isinstance(v, NkiTensor))
+    return any(v.block_dims for v in (*args, *kwargs.values()) if isinstance(v, NkiTensor))
 
 
 def with_mask(impl: Callable[..., Any]) -> Callable[..., Any]:
