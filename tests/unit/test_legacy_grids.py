@@ -378,3 +378,41 @@ def test_mask_and_index_errors() -> None:
         nl.store(a, value=nl.exp(t, mask=True))
 
     assert "is not an index predicate" in _kernel_error(not_a_mask, a)
+
+
+@nki.jit(mode="simulation")
+def ragged_rows(a):
+    n, m = a.shape
+    out = nl.ndarray((n, m), dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(m)[None, :]
+    for t in nl.affine_range((n + 127) // 128):
+        # the last tile is partial: its masked-off rows lie past the end of a and out
+        tile = nl.load(a[t * 128 + i_p, i_f], mask=(t * 128 + i_p < n))
+        res = nl.multiply(tile, 2.0, mask=(t * 128 + i_p < n))
+        nl.store(out[t * 128 + i_p, i_f], value=res, mask=(t * 128 + i_p < n))
+    return out
+
+
+def test_mask_with_a_loop_variable_bound() -> None:
+    a = _rand(200, 64)
+    np.testing.assert_array_equal(ragged_rows(a), 2 * a)
+
+
+@nki.jit(mode="simulation")
+def block_equals_modern_layout(a):
+    blocks = nl.ndarray((4, nl.par_dim(128), 64), dtype=a.dtype, buffer=nl.sbuf)
+    modern = nl.ndarray((128, 4, 64), dtype=a.dtype, buffer=nl.sbuf)
+    first = nl.ndarray((nl.par_dim(128), 64), dtype=a.dtype, buffer=nl.sbuf)
+    # (B, par_dim(P), F) is stored as the modern (P, B, F) tile: block b is t[:, b, :]
+    assert blocks.shape == (4, 128, 64) and blocks.storage.shape == (128, 4, 64)
+    for b in range(4):
+        assert blocks[b].pairs == modern[:, b, :].pairs and blocks[b].offset == modern[:, b, :].offset
+    assert blocks[1:3].shape == (2, 128, 64) and blocks[1:3][1].offset == modern[:, 2, :].offset
+    assert first.shape == (128, 64) and first.pairs == ((64, 128), (1, 64))  # par_dim first: a plain tile
+    nl.store(a, value=nl.load(a))
+    return a
+
+
+def test_par_dim_block_layout_is_the_modern_tile() -> None:
+    block_equals_modern_layout(np.zeros((128, 64), np.float32))
