@@ -7,7 +7,8 @@ kernel parameter or an ``nl.ndarray``). Element ``(i0, …, ik)`` of the view is
 exactly the operand pattern the emitter records.
 
 Indexing follows NKI 0.3+: ints, slices with steps, negative indices, ``...``, ``nl.ds`` and loop
-variable expressions. On-chip views keep the partition dim and stay ≥2-D; HBM views drop int-indexed dims.
+variable expressions; a subscript with legacy index grids (``nl.arange``/``nl.mgrid``) or an index tile goes to
+``frontend/grid.py``. On-chip views keep the partition dim and stay ≥2-D; HBM views drop int-indexed dims.
 A slice may be empty (``x[0:0]``, ``nl.ds(i, 0)``): an instruction with an empty operand records nothing.
 Tensor values are unknown at trace time, so ``bool()``, comparisons and ``int()`` on a tensor raise the dynamic
 control flow error.
