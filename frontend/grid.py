@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dis
 import inspect
-import math
 import operator
 import sys
 from collections.abc import Callable, Sequence
@@ -406,7 +405,22 @@ def index_view(t: NkiTensor, key: Any) -> NkiTensor:
         return _runtime_view(t, runtime, offset, pairs, at, coeff, bshape)
     if t.on_chip:
         pairs = _on_chip_pairs(t, pairs, order, coeff, bshape)
-    return NkiTensor(t.storage, offset, tuple(pairs), t.dtype)
+    view = NkiTensor(t.storage, offset, tuple(pairs), t.dtype)
+    view.oob_note = _out_of_range(t, keys, bshape)
+    return view
+
+
+def _out_of_range(t: NkiTensor, keys: list[Any], bshape: tuple[int, ...]) -> str | None:
+    """Which grid index leaves its dim (checked when an instruction uses the view: a mask may cut it first)."""
+    for i, (k, n) in enumerate(zip(keys, t.shape)):
+        if not isinstance(k, IndexGrid):
+            continue
+        lo, hi = (k.const.bounds() if is_symbolic(k.const) else (k.const, k.const))
+        for c, m in zip(k._padded(len(bshape)), bshape):
+            lo, hi = lo + min(0, c * (m - 1)), hi + max(0, c * (m - 1))
+        if lo < 0 or hi >= n:
+            return f"the index grid on dim {i} ranges over {lo}..{hi}, outside 0..{n - 1}"
+    return None
 
 
 def _on_chip_pairs(t: NkiTensor, pairs: list[tuple[int, int]], order: list[tuple[str, int]],
@@ -585,12 +599,15 @@ _CROSS = frozenset({
 })  # fmt: skip
 
 
-def restrict_operands(op: str, tensors: dict[str, NkiTensor], b: Box) -> dict[str, NkiTensor] | None:
+def restrict_operands(op: str, tensors: dict[str, NkiTensor], b: Box,
+                      applied_dims: set[int] | None = None) -> dict[str, NkiTensor] | None:  # fmt: skip
     """The operands of ``nisa.<op>`` cut to the box ``b`` of a mask (None: the box is empty, nothing to do).
 
     Each one-coordinate bound on dim ``d`` cuts dim ``d`` of every operand of the mask's rank whose dim ``d`` spans
     the mask's (operands of another rank: the partition dim only); a dim of size 1 is broadcast and not cut.
-    A bound that cuts no operand is an error: never a silently ignored mask.
+    A bound that cuts no operand is an error: never a silently ignored mask. For the instructions of an ``nl``
+    function (``applied_dims`` given) the bound only has to cut an operand of one of them: the dims it cut are
+    added to ``applied_dims`` and ``with_mask`` checks the rest.
     """
     if any(lo >= hi for lo, hi in b.bounds):
         return None
@@ -609,7 +626,9 @@ def restrict_operands(op: str, tensors: dict[str, NkiTensor], b: Box) -> dict[st
                 continue
             out[role] = _cut(t, dim, lo, hi)
             applied = True
-        if not applied:
+        if applied and applied_dims is not None:
+            applied_dims.add(d)
+        if not applied and applied_dims is None:
             raise NkiError(f"nisa.{op}: the mask bounds axis {d} (size {b.shape[d]}) but no operand has that axis",
                            f"operand shapes: {', '.join(f'{r} {t.shape}' for r, t in tensors.items())}")  # fmt: skip
     return out
@@ -632,9 +651,17 @@ def _cut(t: NkiTensor, dim: int, lo: int, hi: int) -> NkiTensor:
 
 
 # -- the mask= of every instruction ---------------------------------------------------------------------------
-# The mask of the nl function being traced (its instructions inherit it); None while a mask's own helper
-# instructions are recorded.
-_AMBIENT: list[Predicate | None] = []
+@dataclass
+class _Ambient:
+    """The mask of an ``nl`` function being traced, and the mask axes its instructions have cut so far."""
+
+    mask: Predicate
+    applied: set[int]
+
+
+# The masks of the nl functions being traced (their instructions inherit the innermost); None while a mask's own
+# helper instructions are recorded.
+_AMBIENT: list[_Ambient | None] = []
 
 
 def masked(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
@@ -645,8 +672,10 @@ def masked(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
 
     def run(ctx: Any, *args: Any, **kwargs: Any) -> Any:
         mask = as_mask(kwargs.pop("mask", None))
-        if mask is None and _AMBIENT:
-            mask = _AMBIENT[-1]
+        ambient = None
+        if mask is None and _AMBIENT and _AMBIENT[-1] is not None:
+            ambient = _AMBIENT[-1]
+            mask = ambient.mask
         if mask is None and not _has_blocks(args, kwargs):
             return impl(ctx, *args, **kwargs)
         bound = sig.bind(ctx, *args, **kwargs)
@@ -660,7 +689,7 @@ def masked(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
         b = box(mask)
         if b.general:
             _check_predicable(name, bound.arguments, b)
-        cut = restrict_operands(name, tensors, b)
+        cut = restrict_operands(name, tensors, b, ambient.applied if ambient is not None else None)
         if cut is None:
             return None
         bound.arguments.update(cut)
@@ -739,11 +768,19 @@ def with_mask(impl: Callable[..., Any]) -> Callable[..., Any]:
         mask = as_mask(kwargs.pop("mask", None))
         if mask is None:
             return impl(ctx, *args, **kwargs)
-        _AMBIENT.append(mask)
+        ambient = _Ambient(mask, set())
+        _AMBIENT.append(ambient)
         try:
-            return impl(ctx, *args, **kwargs)
+            result = impl(ctx, *args, **kwargs)
         finally:
             _AMBIENT.pop()
+        b = box(mask)
+        missed = [d for d, (lo_hi, n) in enumerate(zip(b.bounds, b.shape)) if lo_hi != (0, n)
+                  and lo_hi[0] < lo_hi[1] and d not in ambient.applied]  # fmt: skip
+        if missed and all(lo < hi for lo, hi in b.bounds):
+            raise NkiError(f"nl.{impl.__name__}: the mask bounds axis {missed[0]} (size {b.shape[missed[0]]}) but "
+                           "no operand of its instructions has that axis", "check the mask's index grids")  # fmt: skip
+        return result
 
     run.__wrapped__ = impl  # type: ignore[attr-defined]
     run.__name__ = impl.__name__
@@ -775,10 +812,3 @@ def predicate_args(pred: Any) -> tuple[tuple[int, ...], list[list[int]], int, in
     (coeffs, const), = pred.terms
     return iota_args(IndexGrid(pred.shape, coeffs, const))
 
-
-def is_grid(value: Any) -> bool:
-    return isinstance(value, IndexGrid)
-
-
-def grid_size(shape: Sequence[int]) -> int:
-    return math.prod(shape)

@@ -195,6 +195,8 @@ class NkiTensor:
     # -- indexing -------------------------------------------------------------------------------------
     # Leading block dims of a legacy ``(B, nl.par_dim(P), F)`` on-chip tensor (frontend/grid.py); 0 for a tile.
     block_dims = 0
+    # Why a view indexed with grids reaches outside its tensor (an error only if an instruction uses it uncut).
+    oob_note: str | None = None
 
     def __getitem__(self, key: Any) -> NkiTensor:
         if _is_advanced(key):
@@ -350,7 +352,8 @@ class NkiTensor:
         lo, hi = _flat_bounds(static)
         total = NkiTensor(self.storage, 0, (), self.dtype).storage_elems()
         if lo < 0 or hi >= total:
-            return f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {total}"
+            note = f" ({self.oob_note}; mask= the elements outside)" if self.oob_note else ""
+            return f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {total}{note}"
         return None
 
     def _offset_scale(self, indirect_dim: Any, dtype: str) -> int:
