@@ -697,10 +697,7 @@ def masked(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
             return _predicated(ctx, impl, bound, b)
         return impl(*bound.args, **bound.kwargs)
 
-    run.__wrapped__ = impl  # type: ignore[attr-defined]  # inspect.signature sees the instruction's own
-    run.__name__ = impl.__name__
-    run.__doc__ = impl.__doc__
-    return run
+    return _like(run, impl)  # inspect.signature sees the instruction's own
 
 
 def _check_predicable(op: str, arguments: dict[str, Any], b: Box) -> None:
@@ -782,11 +779,29 @@ def with_mask(impl: Callable[..., Any]) -> Callable[..., Any]:
                            "no operand of its instructions has that axis", "check the mask's index grids")  # fmt: skip
         return result
 
+    return _like(run, impl)
+
+
+def refuse_mask(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
+    """``impl`` (an nl function that records no masked instruction) with ``mask=`` other than None an error."""
+
+    def run(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("mask") is not None:
+            raise NkiError(f"{name} does not take mask=", "mask the instructions that read or write the tensor")
+        kwargs.pop("mask", None)
+        return impl(ctx, *args, **kwargs)
+
+    return _like(run, impl)
+
+
+def _like(run: Callable[..., Any], impl: Callable[..., Any]) -> Callable[..., Any]:
+    """``run`` dressed as ``impl`` (its signature is the one a call is checked against) and marked masked."""
     run.__wrapped__ = impl  # type: ignore[attr-defined]
     run.__name__ = impl.__name__
     run.__qualname__ = getattr(impl, "__qualname__", impl.__name__)
     run.__module__ = impl.__module__
     run.__doc__ = impl.__doc__
+    run.__nki_masked__ = True  # type: ignore[attr-defined]
     return run
 
 

@@ -296,6 +296,28 @@ def test_general_affine_mask_is_predicated() -> None:
 
 
 @nki.jit(mode="simulation")
+def masked_fill(a):
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:64]
+    t = nl.load(a)
+    t2 = nl.ndarray((128, 64), dtype=a.dtype)
+    t2[i_p, i_f] = t
+    filled = nl.full((128, 64), 7.0, dtype=a.dtype, mask=(i_p < 16))  # only rows 0..15 are written
+    misa.tensor_copy(t2, filled, mask=(i_p < 16))
+    nl.store(out, value=t2)
+    return out
+
+
+def test_filling_constructors_take_the_mask() -> None:
+    a = _rand(128, 64)
+    want = a.copy()
+    want[:16] = 7.0
+    np.testing.assert_array_equal(masked_fill(a), want)
+    ir = str(masked_fill.trace(api.TensorSpec((128, 64), "float32")).module)
+    assert "penguin.memset dst %sbuf_2[0 : [64, 16], [1, 64]]" in ir, ir  # the fill writes the 16 rows only
+
+
+@nki.jit(mode="simulation")
 def empty_mask(a):
     out = nl.ndarray((128, 8), dtype=a.dtype, buffer=nl.shared_hbm)
     i_p = nl.arange(128)[:, None]
@@ -372,6 +394,11 @@ def test_mask_and_index_errors() -> None:
         nl.store(a, value=t[idx, nl.arange(512)[None, :]])
 
     assert "needs an HBM tensor" in _kernel_error(runtime_index_on_chip, a)
+
+    def ndarray_mask(a):
+        nl.ndarray((128, 512), dtype=nl.float32, mask=(nl.arange(128)[:, None] < 3))
+
+    assert "nl.ndarray does not take mask=" in _kernel_error(ndarray_mask, a)
 
     def not_a_mask(a):
         t = nl.load(a)
