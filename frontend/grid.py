@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nkic.frontend.affine import DynSlice, IndexExpr, is_symbolic
-from nkic.frontend.errors import NkiError, user_location
+from nkic.frontend.errors import NkiError, user_frame
 from nkic.frontend.tensor import NkiTensor, _static_int
 
 _CONTROL = (
@@ -226,7 +226,7 @@ def _compare(expr: Any) -> Predicate:
     const = expr.const
     if is_symbolic(const):
         const = operator.index(const)  # a mask bound that moves with a symbolic loop: the loop unrolls
-    return Predicate(expr.shape, ((expr.coeffs, const),))
+    return _absorb(Predicate(expr.shape, ((expr.coeffs, const),)))
 
 
 # -- construction: arange, mgrid, par_dim -----------------------------------------------------------------------
@@ -477,12 +477,11 @@ def _runtime_view(t: NkiTensor, runtime: tuple[int, NkiTensor], offset: Any, pai
 class Predicate:
     """A conjunction of ``Σ coeffs_d·k_d + const >= 0`` over the coordinates of ``shape``."""
 
-    __slots__ = ("shape", "terms", "where")
+    __slots__ = ("shape", "terms")
 
     def __init__(self, shape: tuple[int, ...], terms: tuple[tuple[tuple[int, ...], int], ...]):
         self.shape = shape
         self.terms = terms
-        self.where = user_location()[:2]
 
     def __and__(self, other: Any) -> Predicate:
         if not isinstance(other, Predicate):
@@ -507,19 +506,38 @@ class Predicate:
 
     def __bool__(self) -> bool:
         """``mask=(a < n and b < m)``: Python asks for ``bool(a < n)``. The legacy compiler read that as a
-        conjunction; so does nkic, by remembering the left operand until the mask is used. Any other control flow on
-        a predicate (``if``, ``or``, ``not``) is an error."""
+        conjunction; so does nkic: the left operand is remembered and joined to the next comparison the same frame
+        makes (the right operand). Any other control flow on a predicate (``if``, ``or``, ``not``) is an error."""
         frame = sys._getframe(1)
         if not _is_and(frame):
             raise NkiError(*_CONTROL)
-        _PENDING.append(self)
+        live = set()
+        f = frame
+        while f is not None:
+            live.add(id(f))
+            f = f.f_back
+        _PENDING[:] = [(fr, p) for fr, p in _PENDING if id(fr) in live]  # frames that returned took theirs along
+        _PENDING.append((frame, self))
         return True
 
     def __repr__(self) -> str:
         return f"Predicate(shape={self.shape}, {self.terms})"
 
 
-_PENDING: list[Predicate] = []  # left operands of `and` not yet folded into a mask
+_PENDING: list[tuple[Any, Predicate]] = []  # (frame, left operand of an `and`) awaiting the right operand
+
+
+def _absorb(pred: Predicate) -> Predicate:
+    """``pred`` joined with the pending left operands of ``and`` of the frame that made it (see ``__bool__``)."""
+    if not _PENDING:
+        return pred
+    frame = user_frame()
+    mine = [p for fr, p in _PENDING if fr is frame]
+    if mine:
+        _PENDING[:] = [(fr, p) for fr, p in _PENDING if fr is not frame]
+        for p in mine:
+            pred = pred & p
+    return pred
 
 
 def _is_and(frame: Any) -> bool:
@@ -540,7 +558,7 @@ def _is_and(frame: Any) -> bool:
 
 
 def as_mask(value: Any) -> Predicate | None:
-    """The ``mask=`` argument as a predicate (None: no mask), folding in the left operands of ``and``."""
+    """The ``mask=`` argument as a predicate (None: no mask)."""
     if value is None:
         return None
     if isinstance(value, bool):
@@ -549,12 +567,6 @@ def as_mask(value: Any) -> Predicate | None:
     if not isinstance(value, Predicate):
         raise NkiError(f"mask= must compare index grids, got {type(value).__name__}",
                        "e.g. mask=(i_p < 64) & (i_f < 256) with i_p = nl.arange(128)[:, None]")  # fmt: skip
-    pending = [p for p in _PENDING if p.where == value.where and p is not value]
-    if any(p is value for p in _PENDING):
-        raise NkiError("'or' of index predicates is not supported: a mask is a conjunction", "join with &")
-    _PENDING.clear()
-    for p in pending:
-        value = value & p
     return value
 
 

@@ -464,3 +464,17 @@ def test_nl_function_mask_needs_one_instruction_per_axis() -> None:
         nl.store(a, value=nl.exp(nl.load(a), mask=(i_f < 3)))
 
     assert "no operand of its instructions has that axis" in _kernel_error(missed, np.zeros((128, 512), np.float32))
+
+
+def test_and_joins_conditions_across_lines_and_helpers() -> None:
+    i_p, i_f = nl.mgrid[0:128, 0:512]
+
+    def helper():
+        return (i_p < 64
+                and i_f < 100
+                and i_p >= 3)
+
+    m = helper()
+    assert {c for c, _ in m.terms} == {(-1, 0), (0, -1), (1, 0)}
+    lone = i_f < 7  # a later comparison is not joined with anything left over
+    assert len(lone.terms) == 1
