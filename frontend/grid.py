@@ -326,30 +326,16 @@ def block_view(t: NkiTensor, dims: tuple[int, ...], blocks: int) -> NkiTensor:
 
 
 # -- tensor indexing with grids ------------------------------------------------------------------------------
-def is_advanced(key: Any) -> bool:
-    """True if ``key`` (a subscript) holds an index grid or a tensor (a run-time index)."""
-    keys = key if isinstance(key, tuple) else (key,)
-    return any(isinstance(k, (IndexGrid, NkiTensor)) for k in keys)
-
-
-@dataclass
-class _Dim:
-    """One result dim: its size and, for each indexed tensor dim, the coefficient of its coordinate."""
-
-    size: int
-    coeffs: dict[int, int]
-
-
 def index_view(t: NkiTensor, key: Any) -> NkiTensor:
     """``t[key]`` with index grids / tensors in ``key`` (numpy advanced indexing, see the module docstring)."""
     if t.dyn is not None:
         raise NkiError("an indirect view cannot be indexed again", "put the whole access into one subscript")
-    from nkic.frontend.tensor import _expand_key
+    from nkic.frontend.tensor import _expand_key, _is_advanced, _resolve_index, _resolve_slice
 
     keys = _expand_key(key, t.ndim)
     nb = t.block_dims
     if nb:
-        if is_advanced(tuple(keys[:nb])):
+        if _is_advanced(tuple(keys[:nb])):
             raise NkiError("the block dims of a par_dim tensor take ints or slices, not index grids",
                            "index one block at a time: t[b, i_p, i_f] in a loop over b")  # fmt: skip
         tile = t._block_item(keys[:nb] + [slice(None)] * (t.ndim - nb))
@@ -364,15 +350,14 @@ def index_view(t: NkiTensor, key: Any) -> NkiTensor:
         # A run-time index tile holds one index per partition: it varies along the first axis (left-aligned).
         shape = (k.shape[0],) + (1,) * (rank - 1) if isinstance(k, NkiTensor) else k.shape
         bshape = _broadcast(bshape, shape)
-    nb = len(bshape)
+    nd = len(bshape)
     offset: int | IndexExpr = t.offset
     sliced: list[tuple[int, tuple[int, int]]] = []  # (tensor dim, (step, num)) of the slice dims
-    coeff = [[0] * nb for _ in range(t.ndim)]  # coeff[i][d]: tensor dim i per result coordinate d
+    coeff = [[0] * nd for _ in range(t.ndim)]  # coeff[i][d]: tensor dim i per result coordinate d
     runtime: tuple[int, NkiTensor] | None = None
     for i, (k, (step, num)) in enumerate(zip(keys, t.pairs)):
         if isinstance(k, IndexGrid):
-            pad = k._padded(nb)
-            coeff[i] = list(pad)
+            coeff[i] = list(k._padded(nd))
             offset = offset + k.const * step
         elif isinstance(k, NkiTensor):
             if runtime is not None:
@@ -381,14 +366,10 @@ def index_view(t: NkiTensor, key: Any) -> NkiTensor:
         elif isinstance(k, (slice, DynSlice)):
             if isinstance(k, DynSlice):
                 k = slice(k.start, k.start + _static_int(k.size, "nl.ds size"), 1)
-            from nkic.frontend.tensor import _resolve_slice
-
             start, length, kstep = _resolve_slice(k, num, i)
             offset = offset + start * step
             sliced.append((i, (step * kstep, length)))
         else:
-            from nkic.frontend.tensor import _resolve_index
-
             offset = offset + _resolve_index(k, num, i) * step
     # numpy: adjacent advanced indices put the broadcast dims in their place, otherwise first.
     adjacent = adv == list(range(adv[0], adv[-1] + 1))
@@ -400,7 +381,7 @@ def index_view(t: NkiTensor, key: Any) -> NkiTensor:
     pairs = [p for _, p in sliced]
     pairs[at:at] = bpairs
     order: list[tuple[str, int]] = [("s", i) for i, _ in sliced]
-    order[at:at] = [("b", d) for d in range(nb)]
+    order[at:at] = [("b", d) for d in range(nd)]
     if runtime is not None:
         return _runtime_view(t, runtime, offset, pairs, at, coeff, bshape)
     if t.on_chip:
