@@ -627,6 +627,47 @@ def restrict_operands(op: str, tensors: dict[str, NkiTensor], b: Box,
     return out
 
 
+# Instructions whose results are free-axis indices of their input: a cut that starts past 0 would shift them.
+_WRITES_INDICES = frozenset({"nc_find_index8", "nc_match_replace8", "nonzero_with_count", "topk", "sequence_bounds"})
+
+
+def _shift_coordinates(op: str, arguments: dict[str, Any], dst: NkiTensor | None, b: Box) -> None:
+    """Instructions whose values depend on the element's coordinates keep the uncut coordinates: an iota /
+    affine_select pattern restarts at the box's corner (its offset moves, its sizes shrink), range_select's
+    ``range_start`` moves; instructions that write indices refuse a box not starting at 0 on the free axes."""
+    lows = {d: lo for d, ((lo, hi), n) in enumerate(zip(b.bounds, b.shape)) if (lo, hi) != (0, n)}
+    if not lows:
+        return
+    free_lows = {d: lo for d, lo in lows.items() if d > 0 and lo}
+    if op in _WRITES_INDICES and free_lows:
+        raise NkiError(f"nisa.{op}: a mask whose free-axis bound starts at {next(iter(free_lows.values()))} would "
+                       "shift the indices it writes", "index the operands to the range instead")  # fmt: skip
+    if op not in ("iota", "affine_select", "range_select") or dst is None:
+        return
+    dims = {d: _dim_of(dst, d, b.shape) for d in lows}
+    if op == "range_select":
+        if any(dim is not None and dim > 0 for dim in dims.values()) and dst.ndim != 2:
+            raise NkiError("nisa.range_select: a free-axis mask bound needs a 2-D dst")
+        arguments["range_start"] = arguments.get("range_start", 0) + sum(
+            lows[d] for d, dim in dims.items() if dim == 1)
+        return
+    pattern = [list(p) for p in arguments.get("pattern") or ()]
+    if len(pattern) != dst.ndim - 1 or any(p[1] != n for p, n in zip(pattern, dst.shape[1:])):
+        raise NkiError(f"nisa.{op}: a mask on an instruction whose pattern does not follow dst's dims "
+                       f"{dst.shape} is not supported", "give one [step, size] per free dim of dst")  # fmt: skip
+    offset = arguments.get("offset", 0)
+    for d, dim in dims.items():
+        if dim is None:
+            continue
+        lo, hi = b.bounds[d]
+        if dim == 0:
+            offset += _static_int(arguments.get("channel_multiplier", 0), "channel_multiplier") * lo
+        else:
+            offset += pattern[dim - 1][0] * lo
+            pattern[dim - 1][1] = hi - lo
+    arguments["pattern"], arguments["offset"] = pattern, offset
+
+
 def _dim_of(t: NkiTensor, d: int, shape: tuple[int, ...]) -> int | None:
     """The dim of operand ``t`` that mask axis ``d`` (of a mask over ``shape``) runs along, or None."""
     dim = d if t.ndim == len(shape) else (0 if d == 0 else None)
@@ -685,6 +726,7 @@ def masked(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
         cut = restrict_operands(name, tensors, b, ambient.applied if ambient is not None else None)
         if cut is None:
             return None
+        _shift_coordinates(name, bound.arguments, tensors.get("dst"), b)
         bound.arguments.update(cut)
         if b.general:
             return _predicated(ctx, impl, bound, b)

@@ -478,3 +478,31 @@ def test_and_joins_conditions_across_lines_and_helpers() -> None:
     assert {c for c, _ in m.terms} == {(-1, 0), (0, -1), (1, 0)}
     lone = i_f < 7  # a later comparison is not joined with anything left over
     assert len(lone.terms) == 1
+
+
+@nki.jit(mode="simulation")
+def masked_iota(a):
+    out = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:64]
+    dst = nl.zeros((128, 64), dtype=nl.int32)
+    # value = 5 + 3p - f where the mask holds: the values keep the uncut coordinates
+    misa.iota(dst, [[-1, 64]], offset=5, channel_multiplier=3, mask=(i_p >= 10) & (i_p < 20) & (i_f >= 7))
+    nl.store(out, value=dst)
+    return out
+
+
+def test_masked_coordinate_instructions_keep_their_coordinates() -> None:
+    got = masked_iota(np.zeros((1,), np.float32))
+    p, f = np.meshgrid(np.arange(128), np.arange(64), indexing="ij")
+    want = np.where((p >= 10) & (p < 20) & (f >= 7), 5 + 3 * p - f, 0)
+    np.testing.assert_array_equal(got, want)
+
+    def shifted_indices(a):
+        i_p, i_f = nl.mgrid[0:128, 0:512]
+        t = nl.load(a)
+        vals = nl.ndarray((128, 8), dtype=a.dtype)
+        misa.max8(vals, t)
+        idx = nl.ndarray((128, 8), dtype=nl.uint32)
+        misa.nc_find_index8(idx, t, vals, mask=(i_f >= 4))
+
+    assert "would shift the indices it writes" in _kernel_error(shifted_indices, np.zeros((128, 512), np.float32))
