@@ -22,7 +22,7 @@ import inspect
 import operator
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from nkic.frontend.affine import DynSlice, IndexExpr, is_symbolic
@@ -677,11 +677,15 @@ def _dim_of(t: NkiTensor, d: int, shape: tuple[int, ...]) -> int | None:
 
 
 def _cut(t: NkiTensor, dim: int, lo: int, hi: int) -> NkiTensor:
+    """``t`` restricted to ``lo:hi`` along ``dim``. The rows of a vector-offset (run-time indexed) view start at
+    their index values: cutting them cuts the index tile, not the offset."""
     step, _ = t.pairs[dim]
     pairs = list(t.pairs)
     pairs[dim] = (step, hi - lo)
-    view = NkiTensor(t.storage, t.offset + lo * step, tuple(pairs), t.dtype, t.dyn)
-    return view
+    dyn, offset = t.dyn, t.offset + lo * step
+    if dyn is not None and dyn.kind == "vector" and dim == 0:
+        dyn, offset = replace(dyn, index=_cut(dyn.index, 0, lo, hi)), t.offset
+    return NkiTensor(t.storage, offset, tuple(pairs), t.dtype, dyn)
 
 
 # -- the mask= of every instruction ---------------------------------------------------------------------------

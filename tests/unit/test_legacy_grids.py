@@ -184,6 +184,18 @@ def scatter_rows(src, idx):
 
 
 @nki.jit(mode="simulation")
+def masked_gather(data, idx):
+    out = nl.ndarray((64, 512), dtype=data.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(64)[:, None]
+    i_f = nl.arange(512)[None, :]
+    idx_tile = nl.load(idx[i_p])
+    rows = nl.zeros((64, 512), dtype=data.dtype)
+    misa.dma_copy(rows[i_p, i_f], data[idx_tile[i_p, 0], i_f], mask=(i_p >= 16) & (i_p < 40) & (i_f < 300))
+    nl.store(out, value=rows)
+    return out
+
+
+@nki.jit(mode="simulation")
 def gather_iota(data):
     out = nl.ndarray((64, 512), dtype=data.dtype, buffer=nl.shared_hbm)
     shape, pattern, offset, cm = iota_args(2 * nl.arange(64)[:, None] + 1)
@@ -203,6 +215,10 @@ def test_indirect_load_and_store() -> None:
     want[idx] = src
     np.testing.assert_array_equal(scatter_rows(src, idx), want)
     np.testing.assert_array_equal(gather_iota(data), data[2 * np.arange(64) + 1])
+    rev = idx[::-1].copy()  # a mask on run-time rows cuts the index tile: rows 16..39 use indices rev[16:40]
+    want = np.zeros((64, 512), np.float32)
+    want[16:40, :300] = data[rev[16:40], :300]
+    np.testing.assert_array_equal(masked_gather(data, rev), want)
 
 
 # -- par_dim ---------------------------------------------------------------------------------------------------
