@@ -2,7 +2,8 @@
 
 Each instruction validates its operands on the views it is given — so errors name the user's line — and records one
 penguin instruction through ``TraceContext.inst``. Keyword calls of every NKI version are accepted; stray keywords
-(``dtype=``, ``name=``, ``mask=None``, ``priority=`` …) are tolerated and ignored, a non-None ``mask=`` is rejected.
+(``dtype=``, ``name=``, ``priority=`` …) are tolerated and ignored; ``mask=`` restricts the instruction to the
+mask's box of its operands (``frontend/grid.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 from nkic.frontend import control
 from nkic.frontend.affine import is_symbolic
 from nkic.frontend.control import VirtualRegister
-from nkic.frontend.context import active_context, nki_op
+from nkic.frontend.context import active_context, is_nki_op, nki_op
+from nkic.frontend.grid import masked
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import act_func, alu_op
 from nkic.frontend.tensor import NkiTensor
@@ -193,8 +195,9 @@ def _enum(value: Any, cls: type[Enum], what: str) -> str:
 
 
 def _mask(kwargs: dict[str, Any]) -> None:
+    """A mask reaching an instruction's body was not applied (``_take_masks`` strips it first): never ignore one."""
     if kwargs.get("mask") is not None:
-        raise NkiError("mask= is not supported", "express predicates with nisa.affine_select")
+        raise NkiError("mask= is not supported here", "express predicates with nisa.affine_select")
 
 
 def _record(
@@ -1763,6 +1766,18 @@ def core_barrier(ctx: Any, data: NkiTensor, cores: Any, engine: Any = None, **kw
     eng = "gpsimd" if eng == "unknown" else eng
     _record(ctx, name, {"data": data}, {"cores": tuple(sorted(ranks)), "engine": eng}, eng)
 
+
+def _take_masks() -> None:
+    """Every instruction takes ``mask=`` (the legacy surface passes it; ``mask=None`` is the default): its operands
+    are cut to the mask's box before the instruction checks them (``frontend/grid.py``). Done here once, for every
+    nki op of this module, so a path into an instruction — a nisa call, an nl function, a legacy wrapper calling
+    ``__nki_impl__`` — cannot skip it."""
+    for name, op in list(globals().items()):
+        if is_nki_op(op) and getattr(op, "__module__", "") == __name__:
+            op.__nki_impl__ = masked(name, op.__nki_impl__)
+
+
+_take_masks()
 
 # Names nkic lacks are placeholders that raise NkiError when called (``frontend/unsupported.py``).
 __getattr__ = missing_names("nki.isa")

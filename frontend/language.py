@@ -13,7 +13,8 @@ from contextlib import nullcontext
 from typing import Any
 
 from nkic.frontend.affine import DynSlice
-from nkic.frontend.context import active_context, nki_op
+from nkic.frontend.context import active_context, is_nki_op, nki_op
+from nkic.frontend.grid import refuse_mask, with_mask
 from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
 from nkic.frontend import tiles
 from nkic.frontend.control import dynamic_range, fori_loop, while_loop  # noqa: F401 — runtime loops
@@ -353,6 +354,21 @@ def _nki_object_init(self: Any, *args: Any, **kwargs: Any) -> None:
 def _is_method_like(value: Any) -> bool:
     return callable(value) or isinstance(value, (staticmethod, classmethod, property)) or hasattr(value, "__get__")
 
+
+def _masks() -> None:
+    """``mask=`` is never silently ignored: the filling constructors fill only the mask's elements (their memset
+    inherits it, ``grid.with_mask``), the value-returning tile functions already take it (``tiles._export``), and
+    every other nl function refuses a mask that is not None."""
+    for name, op in list(globals().items()):
+        if not is_nki_op(op) or getattr(op.__nki_impl__, "__nki_masked__", False):
+            continue
+        if name in ("zeros", "ones", "full", "zeros_like"):
+            op.__nki_impl__ = with_mask(op.__nki_impl__)
+        else:
+            op.__nki_impl__ = refuse_mask(f"nl.{name}", op.__nki_impl__)
+
+
+_masks()
 
 # Names nkic lacks are placeholders that raise NkiError when called (``frontend/unsupported.py``).
 __getattr__ = missing_names("nki.language")

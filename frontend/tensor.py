@@ -7,7 +7,8 @@ kernel parameter or an ``nl.ndarray``). Element ``(i0, …, ik)`` of the view is
 exactly the operand pattern the emitter records.
 
 Indexing follows NKI 0.3+: ints, slices with steps, negative indices, ``...``, ``nl.ds`` and loop
-variable expressions. On-chip views keep the partition dim and stay ≥2-D; HBM views drop int-indexed dims.
+variable expressions; a subscript with legacy index grids (``nl.arange``/``nl.mgrid``) or an index tile goes to
+``frontend/grid.py``. On-chip views keep the partition dim and stay ≥2-D; HBM views drop int-indexed dims.
 A slice may be empty (``x[0:0]``, ``nl.ds(i, 0)``): an instruction with an empty operand records nothing.
 Tensor values are unknown at trace time, so ``bool()``, comparisons and ``int()`` on a tensor raise the dynamic
 control flow error.
@@ -192,8 +193,19 @@ class NkiTensor:
         return f"NkiTensor({self.name}, shape={self.shape}, {self.dtype}, {self.buffer}, offset={self.offset})"
 
     # -- indexing -------------------------------------------------------------------------------------
+    # Leading block dims of a legacy ``(B, nl.par_dim(P), F)`` on-chip tensor (frontend/grid.py); 0 for a tile.
+    block_dims = 0
+    # Why a view indexed with grids reaches outside its tensor (an error only if an instruction uses it uncut).
+    oob_note: str | None = None
+
     def __getitem__(self, key: Any) -> NkiTensor:
+        if _is_advanced(key):
+            from nkic.frontend.grid import index_view  # grid imports this module
+
+            return index_view(self, key)
         keys = _expand_key(key, self.ndim)
+        if self.block_dims:
+            return self._block_item(keys)
         offset: IndexExpr | int = self.offset
         pairs: list[tuple[int, int]] = []
         int_dims: list[int] = []
@@ -210,6 +222,27 @@ class NkiTensor:
                 pairs.append((step, 1))
                 int_dims.append(dim)
         return self._view(offset, _drop_int_dims(pairs, int_dims, self.on_chip))
+
+    def _block_item(self, keys: list[Any]) -> NkiTensor:
+        """Index a block tensor: int-indexed block dims drop, the rest index the tile(s) as usual."""
+        nb = self.block_dims
+        offset: IndexExpr | int = self.offset
+        kept: list[tuple[int, int]] = []
+        for dim, (k, (step, num)) in enumerate(zip(keys[:nb], self.pairs[:nb])):
+            if isinstance(k, (slice, DynSlice)):
+                if isinstance(k, DynSlice):
+                    k = slice(k.start, k.start + _static_int(k.size, "nl.ds size"), 1)
+                start, length, kstep = _resolve_slice(k, num, dim)
+                offset = offset + start * step
+                kept.append((step * kstep, length))
+            else:
+                offset = offset + _resolve_index(k, num, dim) * step
+        tile = NkiTensor(self.storage, offset, self.pairs[nb:], self.dtype)[tuple(keys[nb:])]
+        if not kept:
+            return tile
+        view = NkiTensor(self.storage, tile.offset, (*kept, *tile.pairs), self.dtype)
+        view.block_dims = len(kept)
+        return view
 
     def __setitem__(self, key: Any, value: Any) -> None:
         from nkic.frontend import isa  # isa imports this module
@@ -319,7 +352,8 @@ class NkiTensor:
         lo, hi = _flat_bounds(static)
         total = NkiTensor(self.storage, 0, (), self.dtype).storage_elems()
         if lo < 0 or hi >= total:
-            return f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {total}"
+            note = f" ({self.oob_note}; mask= the elements outside)" if self.oob_note else ""
+            return f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {total}{note}"
         return None
 
     def _offset_scale(self, indirect_dim: Any, dtype: str) -> int:
@@ -441,6 +475,12 @@ def _infer_minus_one(dims: list[int], size: int) -> list[int]:
         if rest and size % rest == 0:
             dims = [size // rest if d == -1 else d for d in dims]
     return dims
+
+
+def _is_advanced(key: Any) -> bool:
+    """A subscript with an index grid (``nl.arange``/``nl.mgrid``) or a tensor (a run-time index) in it."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(getattr(k, "_nki_index_grid_", False) or isinstance(k, NkiTensor) for k in keys)
 
 
 def _expand_key(key: Any, ndim: int) -> list[Any]:

@@ -44,6 +44,7 @@ from nkic.frontend.affine import is_symbolic
 from nkic.frontend.context import nki_op
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_dtype
 from nkic.frontend.errors import NkiError
+from nkic.frontend.grid import with_mask
 from nkic.frontend.ops import TILE_FUNCTIONS
 from nkic.frontend.tensor import NkiTensor
 from nkic.target.machine import get_target
@@ -62,7 +63,7 @@ def _export(name: str | None = None) -> Callable[[Callable[..., Any]], Callable[
         public = name or impl.__name__.lstrip("_")
         impl.__name__ = impl.__qualname__ = public
         impl.__module__ = "nkic.frontend.language"  # a bad call reads "bad call of language.<name>", like nl's own
-        op = nki_op(impl)
+        op = nki_op(with_mask(impl))  # mask= applies to every instruction the function records
         TILE_FUNCTIONS[public] = op
         __all__.append(public)
         return op

@@ -58,6 +58,7 @@ from nkic.frontend.context import active_context, is_nki_op, set_active
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_dtype
 from nkic.frontend.emit import Affine, Loc, Operand
 from nkic.frontend.errors import NeedsUnroll, NkiError, located_error, user_location
+from nkic.frontend.grid import block_layout, block_view, split_par_dim
 from nkic.frontend.instruction import NkiInstruction
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
 from nkic.gcpause import gc_paused
@@ -589,8 +590,12 @@ class TraceContext:
 
     # -- allocation -------------------------------------------------------------------------------------
     def allocate(self, shape: Any, dtype: Any, buffer: Any, name: str, address: Any) -> NkiTensor:
+        blocks = split_par_dim(shape)  # legacy (B, nl.par_dim(P), F): B blocks of (P, F) tiles
         dims = _shape(shape)
         dtype, buf = normalize_dtype(dtype), normalize_buffer(buffer)
+        if blocks and buf.on_chip:
+            tensor = self.allocate(block_layout(dims, blocks), dtype, buf, name, address)
+            return block_view(tensor, dims, blocks)
         if buf.on_chip:
             _check_on_chip_shape(dims, dtype, buf.name, self.options.target)
         else:

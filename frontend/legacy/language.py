@@ -6,3 +6,7 @@ from nkic.frontend.language import *  # noqa: F401,F403 — the legacy surface i
 from nkic.frontend.unsupported import missing_names
 
 __getattr__ = missing_names("neuronxcc.nki.language")
+
+
+# -- index grids, block dims, masks (legacy-only names; the machinery is frontend/grid.py) --------------------
+from nkic.frontend.grid import arange, mgrid, par_dim  # noqa: E402,F401
