@@ -18,6 +18,7 @@ from nkic.frontend import collectives, compiler, isa, language, nki_typing
 from nkic.frontend.legacy import compiler as legacy_compiler
 from nkic.frontend.legacy import isa as legacy_isa
 from nkic.frontend.legacy import language as legacy_language
+from nkic.frontend.legacy.migration import legacy_jit
 
 MODULES: dict[str, ModuleType] = {
     "nki": nki,
@@ -37,6 +38,7 @@ def _legacy_nki() -> ModuleType:
     module.__getattr__ = getattr(nki, "__getattr__")  # type: ignore[attr-defined]  # placeholders, as in nki
     module.language, module.isa = legacy_language, legacy_isa  # type: ignore[attr-defined]
     module.compiler = legacy_compiler  # type: ignore[attr-defined]  # with the legacy sbuf / psum allocations
+    module.jit = legacy_jit(nki.jit)  # type: ignore[attr-defined]  # warns for a legacy mode=
     module.__path__ = []  # type: ignore[attr-defined]  # a package: submodules resolve through sys.modules
     return module
 

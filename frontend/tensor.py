@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -396,13 +396,26 @@ class NkiTensor:
         )
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _operator
-    __neg__ = __pow__ = __matmul__ = __iadd__ = __isub__ = __imul__ = _operator
+    __neg__ = __pow__ = __matmul__ = __isub__ = __imul__ = _operator
+
+    def __iadd__(self, other: Any) -> Any:
+        # ``psum += nisa.nc_matmul(...)``: the legacy (neuronxcc) PSUM accumulation, which the legacy surface
+        # installs in LEGACY_IADD and honours only in kernels written against it; everywhere else an error.
+        if LEGACY_IADD is not None:
+            result = LEGACY_IADD(self, other)
+            if result is not NotImplemented:
+                return result
+        return self._operator()
 
     def __len__(self) -> int:
         return self.shape[0] if self.pairs else 0
 
     def __iter__(self) -> Any:
         raise NkiError("iterating over a tensor is not supported", "index it with nl.affine_range / static_range")
+
+
+# ``tensor += value`` of the legacy surface (``frontend/legacy/language.py``); NotImplemented: not a legacy kernel.
+LEGACY_IADD: Callable[[NkiTensor, Any], Any] | None = None
 
 
 # -- helpers ----------------------------------------------------------------------------------------------

@@ -152,3 +152,40 @@ def loop_reduce(ctx: _Any, x: _Any, op: _Any, loop_indices: _Any, mask: _Any = N
 
 
 __getattr__ = missing_names("neuronxcc.nki.language")  # again: the imports above must not shadow the hook
+
+
+def _is_legacy_kernel_frame() -> bool:
+    """Whether the user's current frame is a legacy kernel: its module imported ``neuronxcc.nki`` (one of the legacy
+    modules is among its globals)."""
+    from nkic.frontend.errors import user_frame as _user_frame
+    from nkic.frontend.legacy import isa as _legacy_isa
+
+    frame = _user_frame()
+    if frame is None:
+        return False
+    mine = (_sys.modules[__name__], _legacy_isa)
+    return any(v is m or getattr(v, "language", None) is mine[0] for v in frame.f_globals.values() for m in mine)
+
+
+def _legacy_iadd(tile: _NkiTensor, other: _Any) -> _Any:
+    """``psum_tile += value`` in a legacy kernel: PSUM accumulation, ``tile = tile + value`` by one VectorE
+    ``tensor_tensor`` into the PSUM tile (fp32, as the PE array accumulates). Only for PSUM tiles of legacy
+    kernels; anything else keeps the modern error."""
+    from nkic.frontend.context import current_context as _ctx
+
+    if not _is_legacy_kernel_frame() or not isinstance(other, _NkiTensor) or tile.buffer != "psum":
+        return NotImplemented
+    ctx = _ctx()
+    _migration.legacy("psum_tile += nisa.nc_matmul(...)",
+                      "nisa.nc_matmul(dst=psum_tile, stationary=..., moving=..., accumulate=True)")  # fmt: skip
+    from nkic.frontend import isa as _isa
+
+    _isa.tensor_tensor.__nki_impl__(ctx, tile, tile, other, "add")
+    return tile
+
+
+import sys as _sys  # noqa: E402
+from nkic.frontend import tensor as _tensor_module  # noqa: E402
+
+_tensor_module.LEGACY_IADD = _legacy_iadd
+__getattr__ = missing_names("neuronxcc.nki.language")

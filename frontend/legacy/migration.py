@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 from nkic.frontend.errors import NkiError, user_location
 
@@ -78,3 +80,27 @@ def legacy(construct: str, modern: str) -> None:
     _seen.add(key)
     warnings.warn_explicit(f"{construct} is the legacy neuronxcc.nki spelling; the modern one is {modern}",
                            NkiLegacyWarning, file, line)  # fmt: skip
+
+
+_MODERN_MODE = {
+    "simulation": "@nki.jit without mode, called through nki.simulate(kernel)(*args)",
+    "baremetal": "@nki.jit without mode (nkic compiles and simulates every kernel); nki.baremetal for the artifacts",
+    "benchmark": "nki.benchmark(kernel, warmup=, iters=)",
+    "trace": "@nki.jit without mode (a kernel called from a kernel is traced into it)",
+}
+
+
+def legacy_jit(jit: Callable[..., Any]) -> Callable[..., Any]:
+    """``neuronxcc.nki.jit``: the modern ``jit`` (``jit``), warning at the decorator's line for a legacy ``mode=``."""
+
+    def legacy(fn: Any = None, **options: Any) -> Any:
+        mode = options.get("mode")
+        if isinstance(mode, str) and mode in _MODERN_MODE:
+            legacy_construct(f"nki.jit(mode={mode!r})", _MODERN_MODE[mode])
+        return jit(fn, **options)
+
+    legacy.__doc__, legacy.__name__, legacy.__qualname__ = jit.__doc__, "jit", "jit"
+    return legacy
+
+
+legacy_construct = legacy  # the reporting function, under a name the wrapper above does not shadow
