@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from nkic.frontend import isa as _modern
 from nkic.frontend.context import nki_op
 from nkic.frontend.dtypes import BUFFERS, normalize_dtype
@@ -65,6 +67,18 @@ def _result(
 def _kw(mask: Any, kw: dict[str, Any]) -> dict[str, Any]:
     """The extra keywords for the modern call: ``mask=`` when given (the modern function honours or rejects it)."""
     return {**kw, "mask": mask} if mask is not None else dict(kw)
+
+
+def _number(value: Any) -> Any:
+    """A numpy scalar (a kernel argument ``np.float32(-inf)``) as the Python number the modern checks take."""
+    return value.item() if isinstance(value, (np.integer, np.floating)) else value
+
+
+def _bytes_predicate(op: str, predicate: Any) -> Any:
+    """A ``bool_`` predicate (numpy bool arrays, one byte per element, which the legacy API accepted) as the uint8
+    it is stored as."""
+    pred = _tile(op, "predicate", predicate)
+    return pred.view("uint8") if pred.dtype == "bool_" else pred
 
 
 def _free_shape(t: NkiTensor) -> tuple[int, ...]:
@@ -320,7 +334,7 @@ def nc_match_replace8(ctx: Any, data: Any, vals: Any, imm: Any, dst_idx: Any = N
     """``data`` with the first match of each of the 8 ``vals`` replaced by ``imm``: a new tile of data's shape."""
     data = _tile("nc_match_replace8", "data", data)
     out = _result(ctx, "nc_match_replace8", dst, data.shape, dtype, data.dtype, _SBUF, "data=, vals=, imm=")
-    _impl("nc_match_replace8")(ctx, out, data, vals, imm, dst_idx=dst_idx, **_kw(mask, kw))
+    _impl("nc_match_replace8")(ctx, out, data, vals, _number(imm), dst_idx=dst_idx, **_kw(mask, kw))
     return out
 
 
@@ -330,7 +344,7 @@ def memset(ctx: Any, shape: Any, value: Any, dtype: Any, mask: Any = None, engin
            **kw: Any) -> NkiTensor:  # fmt: skip
     """A new SBUF tile of ``shape`` filled with ``value``."""
     out = _result(ctx, "memset", dst, tuple(shape), dtype, "float32", _SBUF, "value=")
-    _impl("memset")(ctx, out, value, engine=engine, **_kw(mask, kw))
+    _impl("memset")(ctx, out, _number(value), engine=engine, **_kw(mask, kw))
     return out
 
 
@@ -375,12 +389,18 @@ def select_reduce(ctx: Any, dst: Any, predicate: Any, on_true: Any, on_false: An
                   **kw: Any) -> None:  # fmt: skip
     """The modern instruction (legacy select_reduce took ``dst`` too); a ``bool_`` predicate, which the legacy API
     accepted (numpy bool arrays are one byte per element), is read as the uint8 it is stored as."""
-    pred = _tile("select_reduce", "predicate", predicate)
-    if pred.dtype == "bool_":
-        pred = pred.view("uint8")
+    pred = _bytes_predicate("select_reduce", predicate)
     kw.pop("num_r_dim", None)  # the legacy reduction-dims hint: the reduction is always over the free dims
     _impl("select_reduce")(ctx, dst, pred, on_true, on_false, reduce_res=reduce_res, reduce_cmd=reduce_cmd,
                            reduce_op=reduce_op, reverse_pred=reverse_pred, **_kw(mask, kw))  # fmt: skip
+
+
+@nki_op
+def tensor_copy_predicated(ctx: Any, src: Any, dst: Any, predicate: Any, mask: Any = None, reverse_pred: bool = False,
+                           **kw: Any) -> None:  # fmt: skip
+    """The modern instruction (the legacy one took ``dst`` too); a ``bool_`` predicate is read as uint8."""
+    _impl("tensor_copy_predicated")(ctx, dst, _number(src), _bytes_predicate("tensor_copy_predicated", predicate),
+                                    reverse_pred=reverse_pred, **_kw(mask, kw))  # fmt: skip
 
 
 @nki_op

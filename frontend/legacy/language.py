@@ -112,6 +112,18 @@ def store(ctx: _Any, dst: _NkiTensor, value: _Any, **kw: _Any) -> None:
     _tiles.store.__nki_impl__(ctx, dst, value, **kw)
 
 
+@_nki_op
+def shared_identity_matrix(ctx: _Any, n: int, dtype: _Any = uint8, **kw: _Any) -> _NkiTensor:
+    """Legacy ``nl.shared_identity_matrix``: "the same behavior as ``nl.shared_constant``", i.e. an (n, n) identity
+    in shared HBM (kernels ``nl.load`` it); NKI 0.3's version builds it in SBUF."""
+    import numpy as _np
+
+    from nkic.target.vocab import DTYPES as _DTYPES
+
+    want = _normalize_dtype(dtype)
+    return ctx.constant(_np.identity(int(n)).astype(_DTYPES[want]))  # type: ignore[no-any-return]
+
+
 class _LoopReduction:
     """One ``nl.loop_reduce`` site's running destination and the loop indices it last saw."""
 
