@@ -353,8 +353,8 @@ def _affine(expr: Any) -> tuple[tuple[int, ...], int, int, tuple[tuple[int, int]
     ``nl.mgrid`` and affine combinations of them), which describes itself through ``__nki_affine__``."""
     describe = getattr(expr, "__nki_affine__", None)
     if describe is None:
-        raise NkiError(f"nisa.iota: expr must be an affine index expression (nl.arange / nl.mgrid), got "
-                       f"{type(expr).__name__}")  # fmt: skip
+        raise NkiError("nisa.iota / affine_select: expr must be an affine index expression (nl.arange / nl.mgrid), "
+                       f"got {type(expr).__name__}")  # fmt: skip
     shape, offset, channel_multiplier, pattern = describe()
     return tuple(shape), int(offset), int(channel_multiplier), tuple(pattern)
 
@@ -370,6 +370,27 @@ def iota(ctx: Any, expr: Any, dtype: Any, mask: Any = None, dst: Any = None, **k
 
 
 # -- selection ----------------------------------------------------------------------------------------------
+@nki_op
+def affine_select(ctx: Any, pred: Any, on_true_tile: Any, on_false_value: Any, mask: Any = None, dtype: Any = None,
+                  dst: Any = None, **kw: Any) -> NkiTensor:  # fmt: skip
+    """``on_true_tile`` where the affine predicate over the index grids holds (``iy < ix``), else
+    ``on_false_value``: the modern ``affine_select`` with the predicate's pattern. The predicate describes itself
+    through ``__nki_affine_compare__() -> (expr, cmp_op)`` meaning ``cmp_op(expr, 0)``, ``expr`` an affine index
+    expression (``__nki_affine__``)."""
+    src = _tile("affine_select", "on_true_tile", on_true_tile)
+    compare = getattr(pred, "__nki_affine_compare__", None)
+    if compare is None:
+        raise NkiError(f"nisa.affine_select: pred must be a comparison of affine index expressions (nl.arange / "
+                       f"nl.mgrid), got {type(pred).__name__}")  # fmt: skip
+    expr, cmp_op = compare()
+    _, offset, multiplier, pattern = _affine(expr)
+    out = _result(ctx, "affine_select", dst, src.shape, dtype, src.dtype, _SBUF,
+                  "pattern=, channel_multiplier=, on_true_tile=, on_false_value=, cmp_op=")  # fmt: skip
+    _impl("affine_select")(ctx, out, [list(p) for p in pattern], multiplier, src, _number(on_false_value),
+                           cmp_op=cmp_op, offset=offset, **_kw(mask, kw))  # fmt: skip
+    return out
+
+
 @nki_op
 def range_select(ctx: Any, on_true_tile: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,
                  reduce_cmd: Any = None, reduce_res: Any = None, reduce_op: Any = None, range_start: Any = 0,

@@ -93,7 +93,8 @@ zeros, ones, full = (_filled_legacy(n) for n in ("zeros", "ones", "full"))
 def rand(ctx: _Any, shape: _Any, dtype: _Any = float32, buffer: _Any = sbuf, name: str = "", **kw: _Any) -> _NkiTensor:
     """Legacy ``nl.rand(shape, dtype=nl.float32)``: uniform in [0, 1); the legacy API defaulted the dtype to
     float32 (NKI 0.3's ``nisa.rand2``/``nl.rand`` need it)."""
-    return _tiles.rand.__nki_impl__(ctx, shape, dtype, _legacy_buffer(buffer), name, **kw)  # type: ignore[no-any-return]
+    out: _NkiTensor = _tiles.rand.__nki_impl__(ctx, shape, dtype, _legacy_buffer(buffer), name, **kw)
+    return out
 
 
 @_nki_op

@@ -34,7 +34,7 @@ SDK_TESTS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "aws-neu
 # The index grids are helper grid's part of issue 9; until they are real these tests stop at them.
 GRIDS = all(not is_unsupported(getattr(legacy_nl, n)) for n in ("arange", "mgrid", "par_dim"))
 _ARANGE = "nl.arange / nl.mgrid index grids"
-_MASK = "mask= predicates built from index grids"
+_MASK = "predicates built from index grids (mask=, an affine_select pred)"
 _INDIRECT = "tile (indirect) indexing with index grids"
 _BLOCKS = "nl.par_dim with leading block dims"
 
