@@ -5,8 +5,8 @@ Each compiles the kernel to a NEFF and runs it on nkic's simulator; nothing here
 * ``simulate_kernel(kernel, *args, **kwargs)``: run it; numpy in, numpy out (``kernel`` may be ``k[grid]``).
 * ``baremetal(kernel, save_neff_name=, save_trace_name=, ...)``: a kernel that runs when called, writing its NEFF and
   its profile (Chrome trace-event JSON, which Perfetto opens) when those names are given.
-* ``benchmark(kernel, warmup=, iters=, save_neff_name=, save_trace_name=, ...)``: runs it and records the latency in
-  ``.benchmark_result.nc_latency``. The latency is the simulator's cost model, stated as simulated: a run is
+* ``benchmark(kernel, warmup=, iters=, save_neff_name=, save_trace_name=, ...)``: runs it, records the latency in
+  ``.benchmark_result.nc_latency`` and prints the latency percentiles (as the SDK prints neuron-bench's statistics). The latency is the simulator's cost model, stated as simulated: a run is
   deterministic, so every percentile is the same value, and ``warmup``/``iters`` change nothing.
 * ``profile(func, working_directory=, save_neff_name=, save_trace_name=, overwrite=, profile_nth=)``: writes the NEFF
   and the profile into ``working_directory``.
@@ -77,7 +77,19 @@ class _Runner:
         value, traced, run = run_kernel_with_profile(self.kernel, args, kwargs)
         self._save(neff_of(traced), run)
         self.benchmark_result = BenchmarkResult(Latency(run.profile.total_ns / 1000.0))
+        if self.artifacts.get("_report"):
+            print(self._report(), flush=True)
         return value
+
+    def _report(self) -> str:
+        """What ``nki.benchmark`` prints after a run (the SDK prints neuron-bench's latency statistics): the
+        percentiles of the simulated latency, said to be simulated."""
+        assert self.benchmark_result is not None
+        latency = self.benchmark_result.nc_latency
+        cells = ", ".join(f"p{p}={latency.get_latency_percentile(p):.3f}" for p in _PERCENTILES)
+        warmup, iters = self.artifacts.get("_warmup"), self.artifacts.get("_iters")
+        return (f"nki.benchmark {self.kernel.name}: simulated NeuronCore latency (nkic cost model, not a device "
+                f"measurement; warmup={warmup}, iters={iters} change nothing) in us: {cells}")  # fmt: skip
 
     def _save(self, neff: bytes, run: RunResult) -> None:
         folder = Path(self.artifacts.get("working_directory") or self.artifacts.get("artifacts_dir") or ".")
@@ -114,7 +126,7 @@ def benchmark(kernel: Any = None, warmup: int = 10, iters: int = 100, **artifact
     simulated latency in µs (``warmup``/``iters`` are accepted: every simulated run takes the same time)."""
     if warmup < 0 or iters < 1:
         raise NkiError(f"benchmark needs warmup >= 0 and iters >= 1, got warmup={warmup}, iters={iters}")
-    return _runner(kernel, artifacts)
+    return _runner(kernel, {**artifacts, "_report": True, "_warmup": warmup, "_iters": iters})
 
 
 def profile(func: Any = None, working_directory: str | os.PathLike[str] = ".", save_neff_name: str = "file.neff",

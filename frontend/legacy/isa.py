@@ -440,6 +440,15 @@ def local_gather(ctx: Any, src_buffer: Any, index: Any, num_elem_per_idx: Any = 
 
 
 @nki_op
+def nc_stream_shuffle(ctx: Any, src: Any, dst: Any, shuffle_mask: Any, dtype: Any = None, mask: Any = None,
+                      **kw: Any) -> None:  # fmt: skip
+    """The modern instruction with the legacy argument order ``(src, dst, shuffle_mask)``; ``dtype`` must be dst's."""
+    if dtype is not None and normalize_dtype(dtype) != _tile("nc_stream_shuffle", "dst", dst).dtype:
+        raise NkiError(f"nisa.nc_stream_shuffle: dtype={normalize_dtype(dtype)} disagrees with dst's {dst.dtype}")
+    _impl("nc_stream_shuffle")(ctx, dst, src, shuffle_mask, **_kw(mask, kw))
+
+
+@nki_op
 def sequence_bounds(ctx: Any, segment_ids: Any, dtype: Any = None, dst: Any = None, **kw: Any) -> NkiTensor:
     """Start and end of each element's segment: a new ``(P, 2, F)`` tile of segment_ids' dtype."""
     ids = _tile("sequence_bounds", "segment_ids", segment_ids)

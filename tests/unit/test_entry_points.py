@@ -60,12 +60,14 @@ def test_baremetal_writes_the_neff_and_the_profile(tmp_path) -> None:
     assert any(e.get("ph") == "X" for e in events)
 
 
-def test_benchmark_reports_the_simulated_latency(tmp_path) -> None:
+def test_benchmark_reports_the_simulated_latency(tmp_path, capsys) -> None:
     a = RNG.standard_normal((128, 512)).astype(np.float32)
     bench = nki.benchmark(warmup=2, iters=5, save_neff_name=str(tmp_path / "b.neff"))(double)
     np.testing.assert_array_equal(bench(a), 2 * a)
     latency = bench.benchmark_result.nc_latency
     p50, p99 = latency.get_latency_percentile(50), latency.get_latency_percentile(99)
+    printed = capsys.readouterr().out  # the statistics are printed, as the SDK's neuron-bench run prints them
+    assert "simulated" in printed and f"p99={p99:.3f}" in printed and "warmup=2, iters=5" in printed
     assert p50 == p99 > 0.5  # µs: two DMAs of 256 KiB alone take more than that in the cost model
     assert bench.benchmark_result.simulated
     with pytest.raises(nki.NkiError, match="percentile 42"):

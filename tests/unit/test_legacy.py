@@ -382,3 +382,15 @@ def test_python_m_nkic_W_switch(tmp_path) -> None:
     assert quiet.returncode == 0 and quiet.stdout.strip() == "0.5" and "Warning" not in quiet.stderr
     loud = subprocess.run([*run, str(script)], capture_output=True, text=True, env=env)
     assert loud.returncode == 0 and "legacy_kernel.py:9: NkiLegacyWarning" in loud.stderr
+
+
+def test_nc_stream_shuffle_takes_the_legacy_argument_order() -> None:
+    @nki.jit
+    def kernel(a):
+        x = nl.load(a)
+        y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.nc_stream_shuffle(x, y, [31 - i for i in range(32)])  # (src, dst, shuffle_mask) positionally
+        return _out(y)
+
+    a = RNG.standard_normal((32, 16)).astype(np.float32)
+    np.testing.assert_array_equal(kernel(a), a[::-1])
