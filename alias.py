@@ -39,6 +39,7 @@ def _legacy_nki() -> ModuleType:
     module.language, module.isa = legacy_language, legacy_isa  # type: ignore[attr-defined]
     module.compiler = legacy_compiler  # type: ignore[attr-defined]  # with the legacy sbuf / psum allocations
     module.jit = legacy_jit(nki.jit)  # type: ignore[attr-defined]  # warns for a legacy mode=
+    module.tensor = nki_typing.tensor  # type: ignore[attr-defined]  # legacy annotations: `a: nki.tensor[128, 64]`
     module.__path__ = []  # type: ignore[attr-defined]  # a package: submodules resolve through sys.modules
     return module
 

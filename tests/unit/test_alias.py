@@ -45,6 +45,7 @@ def test_legacy_annotations_and_placeholders(aliased) -> None:
     from neuronxcc import nki
 
     assert nt.tensor[128, 512] is nt.tensor and nt.mutable_tensor is nt.tensor
+    assert nki.tensor[128, 512] is nt.tensor  # the legacy annotation spelling
     with pytest.raises(NkiError, match="neuronxcc.nki.language.no_such_name is not supported by nkic"):
         nki.language.no_such_name()  # a name nkic lacks: a placeholder, an error only when called
 
