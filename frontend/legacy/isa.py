@@ -66,7 +66,11 @@ def _result(
 
 def _kw(mask: Any, kw: dict[str, Any]) -> dict[str, Any]:
     """The extra keywords for the modern call: ``mask=`` when given (the modern function honours or rejects it)."""
-    return {**kw, "mask": mask} if mask is not None else dict(kw)
+    if mask is None:
+        return dict(kw)
+    migration.legacy("mask= on an instruction", "an instruction on the sub-view the mask selects, or "
+                     "nisa.affine_select / nisa.range_select on its result")  # fmt: skip
+    return {**kw, "mask": mask}
 
 
 def _number(value: Any) -> Any:
@@ -146,7 +150,8 @@ def dma_transpose(ctx: Any, src: Any, axes: Any = None, mask: Any = None, dtype:
                   **kw: Any) -> NkiTensor:  # fmt: skip
     """``src`` transposed (``axes``: the modern permutations) into a new SBUF tile of src's dtype."""
     src = _tile("dma_transpose", "src", src)
-    perm = tuple(int(a) for a in axes) if axes is not None else tuple(range(src.ndim))[::-1]
+    default = _modern._DMA_TRANSPOSE_AXES.get(src.ndim, tuple(range(src.ndim))[::-1])
+    perm = tuple(int(a) for a in axes) if axes is not None else default
     if len(perm) != src.ndim:
         raise NkiError(f"nisa.dma_transpose: axes {perm} do not match the rank-{src.ndim} source")
     shape = tuple(src.shape[a] for a in perm)

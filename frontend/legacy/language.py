@@ -125,6 +125,18 @@ def shared_identity_matrix(ctx: _Any, n: int, dtype: _Any = uint8, **kw: _Any) -
     return ctx.constant(_np.identity(int(n)).astype(_DTYPES[want]))  # type: ignore[no-any-return]
 
 
+@_nki_op
+def atomic_rmw(ctx: _Any, dst: _NkiTensor, value: _Any, op: _Any, mask: _Any = None, **kw: _Any) -> None:
+    """Legacy ``nl.atomic_rmw(dst, value, op)``: ``dst = op(dst, value)`` on HBM by the DMA engine, i.e. the modern
+    read-modify-write ``nisa.dma_compute(dst, srcs=[dst, value], reduce_op=nl.add)`` (the DMA computes only add; any
+    other op is an error there)."""
+    _migration.legacy("nl.atomic_rmw(dst, value, op)", "nisa.dma_compute(dst=dst, srcs=[dst, value], reduce_op=op)")
+    from nkic.frontend import isa as _isa
+
+    modern_kw = {**kw, "mask": mask} if mask is not None else dict(kw)
+    _isa.dma_compute.__nki_impl__(ctx, dst, [dst, value], op, **modern_kw)
+
+
 class _LoopReduction:
     """One ``nl.loop_reduce`` site's running destination and the loop indices it last saw."""
 

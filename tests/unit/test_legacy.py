@@ -394,3 +394,32 @@ def test_nc_stream_shuffle_takes_the_legacy_argument_order() -> None:
 
     a = RNG.standard_normal((32, 16)).astype(np.float32)
     np.testing.assert_array_equal(kernel(a), a[::-1])
+
+
+def test_atomic_rmw_adds_into_hbm_and_rejects_other_ops() -> None:
+    @nki.jit
+    def kernel(a, b, op):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))
+        nl.atomic_rmw(out, nl.load(b), op=op)
+        return out
+
+    a = RNG.standard_normal((128, 8)).astype(np.float32)
+    b = RNG.standard_normal((128, 8)).astype(np.float32)
+    np.testing.assert_allclose(kernel(a, b, np.add), a + b, rtol=1e-6)
+    with pytest.raises(NkiError, match="reduce_op must be nl.add"):
+        kernel(a, b, np.multiply)
+
+
+def test_an_instruction_mask_warns_and_is_passed_on() -> None:
+    migration.set_action("default")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        @nki.jit
+        def kernel(a):
+            return _out(nisa.tensor_copy(nl.load(a), mask=object()))
+
+        with pytest.raises(NkiError, match="mask"):  # the modern function decides (nkic's grid module makes it real)
+            kernel(np.ones((128, 4), np.float32))
+    assert any("mask= on an instruction" in str(w.message) for w in caught)
