@@ -192,25 +192,37 @@ def _is_legacy_kernel_frame() -> bool:
     return any(v is m or getattr(v, "language", None) is mine[0] for v in frame.f_globals.values() for m in mine)
 
 
-def _legacy_iadd(tile: _NkiTensor, other: _Any) -> _Any:
-    """``psum_tile += value`` in a legacy kernel: PSUM accumulation, ``tile = tile + value`` by one VectorE
-    ``tensor_tensor`` into the PSUM tile (fp32, as the PE array accumulates). Only for PSUM tiles of legacy
-    kernels; anything else keeps the modern error."""
-    from nkic.frontend.context import current_context as _ctx
+_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
 
-    if not _is_legacy_kernel_frame() or not isinstance(other, _NkiTensor) or tile.buffer != "psum":
+
+def _legacy_operator(name: str, tile: _NkiTensor, other: _Any) -> _Any:
+    """The operators of legacy tiles, in legacy kernels only: ``a + b``, ``a - 2.0``, ``2.0 * a``, ``a / b``, ``-a``
+    are the ``nl`` functions (``nl.add`` ...) returning a new tile; ``t += x`` rebinds ``t`` to ``t + x``, except
+    ``psum_tile += value``, which accumulates into the PSUM tile in place (one VectorE ``tensor_tensor``, fp32, as
+    the PE array accumulates: the legacy ``psum += nisa.nc_matmul(...)``)."""
+    if not _is_legacy_kernel_frame():
         return NotImplemented
-    ctx = _ctx()
-    _migration.legacy("psum_tile += nisa.nc_matmul(...)",
-                      "nisa.nc_matmul(dst=psum_tile, stationary=..., moving=..., accumulate=True)")  # fmt: skip
-    from nkic.frontend import isa as _isa
+    if name == "neg":
+        _migration.legacy("-tile", "nl.negative(tile)")
+        return _modern.negative(tile)
+    in_place = name.startswith("i")
+    base = name[1:] if in_place else name
+    if name == "iadd" and tile.buffer == "psum" and isinstance(other, _NkiTensor):
+        _migration.legacy("psum_tile += nisa.nc_matmul(...)",
+                          "nisa.nc_matmul(dst=psum_tile, stationary=..., moving=..., accumulate=True)")  # fmt: skip
+        from nkic.frontend import isa as _isa
 
-    _isa.tensor_tensor.__nki_impl__(ctx, tile, tile, other, "add")
-    return tile
+        _isa.tensor_tensor(tile, tile, other, "add")
+        return tile
+    reflected = base.startswith("r") and base[1:] in _BINARY
+    func = _BINARY[base[1:] if reflected else base]
+    _migration.legacy(f"the tile operator for {func}", f"nl.{func}(x, y)")
+    x, y = (other, tile) if reflected else (tile, other)
+    return getattr(_modern, func)(x, y)  # the nl token: a traced call of the tile function
 
 
 import sys as _sys  # noqa: E402
 from nkic.frontend import tensor as _tensor_module  # noqa: E402
 
-_tensor_module.LEGACY_IADD = _legacy_iadd
+_tensor_module.LEGACY_OPERATOR = _legacy_operator
 __getattr__ = missing_names("neuronxcc.nki.language")

@@ -71,15 +71,16 @@ def test_psum_accumulation_with_plus_equals() -> None:
     np.testing.assert_allclose(kernel(a, b), a.T @ b, rtol=1e-4, atol=1e-3)
 
 
-def test_plus_equals_on_an_sbuf_tile_stays_an_error() -> None:
-    @nki.jit
-    def kernel(a):
-        t = nl.load(a)
-        t += nl.load(a)
-        return _out(t)
+def test_operators_stay_an_error_in_modern_kernels() -> None:
+    import nki as modern_nki
 
+    source = ("def kernel(a):\n    t = nl.load(a)\n    t += nl.load(a)\n"
+              "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n    nl.store(out, t)\n"
+              "    return out\n")  # fmt: skip
+    scope = {"nl": modern_nki.language}  # a module that imports nki, not neuronxcc.nki
+    exec(compile(source, "modern_kernel.py", "exec"), scope)
     with pytest.raises(NkiError, match="arithmetic operators on tensors are not supported"):
-        kernel(np.ones((128, 8), np.float32))
+        modern_nki.jit(scope["kernel"])(np.ones((128, 8), np.float32))
 
 
 @pytest.mark.parametrize("shape,engine,buffer", [((32, 16), None, "sbuf"), ((128, 64), None, "psum"),
@@ -423,3 +424,20 @@ def test_an_instruction_mask_warns_and_is_passed_on() -> None:
         with pytest.raises(NkiError, match="mask"):  # the modern function decides (nkic's grid module makes it real)
             kernel(np.ones((128, 4), np.float32))
     assert any("mask= on an instruction" in str(w.message) for w in caught)
+
+
+def test_legacy_tiles_have_arithmetic_operators() -> None:
+    @nki.jit
+    def kernel(a, b):
+        x, y = nl.load(a), nl.load(b)
+        s = x + y
+        s += 1.0
+        return _out(s), _out(2.0 * x - y / 4.0), _out(-x), _out(10.0 - y)
+
+    a = RNG.standard_normal((128, 16)).astype(np.float32)
+    b = RNG.standard_normal((128, 16)).astype(np.float32)
+    s, e, n, r = kernel(a, b)
+    np.testing.assert_allclose(s, a + b + 1.0, rtol=1e-6)
+    np.testing.assert_allclose(e, 2.0 * a - b / 4.0, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(n, -a)
+    np.testing.assert_allclose(r, 10.0 - b, rtol=1e-6)
