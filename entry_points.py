@@ -6,8 +6,9 @@ Each compiles the kernel to a NEFF and runs it on nkic's simulator; nothing here
 * ``baremetal(kernel, save_neff_name=, save_trace_name=, ...)``: a kernel that runs when called, writing its NEFF and
   its profile (Chrome trace-event JSON, which Perfetto opens) when those names are given.
 * ``benchmark(kernel, warmup=, iters=, save_neff_name=, save_trace_name=, ...)``: runs it, records the latency in
-  ``.benchmark_result.nc_latency`` and prints the latency percentiles (as the SDK prints neuron-bench's statistics). The latency is the simulator's cost model, stated as simulated: a run is
-  deterministic, so every percentile is the same value, and ``warmup``/``iters`` change nothing.
+  ``.benchmark_result.nc_latency`` and prints the latency percentiles (as the SDK prints neuron-bench's statistics).
+  The latency is the simulator's cost model, stated as simulated: a run is deterministic, so every percentile is the
+  same value, and ``warmup``/``iters`` change nothing.
 * ``profile(func, working_directory=, save_neff_name=, save_trace_name=, overwrite=, profile_nth=)``: writes the NEFF
   and the profile into ``working_directory``.
 * ``trace(kernel)``: the sub-kernel decorator (``mode="trace"``); the kernel traces, and runs when called.
