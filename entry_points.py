@@ -10,7 +10,7 @@ Each compiles the kernel to a NEFF and runs it on nkic's simulator; nothing here
   The latency is the simulator's cost model, stated as simulated: a run is deterministic, so every percentile is the
   same value, and ``warmup``/``iters`` change nothing.
 * ``profile(func, working_directory=, save_neff_name=, save_trace_name=, overwrite=, profile_nth=)``: writes the NEFF
-  and the profile into ``working_directory``.
+  and the profile of the ``profile_nth`` call into ``working_directory``.
 * ``trace(kernel)``: the sub-kernel decorator (``mode="trace"``); the kernel traces, and runs when called.
 """
 
@@ -70,13 +70,16 @@ class _Runner:
         self.kernel: Kernel = kernel if isinstance(kernel, Kernel) else jit(kernel)
         self.artifacts = artifacts
         self.benchmark_result: BenchmarkResult | None = None
+        self.calls = 0
 
     def __getitem__(self, grid: Any) -> _Runner:
         return type(self)(self.kernel[grid], self.artifacts)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         value, traced, run = run_kernel_with_profile(self.kernel, args, kwargs)
-        self._save(neff_of(traced), run)
+        self.calls += 1
+        if self.calls == self.artifacts.get("_save_on_call", self.calls):  # nki.profile(profile_nth=): that run only
+            self._save(neff_of(traced), run)
         self.benchmark_result = BenchmarkResult(Latency(run.profile.total_ns / 1000.0))
         if self.artifacts.get("_report"):
             print(self._report(), flush=True)
@@ -134,7 +137,11 @@ def profile(func: Any = None, working_directory: str | os.PathLike[str] = ".", s
             save_trace_name: str = "profile.ntff", overwrite: bool = False, profile_nth: int = 1,
             **_: Any) -> Any:  # fmt: skip
     """``nki.profile``: compile and run, writing the NEFF and the profile into ``working_directory`` (the profile is
-    nkic's Chrome trace-event JSON, under the name given)."""
+    nkic's Chrome trace-event JSON, under the name given) for the ``profile_nth`` call of the kernel (the SDK profiles
+    that execution); the other calls just run."""
+    if int(profile_nth) < 1:
+        raise NkiError(f"nki.profile: profile_nth must be >= 1, got {profile_nth}")
     artifacts = {"working_directory": working_directory, "save_neff_name": save_neff_name,
-                 "save_trace_name": save_trace_name, "overwrite": overwrite}  # fmt: skip
+                 "save_trace_name": save_trace_name, "overwrite": overwrite,
+                 "_save_on_call": int(profile_nth)}  # fmt: skip
     return _runner(func, artifacts)

@@ -83,8 +83,15 @@ def test_profile_writes_into_its_folder_and_respects_overwrite(tmp_path) -> None
     kernel = nki.profile(working_directory=tmp_path, save_neff_name="p.neff", save_trace_name="p.ntff")(double)
     kernel(a)
     assert (tmp_path / "p.neff").is_file() and json.loads((tmp_path / "p.ntff").read_text())["traceEvents"]
+    kernel(a)  # profile_nth=1: only the first call is profiled, the second just runs
+    again = nki.profile(working_directory=tmp_path, save_neff_name="p.neff", save_trace_name="p.ntff")(double)
     with pytest.raises(nki.NkiError, match="exists.*overwrite=True"):
-        kernel(a)
+        again(a)
+    second = nki.profile(working_directory=tmp_path / "nth", save_neff_name="q.neff", profile_nth=2)(double)
+    second(a)
+    assert not (tmp_path / "nth").exists()
+    second(a)
+    assert (tmp_path / "nth" / "q.neff").is_file()
     nki.profile(working_directory=tmp_path, save_neff_name="p.neff", save_trace_name="p.ntff", overwrite=True)(
         double
     )(a)
