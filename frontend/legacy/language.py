@@ -14,10 +14,12 @@ __getattr__ = missing_names("neuronxcc.nki.language")
 # ===================================================================================================================
 import builtins as _builtins  # noqa: E402 — `bool`, `float` are NKI dtypes in this namespace
 import operator as _operator  # noqa: E402
+import sys as _sys  # noqa: E402
 from collections.abc import Sequence as _Sequence  # noqa: E402
 from typing import Any as _Any  # noqa: E402
 
 from nkic.frontend import language as _modern  # noqa: E402
+from nkic.frontend import tensor as _tensor_module  # noqa: E402
 from nkic.frontend import tiles as _tiles  # noqa: E402
 from nkic.frontend.context import nki_op as _nki_op  # noqa: E402
 from nkic.frontend.dtypes import BUFFERS as _BUFFERS  # noqa: E402
@@ -176,7 +178,6 @@ def loop_reduce(ctx: _Any, x: _Any, op: _Any, loop_indices: _Any, mask: _Any = N
     return state.tile
 
 
-__getattr__ = missing_names("neuronxcc.nki.language")  # again: the imports above must not shadow the hook
 
 
 def _is_legacy_kernel_frame() -> bool:
@@ -221,8 +222,7 @@ def _legacy_operator(name: str, tile: _NkiTensor, other: _Any) -> _Any:
     return getattr(_modern, func)(x, y)  # the nl token: a traced call of the tile function
 
 
-import sys as _sys  # noqa: E402
-from nkic.frontend import tensor as _tensor_module  # noqa: E402
-
 _tensor_module.LEGACY_OPERATOR = _legacy_operator
-__getattr__ = missing_names("neuronxcc.nki.language")
+# ===================================================================================================================
+# End of the legacy-only differences (helper `legacy`).
+# ===================================================================================================================
