@@ -416,7 +416,11 @@ def select_reduce(ctx: Any, dst: Any, predicate: Any, on_true: Any, on_false: An
     """The modern instruction (legacy select_reduce took ``dst`` too); a ``bool_`` predicate, which the legacy API
     accepted (numpy bool arrays are one byte per element), is read as the uint8 it is stored as."""
     pred = _bytes_predicate("select_reduce", predicate)
-    kw.pop("num_r_dim", None)  # the legacy reduction-dims hint: the reduction is always over the free dims
+    dims = kw.pop("num_r_dim", None)  # legacy: how many trailing dims the reduction covers
+    free = _tile("select_reduce", "on_true", on_true).ndim - 1
+    if dims is not None and int(dims) != free:
+        raise NkiError(f"nisa.select_reduce: num_r_dim={dims} is not supported, only the reduction over all {free} "
+                       "free dims", "reshape the tiles so that the reduced dims are the free dims")  # fmt: skip
     _impl("select_reduce")(ctx, dst, pred, on_true, on_false, reduce_res=reduce_res, reduce_cmd=reduce_cmd,
                            reduce_op=reduce_op, reverse_pred=reverse_pred, **_kw(mask, kw))  # fmt: skip
 
