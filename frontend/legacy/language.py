@@ -178,8 +178,6 @@ def loop_reduce(ctx: _Any, x: _Any, op: _Any, loop_indices: _Any, mask: _Any = N
     return state.tile
 
 
-
-
 def _is_legacy_kernel_frame() -> bool:
     """Whether the user's current frame is a legacy kernel: its module imported ``neuronxcc.nki`` (one of the legacy
     modules is among its globals)."""
