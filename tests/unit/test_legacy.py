@@ -441,3 +441,19 @@ def test_legacy_tiles_have_arithmetic_operators() -> None:
     np.testing.assert_allclose(e, 2.0 * a - b / 4.0, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(n, -a)
     np.testing.assert_allclose(r, 10.0 - b, rtol=1e-6)
+
+
+def test_legacy_isa_is_a_superset_and_its_value_returning_calls_take_dst() -> None:
+    import inspect
+
+    import nki.isa as modern
+
+    from nkic.frontend.unsupported import is_unsupported
+
+    public = [n for n in vars(modern) if not n.startswith("_") and callable(getattr(modern, n))]
+    assert all(not is_unsupported(getattr(nisa, n)) for n in public)
+    legacy_own = [n for n in public
+                  if getattr(nisa, n) is not getattr(modern, n) and hasattr(getattr(nisa, n), "__nki_impl__")]
+    assert {"nc_matmul", "activation", "memset", "iota", "tensor_reduce", "max8", "local_gather"} <= set(legacy_own)
+    for n in legacy_own:
+        assert "dst" in inspect.signature(getattr(nisa, n).__nki_impl__).parameters, n
