@@ -5,11 +5,12 @@ Each compiles the kernel to a NEFF and runs it on nkic's simulator; nothing here
 * ``simulate_kernel(kernel, *args, **kwargs)``: run it; numpy in, numpy out (``kernel`` may be ``k[grid]``).
 * ``baremetal(kernel, save_neff_name=, save_trace_name=, ...)``: a kernel that runs when called, writing its NEFF and
   its profile (Chrome trace-event JSON, which Perfetto opens) when those names are given.
-* ``benchmark(kernel, warmup=, iters=, save_neff_name=, save_trace_name=, ...)``: runs it and records the latency in
-  ``.benchmark_result.nc_latency``. The latency is the simulator's cost model, stated as simulated: a run is
-  deterministic, so every percentile is the same value, and ``warmup``/``iters`` change nothing.
+* ``benchmark(kernel, warmup=, iters=, save_neff_name=, save_trace_name=, ...)``: runs it, records the latency in
+  ``.benchmark_result.nc_latency`` and prints the latency percentiles (as the SDK prints neuron-bench's statistics).
+  The latency is the simulator's cost model, stated as simulated: a run is deterministic, so every percentile is the
+  same value, and ``warmup``/``iters`` change nothing.
 * ``profile(func, working_directory=, save_neff_name=, save_trace_name=, overwrite=, profile_nth=)``: writes the NEFF
-  and the profile into ``working_directory``.
+  and the profile of the ``profile_nth`` call into ``working_directory``.
 * ``trace(kernel)``: the sub-kernel decorator (``mode="trace"``); the kernel traces, and runs when called.
 """
 
@@ -69,15 +70,30 @@ class _Runner:
         self.kernel: Kernel = kernel if isinstance(kernel, Kernel) else jit(kernel)
         self.artifacts = artifacts
         self.benchmark_result: BenchmarkResult | None = None
+        self.calls = 0
 
     def __getitem__(self, grid: Any) -> _Runner:
         return type(self)(self.kernel[grid], self.artifacts)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         value, traced, run = run_kernel_with_profile(self.kernel, args, kwargs)
-        self._save(neff_of(traced), run)
+        self.calls += 1
+        if self.calls == self.artifacts.get("_save_on_call", self.calls):  # nki.profile(profile_nth=): that run only
+            self._save(neff_of(traced), run)
         self.benchmark_result = BenchmarkResult(Latency(run.profile.total_ns / 1000.0))
+        if self.artifacts.get("_report"):
+            print(self._report(), flush=True)
         return value
+
+    def _report(self) -> str:
+        """What ``nki.benchmark`` prints after a run (the SDK prints neuron-bench's latency statistics): the
+        percentiles of the simulated latency, said to be simulated."""
+        assert self.benchmark_result is not None
+        latency = self.benchmark_result.nc_latency
+        cells = ", ".join(f"p{p}={latency.get_latency_percentile(p):.3f}" for p in _PERCENTILES)
+        warmup, iters = self.artifacts.get("_warmup"), self.artifacts.get("_iters")
+        return (f"nki.benchmark {self.kernel.name}: simulated NeuronCore latency (nkic cost model, not a device "
+                f"measurement; warmup={warmup}, iters={iters} change nothing) in us: {cells}")  # fmt: skip
 
     def _save(self, neff: bytes, run: RunResult) -> None:
         folder = Path(self.artifacts.get("working_directory") or self.artifacts.get("artifacts_dir") or ".")
@@ -114,14 +130,18 @@ def benchmark(kernel: Any = None, warmup: int = 10, iters: int = 100, **artifact
     simulated latency in µs (``warmup``/``iters`` are accepted: every simulated run takes the same time)."""
     if warmup < 0 or iters < 1:
         raise NkiError(f"benchmark needs warmup >= 0 and iters >= 1, got warmup={warmup}, iters={iters}")
-    return _runner(kernel, artifacts)
+    return _runner(kernel, {**artifacts, "_report": True, "_warmup": warmup, "_iters": iters})
 
 
 def profile(func: Any = None, working_directory: str | os.PathLike[str] = ".", save_neff_name: str = "file.neff",
             save_trace_name: str = "profile.ntff", overwrite: bool = False, profile_nth: int = 1,
             **_: Any) -> Any:  # fmt: skip
     """``nki.profile``: compile and run, writing the NEFF and the profile into ``working_directory`` (the profile is
-    nkic's Chrome trace-event JSON, under the name given)."""
+    nkic's Chrome trace-event JSON, under the name given) for the ``profile_nth`` call of the kernel (the SDK profiles
+    that execution); the other calls just run."""
+    if int(profile_nth) < 1:
+        raise NkiError(f"nki.profile: profile_nth must be >= 1, got {profile_nth}")
     artifacts = {"working_directory": working_directory, "save_neff_name": save_neff_name,
-                 "save_trace_name": save_trace_name, "overwrite": overwrite}  # fmt: skip
+                 "save_trace_name": save_trace_name, "overwrite": overwrite,
+                 "_save_on_call": int(profile_nth)}  # fmt: skip
     return _runner(func, artifacts)

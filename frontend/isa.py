@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
+import numpy as np
+
 from nkic.frontend import control
 from nkic.frontend.affine import is_symbolic
 from nkic.frontend.control import VirtualRegister
@@ -176,6 +178,8 @@ def _scalar(op: str, role: str, value: Any, dst: NkiTensor) -> tuple[NkiTensor |
             raise NkiError(f"{op}: '{role}' must be a ({dst.partitions}, 1) tile, got shape {value.shape}")
         return value, None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return None, float(value)
+    if isinstance(value, (np.integer, np.floating)):  # a numpy scalar (np.float32(0.0)) is a number too
         return None, float(value)
     if is_symbolic(value):
         return None, float(value)  # needs the concrete value: the loop unrolls

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -429,14 +429,37 @@ class NkiTensor:
             "call the nl function instead: nl.add(a, b), nl.multiply(a, 2.0), nl.negative(a), nl.matmul(a, b)",
         )
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _operator
-    __neg__ = __pow__ = __matmul__ = __iadd__ = __isub__ = __imul__ = _operator
+    def _legacy(name: str) -> Any:  # type: ignore[misc]  # a class-body helper, not a method
+        """The operator ``name``: the legacy surface's meaning in legacy kernels (neuronxcc tiles had operators,
+        ``LEGACY_OPERATOR``), the error above everywhere else."""
+
+        def method(self: NkiTensor, other: Any = None) -> Any:
+            if LEGACY_OPERATOR is not None:
+                result = LEGACY_OPERATOR(name, self, other)
+                if result is not NotImplemented:
+                    return result
+            return self._operator()
+
+        method.__name__ = f"__{name}__"
+        return method
+
+    __add__, __radd__, __sub__, __rsub__ = _legacy("add"), _legacy("radd"), _legacy("sub"), _legacy("rsub")
+    __mul__, __rmul__, __truediv__, __rtruediv__ = _legacy("mul"), _legacy("rmul"), _legacy("truediv"), _legacy(
+        "rtruediv")
+    __neg__, __iadd__, __isub__, __imul__ = _legacy("neg"), _legacy("iadd"), _legacy("isub"), _legacy("imul")
+    __pow__ = __matmul__ = _operator
+    del _legacy
 
     def __len__(self) -> int:
         return self.shape[0] if self.pairs else 0
 
     def __iter__(self) -> Any:
         raise NkiError("iterating over a tensor is not supported", "index it with nl.affine_range / static_range")
+
+
+# The arithmetic operators of the legacy surface (``frontend/legacy/language.py``): ``(name, tensor, other)`` -> the
+# result, or NotImplemented when the caller is not a legacy kernel (then the operator is an error).
+LEGACY_OPERATOR: Callable[[str, NkiTensor, Any], Any] | None = None
 
 
 # -- helpers ----------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ The script runs as ``__main__`` (``runpy``) with ``sys.argv = [SCRIPT.py, *ARGS]
 ``sys.path``, exactly as ``python SCRIPT.py`` would, after the ``nki`` alias is installed: a ``@nki.jit`` kernel called
 on numpy arrays compiles and simulates on the CPU. An ``NkiError`` escaping the script is printed as its one line
 (``file:line: error: ...``) and exits 1; any other exception is the script's own and keeps Python's traceback.
-``python -m nkic compile|run|info|demo ...`` is the ``nkic`` command.
+``python -m nkic compile|run|info|demo ...`` is the ``nkic`` command. ``-W nki-legacy=default|ignore|error`` before the
+script chooses what the legacy ``neuronxcc.nki`` constructs do (``frontend/legacy/migration.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import sys
 from nkic.tools.cli import build_parser, default_blas_threads
 from nkic.tools.cli import main as cli_main
 
-USAGE = "usage: python -m nkic SCRIPT.py [ARGS...]   (or: python -m nkic {compile,run,info,demo} ...)"
+USAGE = ("usage: python -m nkic [-W nki-legacy=default|ignore|error] SCRIPT.py [ARGS...]   "
+         "(or: python -m nkic {compile,run,info,demo} ...)")
 
 
 def _cli_commands() -> set[str]:
@@ -25,8 +27,30 @@ def _cli_commands() -> set[str]:
     return set(sub.choices)  # type: ignore[arg-type]
 
 
+def _warning_switches(args: list[str]) -> tuple[list[str], str | None]:
+    """Strip leading ``-W nki-legacy=ACTION`` / ``-Wnki-legacy=ACTION`` switches; the last ACTION wins."""
+    from nkic.frontend.legacy.migration import parse_switch
+
+    action = None
+    while args and args[0].startswith("-W"):
+        spec = args[0][2:] if len(args[0]) > 2 else (args[1] if len(args) > 1 else "")
+        args = args[1:] if len(args[0]) > 2 else args[2:]
+        action = parse_switch(spec)
+    return args, action
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args, legacy_action = _warning_switches(args)
+    except ValueError as e:
+        print(f"nkic: error: {e}", file=sys.stderr)
+        return 2
+    if legacy_action is not None:
+        from nkic.frontend.legacy import migration
+
+        migration.set_action(legacy_action)
+        os.environ[migration.ENV] = legacy_action  # for the script's own subprocesses
     if not args or args[0] in ("-h", "--help"):
         print(USAGE, file=sys.stderr if not args else sys.stdout)
         return 2 if not args else 0

@@ -29,10 +29,13 @@ def test_legacy_spelling_resolves_to_the_legacy_surface(aliased) -> None:
     from nkic.frontend.legacy import isa as legacy_isa
     from nkic.frontend.legacy import language as legacy_language
 
+    from nkic.frontend.legacy import compiler as legacy_compiler
+
     legacy = importlib.import_module("neuronxcc.nki")
-    assert legacy.jit is api.jit and legacy.simulate_kernel is api.simulate_kernel
+    assert legacy.jit.__name__ == "jit" and legacy.simulate_kernel is api.simulate_kernel  # jit: warns for mode=
     assert importlib.import_module("neuronxcc.nki.language") is legacy.language is legacy_language
     assert importlib.import_module("neuronxcc.nki.isa") is legacy.isa is legacy_isa
+    assert importlib.import_module("neuronxcc.nki.compiler") is legacy.compiler is legacy_compiler
     assert importlib.import_module("neuronxcc.nki.typing") is nki_typing
     assert legacy_language.add is language.add and legacy_language.float32 is language.float32
 
@@ -42,7 +45,7 @@ def test_legacy_annotations_and_placeholders(aliased) -> None:
     from neuronxcc import nki
 
     assert nt.tensor[128, 512] is nt.tensor and nt.mutable_tensor is nt.tensor
-    assert nki.jit is api.jit
+    assert nki.tensor[128, 512] is nt.tensor  # the legacy annotation spelling
     with pytest.raises(NkiError, match="neuronxcc.nki.language.no_such_name is not supported by nkic"):
         nki.language.no_such_name()  # a name nkic lacks: a placeholder, an error only when called
 

@@ -60,12 +60,14 @@ def test_baremetal_writes_the_neff_and_the_profile(tmp_path) -> None:
     assert any(e.get("ph") == "X" for e in events)
 
 
-def test_benchmark_reports_the_simulated_latency(tmp_path) -> None:
+def test_benchmark_reports_the_simulated_latency(tmp_path, capsys) -> None:
     a = RNG.standard_normal((128, 512)).astype(np.float32)
     bench = nki.benchmark(warmup=2, iters=5, save_neff_name=str(tmp_path / "b.neff"))(double)
     np.testing.assert_array_equal(bench(a), 2 * a)
     latency = bench.benchmark_result.nc_latency
     p50, p99 = latency.get_latency_percentile(50), latency.get_latency_percentile(99)
+    printed = capsys.readouterr().out  # the statistics are printed, as the SDK's neuron-bench run prints them
+    assert "simulated" in printed and f"p99={p99:.3f}" in printed and "warmup=2, iters=5" in printed
     assert p50 == p99 > 0.5  # µs: two DMAs of 256 KiB alone take more than that in the cost model
     assert bench.benchmark_result.simulated
     with pytest.raises(nki.NkiError, match="percentile 42"):
@@ -81,8 +83,15 @@ def test_profile_writes_into_its_folder_and_respects_overwrite(tmp_path) -> None
     kernel = nki.profile(working_directory=tmp_path, save_neff_name="p.neff", save_trace_name="p.ntff")(double)
     kernel(a)
     assert (tmp_path / "p.neff").is_file() and json.loads((tmp_path / "p.ntff").read_text())["traceEvents"]
+    kernel(a)  # profile_nth=1: only the first call is profiled, the second just runs
+    again = nki.profile(working_directory=tmp_path, save_neff_name="p.neff", save_trace_name="p.ntff")(double)
     with pytest.raises(nki.NkiError, match="exists.*overwrite=True"):
-        kernel(a)
+        again(a)
+    second = nki.profile(working_directory=tmp_path / "nth", save_neff_name="q.neff", profile_nth=2)(double)
+    second(a)
+    assert not (tmp_path / "nth").exists()
+    second(a)
+    assert (tmp_path / "nth" / "q.neff").is_file()
     nki.profile(working_directory=tmp_path, save_neff_name="p.neff", save_trace_name="p.ntff", overwrite=True)(
         double
     )(a)

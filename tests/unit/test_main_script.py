@@ -37,7 +37,7 @@ def test_nki_error_is_one_line_with_the_kernel_location(tmp_path: Path) -> None:
 
 def test_usage_and_missing_script(tmp_path: Path) -> None:
     r = python_m_nkic(cwd=tmp_path)
-    assert r.returncode == 2 and "usage: python -m nkic SCRIPT.py" in r.stderr
+    assert r.returncode == 2 and "usage: python -m nkic [-W nki-legacy=default|ignore|error] SCRIPT.py" in r.stderr
     r = python_m_nkic("no_such_script.py", cwd=tmp_path)
     assert r.returncode == 2 and "cannot open script 'no_such_script.py'" in r.stderr
     r = python_m_nkic("info", "missing.neff", cwd=tmp_path)  # the nkic command's subcommands pass through
