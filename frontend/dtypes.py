@@ -29,7 +29,7 @@ _ALIASES = {
 }  # fmt: skip
 
 # Names NKI knows but nkic cannot compile (yet).
-_UNSUPPORTED = {"tfloat32", "float8_e4m3fn"}
+_UNSUPPORTED = {"tfloat32"}
 
 
 def normalize_dtype(value: Any) -> str:

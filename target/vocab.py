@@ -81,7 +81,9 @@ DTYPES: dict[str, np.dtype] = {
     "uint16": np.dtype(np.uint16),
     "int8": np.dtype(np.int8),
     "uint8": np.dtype(np.uint8),
-    "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
+    # NKI's float8_e4m3 is the IEEE-style e4m3 of NeuronCore v2/v3 (max 240, with infinities: nki-library clips
+    # fp8 to 240 there); float8_e4m3fn is OCP's finite e4m3 (max 448, NaN only) of v4 and the MX formats.
+    "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
     "bool_": np.dtype(np.uint8),
     # The OCP MX shared scale: a power of two 2**(byte - 127), 0xFF = NaN.
@@ -90,14 +92,18 @@ DTYPES: dict[str, np.dtype] = {
     "float8_e4m3fn_x4": np.dtype(np.uint32),
     "float8_e5m2_x4": np.dtype(np.uint32),
     "float4_e2m1fn_x4": np.dtype(np.uint16),
+    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
 }
 DTYPE_CODES = _numbered(
     "dtype",
     "0 float32, 1 bfloat16, 2 float16, 3 int32, 4 uint32, 5 int16, 6 uint16, 7 int8, 8 uint8, 9 float8_e4m3, "
-    "10 float8_e5m2, 11 bool_, 12 float8_e8m0fnu, 13 float8_e4m3fn_x4, 14 float8_e5m2_x4, 15 float4_e2m1fn_x4",
+    "10 float8_e5m2, 11 bool_, 12 float8_e8m0fnu, 13 float8_e4m3fn_x4, 14 float8_e5m2_x4, 15 float4_e2m1fn_x4, "
+    "16 float8_e4m3fn",
 )
 assert set(DTYPE_CODES) == set(DTYPES)
-FLOAT_DTYPES = frozenset({"float32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2", "float8_e8m0fnu"})
+FLOAT_DTYPES = frozenset(
+    {"float32", "bfloat16", "float16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"}
+)
 
 
 @dataclass(frozen=True)
@@ -174,8 +180,6 @@ def dtype_from_numpy(dt: np.dtype) -> str | None:
     for name, cand in DTYPES.items():
         if cand == dt and name != "bool_" and name not in PACKED_DTYPES:
             return name
-    if dt == np.dtype(ml_dtypes.float8_e4m3):
-        return "float8_e4m3"
     if dt == np.dtype(np.bool_):
         return "bool_"
     return None
