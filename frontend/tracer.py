@@ -137,6 +137,11 @@ class TracedKernel:
 # ------------------------------------------------------------------------------------------------------------
 # Kernel
 # ------------------------------------------------------------------------------------------------------------
+# The legacy surface's treatment of an on-chip tile a kernel returns (frontend/legacy/language.py): the tensor to
+# return instead, or None where the modern rule (an error) applies.
+RETURN_ON_CHIP: Callable[[Any, Kernel, NkiTensor], NkiTensor | None] | None = None
+
+
 class Kernel:
     """A ``@nki.jit`` function: the callable, its signature, grid and compile options, plus the trace cache."""
 
@@ -522,6 +527,8 @@ class TraceContext:
                     where=(code.co_filename, code.co_firstlineno),
                 )
             self._check_scope(t.storage)
+            if t.on_chip and RETURN_ON_CHIP is not None:
+                t = RETURN_ON_CHIP(self, self.kernel, t) or t
             if t.buffer != "shared_hbm" and not t.storage.is_param:  # returning an input is aliasing
                 raise NkiError(
                     "The input and output tensor of a NKI kernel must be in shared_hbm address space",

@@ -26,6 +26,7 @@ import numpy as np
 from nkic.frontend import isa as _modern
 from nkic.frontend.context import nki_op
 from nkic.frontend.dtypes import BUFFERS, normalize_dtype
+from nkic.frontend import grid
 from nkic.frontend.errors import NkiError
 from nkic.frontend.isa import *  # noqa: F401,F403 — names whose legacy signature is the modern one
 from nkic.frontend.legacy import migration
@@ -355,13 +356,9 @@ def memset(ctx: Any, shape: Any, value: Any, dtype: Any, mask: Any = None, engin
 
 def _affine(expr: Any) -> tuple[tuple[int, ...], int, int, tuple[tuple[int, int], ...]]:
     """``(shape, offset, channel_multiplier, [(step, num), ...])`` of an index-grid expression (``nl.arange``,
-    ``nl.mgrid`` and affine combinations of them), which describes itself through ``__nki_affine__``."""
-    describe = getattr(expr, "__nki_affine__", None)
-    if describe is None:
-        raise NkiError("nisa.iota / affine_select: expr must be an affine index expression (nl.arange / nl.mgrid), "
-                       f"got {type(expr).__name__}")  # fmt: skip
-    shape, offset, channel_multiplier, pattern = describe()
-    return tuple(shape), int(offset), int(channel_multiplier), tuple(pattern)
+    ``nl.mgrid`` and affine combinations of them)."""
+    shape, pattern, offset, multiplier = grid.iota_args(expr)
+    return tuple(shape), int(offset), int(multiplier), tuple((int(a), int(b)) for a, b in pattern)
 
 
 @nki_op
@@ -379,16 +376,11 @@ def iota(ctx: Any, expr: Any, dtype: Any, mask: Any = None, dst: Any = None, **k
 def affine_select(ctx: Any, pred: Any, on_true_tile: Any, on_false_value: Any, mask: Any = None, dtype: Any = None,
                   dst: Any = None, **kw: Any) -> NkiTensor:  # fmt: skip
     """``on_true_tile`` where the affine predicate over the index grids holds (``iy < ix``), else
-    ``on_false_value``: the modern ``affine_select`` with the predicate's pattern. The predicate describes itself
-    through ``__nki_affine_compare__() -> (expr, cmp_op)`` meaning ``cmp_op(expr, 0)``, ``expr`` an affine index
-    expression (``__nki_affine__``)."""
+    ``on_false_value``: the modern ``affine_select`` with the predicate's pattern. ``grid.predicate_args`` gives
+    the predicate as one affine expression ``e`` meaning ``e >= 0``."""
     src = _tile("affine_select", "on_true_tile", on_true_tile)
-    compare = getattr(pred, "__nki_affine_compare__", None)
-    if compare is None:
-        raise NkiError(f"nisa.affine_select: pred must be a comparison of affine index expressions (nl.arange / "
-                       f"nl.mgrid), got {type(pred).__name__}")  # fmt: skip
-    expr, cmp_op = compare()
-    _, offset, multiplier, pattern = _affine(expr)
+    _, pattern, offset, multiplier = grid.predicate_args(pred)
+    cmp_op = "greater_equal"
     out = _result(ctx, "affine_select", dst, src.shape, dtype, src.dtype, _SBUF,
                   "pattern=, channel_multiplier=, on_true_tile=, on_false_value=, cmp_op=")  # fmt: skip
     _impl("affine_select")(ctx, out, [list(p) for p in pattern], multiplier, src, _number(on_false_value),

@@ -23,6 +23,7 @@ from typing import Any as _Any  # noqa: E402
 from nkic.frontend import language as _modern  # noqa: E402
 from nkic.frontend import tensor as _tensor_module  # noqa: E402
 from nkic.frontend import tiles as _tiles  # noqa: E402
+from nkic.frontend import tracer as _tracer_module  # noqa: E402
 from nkic.frontend.context import nki_op as _nki_op  # noqa: E402
 from nkic.frontend.dtypes import BUFFERS as _BUFFERS  # noqa: E402
 from nkic.frontend.dtypes import Buffer as _Buffer  # noqa: E402
@@ -184,13 +185,28 @@ def _is_legacy_kernel_frame() -> bool:
     """Whether the user's current frame is a legacy kernel: its module imported ``neuronxcc.nki`` (one of the legacy
     modules is among its globals)."""
     from nkic.frontend.errors import user_frame as _user_frame
-    from nkic.frontend.legacy import isa as _legacy_isa
 
     frame = _user_frame()
-    if frame is None:
-        return False
+    return frame is not None and _is_legacy_module(frame.f_globals)
+
+
+def _is_legacy_module(globals_: dict[str, _Any]) -> bool:
+    from nkic.frontend.legacy import isa as _legacy_isa
+
     mine = (_sys.modules[__name__], _legacy_isa)
-    return any(v is m or getattr(v, "language", None) is mine[0] for v in frame.f_globals.values() for m in mine)
+    return any(v is m or getattr(v, "language", None) is mine[0] for v in globals_.values() for m in mine)
+
+
+def _return_on_chip(ctx: _Any, kernel: _Any, tile: _NkiTensor) -> _NkiTensor | None:
+    """A legacy kernel returning an on-chip tile: the legacy simulator handed the tile's values back to the caller,
+    so the tile is stored into a new shared-HBM output returned in its place (one DMA at the end of the kernel)."""
+    if not _is_legacy_module(kernel.func.__globals__):
+        return None
+    _migration.legacy("returning an on-chip tile", "nl.store it into an nl.shared_hbm tensor and return that",
+                      where=tile.storage.loc[:2])  # fmt: skip
+    out: _NkiTensor = ctx.allocate(tile.shape, tile.dtype, _BUFFERS["shared_hbm"], "", None)
+    _tiles.store.__nki_impl__(ctx, out, tile)
+    return out
 
 
 _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
@@ -223,6 +239,7 @@ def _legacy_operator(name: str, tile: _NkiTensor, other: _Any) -> _Any:
 
 
 _tensor_module.LEGACY_OPERATOR = _legacy_operator
+_tracer_module.RETURN_ON_CHIP = _return_on_chip
 # ===================================================================================================================
 # End of the legacy-only differences (helper `legacy`).
 # ===================================================================================================================

@@ -66,14 +66,16 @@ def reset() -> None:
     _seen.clear()
 
 
-def legacy(construct: str, modern: str) -> None:
-    """Report the legacy ``construct`` at the user's current kernel line, whose modern spelling is ``modern``."""
+def legacy(construct: str, modern: str, where: tuple[str, int] | None = None) -> None:
+    """Report the legacy ``construct`` at the user's current kernel line (or ``where``), whose modern spelling is
+    ``modern``."""
     what = action()
     if what == "ignore":
         return
-    file, line, _ = user_location()
+    file, line = where if where is not None else user_location()[:2]
     if what == "error":
-        raise NkiError(f"legacy construct {construct} (nki-legacy=error)", f"the modern spelling is {modern}")
+        raise NkiError(f"legacy construct {construct} (nki-legacy=error)", f"the modern spelling is {modern}",
+                       where=(file, line))  # fmt: skip
     key = (file, line, construct)
     if key in _seen:
         return

@@ -230,3 +230,13 @@ def test_the_two_fp8_e4m3_dtypes_differ_as_the_hardware_generations_do() -> None
     e4m3, e4m3fn = numpy_dtype("float8_e4m3"), numpy_dtype("float8_e4m3fn")
     assert float(np.float32(240).astype(e4m3)) == 240 and np.isinf(np.float32(-3.4e38).astype(e4m3).astype(np.float32))
     assert float(np.float32(448).astype(e4m3fn)) == 448
+
+
+def test_a_modern_kernel_cannot_return_an_on_chip_tile() -> None:
+    # (the legacy surface hands a returned tile back through an HBM copy: tests/unit/test_legacy.py)
+    @jit
+    def kernel(a):
+        return nl.load(a)
+
+    with pytest.raises(NkiError, match="must be in shared_hbm address space"):
+        kernel.trace(TensorSpec((4, 4), "float32"))

@@ -217,7 +217,7 @@ def test_iota_needs_an_index_expression() -> None:
     def kernel(a):
         return _out(nisa.iota(5, dtype=nl.int32))
 
-    with pytest.raises(NkiError, match="expr must be an affine index expression"):
+    with pytest.raises(NkiError, match="nisa.iota: expected an index expression of nl.arange / nl.mgrid, got int"):
         kernel(np.ones((1, 1), np.float32))
 
 
@@ -457,3 +457,20 @@ def test_legacy_isa_is_a_superset_and_its_value_returning_calls_take_dst() -> No
     assert {"nc_matmul", "activation", "memset", "iota", "tensor_reduce", "max8", "local_gather"} <= set(legacy_own)
     for n in legacy_own:
         assert "dst" in inspect.signature(getattr(nisa, n).__nki_impl__).parameters, n
+
+
+def test_a_returned_on_chip_tile_is_handed_back_through_a_new_hbm_output() -> None:
+    @nki.jit
+    def kernel(a):
+        t = nl.exp(nl.load(a))
+        return t, nl.copy(t)  # SBUF tiles: the legacy simulator returned their values
+
+    a = RNG.standard_normal((8, 16)).astype(np.float32)
+    migration.set_action("default")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first, second = kernel(a)
+    np.testing.assert_allclose(first, np.exp(a), rtol=1e-6)
+    np.testing.assert_allclose(second, np.exp(a), rtol=1e-6)
+    assert any("returning an on-chip tile" in str(w.message) for w in caught)
+
