@@ -505,3 +505,25 @@ def test_bundled_kernels_ragged_or_refused() -> None:
         simulate(matmul)(np.ones((200, 128), np.float32), np.ones((200, 512), np.float32))
     with pytest.raises(NkiError, match=r"softmax\.py:\d+: error: .*100 rows, not a multiple of 128"):
         simulate(softmax)(np.ones((100, 64), np.float32))
+
+
+def k_reads_unwritten(a):
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=u, src=a)
+    nisa.tensor_tensor(dst=u, data1=u, data2=t, op=nl.add)  # E-unwritten
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=u)
+    return out
+
+
+def test_uninitialised_read_warns_at_the_reading_line() -> None:
+    """Reading an SBUF/PSUM tensor no instruction wrote is a compile-time NkiWarning at the reading instruction's
+    line, naming the allocation (the tracer knows which allocations were never written)."""
+    from nkic.frontend.errors import NkiWarning
+
+    src = Path(__file__).read_text().splitlines()
+    line = next(i + 1 for i, text in enumerate(src) if text.endswith("# E-unwritten"))
+    with pytest.warns(NkiWarning, match=r"tensor_tensor reads 'data2' from sbuf tensor .* before any instruction") as w:
+        jit(k_reads_unwritten).trace(TensorSpec((128, 8), "float32"))
+    assert (w[0].filename, w[0].lineno) == (__file__, line)
