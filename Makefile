@@ -34,7 +34,8 @@ bench: $(STAMP)
 # The long fuzz profiles (make test runs the quick ones): NEFF mutation, IR mutation through nkic-opt, random kernels
 # against numpy. Counts: bench/README.md.
 fuzz: $(STAMP)
-	NKIC_FUZZ=long $(BIN)/pytest -q -s tests/unit/test_fuzz_neff.py tests/unit/test_fuzz_ir.py tests/unit/test_fuzz_kernels.py
+	NKIC_FUZZ=long $(BIN)/pytest -q -s tests/unit/test_fuzz_neff.py tests/unit/test_fuzz_ir.py \
+		tests/unit/test_fuzz_kernels.py
 
 # Compile-time scaling table (bench/compile.py); add CASES="attn-16k" for the 16K attention (minutes).
 bench-compile: $(STAMP)

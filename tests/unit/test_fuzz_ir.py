@@ -143,7 +143,8 @@ def run_opt(path: Path, passes: list[str], out: Path) -> tuple[str, str]:
     except Hang as e:
         return "hang", str(e)
     except Exception as e:
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if "/nkic/" in f.filename and "/tests/" not in f.filename]
+        frames = [f for f in traceback.extract_tb(e.__traceback__)
+                  if "/nkic/" in f.filename and "/tests/" not in f.filename]  # fmt: skip
         where = f"{Path(frames[-1].filename).name}:{frames[-1].name}" if frames else "?"
         return "crash", f"{type(e).__name__} in {where}: {str(e)[:120]}"
     finally:

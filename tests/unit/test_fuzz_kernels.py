@@ -37,7 +37,8 @@ SEED = 12
 ALU = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum,
        "minimum": np.minimum}  # fmt: skip
 ACT = {"copy": lambda x: x, "exp": np.exp, "tanh": np.tanh, "relu": lambda x: np.maximum(x, np.float32(0)),
-       "abs": np.abs, "square": np.square, "sigmoid": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x))}  # fmt: skip
+       "abs": np.abs, "square": np.square,
+       "sigmoid": lambda x: np.float32(1) / (np.float32(1) + np.exp(-x))}  # fmt: skip
 NL = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum}
 REDUCE = {"add": lambda x: np.sum(x, axis=1, keepdims=True, dtype=np.float32),
           "maximum": lambda x: np.max(x, axis=1, keepdims=True)}  # fmt: skip
@@ -58,7 +59,9 @@ def generate(rng: random.Random) -> dict[str, Any]:
             steps.append(("tt", rng.choice(list(ALU)), pick(), pick()))
         elif kind == "ts":
             two = rng.random() < 0.5
-            steps.append(("ts", rng.choice(list(ALU)), const(), rng.choice(list(ALU)) if two else None, const(), pick()))
+            op0, c0 = rng.choice(list(ALU)), const()
+            op1 = rng.choice(list(ALU)) if two else None
+            steps.append(("ts", op0, c0, op1, const(), pick()))
         elif kind == "act":
             steps.append(("act", rng.choice(list(ACT)), rng.choice([1.0, 0.5, -1.0]), pick()))
         elif kind == "row":
