@@ -9,7 +9,7 @@ mutant was still a valid program), *crash* (any Python exception other than a di
 ``SECONDS_PER_MUTANT``). Crashes and hangs fail the test, each named by its exception and the innermost nkic frame.
 
 ``make test`` runs a fixed-seed slice (``QUICK`` mutants); ``NKIC_FUZZ=long`` (``make fuzz``) runs ``LONG``
-mutants and prints the counts recorded in ``bench/README.md``; ``NKIC_FUZZ_IR_MUTANTS=N`` overrides either.
+mutants and prints the counts recorded in ``bench/README.md``; ``NKIC_FUZZ_IR_MUTANTS=N`` overrides either, ``NKIC_FUZZ_SEED=N`` the seed (12).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ LONG = os.environ.get("NKIC_FUZZ") == "long"
 QUICK, LONG_MUTANTS = 50, 2000
 MUTANTS = int(os.environ.get("NKIC_FUZZ_IR_MUTANTS", LONG_MUTANTS if LONG else QUICK))
 SECONDS_PER_MUTANT = 20
-SEED = 12
+SEED = int(os.environ.get("NKIC_FUZZ_SEED", 12))
 MAX_INSTRUCTIONS = 4096
 
 KERNELS = {

@@ -11,7 +11,7 @@ one bf16 rounding of the model). A compile error, a simulator error or a wrong n
 program that caused it.
 
 ``make test`` runs ``QUICK`` kernels; ``NKIC_FUZZ=long`` (``make fuzz``) runs ``LONG`` and prints the counts recorded
-in ``bench/README.md``; ``NKIC_FUZZ_KERNELS=N`` overrides either.
+in ``bench/README.md``; ``NKIC_FUZZ_KERNELS=N`` overrides either, ``NKIC_FUZZ_SEED=N`` the seed (12).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ nisa = nki.isa
 LONG = os.environ.get("NKIC_FUZZ") == "long"
 QUICK, LONG_KERNELS = 6, 200
 KERNELS = int(os.environ.get("NKIC_FUZZ_KERNELS", LONG_KERNELS if LONG else QUICK))
-SEED = 12
+SEED = int(os.environ.get("NKIC_FUZZ_SEED", 12))
 
 ALU = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum,
        "minimum": np.minimum}  # fmt: skip
