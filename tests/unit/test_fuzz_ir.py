@@ -9,7 +9,8 @@ mutant was still a valid program), *crash* (any Python exception other than a di
 ``SECONDS_PER_MUTANT``). Crashes and hangs fail the test, each named by its exception and the innermost nkic frame.
 
 ``make test`` runs a fixed-seed slice (``QUICK`` mutants); ``NKIC_FUZZ=long`` (``make fuzz``) runs ``LONG``
-mutants and prints the counts recorded in ``bench/README.md``; ``NKIC_FUZZ_IR_MUTANTS=N`` overrides either, ``NKIC_FUZZ_SEED=N`` the seed (12).
+mutants and prints the counts recorded in ``bench/README.md``; ``NKIC_FUZZ_IR_MUTANTS=N`` overrides either,
+``NKIC_FUZZ_SEED=N`` the seed (12).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ one bf16 rounding of the model). A compile error, a simulator error or a wrong n
 program that caused it.
 
 ``make test`` runs ``QUICK`` kernels; ``NKIC_FUZZ=long`` (``make fuzz``) runs ``LONG`` and prints the counts recorded
-in ``bench/README.md``; ``NKIC_FUZZ_KERNELS=N`` overrides either, ``NKIC_FUZZ_SEED=N`` the seed (12).
+in ``bench/README.md``; ``NKIC_FUZZ_KERNELS=N`` overrides either,
+``NKIC_FUZZ_SEED=N`` the seed (12).
 """
 
 from __future__ import annotations
