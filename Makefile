@@ -31,9 +31,11 @@ pytest: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/pipeline.py
 
-# The long NEFF-mutation profile (tests/unit/test_fuzz_neff.py; make test runs the quick one). Counts: bench/README.md.
+# The long fuzz profiles (make test runs the quick ones): NEFF mutation, IR mutation through nkic-opt, random kernels
+# against numpy. Counts: bench/README.md.
 fuzz: $(STAMP)
-	NKIC_FUZZ=long $(BIN)/pytest -q -s tests/unit/test_fuzz_neff.py
+	NKIC_FUZZ=long $(BIN)/pytest -q -s tests/unit/test_fuzz_neff.py tests/unit/test_fuzz_ir.py \
+		tests/unit/test_fuzz_kernels.py
 
 # Compile-time scaling table (bench/compile.py); add CASES="attn-16k" for the 16K attention (minutes).
 bench-compile: $(STAMP)

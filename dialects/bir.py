@@ -17,6 +17,7 @@ holds instructions that name them by symbol, each stamped with an id, an engine 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from typing import ClassVar, Self
 
@@ -49,8 +50,16 @@ from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import instructions as fields
-from nkic.dialects.common import BIR_ENGINES, MEMORIES, check_member, constant_bytes, int_attr, string_attr
-from nkic.target.machine import NUM_PARTITIONS
+from nkic.dialects.common import (
+    BIR_ENGINES,
+    MEMORIES,
+    check_member,
+    constant_bytes,
+    int_attr,
+    parse_i64,
+    string_attr,
+)
+from nkic.target.machine import MAX_HBM_BYTES, MAX_PSUM_BYTES, MAX_SBUF_BYTES, NUM_PARTITIONS
 from nkic.target.vocab import DTYPES, ON_CHIP, dtype_size
 from nkic.dialects.inst import RoleOperandOp
 
@@ -139,6 +148,45 @@ class FunctionOp(IRDLOperation):
             for r in inst.ref_names:
                 if r not in locs:
                     raise VerifyException(f"'{inst.name}' (id {inst.id.value.data}) uses undeclared memloc @{r}")
+            _verify_footprints(inst, locs)
+
+
+def _enclosing_loops(op: Operation) -> list[LoopOp]:
+    loops: list[LoopOp] = []
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, FunctionOp):
+        if isinstance(parent, LoopOp):
+            loops.append(parent)
+        parent = parent.parent_op()
+    return loops[::-1]
+
+
+def _verify_footprints(inst: BirInst, locs: dict[str, MemLocOp]) -> None:
+    """Every static access pattern stays inside its memloc's storage for every iteration of the loops around it,
+    and uses only the induction variables of those loops (the passes index storage and loops without checking)."""
+    loops: list[LoopOp] | None = None
+    for role, ref, ap in zip(inst.role_names, inst.ref_names, inst.aps.data):
+        coeffs = ap.iv_coeffs
+        if coeffs and loops is None:
+            loops = _enclosing_loops(inst)
+        if coeffs and len(coeffs) > len(loops or []):
+            raise VerifyException(f"'{inst.name}' (id {inst.inst_id}) '{role}' uses loop index i{len(coeffs) - 1} "
+                                  f"inside {len(loops or [])} loops")  # fmt: skip
+        if ap.is_dynamic or any(n == 0 for _, n in ap.pairs):
+            continue
+        lo = hi = ap.offset.data
+        for c, loop in zip(coeffs, loops or []):
+            its = loop.iterations
+            if not its:
+                return  # the instruction never runs
+            lo, hi = lo + min(c * its[0], c * its[-1]), hi + max(c * its[0], c * its[-1])
+        for step, n in ap.pairs:
+            lo, hi = lo + min(0, step * (n - 1)), hi + max(0, step * (n - 1))
+        loc = locs[ref]
+        size = math.prod(loc.dims) * dtype_size(loc.dtype.data) // dtype_size(ap.operand_dtype(loc.dtype.data))
+        if lo < 0 or hi >= size:
+            raise VerifyException(f"'{inst.name}' (id {inst.inst_id}) '{role}' reaches elements {lo}..{hi} of "
+                                  f"@{ref}, which has {size}")  # fmt: skip
 
 
 @irdl_op_definition
@@ -148,10 +196,10 @@ class MemLocOp(IRDLOperation):
     name = "bir.memloc"
     sym_name = prop_def(SymbolNameConstraint())
     memory = prop_def(StringAttr)
-    shape = prop_def(DenseArrayBase)
+    shape = prop_def(DenseArrayBase[I64])
     dtype = prop_def(StringAttr)
     kind = prop_def(StringAttr)
-    address = opt_prop_def(DenseArrayBase)
+    address = opt_prop_def(DenseArrayBase[I64])
     # The loop axis whose body allocated this tensor: unrolling gives each iteration a fresh copy.
     scope = opt_prop_def(StringAttr)
     # A ``constant`` memloc's contents (nl.shared_constant): "0x" + its little-endian bytes, row-major.
@@ -203,6 +251,12 @@ class MemLocOp(IRDLOperation):
         check_member("memory space", self.mem, MEMORIES)
         check_member("memloc kind", self.kind.data, MEMLOC_KINDS)
         check_member("dtype", self.dtype.data, tuple(DTYPES))
+        if not self.dims or min(self.dims) < 1:
+            raise VerifyException(f"memloc @{self.sym_name.data}: shape {list(self.dims)} needs positive dimensions")
+        if self.mem not in ON_CHIP and self.bytes_per_partition * self.dims[0] > MAX_HBM_BYTES:
+            raise VerifyException(f"memloc @{self.sym_name.data}: {self.bytes_per_partition * self.dims[0]} bytes, "
+                                  f"more than the largest HBM ({MAX_HBM_BYTES} bytes)")  # fmt: skip
+        self._verify_address()
         if self.mem in ON_CHIP and self.dims[0] > NUM_PARTITIONS:
             raise VerifyException(
                 f"partition dimension {self.dims[0]} exceeds the architecture limit of {NUM_PARTITIONS}"
@@ -213,6 +267,24 @@ class MemLocOp(IRDLOperation):
             if self.mem in ON_CHIP or self.scope is not None:
                 raise VerifyException("a constant lives in HBM, outside every loop")
             constant_bytes(self.data, self.bytes_per_partition * self.dims[0])
+
+    def _verify_address(self) -> None:
+        """An address is (start partition, byte offset) of an on-chip tensor, and the tensor fits from there."""
+        if self.addr is None:
+            return
+        name = f"memloc @{self.sym_name.data}"
+        if self.mem not in ON_CHIP:
+            raise VerifyException(f"{name}: only on-chip memlocs have an address")
+        if len(self.addr) != 2:
+            raise VerifyException(f"{name}: address {list(self.addr)} must be (start partition, byte offset)")
+        part, base = self.addr
+        capacity = MAX_SBUF_BYTES if self.mem == "sbuf" else MAX_PSUM_BYTES
+        if not 0 <= part <= NUM_PARTITIONS - self.dims[0]:
+            raise VerifyException(f"{name}: partitions {part}..{part + self.dims[0] - 1} are not all in "
+                                  f"0..{NUM_PARTITIONS - 1}")  # fmt: skip
+        if base < 0 or base + self.bytes_per_partition > capacity:
+            raise VerifyException(f"{name}: bytes [{base}, {base + self.bytes_per_partition}) of each partition are "
+                                  f"not all in the {capacity}-byte {self.mem} partition")  # fmt: skip
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -238,7 +310,7 @@ class MemLocOp(IRDLOperation):
         name = parser.parse_symbol_name().data
         parser.parse_punctuation(":")
         memory = parser.parse_identifier()
-        shape = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        shape = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: parse_i64(parser))
         dtype = parser.parse_identifier()
         extra = parser.parse_optional_attr_dict()
         op = cls(name, memory, shape, dtype)
@@ -281,6 +353,10 @@ class LoopOp(IRDLOperation):
     def iterations(self) -> range:
         return range(self.start.value.data, self.stop.value.data, self.step.value.data)
 
+    def verify_(self) -> None:
+        if self.step.value.data == 0:
+            raise VerifyException(f"loop '{self.axis.data}' has step 0")
+
 
 class BirInst(RoleOperandOp):
     """A BIR instruction: operands name memory locations; ``id``, ``engine`` and ``deps`` are stamped on."""
@@ -298,7 +374,7 @@ class BirInst(RoleOperandOp):
     after = opt_prop_def(ArrayAttr[StringAttr])
     # Set by the backend: DMA queue, semaphore waits as flattened (sem, value) pairs, the semaphore signalled.
     queue = opt_prop_def(IntegerAttr[I64])
-    waits = opt_prop_def(DenseArrayBase)
+    waits = opt_prop_def(DenseArrayBase[I64])
     signal = opt_prop_def(IntegerAttr[I64])
 
     @property
@@ -400,8 +476,8 @@ class NkiKlirKernelOp(CarrierOp):
     kernel_name = prop_def(StringAttr)
     kernel_format = prop_def(StringAttr)
     klir_binary = prop_def(StringAttr)
-    sb_buf_shape = prop_def(DenseArrayBase)
-    psum_buf_shape = prop_def(DenseArrayBase)
+    sb_buf_shape = prop_def(DenseArrayBase[I64])
+    psum_buf_shape = prop_def(DenseArrayBase[I64])
     nki_binary_version_identifier = prop_def(StringAttr)
     address_rotation_scope = opt_prop_def(StringAttr)
 

@@ -28,6 +28,15 @@ BIR_ENGINES: tuple[str, ...] = ("unassigned", *ENGINE_NAMES)
 MEMORIES: tuple[str, ...] = IR_MEMORIES
 
 
+def parse_i64(parser: AttrParser) -> int:
+    """An integer literal that fits an i64 (IR shapes and addresses are i64 arrays): a parse error otherwise."""
+    pos = parser.pos
+    value = parser.parse_integer()
+    if not -(1 << 63) <= value < (1 << 63):
+        parser.raise_error(f"integer {value} does not fit in 64 bits", pos, parser.pos)
+    return value
+
+
 def check_member(what: str, value: str, allowed: Sequence[str]) -> None:
     if value not in allowed:
         raise VerifyException(f"unknown {what} '{value}', expected one of: {', '.join(allowed)}")

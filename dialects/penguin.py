@@ -273,7 +273,7 @@ class AllocOp(IRDLOperation):
 
     name = "penguin.alloc"
     tensor_name = prop_def(StringAttr)
-    address = opt_prop_def(DenseArrayBase)
+    address = opt_prop_def(DenseArrayBase[I64])
     data = opt_prop_def(StringAttr)
     loc = opt_prop_def(StringAttr)
     result = result_def(TensorType)

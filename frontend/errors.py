@@ -55,6 +55,10 @@ def user_location() -> tuple[str, int, int]:
     return (frame.f_code.co_filename, frame.f_lineno, frame_column(frame))
 
 
+class NkiWarning(UserWarning):
+    """A kernel that compiles but probably does not do what its author meant (``file:line: warning: ...``)."""
+
+
 class NkiError(Exception):
     """A kernel the frontend cannot compile; the message is ``"{file}:{line}: error: {what}. {hint}"``."""
 

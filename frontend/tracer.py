@@ -46,6 +46,7 @@ import operator
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -57,7 +58,7 @@ from nkic.frontend.affine import IndexExpr, LoopVar
 from nkic.frontend.context import active_context, is_nki_op, set_active
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_dtype
 from nkic.frontend.emit import Affine, Loc, Operand
-from nkic.frontend.errors import NeedsUnroll, NkiError, located_error, user_location
+from nkic.frontend.errors import NeedsUnroll, NkiError, NkiWarning, located_error, user_location
 from nkic.frontend.grid import block_layout, block_view, split_par_dim
 from nkic.frontend.instruction import NkiInstruction
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
@@ -448,6 +449,7 @@ class TraceContext:
         self.registers = 0
         self.dynamic_loops = []
         self._params: list[Storage] = []
+        self._kernel_frame: Any = None
         self.emitter.begin_program(pid)
         arguments = dict(bound.arguments)
         params = bound.signature.parameters
@@ -519,21 +521,26 @@ class TraceContext:
         is_tuple = isinstance(result, (tuple, list))
         storages, shapes = [], []
         code = self.kernel.func.__code__
+        frame, self._kernel_frame = self._kernel_frame, None
+        line = frame.f_lineno if frame is not None else _return_line(code.co_filename, code.co_firstlineno)
+        returned_at = (code.co_filename, line)
         for t in result if is_tuple else [result]:
             if not isinstance(t, NkiTensor):
                 raise NkiError(
                     f"kernel '{self.kernel.name}' returned a {type(t).__name__}",
                     "return a shared_hbm tensor or a tuple of them",
-                    where=(code.co_filename, code.co_firstlineno),
+                    where=returned_at,
                 )
             self._check_scope(t.storage)
             if t.on_chip and RETURN_ON_CHIP is not None:
                 t = RETURN_ON_CHIP(self, self.kernel, t) or t
             if t.buffer != "shared_hbm" and not t.storage.is_param:  # returning an input is aliasing
+                file, line = t.storage.loc[:2]
                 raise NkiError(
                     "The input and output tensor of a NKI kernel must be in shared_hbm address space",
-                    f"'{t.name}' is in {t.buffer}; allocate outputs with buffer=nl.shared_hbm",
-                    where=t.storage.loc[:2],
+                    f"'{t.name}' is in {t.buffer}; allocate outputs with buffer=nl.shared_hbm "
+                    f"(note: '{t.name}' is allocated at {file}:{line})",
+                    where=returned_at,
                 )
             if t.storage.name in self._constants:
                 raise NkiError(f"kernel '{self.kernel.name}' returns the constant '{t.name}'",
@@ -597,6 +604,7 @@ class TraceContext:
 
     # -- allocation -------------------------------------------------------------------------------------
     def allocate(self, shape: Any, dtype: Any, buffer: Any, name: str, address: Any) -> NkiTensor:
+        self._note_kernel_frame()
         blocks = split_par_dim(shape)  # legacy (B, nl.par_dim(P), F): B blocks of (P, F) tiles
         dims = _shape(shape)
         dtype, buf = normalize_dtype(dtype), normalize_buffer(buffer)
@@ -666,7 +674,18 @@ class TraceContext:
         return name
 
     # -- instructions -----------------------------------------------------------------------------------
+    def _note_kernel_frame(self) -> None:
+        """Keep the kernel function's frame (once per program): after the call returns, its ``f_lineno`` is the line
+        of the ``return`` that ran, which errors about the returned value name."""
+        if self._kernel_frame is not None:
+            return
+        code, frame = self.kernel.func.__code__, sys._getframe(1)
+        while frame is not None and frame.f_code is not code:
+            frame = frame.f_back
+        self._kernel_frame = frame
+
     def inst(self, op: str, operands: dict[str, NkiTensor], attrs: dict[str, Any]) -> None:
+        self._note_kernel_frame()
         self.instructions += 1
         if self.instructions > self.max_instructions:
             raise NkiError(f"kernel '{self.kernel.name}' traces more than {self.max_instructions} instructions",
@@ -675,7 +694,10 @@ class TraceContext:
         emitted = {role: self._operand(role, t) for role, t in operands.items()}
         spec = INSTRUCTIONS[op]
         for role, t in operands.items():
-            if t.storage.is_param and spec.role(role).write:
+            if not spec.role(role).write and not t.storage.written and t.buffer in ("sbuf", "psum"):
+                _warn_unwritten(op, role, t, loc)
+        for role, t in operands.items():
+            if spec.role(role).write:
                 t.storage.written = True
         self._emitted.append(self.emitter.inst(op, emitted, attrs, loc))
 
@@ -793,6 +815,28 @@ class TraceContext:
         if not 0 <= ax < ndim:
             raise NkiError(f"{what} axis {axis} does not exist", f"the launch grid has {len(self.grid_shape)} axes")
         return ax
+
+
+@functools.lru_cache(maxsize=1024)
+def _return_line(file: str, def_line: int) -> int:
+    """The line of the kernel's ``return`` (the function defined at ``file:def_line``): its only return statement,
+    else the last one (an error about what a kernel returns names it); the ``def`` line if none is found."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(file)))
+    except (SyntaxError, ValueError):
+        return def_line
+    fn = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and min([n.lineno, *(d.lineno for d in n.decorator_list)]) <= def_line <= n.lineno), None)  # fmt: skip
+    if fn is None:
+        return def_line
+    returns, todo = [], list(fn.body)
+    while todo:  # the function's own returns, not those of functions or lambdas nested in it
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            returns.append(node.lineno)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return max(returns, default=def_line)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -943,3 +987,18 @@ def _address(address: Any) -> tuple[int, int] | None:
         return (operator.index(p), operator.index(b))
     except (TypeError, ValueError):
         raise NkiError(f"address must be a (partition, byte_offset) pair, got {address!r}") from None
+
+
+# One warning per (message, line) for the whole process, as Python's "default" action does (a kernel re-traced to
+# unroll a loop, or compiled again, would otherwise repeat it).
+_WARNED: dict[Any, Any] = {}
+
+
+def _warn_unwritten(op: str, role: str, t: NkiTensor, loc: Loc) -> None:
+    """An on-chip tensor read before any instruction wrote it: its contents are whatever the memory held (the
+    simulator's NaN fill), so the result is garbage. A compile-time warning at the reading instruction's line; a
+    tensor written only in part is not detected (the tracer tracks whole allocations)."""
+    alloc = f"{os.path.basename(t.storage.loc[0])}:{t.storage.loc[1]}"
+    text = (f"{op} reads '{role}' from {t.buffer} tensor '{t.storage.name}' (allocated at {alloc}) before any "
+            "instruction writes it")  # fmt: skip
+    warnings.warn_explicit(text, NkiWarning, loc.file, loc.line, registry=_WARNED)

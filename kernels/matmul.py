@@ -15,6 +15,11 @@ def matmul(lhsT, rhs):
     k_total, m_total = lhsT.shape
     _, n_total = rhs.shape
     tile_n = min(n_total, 512)
+    if k_total % 128 or m_total % 128 or n_total % tile_n or rhs.shape[0] != k_total:
+        raise ValueError(
+            f"matmul tiles K and M by 128 and N by {tile_n}: lhsT is {tuple(lhsT.shape)} (K, M), rhs "
+            f"{tuple(rhs.shape)} (K, N); K and M must be multiples of 128, N of {tile_n}, and both K equal"
+        )
     out = nl.ndarray((m_total, n_total), dtype=lhsT.dtype, buffer=nl.shared_hbm, name="out")
     for m in nl.affine_range(m_total // 128):
         for n in nl.affine_range(n_total // tile_n):

@@ -13,6 +13,8 @@ nisa = nki.isa
 @nki.jit
 def rmsnorm(x, w, eps=1e-6):
     rows, d = x.shape
+    if rows % 128 or rows == 0:
+        raise ValueError(f"rmsnorm works on bands of 128 rows: x has {rows} rows, not a multiple of 128")
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name="out")
     w_tile = nl.ndarray((128, d), dtype=w.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=w_tile, src=w.ap(pattern=[[0, 128], [1, d]], offset=0))

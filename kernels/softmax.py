@@ -10,6 +10,8 @@ nisa = nki.isa
 @nki.jit
 def softmax(x):
     rows, cols = x.shape
+    if rows % 128 or rows == 0:
+        raise ValueError(f"softmax works on bands of 128 rows: x has {rows} rows, not a multiple of 128")
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name="out")
     for i in nl.affine_range(rows // 128):
         t = nl.ndarray((128, cols), dtype=nl.float32, buffer=nl.sbuf)

@@ -97,5 +97,7 @@ class IsaVerifyPass(ModulePass):
         cores = [c for c in op.ops if isinstance(c, CoreOp)]
         if not cores:
             raise PassFailedException("isa-verify expects isa.core ops (run bir-to-isa first)")
-        for core in cores:
+        for i, core in enumerate(cores):
+            if core.sym_name.data != f"sg{i:02d}":  # the NEFF's subgraph folders, in order
+                raise PassFailedException(f"isa.core {i} must be named @sg{i:02d}, not @{core.sym_name.data}")
             check_core(core)

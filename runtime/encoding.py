@@ -27,6 +27,8 @@ from nkic.target.isa import (
     bits_i32,
     f32_bits,
     i32_bits,
+    instr_encoding_problem,
+    operand_encoding_problem,
     word_kind,
 )
 from nkic.target.machine import (
@@ -66,19 +68,12 @@ _ENGINE_BY_CODE = {e.code: e.name for e in _ENGINE_LIST}
 # encoding
 
 
-def _check_range(what: str, value: int, lo: int, hi: int) -> None:
-    if not lo <= value <= hi:
-        raise ValueError(f"{what} = {value} outside {lo}..{hi}")
-
-
 def _pack_operand(op: Operand) -> bytes:
-    _check_range("start_partition", op.start_partition, 0, 0xFF)
-    _check_range("var_id", op.var_id, 0, 0xFFFF)
-    _check_range("address", op.address, 0, 0xFFFFFFFF)
+    problem = operand_encoding_problem(op)
+    if problem is not None:
+        raise ValueError(problem)
     pairs: list[int] = []
     for step, num in op.pattern:
-        _check_range("pattern step", step, -(1 << 31), (1 << 31) - 1)
-        _check_range("pattern num", num, 0, 0xFFFFFFFF)
         pairs += [step, num]
     pairs += [0, 0] * (1 + MAX_FREE_DIMS - len(op.pattern))
     return _OPERAND.pack(
@@ -91,9 +86,6 @@ def _dyn_word(op: Operand) -> int:
     """Bytes 6-7 of an operand entry: the dynamic kind in bits 0-1, its register or index slot in bits 2-7."""
     if not op.dyn:
         return 0
-    limit = 63 if op.dyn == "reg" else MAX_SLOTS - 1
-    _check_range(f"{op.dyn} dynamic offset reference", op.dyn_ref, 0, limit)
-    _check_range("dynamic offset scale", op.dyn_scale, -(1 << 31), (1 << 31) - 1)
     return DYN_KINDS.index(op.dyn) | op.dyn_ref << 2
 
 
@@ -106,27 +98,12 @@ def _check_sem(what: str, sem: int | None) -> int:
 
 
 def _check_instr(engine: str, ins: Instr) -> OpSpec:
-    if ins.opcode not in OP_SPECS:
-        raise ValueError(f"unknown opcode '{ins.opcode}'")
-    spec = OP_SPECS[ins.opcode]
     if ins.engine != engine:
         raise ValueError(f"{ins.opcode} is tagged engine '{ins.engine}' but is in the '{engine}' stream")
-    if engine not in spec.engines:
-        raise ValueError(f"{ins.opcode} cannot run on engine '{engine}' (allowed: {', '.join(spec.engines)})")
-    if len(ins.operands) > len(spec.slots):
-        raise ValueError(f"{ins.opcode} takes at most {len(spec.slots)} operands, got {len(ins.operands)}")
-    if len(ins.imms) > MAX_IMMS:
-        raise ValueError(f"at most {MAX_IMMS} immediates, got {len(ins.imms)}")
-    if ins.flags >> len(spec.flags):
-        raise ValueError(f"{ins.opcode} flags {ins.flags:#x} set undefined bits")
-    for value in ins.imms:
-        _check_range("immediate", value, 0, 0xFFFFFFFF)
-    for imm, value in zip(spec.imms, ins.imms):
-        if imm.kind in ENUM_KINDS and ENUM_KINDS[imm.kind].name_of(value) is None:
-            raise ValueError(f"{ins.opcode} {imm.prop}: {imm.kind} code {value} out of range")
-    _check_range("wait_value", ins.wait_value, 0, 0xFFFFFFFF)
-    _check_range("inst_id", ins.inst_id, 0, 0xFFFFFFFF)
-    return spec
+    problem = instr_encoding_problem(ins, valid_sem)
+    if problem is not None:
+        raise ValueError(problem)
+    return OP_SPECS[ins.opcode]
 
 
 def encode_stream(engine: str, instrs: Sequence[Instr]) -> bytes:

@@ -70,10 +70,14 @@ def _logical(fn: Callable[[Array, Array], Array]) -> Callable[[Array, Array], Ar
 def _divide(a: Array, b: Array) -> Array:
     if a.dtype.kind == "f":
         return a / b
-    # Integer division truncates toward zero like C; division by zero yields 0 (a guess: unpublished).
+    # Integer division truncates toward zero like C. Division by zero has one result on every engine and
+    # instruction: what the fp32 path gives once stored (x/0 = +-inf saturates to the dtype's max/min, 0/0 = NaN
+    # stores 0), so tensor_tensor's exact integer path and tensor_scalar's fp32 path agree (the hardware rule is
+    # unpublished). The quotient is returned as float64 (exact for 32-bit operands) so that cast() saturates it.
     safe = np.where(b == 0, 1, b)
-    q = np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)
-    return np.where(b == 0, 0, q)
+    q = (np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b == 0, np.asarray(a, np.float64) / 0.0, q)
 
 
 def _mod(a: Array, b: Array) -> Array:

@@ -349,3 +349,57 @@ class Instr:
     def flag(self, name: str) -> bool:
         return bool(self.flags >> self.spec.flags.index(name) & 1)
 
+
+
+# -- the encoding's field widths (runtime/ISA_FORMAT.md) -----------------------------------------------------------
+# The one statement of which values each field of a record or operand entry can hold: the encoder refuses anything
+# else, and the ISA ops' verifiers ask the same question, so ``isa-verify`` accepts exactly what ``-t neff`` writes.
+U8, U16, U32 = (0, 0xFF), (0, 0xFFFF), (0, 0xFFFFFFFF)
+I32 = (-(1 << 31), (1 << 31) - 1)
+NO_OPERAND = 0xFFFF  # an absent slot in a record; the operand table holds fewer entries
+
+
+def _outside(what: str, value: int, bounds: tuple[int, int]) -> str | None:
+    lo, hi = bounds
+    return None if lo <= value <= hi else f"{what} = {value} outside {lo}..{hi}"
+
+
+def operand_encoding_problem(op: Operand) -> str | None:
+    """Why ``op`` has no operand-table entry, or None."""
+    checks = [("start_partition", op.start_partition, U8), ("var_id", op.var_id, U16), ("address", op.address, U32)]
+    for step, num in op.pattern:
+        checks += [("pattern step", step, I32), ("pattern num", num, U32)]
+    if op.dyn:
+        checks += [(f"{op.dyn} dynamic offset reference", op.dyn_ref, (0, 63 if op.dyn == "reg" else MAX_SLOTS - 1)),
+                   ("dynamic offset scale", op.dyn_scale, I32)]  # fmt: skip
+    return next((p for what, v, b in checks if (p := _outside(what, v, b)) is not None), None)
+
+
+def instr_encoding_problem(ins: Instr, valid_sem: Callable[[int], bool]) -> str | None:
+    """Why ``ins`` has no record (its opcode's declaration: slots, immediates and their kinds, flags), or None."""
+    spec = OPCODES.get(ins.opcode)
+    if spec is None:
+        return f"unknown opcode '{ins.opcode}'"
+    if ins.engine not in spec.engines:
+        return f"{ins.opcode} cannot run on engine '{ins.engine}' (allowed: {', '.join(spec.engines)})"
+    if len(ins.operands) > len(spec.slots):
+        return f"{ins.opcode} takes at most {len(spec.slots)} operands, got {len(ins.operands)}"
+    if len(ins.imms) > MAX_IMMS:
+        return f"at most {MAX_IMMS} immediates, got {len(ins.imms)}"
+    if ins.flags >> len(spec.flags):
+        return f"{ins.opcode} flags {ins.flags:#x} set undefined bits"
+    for imm, value in zip(spec.imms, ins.imms):
+        if (p := _outside(f"immediate {imm.prop}", value, U32)) is not None:
+            return p
+        if imm.kind in ENUM_KINDS and ENUM_KINDS[imm.kind].name_of(value) is None:
+            return f"{ins.opcode} {imm.prop}: {imm.kind} code {value} out of range"
+    for value in ins.imms[len(spec.imms) :]:
+        if (p := _outside("immediate", value, U32)) is not None:
+            return p
+    for what, sem in (("wait", ins.wait_sem), ("signal", ins.signal_sem)):
+        if sem is not None and not valid_sem(sem):
+            return f"{what} semaphore {sem} is not an engine (0..4) or DMA queue (8..23) semaphore"
+    for what, value in (("wait_value", ins.wait_value), ("inst_id", ins.inst_id)):
+        if (p := _outside(what, value, U32)) is not None:
+            return p
+    return next((p for op in ins.operands if op is not None and (p := operand_encoding_problem(op))), None)

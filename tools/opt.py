@@ -65,7 +65,12 @@ class NkicOptMain(xDSLOptMain):
         check_string_literals(text, self.get_input_name())
         self._expected = [(start_offset + text.count("\n", 0, m.start()) + 1, m.group(1))
                           for m in _EXPECTED.finditer(text)]  # fmt: skip
-        return super().parse_chunk(io.BytesIO(text.encode()), file_extension, start_offset)
+        try:
+            return super().parse_chunk(io.BytesIO(text.encode()), file_extension, start_offset)
+        except (ValueError, NotImplementedError, OverflowError) as e:
+            # xDSL's parser builds some attributes without checking them first (array<i128: ...> has no struct
+            # format, an i64 property given 2^64 ...): the input is malformed, not the tool broken.
+            raise DiagnosticException(f"{self.get_input_name()}: malformed input: {e}") from None
 
     def apply_passes(self, prog: ModuleOp) -> None:
         try:
@@ -131,9 +136,10 @@ def _diagnostic(e: BaseException) -> str:
     return f"nkic-opt: error: {text}{notes}"
 
 
-def main() -> None:
+def main(args: list[str] | None = None) -> None:
+    """The ``nkic-opt`` command; ``args`` replaces ``sys.argv[1:]`` (the IR fuzzer runs it in-process)."""
     try:
-        tool = NkicOptMain()  # parses the command line and the pass pipeline
+        tool = NkicOptMain(args=args)  # parses the command line and the pass pipeline
     except (ValueError, ArgSpecParseError) as e:
         print(f"nkic-opt: error: {e}", file=sys.stderr)
         raise SystemExit(1) from None

@@ -16,6 +16,7 @@ properties equal to their encoding default (``scale = 1.0``, ``bias = 0.0``, fal
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Mapping, Sequence
 from typing import ClassVar, Self
 
@@ -49,6 +50,7 @@ from nkic.target.isa import (
     decode_imm,
     encode_fields,
     encode_imm,
+    instr_encoding_problem,
     word_kind,
 )
 from nkic.target.machine import ENGINE_BY_NAME, MAX_PSUM_BYTES, MAX_SBUF_BYTES, NUM_PARTITIONS, engine_sem, valid_sem
@@ -430,6 +432,16 @@ class IsaInst(RoleOperandOp):
             self._verify_operand(role)
         self._verify_imms()
         self.verify_format()
+        self._verify_encoding()
+
+    def _verify_encoding(self) -> None:
+        """The record fits the binary format: every field in its width (target/isa.py, as the encoder checks)."""
+        try:
+            problem = instr_encoding_problem(self.to_instr(), valid_sem)
+        except (ValueError, OverflowError, struct.error) as e:
+            problem = str(e)
+        if problem is not None:
+            raise VerifyException(f"'{self.name}' (id {self.inst_id}) cannot be encoded: {problem}")
 
     def verify_format(self) -> None:
         """Shape checks the spec and the instructions lowering to it declare; formats with rules of their own

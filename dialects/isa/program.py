@@ -34,10 +34,12 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import check_member, constant_attr, constant_bytes
+from nkic.dialects.common import check_member, constant_attr, constant_bytes, parse_i64
 from nkic.target.vocab import DTYPES, dtype_size
 from nkic.dialects.isa.base import IsaInst, IsaLocAttr, byte_range
 from nkic.target.machine import ENGINE_NAMES as ENGINES
+from nkic.target.machine import MAX_HBM_BYTES
+from nkic.target.names import is_safe_name
 
 VAR_KINDS = ("input", "output", "tmp-buf", "file")
 
@@ -107,7 +109,7 @@ class VarOp(IRDLOperation):
     name = "isa.var"
     sym_name = prop_def(SymbolNameConstraint())
     kind = prop_def(StringAttr)
-    shape = prop_def(DenseArrayBase)
+    shape = prop_def(DenseArrayBase[I64])
     dtype = prop_def(StringAttr)
     var_id = prop_def(IntegerAttr[I64])
     data = opt_prop_def(StringAttr)
@@ -150,6 +152,11 @@ class VarOp(IRDLOperation):
             raise VerifyException(f"var_id {self.id} does not fit in 16 bits")
         if any(d <= 0 for d in self.dims):
             raise VerifyException(f"variable shape {list(self.dims)} must be positive")
+        if not is_safe_name(self.sym_name.data):
+            raise VerifyException(f"variable name '{self.sym_name.data}' is not a safe name (target/names.py)")
+        if self.size_bytes > MAX_HBM_BYTES:
+            raise VerifyException(f"variable @{self.sym_name.data}: {self.size_bytes} bytes, more than the largest "
+                                  f"HBM ({MAX_HBM_BYTES} bytes)")  # fmt: skip
         if (self.kind.data == "file") != (self.data is not None):
             raise VerifyException("a file variable (a constant), and only it, carries data")
         self.contents()
@@ -168,7 +175,7 @@ class VarOp(IRDLOperation):
         # 'tmp-buf' lexes as identifier, '-', identifier.
         while parser.parse_optional_punctuation("-") is not None:
             kind += "-" + parser.parse_identifier()
-        shape = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        shape = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: parse_i64(parser))
         dtype = parser.parse_identifier(" (a dtype)")
         extra = parser.parse_optional_attr_dict()
         var_id, data = extra.pop("var_id", None), extra.pop("data", None)

@@ -107,7 +107,7 @@ def test_unmodified_import_nki_kernel_file_with_constant_and_tuple(tmp_path: Pat
     [
         (["compile", "missing.py:k", "-o", "k.neff"], "missing.py: no such file"),
         (["compile", f"{DATA / 'user_kernel.py'}:bad_output_buffer", "--arg", "x=float32[128,64]", "-o", "k.neff"],
-         "user_kernel.py:26: error: The input and output tensor of a NKI kernel must be in shared_hbm"),
+         "user_kernel.py:28: error: The input and output tensor of a NKI kernel must be in shared_hbm"),
         (["compile", f"{DATA / 'user_kernel.py'}:scaled_exp_rowsum", "--arg", "x=float64[128,64]", "--arg",
           "scale=1.0", "-o", "k.neff"], "float64"),
         (["run", "nope.neff", "--output-dir", "o"], "cannot read nope.neff"),

@@ -131,14 +131,24 @@ def test_dma_element_count() -> None:
 
 # -- kernel interface ---------------------------------------------------------------------------------------
 def k_sbuf_out(x):
-    out = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)  # E-output
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)  # E-output-alloc
     nisa.dma_copy(out, x)
+    return out  # E-output
+
+
+def k_int_out(x):
+    out = out_like(x)
+    if x.shape[0] > 1:
+        return 3  # E-int-output
     return out
 
 
 def test_output_not_shared_hbm() -> None:
+    """An error about what a kernel returns is at the return line, with the allocation line as a note."""
     e = expect(k_sbuf_out, "E-output", "The input and output tensor of a NKI kernel must be in shared_hbm address")
     assert "buffer=nl.shared_hbm" in str(e)
+    assert f"note: 'sbuf' is allocated at {__file__}:{line_of('E-output-alloc')}" in str(e), str(e)
+    expect(k_int_out, "E-int-output", "kernel 'k_int_out' returned a int")
 
 
 def test_unsupported_input_dtype() -> None:

@@ -460,3 +460,70 @@ def test_located_key_error_is_not_quoted() -> None:
     with pytest.raises(KeyError) as e:
         jit(k_key).trace(SPEC)
     assert str(e.value).startswith(f"{at('E-key')}: error: KeyError: 'missing'"), str(e.value)
+
+
+# -- silent wrong results become errors or defined behaviour (item 5) ------------------------------------------
+def k_int_divide(a, z):
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    nisa.dma_copy(dst=u, src=z)
+    by_scalar = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    by_tensor = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=by_scalar, data=t, op0=nl.divide, operand0=0)
+    nisa.tensor_tensor(dst=by_tensor, data1=t, data2=u, op=nl.divide)
+    o1 = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    o2 = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o1, src=by_scalar)
+    nisa.dma_copy(dst=o2, src=by_tensor)
+    return o1, o2
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint16])
+def test_integer_divide_by_zero_is_one_documented_result(dtype: type) -> None:
+    """x/0 saturates to the dtype's max (x > 0) or min (x < 0), 0/0 is 0: tensor_scalar (fp32 path) and
+    tensor_tensor (exact integer path) agree (runtime/semantics.py _divide)."""
+    info = np.iinfo(dtype)
+    a = np.array([[5, 0, 100, -7 if info.min else 9]], dtype)
+    want = np.where(a > 0, info.max, np.where(a < 0, info.min, 0)).astype(dtype)
+    by_scalar, by_tensor = simulate(jit(k_int_divide))(a, np.zeros_like(a))
+    np.testing.assert_array_equal(by_scalar, want)
+    np.testing.assert_array_equal(by_tensor, want)
+
+
+def test_bundled_kernels_ragged_or_refused() -> None:
+    """tensor_add adds ragged shapes (200 rows, 700 columns); matmul and softmax refuse shapes outside their tiling
+    at the kernel's check, never computing wrong numbers."""
+    from nkic.kernels.matmul import matmul
+    from nkic.kernels.softmax import softmax
+    from nkic.kernels.tensor_add import tensor_add
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((200, 700), np.float32), rng.standard_normal((200, 700), np.float32)
+    np.testing.assert_array_equal(simulate(tensor_add)(a, b), a + b)
+    with pytest.raises(NkiError, match=r"matmul\.py:\d+: error: .*K and M must be multiples of 128"):
+        simulate(matmul)(np.ones((200, 128), np.float32), np.ones((200, 512), np.float32))
+    with pytest.raises(NkiError, match=r"softmax\.py:\d+: error: .*100 rows, not a multiple of 128"):
+        simulate(softmax)(np.ones((100, 64), np.float32))
+
+
+def k_reads_unwritten(a):
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=u, src=a)
+    nisa.tensor_tensor(dst=u, data1=u, data2=t, op=nl.add)  # E-unwritten
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=u)
+    return out
+
+
+def test_uninitialised_read_warns_at_the_reading_line() -> None:
+    """Reading an SBUF/PSUM tensor no instruction wrote is a compile-time NkiWarning at the reading instruction's
+    line, naming the allocation (the tracer knows which allocations were never written)."""
+    from nkic.frontend.errors import NkiWarning
+
+    src = Path(__file__).read_text().splitlines()
+    line = next(i + 1 for i, text in enumerate(src) if text.endswith("# E-unwritten"))
+    with pytest.warns(NkiWarning, match=r"tensor_tensor reads 'data2' from sbuf tensor .* before any instruction") as w:
+        jit(k_reads_unwritten).trace(TensorSpec((128, 8), "float32"))
+    assert (w[0].filename, w[0].lineno) == (__file__, line)

@@ -29,3 +29,13 @@ builtin.module {
     }
   }
 }
+
+// -----
+
+// Cores are the NEFF's subgraphs sg00, sg01, ... in order: a misnamed one is refused here, not by the NEFF writer.
+builtin.module {
+  isa.core @sgx0 {
+    isa.var @a : input [128, 512] float32 {var_id = 0 : i64}
+  }
+}
+// CHECK: isa.core 0 must be named @sg00, not @sgx0

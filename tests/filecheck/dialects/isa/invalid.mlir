@@ -476,3 +476,26 @@ builtin.module {
   }
 }
 // CHECK: 'src': its vector dynamic offset names slot 'src_offset', which holds no index
+
+// -----
+
+// Every field fits its encoding (target/isa.py instr_encoding_problem, which the NEFF encoder also applies): an
+// operand's pattern step is an int32, so isa-verify refuses what -t neff could not write.
+builtin.module {
+  isa.core @sg00 {
+    isa.var @a : input [128, 512] float32 {var_id = 0 : i64}
+    isa.stream "sp" {
+      isa_sp.dma_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], src hbm(var 0, 0x0, float32)[0 : [512, 128], [4294967296, 1], [1, 512]] {id = 0 : i64, queue = 0 : i64}
+    }
+  }
+}
+// CHECK: 'isa_sp.dma_copy' (id 0) cannot be encoded: pattern step = 4294967296 outside -2147483648..2147483647
+
+// -----
+
+builtin.module {
+  isa.core @sg00 {
+    isa.var @"a/b" : input [128, 512] float32 {var_id = 0 : i64}
+  }
+}
+// CHECK: variable name 'a/b' is not a safe name
