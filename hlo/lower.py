@@ -26,6 +26,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from nkic.dialects import penguin
@@ -88,7 +89,7 @@ def inline_calls(module: ModuleOp) -> None:
                 continue
             results = _clone_body_before(op, callee.body, list(op.operands))
             for old, new in zip(op.results, results):
-                old.replace_by(new)
+                old.replace_all_uses_with(new)
             Rewriter.erase_op(op)
             changed = True
             break
@@ -313,3 +314,18 @@ def lower_module(module: ModuleOp, nki_kernels: dict[str, Kernel] | None = None)
     """A (routed) StableHLO module -> a penguin module; ``module`` is modified (calls inlined)."""
     inline_calls(module)
     return _Lowering(main_function(module), dict(nki_kernels or {})).run()
+
+
+@dataclass(frozen=True)
+class StablehloToPenguin(ModulePass):
+    """``stablehlo-to-penguin``: the module's StableHLO replaced by the penguin host graph and its kernels."""
+
+    name = "stablehlo-to-penguin"
+
+    def apply(self, ctx: Any, op: ModuleOp) -> None:
+        lowered = lower_module(op)
+        for old in list(op.ops):
+            Rewriter.erase_op(old, safe_erase=False)
+        for new in list(lowered.ops):
+            new.detach()
+            op.body.block.add_op(new)
