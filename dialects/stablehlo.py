@@ -700,7 +700,7 @@ class CustomCallOp(_HloOp):
         """``backend_config`` as a dictionary (a JSON string or a DictionaryAttr of strings/numbers/bools)."""
         import json
 
-        from xdsl.dialects.builtin import BoolAttr, DictionaryAttr, FloatAttr
+        from xdsl.dialects.builtin import DictionaryAttr, FloatAttr
 
         cfg = self.backend_config
         if cfg is None:
@@ -712,7 +712,7 @@ class CustomCallOp(_HloOp):
             for k, v in cfg.data.items():
                 if isinstance(v, StringAttr):
                     out[k] = v.data
-                elif isinstance(v, BoolAttr) or (isinstance(v, IntegerAttr) and v.type == IntegerType(1)):
+                elif isinstance(v, IntegerAttr) and v.type == IntegerType(1):
                     out[k] = bool(v.value.data)
                 elif isinstance(v, (IntegerAttr, FloatAttr)):
                     out[k] = v.value.data

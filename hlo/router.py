@@ -27,7 +27,6 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    BoolAttr,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FloatAttr,
@@ -251,7 +250,7 @@ def remove_dead(fn: func.FuncOp) -> None:
 
 # -- the passes -------------------------------------------------------------------------------------------------------
 def _attr_value(a: Attribute) -> object:
-    if isinstance(a, BoolAttr) or (isinstance(a, IntegerAttr) and a.type == IntegerType(1)):
+    if isinstance(a, IntegerAttr) and a.type == IntegerType(1):
         return bool(a.value.data)
     if isinstance(a, (IntegerAttr, FloatAttr)):
         return a.value.data
