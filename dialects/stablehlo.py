@@ -410,6 +410,29 @@ class TransposeOp(_UnaryShapeOp):
 
 
 @irdl_op_definition
+class SliceOp(_HloOp):
+    """``stablehlo.slice``: ``result[i] = operand[start + i * stride]`` per dimension (generic form)."""
+
+    name = "stablehlo.slice"
+    start_indices = prop_def(DenseArrayBase)
+    limit_indices = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    operand = var_operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        src = shape_of(self.operand[0])
+        start, limit, step = int_list(self.start_indices), int_list(self.limit_indices), int_list(self.strides)
+        if not len(start) == len(limit) == len(step) == len(src):
+            raise VerifyException("stablehlo.slice: one start, limit and stride per operand dimension")
+        if any(not 0 <= a <= b <= n or s <= 0 for a, b, s, n in zip(start, limit, step, src)):
+            raise VerifyException("stablehlo.slice: 0 <= start <= limit <= size and stride > 0")
+        if tuple(-(-(b - a) // s) for a, b, s in zip(start, limit, step)) != shape_of(self.result):
+            raise VerifyException("stablehlo.slice: result shape must be ceil((limit - start) / stride)")
+
+
+@irdl_op_definition
 class IotaOp(_HloOp):
     """``stablehlo.iota dim = 0 : tensor<4x4xi32>``."""
 
@@ -750,7 +773,7 @@ class OptimizationBarrierOp(_HloOp):
 StableHLO = Dialect(
     "stablehlo",
     [
-        *ELEMENTWISE.values(), ConstantOp, ConvertOp, ReshapeOp, BroadcastInDimOp, TransposeOp, IotaOp, CompareOp,
+        *ELEMENTWISE.values(), ConstantOp, ConvertOp, SliceOp, ReshapeOp, BroadcastInDimOp, TransposeOp, IotaOp, CompareOp,
         SelectOp, DotGeneralOp, ReturnOp, ReduceOp, CustomCallOp, CompositeOp, OptimizationBarrierOp,
     ],
     [PrecisionAttr, ComparisonDirectionAttr, ComparisonTypeAttr, DotAttr],

@@ -296,6 +296,17 @@ class SegmentInterpreter:
         st = strides(hlo.shape_of(op.operand[0]))
         self._strided_copy(op, x, [st[p] for p in perm])
 
+    def op_slice(self, op: hlo.SliceOp) -> None:
+        x = self.hbm(self.get(op.operand[0]))
+        start, step = hlo.int_list(op.start_indices), hlo.int_list(op.strides)
+        st = strides(hlo.shape_of(op.operand[0]))
+        out = self.alloc(op.result)
+        shape = dims(out.shape)
+        src = x.tensor.ap([[st[i] * step[i], n] for i, n in enumerate(shape)],
+                          offset=sum(a * s for a, s in zip(start, st)))  # fmt: skip
+        nisa.dma_copy(dst=out.pattern([[s, n] for s, n in zip(strides(shape), shape)]), src=src)
+        self.values[op.result] = out
+
     def op_reshape(self, op: Operation) -> None:
         x = self.get(op.operands[0])
         shape = hlo.shape_of(op.results[0])
@@ -405,6 +416,9 @@ def fold(op: Operation, consts: dict[SSAValue, np.ndarray]) -> np.ndarray | None
         return np.ascontiguousarray(args[0].transpose(hlo.int_list(op.permutation)))
     if isinstance(op, hlo.ReshapeOp):
         return args[0].reshape(hlo.shape_of(op.result))
+    if isinstance(op, hlo.SliceOp):
+        start, limit, step = (hlo.int_list(a) for a in (op.start_indices, op.limit_indices, op.strides))
+        return args[0][tuple(slice(a, b, s) for a, b, s in zip(start, limit, step))].copy()
     dt = result_dtype(op.results[0])
     with np.errstate(all="ignore"):
         if kind in _FOLD_UNARY:

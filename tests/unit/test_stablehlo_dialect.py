@@ -1,0 +1,40 @@
+"""The StableHLO dialect's parse boundary: hexadecimal float literals are bit patterns (no JAX needed)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from nkic.dialects import stablehlo as hlo
+
+
+# -- the parse boundary ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("literal", "dtype", "expected"),
+    [
+        ("dense<0xFF80> : tensor<bf16>", ml_dtypes.bfloat16, [-np.inf]),
+        ("dense<0xFF800000> : tensor<f32>", np.float32, [-np.inf]),
+        ("dense<0x7F800000> : tensor<2xf32>", np.float32, [np.inf, np.inf]),
+        ("dense<[0x3F800000, 2.5, 0xFFF0000000000000]> : tensor<3xf64>", np.float64, [1.875, 2.5, -np.inf]),
+        ("dense<0x10> : tensor<i32>", np.int32, [16]),
+    ],
+)
+def test_hex_float_literals_are_bit_patterns(literal: str, dtype: type, expected: list[float]) -> None:
+    text = f"func.func @main() -> () {{\n  %c = stablehlo.constant {literal}\n  func.return\n}}"
+    const = next(op for op in hlo.parse_stablehlo(text).walk() if isinstance(op, hlo.ConstantOp))
+    got = const.numpy()
+    assert got.dtype == np.dtype(dtype)
+    if literal.startswith("dense<[0x3F800000"):
+        expected[0] = float(np.array([0x3F800000], np.uint64).view(np.float64)[0])  # f64 bits: not 1.0
+    np.testing.assert_array_equal(got.reshape(-1), np.array(expected, dtype=dtype))
+
+
+def test_plain_xdsl_misreads_hex_floats() -> None:
+    """The reason for the boundary: xDSL's own parser takes 0xFF800000 for the integer 4286578688."""
+    from xdsl.parser import Parser
+
+    text = "func.func @main() -> () {\n  %c = stablehlo.constant dense<0xFF800000> : tensor<f32>\n  func.return\n}"
+    const = next(op for op in Parser(hlo.stablehlo_context(), text).parse_module().walk()
+                 if isinstance(op, hlo.ConstantOp))  # fmt: skip
+    assert const.numpy()[()] == np.float32(4286578688.0)
