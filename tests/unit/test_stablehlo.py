@@ -204,3 +204,25 @@ def test_cli_compiles_a_stablehlo_file(tmp_path: Path) -> None:
 
     out = run_neff(neff.read_bytes(), {"arg0": q, "arg1": k, "arg2": v}).outputs["out0"]
     _close(out, jax.jit(fn)(q, k, v), np.float32)
+
+
+def test_other_composites_scalars_and_names() -> None:
+    """A composite of another name is lowered through its decomposition; a scalar result comes back as a 0-d
+    array; ``nkic.name`` argument/result attributes name the NEFF's variables."""
+
+    def fn(x):  # type: ignore[no-untyped-def]
+        gelu = jax.lax.composite(lambda x: jax.nn.gelu(x, approximate=True), name="my.gelu")
+        return jnp.sum(gelu(x)), gelu(x) * 3.0
+
+    (x,) = _inputs((8, 16), np.float32, 1, seed=10)
+    total, scaled = from_jax(fn)(x)
+    want_total, want_scaled = jax.jit(fn)(x)
+    assert np.shape(total) == ()
+    _close(total, want_total, np.float32)
+    _close(scaled, want_scaled, np.float32)
+    text = """func.func @main(%a: tensor<4x8xf32> {nkic.name = "x"}) -> (tensor<4x8xf32> {nkic.name = "y"}) {
+      %o = stablehlo.exponential %a : tensor<4x8xf32>
+      func.return %o : tensor<4x8xf32>
+    }"""
+    program = compile_stablehlo(text)
+    assert [n for n, _, _ in program.inputs] == ["x"] and [n for n, _, _ in program.outputs] == ["y"]
