@@ -58,6 +58,13 @@ class Attention:
     scale: float
     causal: bool
     window: int = 0
+    # q, k, v given with their last two dimensions swapped (q.T @ ..., q @ k.T as transpose + dot, p @ v.T ...):
+    # the call gets them transposed back to (..., seq, d)
+    swapped: tuple[bool, bool, bool] = (False, False, False)
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        s = hlo.shape_of((self.q, self.k, self.v)[i])
+        return (*s[:-2], s[-1], s[-2]) if self.swapped[i] else s
 
 
 def _consts(fn: func.FuncOp) -> dict[SSAValue, np.ndarray]:
@@ -111,7 +118,9 @@ def match_attention(dot2: hlo.DotGeneralOp, consts: dict[SSAValue, np.ndarray]) 
     dn2 = dot2.dot_dimension_numbers
     if rank not in (2, 3) or len(hlo.shape_of(v)) != rank or not _batch_ok(dn2, rank):
         return None
-    if dn2.dims("lhs_contracting_dimensions") != (rank - 1,) or dn2.dims("rhs_contracting_dimensions") != (rank - 2,):
+    if dn2.dims("lhs_contracting_dimensions") != (rank - 1,):
+        return None
+    if (v_swapped := dn2.dims("rhs_contracting_dimensions")) not in ((rank - 2,), (rank - 1,)):
         return None
     div = _is(_strip(p_val, hlo.ConvertOp), hlo.ELEMENTWISE["divide"])
     if div is None:
@@ -157,15 +166,17 @@ def match_attention(dot2: hlo.DotGeneralOp, consts: dict[SSAValue, np.ndarray]) 
     if not isinstance(dot1, hlo.DotGeneralOp) or not _batch_ok(dot1.dot_dimension_numbers, rank):
         return None
     dn1 = dot1.dot_dimension_numbers
-    if dn1.dims("lhs_contracting_dimensions") != (rank - 1,) or dn1.dims("rhs_contracting_dimensions") != (rank - 1,):
+    lc, rc = dn1.dims("lhs_contracting_dimensions"), dn1.dims("rhs_contracting_dimensions")
+    if lc not in ((rank - 1,), (rank - 2,)) or rc not in ((rank - 1,), (rank - 2,)):
         return None
-    q, k = dot1.lhs[0], dot1.lhs[1]
-    d = hlo.shape_of(q)[-1]
-    if hlo.shape_of(v)[-1] != d or d > 128 or hlo.shape_of(k)[-2] != hlo.shape_of(v)[-2]:
+    swapped = (lc == (rank - 2,), rc == (rank - 2,), v_swapped == (rank - 1,))
+    att = Attention(dot1.lhs[0], dot1.lhs[1], v, scale, causal, 0, swapped)
+    (sq, d), (skv, dk), (sv, dv) = att.shape(0)[-2:], att.shape(1)[-2:], att.shape(2)[-2:]
+    if not dk == dv == d or d > 128 or skv != sv:
         return None  # flash_attention: one head dim for q, k and v, at most 128
-    if causal and hlo.shape_of(q)[-2] != hlo.shape_of(k)[-2]:
+    if causal and sq != skv:
         return None
-    return Attention(q, k, v, scale, causal)
+    return att
 
 
 def _is_triangle(mask: np.ndarray) -> bool:
@@ -198,7 +209,7 @@ def _as3d(v: SSAValue, element: Attribute, at: Operation) -> SSAValue:
 def backend_config(att: Attention) -> dict[str, object]:
     """The seed's five keys plus the kernel's arguments. ``psum_shape``: the PSUM tile of one KV tile of scores
     (128 query rows x 512 keys, fp32); ``sb_shape``: the SBUF-resident Kᵀ of one section (d x seqlen_kv)."""
-    d, skv = hlo.shape_of(att.q)[-1], hlo.shape_of(att.k)[-2]
+    d, skv = att.shape(0)[-1], att.shape(1)[-2]
     dtype = tiles.nki_dtype(tiles.result_dtype(att.q))
     return {
         "psum_shape": [128, 512], "sb_shape": [d, min(skv, 8192)], "auto_cast": "none", "auto_cast_type": dtype,
@@ -214,7 +225,17 @@ def replace_with_call(root: Operation, att: Attention) -> hlo.CustomCallOp:
         s = _strip(x, hlo.ConvertOp)
         return s if hlo.ttype(s).element_type == element else x
 
-    q, k, v = (_as3d(source(x), element, root) for x in (att.q, att.k, att.v))
+    def seq_major(x: SSAValue, swapped: bool) -> SSAValue:
+        if not swapped:
+            return x
+        shape = hlo.shape_of(x)
+        perm = [*range(len(shape) - 2), len(shape) - 1, len(shape) - 2]
+        t = _tensor(tuple(shape[p] for p in perm), hlo.ttype(x).element_type)
+        return _insert(hlo.TransposeOp.create(operands=[x], result_types=[t],
+                                              properties={"permutation": hlo.i64_array(perm)}), root)  # fmt: skip
+
+    q, k, v = (_as3d(seq_major(source(x), sw), element, root)
+               for x, sw in zip((att.q, att.k, att.v), att.swapped))  # fmt: skip
     out_shape = hlo.shape_of(q)
     call = hlo.CustomCallOp.create(
         operands=[q, k, v],

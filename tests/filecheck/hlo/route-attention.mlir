@@ -107,3 +107,29 @@ func.func @unscaled(%q: tensor<128x64xf32>, %k: tensor<128x64xf32>, %v: tensor<1
   %o = stablehlo.dot_general %p, %v, contracting_dims = [1] x [0] : (tensor<128x128xf32>, tensor<128x64xf32>) -> tensor<128x64xf32>
   func.return %o : tensor<128x64xf32>
 }
+
+// -----
+
+// q @ k.T as JAX writes it (a transpose, then a dot contracting k's first dimension): K goes in transposed back.
+// CHECK-LABEL: func.func @k_transposed
+// CHECK:      %[[KT:.*]] = stablehlo.transpose %{{.*}}, dims = [1, 0] : (tensor<64x256xf32>) -> tensor<256x64xf32>
+// CHECK:      %[[K:.*]] = stablehlo.reshape %[[KT]] : (tensor<256x64xf32>) -> tensor<1x256x64xf32>
+// CHECK:      "stablehlo.custom_call"(%{{.*}}, %[[K]], %{{.*}}) <{call_target_name = "AttentionMMSoftmaxMMWithoutSwap"
+func.func @k_transposed(%q: tensor<128x64xf32>, %k: tensor<256x64xf32>, %v: tensor<256x64xf32>) -> tensor<128x64xf32> {
+  %kt = stablehlo.transpose %k, dims = [1, 0] : (tensor<256x64xf32>) -> tensor<64x256xf32>
+  %s = stablehlo.dot_general %q, %kt, contracting_dims = [1] x [0] : (tensor<128x64xf32>, tensor<64x256xf32>) -> tensor<128x256xf32>
+  %c = stablehlo.constant dense<1.250000e-01> : tensor<f32>
+  %cb = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> tensor<128x256xf32>
+  %x = stablehlo.multiply %cb, %s : tensor<128x256xf32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<128x256xf32>, tensor<f32>) -> tensor<128xf32>
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<128xf32>) -> tensor<128x256xf32>
+  %d = stablehlo.subtract %x, %mb : tensor<128x256xf32>
+  %e = stablehlo.exponential %d : tensor<128x256xf32>
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %l = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<128x256xf32>, tensor<f32>) -> tensor<128xf32>
+  %lb = stablehlo.broadcast_in_dim %l, dims = [0] : (tensor<128xf32>) -> tensor<128x256xf32>
+  %p = stablehlo.divide %e, %lb : tensor<128x256xf32>
+  %o = stablehlo.dot_general %p, %v, contracting_dims = [1] x [0] : (tensor<128x256xf32>, tensor<256x64xf32>) -> tensor<128x64xf32>
+  func.return %o : tensor<128x64xf32>
+}
