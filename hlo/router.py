@@ -47,7 +47,10 @@ from nkic.hlo.lower import ATTENTION_TARGETS, inline_calls, main_function
 
 PLAIN, CAUSAL = "AttentionMMSoftmaxMMWithoutSwap", "CausalAttentionMMSoftmaxMMWithoutSwap"
 KERNEL = "flash_attention"
-MASKED = -1e30  # a select's fill at or below this is "masked out"
+# A select's fill at or below this is "masked out": -inf, finfo.min, or the -1e9 / -1e4 programs often write (-1e9
+# in bf16 is -9.99e8). exp(fill - max) is then exactly 0 in f32 as long as each row's largest unmasked score stays
+# above fill + 104 (every causal row keeps its diagonal), which is what the kernel computes.
+MASKED = -1e4
 
 
 @dataclass(frozen=True)
