@@ -220,12 +220,24 @@ class SegmentInterpreter:
         return lambda r0, nr, c0, nc: nl.load(h.tile(r0, nr, c0, nc))
 
     def op_convert(self, op: Operation) -> None:
+        """StableHLO's convert: to i1 is ``x != 0``, float to integer rounds toward zero (as XLA does), the rest is
+        the engines' cast."""
         x = self.hbm(self.get(op.operands[0]))
         out = self.alloc(op.results[0])
-        if x.dtype == out.dtype:
+        to, frm = result_dtype(op.results[0]), result_dtype(op.operands[0])
+        if x.dtype == out.dtype and (to == np.bool_) == (frm == np.bool_):
             self.values[op.results[0]] = x
             return
-        self._map_tiles(out, lambda r0, nr, c0, nc: nl.copy(nl.load(x.tile(r0, nr, c0, nc)), dtype=out.dtype))
+
+        def tile(r0: int, nr: int, c0: int, nc: int) -> Any:
+            t = nl.load(x.tile(r0, nr, c0, nc))
+            if to == np.bool_:
+                return nl.not_equal(t, 0.0, dtype="uint8")
+            if to.kind in "iu" and frm.kind not in "iub":
+                t = nl.trunc(t, dtype="float32")
+            return nl.copy(t, dtype=out.dtype)
+
+        self._map_tiles(out, tile)
         self.values[op.results[0]] = out
 
     def op_compare(self, op: hlo.CompareOp) -> None:

@@ -38,3 +38,20 @@ def test_plain_xdsl_misreads_hex_floats() -> None:
     const = next(op for op in Parser(hlo.stablehlo_context(), text).parse_module().walk()
                  if isinstance(op, hlo.ConstantOp))  # fmt: skip
     assert const.numpy()[()] == np.float32(4286578688.0)
+
+
+def test_convert_follows_stablehlo() -> None:
+    """Lowered convert (no JAX needed): to i1 is x != 0, float to integer rounds toward zero, i1 to float 0/1."""
+    from nkic.framework import compile_stablehlo
+
+    text = """func.func @main(%a: tensor<2x4xf32>) -> (tensor<2x4xi32>, tensor<2x4xi1>, tensor<2x4xf32>) {
+      %i = stablehlo.convert %a : (tensor<2x4xf32>) -> tensor<2x4xi32>
+      %b = stablehlo.convert %a : (tensor<2x4xf32>) -> tensor<2x4xi1>
+      %f = stablehlo.convert %b : (tensor<2x4xi1>) -> tensor<2x4xf32>
+      func.return %i, %b, %f : tensor<2x4xi32>, tensor<2x4xi1>, tensor<2x4xf32>
+    }"""
+    a = np.array([[1.7, -1.7, 2.5, -2.5], [0.5, 0.0, -0.2, 300.0]], np.float32)
+    i, b, f = compile_stablehlo(text).run(a)
+    np.testing.assert_array_equal(i, np.trunc(a).astype(np.int32))
+    np.testing.assert_array_equal(b, a != 0)
+    np.testing.assert_array_equal(f, (a != 0).astype(np.float32))
