@@ -106,8 +106,12 @@ _TILE_UNARY: dict[str, Callable[[Any, str], Any]] = {
     "ceil": lambda x, dt: nl.ceil(x, dtype=dt),
     "exponential_minus_one": lambda x, dt: nl.subtract(nl.exp(x, dtype="float32"), 1.0, dtype=dt),
     "log_plus_one": lambda x, dt: nl.log(nl.add(x, 1.0, dtype="float32"), dtype=dt),
+    "invert": lambda x, dt: nl.invert(x, dtype=dt),
 }
-_TILE_BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power")
+_TILE_BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "logical_and", "logical_or",
+                "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor")  # fmt: skip
+_LOGICAL = {"and": ("logical_and", "bitwise_and"), "or": ("logical_or", "bitwise_or"),
+            "xor": ("logical_xor", "bitwise_xor"), "not": ("logical_not", "invert")}  # fmt: skip
 _REDUCE = {"add": (nl.sum, nl.add, 0.0), "maximum": (nl.max, nl.maximum, -np.inf),
            "minimum": (nl.min, nl.minimum, np.inf)}  # fmt: skip
 
@@ -197,8 +201,15 @@ class SegmentInterpreter:
         args = [self.get(v) for v in op.operands]
         dt = nki_dtype(result_dtype(op.results[0]))
         out = self.alloc(op.results[0])
+        is_bool = result_dtype(op.results[0]) == np.bool_
+        if kind in _LOGICAL:  # and/or/xor/not: logical on i1, bitwise on integers
+            kind = _LOGICAL[kind][0 if is_bool else 1]
         if len(args) == 1:
             (x,) = args
+            if kind == "logical_not":
+                self._map_tiles(out, lambda r0, nr, c0, nc: nl.logical_not(nl.load(x.tile(r0, nr, c0, nc)), dtype=dt))
+                self.values[op.results[0]] = out
+                return
             if kind not in _TILE_UNARY:
                 raise _unsupported(op, "no tile lowering")
             fn = _TILE_UNARY[kind]

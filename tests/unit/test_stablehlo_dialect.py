@@ -55,3 +55,21 @@ def test_convert_follows_stablehlo() -> None:
     np.testing.assert_array_equal(i, np.trunc(a).astype(np.int32))
     np.testing.assert_array_equal(b, a != 0)
     np.testing.assert_array_equal(f, (a != 0).astype(np.float32))
+
+
+def test_logical_ops_and_runtime_select() -> None:
+    from nkic.framework import compile_stablehlo
+
+    text = """func.func @main(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>) -> (tensor<2x4xf32>) {
+      %p = stablehlo.compare GT, %a, %b, FLOAT : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xi1>
+      %z = stablehlo.constant dense<0.0> : tensor<2x4xf32>
+      %q = stablehlo.compare GT, %a, %z, FLOAT : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xi1>
+      %x = stablehlo.and %p, %q : tensor<2x4xi1>
+      %o = stablehlo.or %x, %q : tensor<2x4xi1>
+      %n = stablehlo.not %o : tensor<2x4xi1>
+      %s = stablehlo.select %n, %a, %b : tensor<2x4xi1>, tensor<2x4xf32>
+      func.return %s : tensor<2x4xf32>
+    }"""
+    a, b = np.random.default_rng(0).standard_normal((2, 2, 4)).astype(np.float32)
+    (got,) = compile_stablehlo(text).run(a, b)
+    np.testing.assert_array_equal(got, np.where(~(((a > b) & (a > 0)) | (a > 0)), a, b))
