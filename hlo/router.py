@@ -109,6 +109,11 @@ def _reduce_last(v: SSAValue, combiner: str, rank: int) -> SSAValue | None:
     return r.inputs[0]
 
 
+def _same_matrices(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Two shapes that differ only by leading unit dimensions."""
+    return a[-2:] == b[-2:] and math.prod(a) == math.prod(b)
+
+
 def _batch_ok(dn: hlo.DotAttr, rank: int) -> bool:
     batch = tuple(range(rank - 2))
     return dn.dims("lhs_batching_dimensions") == batch and dn.dims("rhs_batching_dimensions") == batch
@@ -117,17 +122,22 @@ def _batch_ok(dn: hlo.DotAttr, rank: int) -> bool:
 def match_attention(dot2: hlo.DotGeneralOp, consts: dict[SSAValue, np.ndarray]) -> Attention | None:
     """The matmul → softmax → matmul idiom ending at ``dot2``, or None."""
     p_val, v = dot2.lhs[0], dot2.lhs[1]
-    rank = len(hlo.shape_of(p_val))
+    rank2 = len(hlo.shape_of(p_val))
     dn2 = dot2.dot_dimension_numbers
-    if rank not in (2, 3) or len(hlo.shape_of(v)) != rank or not _batch_ok(dn2, rank):
+    if rank2 < 2 or len(hlo.shape_of(v)) != rank2 or not _batch_ok(dn2, rank2):
         return None
-    if dn2.dims("lhs_contracting_dimensions") != (rank - 1,):
+    if dn2.dims("lhs_contracting_dimensions") != (rank2 - 1,):
         return None
-    if (v_swapped := dn2.dims("rhs_contracting_dimensions")) not in ((rank - 2,), (rank - 1,)):
+    if (v_swapped := dn2.dims("rhs_contracting_dimensions")) not in ((rank2 - 2,), (rank2 - 1,)):
         return None
-    div = _is(_strip(p_val, hlo.ConvertOp), hlo.ELEMENTWISE["divide"])
+    p_src = _strip(p_val, hlo.ConvertOp)
+    if (rs := _is(p_src, hlo.ReshapeOp)) is not None and _same_matrices(hlo.shape_of(rs.operands[0]),
+                                                                        hlo.shape_of(p_src)):  # fmt: skip
+        p_src = _strip(rs.operands[0], hlo.ConvertOp)  # jax's batch-1 matmul: (1, q, k) viewed as (q, k)
+    div = _is(p_src, hlo.ELEMENTWISE["divide"])
     if div is None:
         return None
+    rank = len(hlo.shape_of(div.results[0]))  # the softmax's rank (the scores' dot)
     e = _strip(div.operands[0], hlo.ConvertOp)
     summed = _reduce_last(div.operands[1], "add", rank)
     if summed is None or _strip(summed, hlo.ConvertOp) != e:
@@ -147,13 +157,14 @@ def match_attention(dot2: hlo.DotGeneralOp, consts: dict[SSAValue, np.ndarray]) 
     maxed = _reduce_last(m, "maximum", rank)
     if maxed is None or _strip(maxed, hlo.ConvertOp) != _strip(x, hlo.ConvertOp):
         return None
-    causal = False
+    causal, window = False, 0
     scores = _strip(x, hlo.ConvertOp)
     if (sel := _is(scores, hlo.SelectOp)) is not None:
         pred, on_true, on_false = sel.operands
         fill = _splat(on_false, consts)
         mask = consts.get(pred)
-        if fill is None or fill > MASKED or mask is None or not _is_triangle(mask):
+        window = _causal_window(mask) if mask is not None else None
+        if fill is None or fill > MASKED or window is None:
             return None
         causal, scores = True, _strip(on_true, hlo.ConvertOp)
     scale = None
@@ -173,21 +184,31 @@ def match_attention(dot2: hlo.DotGeneralOp, consts: dict[SSAValue, np.ndarray]) 
     if lc not in ((rank - 1,), (rank - 2,)) or rc not in ((rank - 1,), (rank - 2,)):
         return None
     swapped = (lc == (rank - 2,), rc == (rank - 2,), v_swapped == (rank - 1,))
-    att = Attention(dot1.lhs[0], dot1.lhs[1], v, scale, causal, 0, swapped)
+    att = Attention(dot1.lhs[0], dot1.lhs[1], v, scale, causal, window if causal else 0, swapped)
     (sq, d), (skv, dk), (sv, dv) = att.shape(0)[-2:], att.shape(1)[-2:], att.shape(2)[-2:]
     if not dk == dv == d or d > 128 or skv != sv:
         return None  # flash_attention: one head dim for q, k and v, at most 128
     if causal and sq != skv:
         return None
+    batches = [math.prod(att.shape(i)[:-2]) for i in range(3)]
+    if batches[0] != batches[2] or batches[1] != batches[2]:
+        return None
     return att
 
 
-def _is_triangle(mask: np.ndarray) -> bool:
+def _causal_window(mask: np.ndarray) -> int | None:
+    """0 when ``mask`` (broadcast over leading dims) is the lower triangle ``q >= k``, W when it is the causal
+    sliding window ``0 <= q - k < W``, else None."""
     if mask.ndim < 2:
-        return False
+        return None
     n, m = mask.shape[-2:]
-    tri = np.arange(n)[:, None] >= np.arange(m)[None, :]
-    return bool(np.all(mask.astype(bool) == tri))
+    diff = np.arange(n)[:, None] - np.arange(m)[None, :]
+    window = int(mask.reshape(-1, n, m)[0, :, 0].astype(bool).sum())  # column 0 holds the first W queries
+    for w in (0, window):
+        band = (diff >= 0) & (diff < w) if w else diff >= 0
+        if np.all(mask.astype(bool) == band):
+            return w if w < n else 0
+    return None
 
 
 # -- building the custom call -------------------------------------------------------------------------------------
@@ -201,11 +222,13 @@ def _insert(op: Operation, at: Operation) -> SSAValue:
 
 
 def _as3d(v: SSAValue, element: Attribute, at: Operation) -> SSAValue:
+    """``v`` as (batch, seq, d) of ``element`` (the batch dims flattened)."""
     shape = hlo.shape_of(v)
     if hlo.ttype(v).element_type != element:
         v = _insert(hlo.ConvertOp.create(operands=[v], result_types=[_tensor(shape, element)]), at)
-    if len(shape) == 2:
-        v = _insert(hlo.ReshapeOp.create(operands=[v], result_types=[_tensor((1, *shape), element)]), at)
+    if len(shape) != 3:
+        flat = (math.prod(shape[:-2]), *shape[-2:])
+        v = _insert(hlo.ReshapeOp.create(operands=[v], result_types=[_tensor(flat, element)]), at)
     return v
 
 

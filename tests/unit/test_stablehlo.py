@@ -226,3 +226,20 @@ def test_other_composites_scalars_and_names() -> None:
     }"""
     program = compile_stablehlo(text)
     assert [n for n, _, _ in program.inputs] == ["x"] and [n for n, _, _ in program.outputs] == ["y"]
+
+
+def test_sliding_window_heads_and_batch1_matmul(tmp_path: Path) -> None:
+    """(batch, heads, seq, d) attention with a causal sliding window: routed with sliding_window = 64 (the heads
+    flattened into the kernel's batch); the batch-1 form JAX writes as a 2-D matmul is routed too."""
+
+    def fn(q, k, v):  # type: ignore[no-untyped-def]
+        s = jnp.einsum("...qd,...kd->...qk", q, k) * 0.125
+        i, j = jnp.arange(s.shape[-1])[:, None], jnp.arange(s.shape[-1])[None, :]
+        s = jnp.where((i >= j) & (i - j < 64), s, -jnp.inf)
+        return jax.nn.softmax(s, axis=-1) @ v
+
+    for shape in [(2, 2, 128, 32), (1, 128, 32)]:
+        q, k, v = _inputs(shape, np.float32, 3, seed=11)
+        _close(from_jax(fn, dump_dir=tmp_path)(q, k, v), jax.jit(fn)(q, k, v), np.float32)
+        penguin = (tmp_path / "00-penguin.mlir").read_text()
+        assert '\\22sliding_window\\22: 64' in penguin and "kernel_node @flash_attention" in penguin
