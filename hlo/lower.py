@@ -27,7 +27,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from nkic.dialects import penguin
 from nkic.dialects import stablehlo as hlo
@@ -66,9 +66,7 @@ def _clone_body_before(op: Operation, body: Region, args: Sequence[SSAValue]) ->
     return results
 
 
-def _before(op: Operation) -> Any:
-    from xdsl.rewriter import InsertPoint
-
+def _before(op: Operation) -> InsertPoint:
     return InsertPoint.before(op)
 
 
@@ -94,10 +92,9 @@ def inline_calls(module: ModuleOp) -> None:
             changed = True
             break
     main = main_function(module)
-    for f in list(funcs.values()):
+    for f in funcs.values():  # nothing refers to the other functions any more
         if f is not main and f.sym_visibility is not None and f.sym_visibility.data == "private":
-            if not any(isinstance(u, func.CallOp) for u in module.walk()):
-                Rewriter.erase_op(f)
+            Rewriter.erase_op(f)
 
 
 def _name_attr(attrs: ArrayAttr | None, i: int) -> str | None:
@@ -147,9 +144,15 @@ class _Lowering:
             self.graph_values[a] = g
         returned = list(ret.operands)
         res_names = [_name_attr(self.main.res_attrs, i) or f"out{i}" for i in range(len(returned))]
+        # A returned value a node produces is that node's result, named after its first position; the other
+        # positions (an input, a constant, a value returned again) are copies made by the last segment.
         out_name: dict[SSAValue, str] = {}
+        tail: list[tuple[SSAValue, str]] = []
         for v, n in zip(returned, res_names):
-            out_name.setdefault(v, n)
+            if isinstance(v.owner, Operation) and v not in self.consts and v not in out_name:
+                out_name[v] = n
+            else:
+                tail.append((v, n))
         items: list[_Segment | hlo.CustomCallOp] = []
         for op in block.ops:
             if op is ret or (op.results and all(r in self.consts for r in op.results)):
@@ -160,21 +163,13 @@ class _Lowering:
                 if not items or not isinstance(items[-1], _Segment):
                     items.append(_Segment())
                 items[-1].ops.append(op)  # type: ignore[union-attr]
-        # returned values not produced by a node (inputs, constants, a value returned twice): a final copy segment
-        claimed: set[SSAValue] = set()
-        tail: list[SSAValue] = []
-        for v in returned:
-            owner = v.owner if isinstance(v.owner, Operation) else None
-            if v in claimed or owner is None or v in self.consts:
-                tail.append(v)
-            claimed.add(v)
         if tail and (not items or not isinstance(items[-1], _Segment)):
             items.append(_Segment())
         graph_ops: list[Operation] = []
         for index, item in enumerate(items):
             later = items[index + 1 :]
             if isinstance(item, _Segment):
-                graph_ops.append(self._segment(item, later, returned, out_name, tail if item is items[-1] else []))
+                graph_ops.append(self._segment(item, later, out_name, tail if item is items[-1] else []))
             else:
                 graph_ops.append(self._custom_call(item, out_name))
         outs: list[SSAValue] = []
@@ -202,9 +197,8 @@ class _Lowering:
         self,
         seg: _Segment,
         later: Sequence[_Segment | hlo.CustomCallOp],
-        returned: list[SSAValue],
         out_name: dict[SSAValue, str],
-        tail: list[SSAValue],
+        tail: list[tuple[SSAValue, str]],
     ) -> penguin.KernelNodeOp:
         defined = {r for op in seg.ops for r in op.results}
         inputs: list[SSAValue] = []
@@ -213,28 +207,28 @@ class _Lowering:
                 for v in inner.operands:
                     if v not in defined and v not in self.consts and v not in inputs and v in self.graph_values:
                         inputs.append(v)
-        for v in tail:
-            if v not in self.consts and v not in inputs and v in self.graph_values:
+        for v, _ in tail:
+            if v not in defined and v not in self.consts and v not in inputs and v in self.graph_values:
                 inputs.append(v)
         outputs: list[tuple[SSAValue, str]] = []
         for op in seg.ops:
             for r in op.results:
                 if r in self.consts:
                     continue
-                if r in out_name and r not in tail:
+                if r in out_name:
                     outputs.append((r, out_name[r]))
                 elif self._uses_after(r, later):
                     outputs.append((r, self._fresh()))
-        taken = {n for _, n in outputs}
-        for i, v in enumerate(tail):
-            n = out_name.get(v) if out_name.get(v) not in taken else None
-            outputs.append((v, n or f"out{returned.index(v)}" if v not in [o for o, _ in outputs] else self._fresh()))
+        outputs += tail
         name = f"hlo_segment_{len(self.kernels)}"
         params = [self.names[v] for v in inputs]
         consts, ops = self.consts, seg.ops
 
         def body(*arrays: Any) -> Any:
-            interp = tiles.SegmentInterpreter(consts, {v: n for v, n in outputs if v in defined})
+            first = {}  # a value's shared tensor is its first output; other outputs of it are copies
+            for v, n in outputs:
+                first.setdefault(v, n)
+            interp = tiles.SegmentInterpreter(consts, {v: n for v, n in first.items() if v in defined})
             for v, a in zip(inputs, arrays):
                 interp.values[v] = tiles.Hbm(a, hlo.shape_of(v), a.dtype)
             interp.run(ops)

@@ -73,3 +73,32 @@ def test_logical_ops_and_runtime_select() -> None:
     a, b = np.random.default_rng(0).standard_normal((2, 2, 4)).astype(np.float32)
     (got,) = compile_stablehlo(text).run(a, b)
     np.testing.assert_array_equal(got, np.where(~(((a > b) & (a > 0)) | (a > 0)), a, b))
+
+
+def test_returned_values_inputs_constants_and_repeats() -> None:
+    """Every returned position is its own NEFF output out<i>: a value returned twice, an input, a constant, a kernel
+    node's result (also read by a later segment)."""
+    from nkic.framework import compile_stablehlo
+
+    t, q_t = "tensor<4x8xf32>", "tensor<1x128x64xf32>"
+    text = f"""func.func @main(%a: {t}, %q: {q_t}) -> ({t}, {t}, {t}, tensor<f32>, {q_t}, {q_t}) {{
+      %e = stablehlo.exponential %a : {t}
+      %c = stablehlo.constant dense<2.0> : tensor<f32>
+      %o = "stablehlo.custom_call"(%q, %q, %q) <{{call_target_name = "AttentionMMSoftmaxMMWithoutSwap",
+          backend_config = "{{\\"scale\\": 0.125}}"}}> : ({q_t}, {q_t}, {q_t}) -> {q_t}
+      func.return %e, %e, %a, %c, %o, %o : {t}, {t}, {t}, tensor<f32>, {q_t}, {q_t}
+    }}"""
+    program = compile_stablehlo(text)
+    assert [n for n, _, _ in program.outputs] == [f"out{i}" for i in range(6)]
+    rng = np.random.default_rng(0)
+    a, q = rng.random((4, 8), np.float32), rng.random((1, 128, 64), np.float32)
+    e, e2, a2, c, o, o2 = program.run(a, q)
+    s = q[0] @ q[0].T * 0.125
+    p = np.exp(s - s.max(1, keepdims=True))
+    att = (p / p.sum(1, keepdims=True)) @ q[0]
+    np.testing.assert_allclose(e, np.exp(a), rtol=1e-6)
+    np.testing.assert_array_equal(e2, e)
+    np.testing.assert_array_equal(a2, a)
+    assert c.shape == () and c == 2.0
+    np.testing.assert_allclose(o[0], att, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(o2, o)
