@@ -1,4 +1,5 @@
 // RUN: nkic-opt %s -p route-attention-composite | filecheck %s
+// RUN: xdsl-opt %s -p route-attention-composite | filecheck %s
 
 // A composite whose name says attention becomes the attention custom call, its attributes (scale, causal, window)
 // the kernel's arguments; the decomposition is not looked at (here it is not even attention).
