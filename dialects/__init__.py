@@ -21,6 +21,11 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Bir
 
+    def stablehlo() -> Dialect:
+        from nkic.dialects.stablehlo import StableHLO
+
+        return StableHLO
+
     def nkic_attrs() -> Dialect:
         from nkic.dialects.common import NkicAttrs
 
@@ -38,5 +43,6 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         "penguin": penguin,
         "bir": bir,
         "nkic": nkic_attrs,
+        "stablehlo": stablehlo,
         **{n: isa(n) for n in ("isa", *(f"isa_{e}" for e in ENGINE_NAMES))},
     }

@@ -172,6 +172,9 @@ class KernelNodeOp(IRDLOperation):
     grid = prop_def(IntegerAttr)
     # internal kernels: compile-time arguments for the registry kernel, as JSON
     kernel_attrs = opt_prop_def(StringAttr)
+    # the host-level names of the results (a graph of several nodes: NEFF outputs and intermediate HBM tensors);
+    # without it a result takes the kernel's output name
+    result_names = opt_prop_def(ArrayAttr[StringAttr])
     args = var_operand_def(TensorType)
     outs = var_result_def(TensorType)
     irdl_options = (ParsePropInAttrDict(),)
@@ -192,6 +195,8 @@ class KernelNodeOp(IRDLOperation):
 
     def verify_(self) -> None:
         check_member("kernel kind", self.kind.data, ("external", "internal"))
+        if self.result_names is not None and len(self.result_names.data) != len(self.outs):
+            raise VerifyException("result_names must name every result")
         for v in [*self.args, *self.outs]:
             if tensor_type(v).mem != "shared_hbm":
                 raise VerifyException(

@@ -220,6 +220,7 @@ def _host_function(
     pid: int,
     grid: int,
     fmt: str,
+    node_kernel: dict[penguin.KernelNodeOp, str] | None = None,
 ) -> bir.FunctionOp:
     block = graph.body.block
     names: dict[SSAValue, str] = {a: a.name_hint or f"in{i}" for i, a in enumerate(block.args)}
@@ -227,20 +228,24 @@ def _host_function(
     for a in block.args:
         t = penguin.tensor_type(a)
         memlocs.append(bir.MemLocOp(names[a], t.mem, t.dims, t.dtype, "input"))
+    ret = block.last_op
+    assert isinstance(ret, penguin.GraphReturnOp)
+    returned = set(ret.values)
     carriers: list[Operation] = []
     for node in block.ops:
         if isinstance(node, penguin.KernelNodeOp):
-            name = node.callee.root_reference.data
+            name = (node_kernel or {}).get(node, node.callee.root_reference.data)
             fn = lowered[name][pid]
-            for res, out_name in zip(node.outs, fn.output_names):
+            host_names = [n.data for n in node.result_names.data] if node.result_names else fn.output_names
+            for res, out_name in zip(node.outs, host_names):
                 names[res] = out_name
                 t = penguin.tensor_type(res)
-                memlocs.append(bir.MemLocOp(out_name, t.mem, t.dims, t.dtype, "output"))
+                # a result a later node reads and the graph does not return is an HBM scratch tensor
+                kind = "internal" if res.uses and res not in returned else "output"
+                memlocs.append(bir.MemLocOp(out_name, t.mem, t.dims, t.dtype, kind))
             arg_map = dict(zip(fn.input_names, (names[a] for a in node.args)))
-            out_map = {n: n for n in fn.output_names}
+            out_map = dict(zip(fn.output_names, host_names))
             carriers.append(make_klir_carrier(fn, arg_map, out_map, grid, pid, fmt, kernels[name]))
-    ret = block.last_op
-    assert isinstance(ret, penguin.GraphReturnOp)
     name = graph.sym_name.data if pid == 0 else f"{graph.sym_name.data}.p{pid}"
     host = bir.FunctionOp(name, [names[a] for a in block.args], [names[v] for v in ret.values])
     if grid > 1:
@@ -269,14 +274,40 @@ class PenguinToBirPass(ModulePass):
             raise PassFailedException("penguin-to-bir expects exactly one penguin.graph")
         graph = graphs[0]
         kernels = {k.sym_name.data: k for k in op.ops if isinstance(k, penguin.KernelOp)}
-        for node in graph.body.block.ops:
-            if isinstance(node, penguin.KernelNodeOp) and node.callee.root_reference.data not in kernels:
-                kernels[node.callee.root_reference.data] = _internal_kernel(node)
+        node_kernel = self._resolve_internal(graph, kernels)
         grid = max((k.grid for k in kernels.values()), default=1)
         lowered = {name: kernel_functions(k) for name, k in kernels.items()}
-        hosts = [_host_function(graph, kernels, lowered, pid, grid, self.kernel_format) for pid in range(grid)]
+        hosts = [
+            _host_function(graph, kernels, lowered, pid, grid, self.kernel_format, node_kernel) for pid in range(grid)
+        ]
         for old in [graph, *(k for k in kernels.values() if k.parent is not None)]:
             old.detach()
             old.erase()
         op.body.block.add_ops(hosts)
 
+    @staticmethod
+    def _resolve_internal(
+        graph: penguin.GraphOp, kernels: dict[str, penguin.KernelOp]
+    ) -> dict[penguin.KernelNodeOp, str]:
+        """Trace each internal node's library kernel; nodes naming one kernel for other shapes or attributes get
+        their own copy (``flash_attention``, ``flash_attention_1``, ...)."""
+        node_kernel: dict[penguin.KernelNodeOp, str] = {}
+        seen: dict[str, str] = {}
+        for node in graph.body.block.ops:
+            if not isinstance(node, penguin.KernelNodeOp):
+                continue
+            callee = node.callee.root_reference.data
+            if callee in kernels and callee not in seen.values():
+                continue
+            key = json.dumps([callee, [str(a.type) for a in node.args], node.kernel_attrs.data if node.kernel_attrs
+                              else ""])  # fmt: skip
+            if key not in seen:
+                name, i = callee, 1
+                while name in kernels:
+                    name, i = f"{callee}_{i}", i + 1
+                kernel = _internal_kernel(node)
+                kernel.properties["sym_name"] = StringAttr(name)
+                kernels[name] = kernel
+                seen[key] = name
+            node_kernel[node] = seen[key]
+        return node_kernel

@@ -153,6 +153,9 @@ def cmd_compile(args: argparse.Namespace) -> None:
 
     output = _file_path(args.output, "-o")
     dump_dir = _directory(args.dump_dir, "--dump-dir") if args.dump_dir else None
+    if args.kernel.endswith(".mlir"):
+        _compile_stablehlo(args, output, dump_dir)
+        return
     _check_grid(args.grid)
     kwargs = parse_args(args.arg)
     kernel = load_kernel(args.kernel)
@@ -171,6 +174,36 @@ def cmd_compile(args: argparse.Namespace) -> None:
         print(f"IR after every stage: {args.dump_dir}")
     if args.time_passes:
         print(timing_report(result.stages), file=sys.stderr)
+
+
+def _compile_stablehlo(args: argparse.Namespace, output: Path, dump_dir: Path | None) -> None:
+    """``nkic compile model.mlir``: a StableHLO module (JAX's generic or pretty form) routed, lowered, compiled."""
+    from nkic.framework import compile_stablehlo
+
+    if args.arg or args.grid != 1:
+        raise CliError("a StableHLO module takes its shapes from its @main; --arg and --grid do not apply")
+    try:
+        text = Path(args.kernel).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise CliError(f"cannot read {_shown(args.kernel)}: {e}") from None
+    name = Path(args.kernel).stem
+    program = compile_stablehlo(text, routing=not args.no_routing, dump_dir=dump_dir, name=_safe_stem(name),
+                                verify_each_pass=args.verify_each_pass or None)  # fmt: skip
+    _write(output, lambda f: f.write(program.result.neff))
+    ins = ", ".join(f"{n}{list(s)}" for n, s, _ in program.inputs)
+    outs = ", ".join(f"{n}{list(s)}" for n, s, _ in program.outputs)
+    print(f"compiled {args.kernel}: {len(program.result.neff)} bytes -> {args.output} "
+          f"({program.result.total_seconds:.2f} s); inputs {ins}; outputs {outs}")  # fmt: skip
+    if args.dump_dir:
+        print(f"IR after every stage: {args.dump_dir}")
+    if args.time_passes:
+        print(timing_report(program.result.stages), file=sys.stderr)
+
+
+def _safe_stem(name: str) -> str:
+    from nkic.target.names import safe_name
+
+    return safe_name(name, "stablehlo")
 
 
 def timing_report(stages: list[StageRecord]) -> str:
@@ -344,8 +377,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nkic", description="The nkic NKI compiler and NeuronCore simulator.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("compile", help="compile FILE.py:KERNEL to a NEFF")
+    c = sub.add_parser("compile", help="compile FILE.py:KERNEL (or a StableHLO module FILE.mlir) to a NEFF")
     c.add_argument("kernel")
+    c.add_argument("--no-routing", action="store_true",
+                   help="StableHLO: lower attention op by op instead of routing it to flash_attention")
     c.add_argument("--arg", action="append", default=[], help="NAME=DTYPE[D0,D1,...] or NAME=VALUE")
     c.add_argument("--grid", type=int, default=1, help="SPMD programs to launch (kernel[N])")
     c.add_argument("-o", "--output", required=True)

@@ -25,6 +25,8 @@ from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from nkic.dialects import get_all_dialects
+from nkic.dialects.stablehlo import StableHloParser
+from nkic.hlo import get_hlo_passes
 from nkic.library import RESOLVER
 from nkic.passes import get_all_passes
 from nkic.passes.resolver import set_default_resolver
@@ -100,8 +102,18 @@ class NkicOptMain(xDSLOptMain):
     def register_all_passes(self) -> None:
         super().register_all_passes()
         set_default_resolver(RESOLVER)
-        for name, factory in get_all_passes().items():
+        for name, factory in {**get_all_passes(), **get_hlo_passes()}.items():
             self.register_pass(name, factory)
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+
+        def parse_mlir(io: IO[bytes]) -> ModuleOp:
+            # MLIR's reading of a hex literal in a float dense attribute (the bits), which xDSL's parser lacks
+            text = io.read().decode()
+            return StableHloParser(self.ctx, text, self.get_input_name()).parse_module(not self.args.no_implicit_module)
+
+        self.available_frontends["mlir"] = parse_mlir
 
     def register_all_targets(self) -> None:
         super().register_all_targets()

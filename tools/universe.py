@@ -9,6 +9,7 @@ from __future__ import annotations
 from xdsl.universe import Universe
 
 from nkic.dialects import get_all_dialects
+from nkic.hlo import get_hlo_passes
 from nkic.library import RESOLVER
 from nkic.passes import get_all_passes
 from nkic.passes.resolver import current_resolver, set_default_resolver
@@ -19,6 +20,6 @@ if current_resolver() is None:
 
 NKIC_UNIVERSE = Universe(
     all_dialects=get_all_dialects(),
-    all_passes=get_all_passes(),
+    all_passes={**get_all_passes(), **get_hlo_passes()},
     all_targets=get_all_targets(),
 )

@@ -16,6 +16,9 @@ The rules (a folder's modules never import the listed modules or packages):
   compiler; running a kernel is ``nkic.execute``'s job — nor the other modules above it (``execute``, ``api``,
   ``alias``, ``library/``, ``kernels/``);
 * ``gcpause.py``: xDSL or any nkic module — the tracer and the driver both use it;
+* ``hlo/`` (the StableHLO front door, beside ``frontend/``): ``passes/``, ``runtime/``, ``tools/``, ``library/``,
+  ``kernels/`` nor the modules above (``driver``, ``execute``, ``api``, ``alias``, ``framework``) — it lowers
+  through the frontend and the dialects; ``dialects/``, ``frontend/`` and ``passes/`` never import it;
 * ``kernels/``: anything but the public NKI API (``nkic.api``, or ``nki`` after the alias), the standard library
   and numpy — they are user-level kernels.
 """
@@ -133,18 +136,20 @@ class Rule:
 
 
 # The top-level modules above the compiler and the frontend.
-_ABOVE = ("driver", "execute", "entry_points", "interop", "api", "alias")
+_ABOVE = ("driver", "execute", "entry_points", "interop", "api", "alias", "framework")
 
 RULES: dict[str, Rule] = {
     "target": Rule("target", lambda m: _within(m, "xdsl") or (_within(m, "nkic") and not _within(m, "nkic.target"))),
     "dialects": Rule(
-        "dialects", lambda m: _within(m, *_nkic("runtime", "frontend", "passes", "tools", "kernels", "library"))
+        "dialects",
+        lambda m: _within(m, *_nkic("runtime", "frontend", "passes", "tools", "kernels", "library", "hlo")),
     ),
     "runtime": Rule("runtime", lambda m: _within(m, "xdsl", *_nkic("dialects", "frontend", "passes"))),
-    "passes": Rule("passes", lambda m: _within(m, *_nkic("frontend", "kernels", "tools", "library", *_ABOVE))),
+    "passes": Rule("passes", lambda m: _within(m, *_nkic("frontend", "kernels", "tools", "library", "hlo", *_ABOVE))),
     "frontend": Rule(
-        "frontend", lambda m: _within(m, *_nkic("passes", "runtime", "tools", "library", "kernels", *_ABOVE))
+        "frontend", lambda m: _within(m, *_nkic("passes", "runtime", "tools", "library", "kernels", "hlo", *_ABOVE))
     ),
+    "hlo": Rule("hlo", lambda m: _within(m, *_nkic("passes", "runtime", "tools", "library", "kernels", *_ABOVE))),
     "kernels": Rule("kernels", lambda m: not _kernels_allow(m)),
     "gcpause.py": Rule("gcpause.py", lambda m: _within(m, "xdsl", "nkic")),
 }
