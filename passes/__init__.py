@@ -19,6 +19,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "assign-engines": ("assign_engines", "AssignEnginesPass"),
     "dependency-analysis": ("dependency_analysis", "DependencyAnalysisPass"),
     "schedule-instructions": ("schedule_instructions", "ScheduleInstructionsPass"),
+    "dep-reduction": ("dep_reduction", "DepReductionPass"),
     "insert-semaphores": ("insert_semaphores", "InsertSemaphoresPass"),
     "bir-to-isa": ("bir_to_isa", "BirToIsaPass"),
     "bir-verify": ("bir_verify", "BirVerifyPass"),

@@ -2,7 +2,7 @@
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
 * ``nkic-backend``: bir-unroll, resolve-psum-accumulate, allocate-memory, assign-engines, dependency-analysis,
-  schedule-instructions, insert-semaphores, bir-verify, bir-to-isa, isa-verify;
+  schedule-instructions, dep-reduction{engine_order=true}, insert-semaphores, bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
 """
 
@@ -35,6 +35,7 @@ def backend(target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rota
     from nkic.passes.bir_to_isa import BirToIsaPass
     from nkic.passes.bir_unroll import BirUnrollPass
     from nkic.passes.bir_verify import BirVerifyPass
+    from nkic.passes.dep_reduction import DepReductionPass
     from nkic.passes.dependency_analysis import DependencyAnalysisPass
     from nkic.passes.insert_semaphores import InsertSemaphoresPass
     from nkic.passes.isa_verify import IsaVerifyPass
@@ -48,6 +49,8 @@ def backend(target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rota
         AssignEnginesPass(target=target),
         DependencyAnalysisPass(),
         ScheduleInstructionsPass(target=target, num_queues=num_queues),
+        # after the schedule is final, so each engine's order counts as edges: fewer semaphore waits
+        DepReductionPass(engine_order=True),
         InsertSemaphoresPass(num_queues=num_queues),
         BirVerifyPass(),
         BirToIsaPass(),
