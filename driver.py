@@ -62,11 +62,15 @@ class CompileResult:
 
 
 def pipeline_passes(
-    target: str = "gen3", num_queues: int = 4, kernel_format: str = "bir", alloc_policy: str = "rotate"
+    target: str = "gen3",
+    num_queues: int = 4,
+    kernel_format: str = "bir",
+    alloc_policy: str = "rotate",
+    metrics: bool = False,
 ) -> list[ModulePass]:
     from nkic.passes.pipelines import backend, frontend_lowering
 
-    return [*frontend_lowering(kernel_format), *backend(target, num_queues, alloc_policy)]
+    return [*frontend_lowering(kernel_format), *backend(target, num_queues, alloc_policy, metrics)]
 
 
 def count_ops(module: ModuleOp) -> int:
@@ -97,6 +101,7 @@ def compile_module(
     kernel_format: str = "bir",
     alloc_policy: str = "rotate",
     resolver: KernelResolver | None = None,
+    metrics: bool = False,
 ) -> CompileResult:
     """Run the whole pipeline on a penguin module (modified in place) and print the NEFF.
 
@@ -104,7 +109,7 @@ def compile_module(
     verifies it after every pass instead, as nkic-opt does; the cost is then part of each stage's time. The cyclic
     garbage collector is paused for the compile (``gc_paused``).
     ``resolver`` resolves the library kernels the module names (internal kernel nodes, IT54 macros); the default is
-    ``nkic.library.RESOLVER``.
+    ``nkic.library.RESOLVER``. ``metrics`` prints the ``print-metrics`` report before ``bir-to-isa``.
     """
     from nkic.passes.resolver import use_resolver
     from nkic.runtime.neff import write_neff
@@ -130,7 +135,7 @@ def compile_module(
 
     if verify_each_pass is None:
         verify_each_pass = verify_each_pass_default()
-    passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy)
+    passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy, metrics=metrics)
     with gc_paused(), use_resolver(resolver):
         for i, p in enumerate(passes, start=1):
             t0 = time.perf_counter()
@@ -189,7 +194,8 @@ def compile_kernel(
     from nkic import cache
 
     kwargs = dict(kwargs or {})
-    directory = cache.cache_dir() if dump_dir is None else None
+    # the IR dumps and the metrics report come from compiling: they bypass the cache
+    directory = cache.cache_dir() if dump_dir is None and not kw.get("metrics") else None
     digest = None
     t0 = time.perf_counter()
     if directory is not None:

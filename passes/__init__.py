@@ -21,6 +21,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "schedule-instructions": ("schedule_instructions", "ScheduleInstructionsPass"),
     "dep-reduction": ("dep_reduction", "DepReductionPass"),
     "insert-semaphores": ("insert_semaphores", "InsertSemaphoresPass"),
+    "print-metrics": ("print_metrics", "PrintMetricsPass"),
     "bir-to-isa": ("bir_to_isa", "BirToIsaPass"),
     "bir-verify": ("bir_verify", "BirVerifyPass"),
     "isa-verify": ("isa_verify", "IsaVerifyPass"),

@@ -29,7 +29,10 @@ def frontend_lowering(kernel_format: str = "bir") -> tuple[ModulePass, ...]:
     )
 
 
-def backend(target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate") -> tuple[ModulePass, ...]:
+def backend(
+    target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate", metrics: bool = False
+) -> tuple[ModulePass, ...]:
+    """The backend passes; ``metrics`` adds ``print-metrics`` before ``bir-to-isa`` (``nkic compile --metrics``)."""
     from nkic.passes.allocate_memory import AllocateMemoryPass
     from nkic.passes.assign_engines import AssignEnginesPass
     from nkic.passes.bir_to_isa import BirToIsaPass
@@ -39,6 +42,7 @@ def backend(target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rota
     from nkic.passes.dependency_analysis import DependencyAnalysisPass
     from nkic.passes.insert_semaphores import InsertSemaphoresPass
     from nkic.passes.isa_verify import IsaVerifyPass
+    from nkic.passes.print_metrics import PrintMetricsPass
     from nkic.passes.resolve_psum_accumulate import ResolvePsumAccumulatePass
     from nkic.passes.schedule_instructions import ScheduleInstructionsPass
 
@@ -53,6 +57,7 @@ def backend(target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rota
         DepReductionPass(engine_order=True),
         InsertSemaphoresPass(num_queues=num_queues),
         BirVerifyPass(),
+        *((PrintMetricsPass(target=target),) if metrics else ()),
         BirToIsaPass(),
         IsaVerifyPass(),
     )
@@ -77,9 +82,10 @@ class BackendPipeline(ModulePass):
     name = "nkic-backend"
     target: str = "gen3"
     num_queues: int = 4
+    metrics: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _run(backend(self.target, self.num_queues), ctx, op)
+        _run(backend(self.target, self.num_queues, metrics=self.metrics), ctx, op)
 
 
 @dataclass(frozen=True)
