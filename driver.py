@@ -9,6 +9,7 @@ library's kernel resolver (``nkic.passes.resolver``) for the kernels a module na
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -89,6 +90,18 @@ def verify_each_pass_default() -> bool:
 
 
 
+def source_map(module: ModuleOp) -> list[dict[int, tuple[str, str]]]:
+    """Per BIR function, in order (``bir-to-isa`` makes function i core i): instruction id -> (file:line[:col],
+    nki call) of every instruction that knows where it was traced."""
+    from nkic.dialects import bir
+
+    out = []
+    for fn in [f for f in module.ops if isinstance(f, bir.FunctionOp)]:
+        out.append({i.inst_id: (i.loc.data, i.call.data if i.call is not None else "")
+                    for i in fn.instructions() if i.loc is not None})  # fmt: skip
+    return out
+
+
 def compile_module(
     module: ModuleOp,
     *,
@@ -102,6 +115,7 @@ def compile_module(
     alloc_policy: str = "rotate",
     resolver: KernelResolver | None = None,
     metrics: bool = False,
+    debug_info: bool = False,
 ) -> CompileResult:
     """Run the whole pipeline on a penguin module (modified in place) and print the NEFF.
 
@@ -110,7 +124,10 @@ def compile_module(
     garbage collector is paused for the compile (``gc_paused``).
     ``resolver`` resolves the library kernels the module names (internal kernel nodes, IT54 macros); the default is
     ``nkic.library.RESOLVER``. ``metrics`` prints the ``print-metrics`` report before ``bir-to-isa``.
+    ``debug_info`` writes each instruction's source (file:line and nki call, ``source_map``) into the NEFF, for
+    profiles; off by default, since the paths make the bytes depend on where the kernel lives.
     """
+    from nkic.passes.bir_to_isa import BirToIsaPass
     from nkic.passes.resolver import use_resolver
     from nkic.runtime.neff import write_neff
     from nkic.tools.targets import isa_module_to_neff
@@ -136,9 +153,12 @@ def compile_module(
     if verify_each_pass is None:
         verify_each_pass = verify_each_pass_default()
     passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy, metrics=metrics)
+    sources = None
     with gc_paused(), use_resolver(resolver):
         for i, p in enumerate(passes, start=1):
             t0 = time.perf_counter()
+            if debug_info and isinstance(p, BirToIsaPass):
+                sources = source_map(module)
             p.apply(ctx, module)
             if verify_each_pass:
                 module.verify()
@@ -151,7 +171,7 @@ def compile_module(
             record("verify", t0)
         t0 = time.perf_counter()
         meta = {"kernel": name, "target": target, **(metadata or {})}
-        result.neff = write_neff(isa_module_to_neff(module, name, meta))
+        result.neff = write_neff(isa_module_to_neff(module, name, meta, sources))
         record("neff", t0)
     if dump is not None:
         (dump / f"{name}.neff").write_bytes(result.neff)
@@ -201,6 +221,8 @@ def compile_kernel(
     if directory is not None:
         try:
             digest = cache.key(kernel, args, kwargs)
+            if kw.get("debug_info"):  # the same code, other bytes: its own entry
+                digest = hashlib.sha256(f"{digest}\0debug-info".encode()).hexdigest()
         except (cache.Uncacheable, OSError):  # no reproducible key (or an unreadable source): compile uncached
             digest = None
         neff = cache.load(directory, digest) if digest is not None else None

@@ -97,6 +97,8 @@ class Profile:
     num_cores: int
     events: list[ProfileEvent] = field(default_factory=list)
     total_ns: float = 0.0
+    # (core, inst_id) -> (file:line[:col], nki call), from the NEFF's source.json when it has one
+    sources: dict[tuple[int, int], tuple[str, str]] = field(default_factory=dict)
 
     @property
     def total_cycles(self) -> int:
@@ -149,14 +151,33 @@ class Profile:
                             "args": {"name": label}})  # fmt: skip
         return out
 
+    def source_of(self, ev: ProfileEvent) -> tuple[str, str] | None:
+        return self.sources.get((ev.core, ev.inst_id))
+
+    def by_source(self) -> dict[tuple[str, str], tuple[int, float]]:
+        """(file:line, nki call) -> (instructions, busy ns) over every engine and queue, busiest first."""
+        out: dict[tuple[str, str], tuple[int, float]] = {}
+        for ev in self.events:
+            src = self.source_of(ev) or ("?", "")
+            n, busy = out.get(src, (0, 0.0))
+            out[src] = (n + 1, busy + ev.dur_ns)
+        return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))
+
+    def _span(self, ev: ProfileEvent) -> dict[str, object]:
+        args: dict[str, object] = {"inst_id": ev.inst_id}
+        src = self.source_of(ev)
+        name = ev.mnemonic
+        if src is not None:  # the kernel line and the nki call the instruction came from
+            args["source"], args["call"] = src
+            name = f"{ev.mnemonic} {src[1]}" if src[1] else ev.mnemonic
+        return {"ph": "X", "name": name, "cat": "engine" if ev.track in _ENGINE_IDS else "dma", "pid": ev.core,
+                "tid": _track_tid(ev.track), "ts": ev.start_ns / 1000.0, "dur": ev.dur_ns / 1000.0, "args": args}
+
     def to_chrome_trace(self) -> dict[str, object]:
-        """Chrome trace-event JSON (loads in ui.perfetto.dev / chrome://tracing); timestamps in µs."""
-        spans = [
-            {"ph": "X", "name": ev.mnemonic, "cat": "engine" if ev.track in _ENGINE_IDS else "dma", "pid": ev.core,
-             "tid": _track_tid(ev.track), "ts": ev.start_ns / 1000.0, "dur": ev.dur_ns / 1000.0,
-             "args": {"inst_id": ev.inst_id}}
-            for ev in self.events
-        ]  # fmt: skip
+        """Chrome trace-event JSON (loads in ui.perfetto.dev / chrome://tracing); timestamps in µs. With source
+        information in the NEFF, each span is named ``MNEMONIC nl.call`` and its args give ``source`` (file:line)
+        and ``call``."""
+        spans = [self._span(ev) for ev in self.events]
         return {"traceEvents": self._metadata_events() + spans, "displayTimeUnit": "ns",
                 "otherData": {"target": self.target, "total_ns": self.total_ns}}  # fmt: skip
 
@@ -1717,6 +1738,7 @@ def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
     for core in cores:
         core.pair = cores  # the LNC=2 pair reads its partner's sent tiles
     profile = _Scheduler(neff, cores, tgt, max_events).run()
+    profile.sources = {(c, i): src for c, sg in enumerate(neff.subgraphs) for i, src in sg.sources.items()}
     final = {
         v.name: hbm[v.var_id].view(DTYPES[v.dtype]).reshape(v.shape).copy()
         for v in neff.variables if v.kind in ("output", "input")

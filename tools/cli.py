@@ -162,7 +162,7 @@ def cmd_compile(args: argparse.Namespace) -> None:
     traced_name = getattr(kernel, "name", "kernel")
     try:
         result = compile_kernel(kernel, (), kwargs, dump_dir=dump_dir, verify_each_pass=args.verify_each_pass or None,
-                                metrics=args.metrics)  # fmt: skip
+                                metrics=args.metrics, debug_info=not args.no_source_info)  # fmt: skip
     except OSError as e:  # only the dump files are written while compiling
         raise CliError(f"--dump-dir {args.dump_dir}: cannot write {e.filename}: {e.strerror or e}") from None
     _write(output, lambda f: f.write(result.neff))
@@ -353,6 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--dump-dir", help="write the IR after every stage here")
     c.add_argument("--time-passes", action="store_true",
                    help="print the wall time and op count of every stage (as MLIR's -mlir-timing)")  # fmt: skip
+    c.add_argument("--no-source-info", action="store_true",
+                   help="leave out each instruction's kernel file:line and nki call (which profiles show)")
     c.add_argument("--metrics", action="store_true",
                    help="print per-engine counts, busy time, critical path and SBUF/PSUM high-water (print-metrics)")
     c.add_argument("--verify-each-pass", action="store_true",
