@@ -16,7 +16,7 @@ import sys
 from nkic.tools.cli import build_parser, default_blas_threads
 from nkic.tools.cli import main as cli_main
 
-USAGE = "usage: python -m nkic SCRIPT.py [ARGS...]   (or: python -m nkic {compile,run,info,demo} ...)"
+USAGE = "usage: python -m nkic SCRIPT.py [ARGS...]   (or: python -m nkic {compile,run,profile,info,demo} ...)"
 
 
 def _cli_commands() -> set[str]:
