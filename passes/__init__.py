@@ -25,6 +25,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "print-metrics": ("print_metrics", "PrintMetricsPass"),
     "bir-to-isa": ("bir_to_isa", "BirToIsaPass"),
     "bir-verify": ("bir_verify", "BirVerifyPass"),
+    "bir-sim": ("bir_sim", "BirSimPass"),
     "isa-verify": ("isa_verify", "IsaVerifyPass"),
     "nkic-frontend-lowering": ("pipelines", "FrontendLoweringPipeline"),
     "nkic-backend": ("pipelines", "BackendPipeline"),

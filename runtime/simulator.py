@@ -1747,6 +1747,52 @@ def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
     return RunResult(final, profile, inputs)
 
 
+def simulate_in_order(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
+                      max_steps: int = DEFAULT_MAX_EVENTS) -> dict[str, np.ndarray]:
+    """The reference semantics of a NEFF: each core's instructions one at a time in instruction-id order (the
+    program order of the BIR they came from), with the same executors and initial state as :func:`simulate` but no
+    engines, queues, semaphores or timing; cores run one after the other. The ``bir-sim`` pass checks that the
+    concurrent simulation agrees with it. Runtime loops are followed (a taken branch goes past its partner); the
+    instructions that make cores meet (``sendrecv``, ``core_barrier``) have no sequential meaning here and raise."""
+    tgt = get_target(target)
+    hbm = _init_hbm(neff, inputs, tgt.hbm_bytes)
+    cores = [_Core(i, tgt, hbm) for i in range(len(neff.subgraphs))]
+    for core in cores:
+        core.pair = cores
+    for core, sg in zip(cores, neff.subgraphs):
+        by_id: dict[int, Instr] = {}
+        for instrs in sg.engines.values():
+            for ins in instrs:
+                if ins.opcode != "SEM_WAIT":  # waits are ordering only; every copy of a control instruction is one
+                    by_id.setdefault(ins.inst_id, ins)
+        order = [by_id[i] for i in sorted(by_id)]
+        partner: dict[int, int] = {}
+        opened: list[int] = []
+        for i, ins in enumerate(order):
+            if ins.opcode in ("SENDRECV", "CORE_BARRIER"):
+                raise SimulationError(f"in-order execution cannot run {ins.opcode} (inst_id {ins.inst_id})")
+            if ins.opcode == "LOOP_BEGIN":
+                opened.append(i)
+            elif ins.opcode == "LOOP_END":
+                if not opened:
+                    raise SimulationError(f"LOOP_END (inst_id {ins.inst_id}) without a LOOP_BEGIN")
+                begin = opened.pop()
+                partner[begin], partner[i] = i, begin
+        pc = steps = 0
+        while pc < len(order):
+            ins = order[pc]
+            executor = EXECUTORS.get(ins.opcode)
+            if executor is None:
+                raise SimulationError(f"core {core.index} {ins.opcode} (inst_id {ins.inst_id}): no executor")
+            taken = executor(core, ins)
+            pc = partner[pc] + 1 if taken and pc in partner else pc + 1
+            steps += 1
+            if steps > max_steps:
+                raise SimulationError(f"in-order execution ran more than {max_steps} instructions")
+    return {v.name: hbm[v.var_id].view(DTYPES[v.dtype]).reshape(v.shape).copy()
+            for v in neff.variables if v.kind == "output"}  # fmt: skip
+
+
 def run_neff_bytes(data: bytes, inputs: Mapping[str, object], **kwargs: object) -> RunResult:
     """Parse a serialised NEFF and :func:`simulate` it."""
     return simulate(read_neff(data), inputs, **kwargs)  # type: ignore[arg-type]
