@@ -20,6 +20,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "dependency-analysis": ("dependency_analysis", "DependencyAnalysisPass"),
     "schedule-instructions": ("schedule_instructions", "ScheduleInstructionsPass"),
     "dep-reduction": ("dep_reduction", "DepReductionPass"),
+    "dma-optimization": ("dma_optimization", "DmaOptimizationPass"),
     "tensorcopy-accel": ("tensorcopy_accel", "TensorcopyAccelPass"),
     "insert-semaphores": ("insert_semaphores", "InsertSemaphoresPass"),
     "print-metrics": ("print_metrics", "PrintMetricsPass"),

@@ -2,7 +2,8 @@
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
 * ``nkic-backend``: bir-unroll, resolve-psum-accumulate, allocate-memory, assign-engines, dependency-analysis,
-  schedule-instructions, dep-reduction{engine_order=true}, insert-semaphores, bir-verify, bir-to-isa, isa-verify;
+  schedule-instructions, dep-reduction{engine_order=true}, dma-optimization,
+  insert-semaphores, bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
 """
 
@@ -40,6 +41,7 @@ def backend(
     from nkic.passes.bir_verify import BirVerifyPass
     from nkic.passes.dep_reduction import DepReductionPass
     from nkic.passes.dependency_analysis import DependencyAnalysisPass
+    from nkic.passes.dma_optimization import DmaOptimizationPass
     from nkic.passes.insert_semaphores import InsertSemaphoresPass
     from nkic.passes.isa_verify import IsaVerifyPass
     from nkic.passes.print_metrics import PrintMetricsPass
@@ -55,6 +57,7 @@ def backend(
         ScheduleInstructionsPass(target=target, num_queues=num_queues),
         # after the schedule is final, so each engine's order counts as edges: fewer semaphore waits
         DepReductionPass(engine_order=True),
+        DmaOptimizationPass(target=target, num_queues=num_queues),  # queues by load, not round-robin
         InsertSemaphoresPass(num_queues=num_queues),
         BirVerifyPass(),
         *((PrintMetricsPass(target=target),) if metrics else ()),
