@@ -18,6 +18,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "allocate-memory": ("allocate_memory", "AllocateMemoryPass"),
     "assign-engines": ("assign_engines", "AssignEnginesPass"),
     "dependency-analysis": ("dependency_analysis", "DependencyAnalysisPass"),
+    "pre-schedule": ("pre_schedule", "PreSchedulePass"),
     "schedule-instructions": ("schedule_instructions", "ScheduleInstructionsPass"),
     "dep-reduction": ("dep_reduction", "DepReductionPass"),
     "dma-optimization": ("dma_optimization", "DmaOptimizationPass"),

@@ -1,7 +1,8 @@
 """Named pipelines, themselves passes: the whole chain is usable by name from ``nkic-opt``.
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
-* ``nkic-backend``: bir-unroll, resolve-psum-accumulate, allocate-memory, assign-engines, dependency-analysis,
+* ``nkic-backend``: bir-unroll, resolve-psum-accumulate, assign-engines, pre-schedule, allocate-memory,
+  dependency-analysis,
   schedule-instructions, dep-reduction{engine_order=true}, dma-optimization,
   insert-semaphores, bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
@@ -44,6 +45,7 @@ def backend(
     from nkic.passes.dma_optimization import DmaOptimizationPass
     from nkic.passes.insert_semaphores import InsertSemaphoresPass
     from nkic.passes.isa_verify import IsaVerifyPass
+    from nkic.passes.pre_schedule import PreSchedulePass
     from nkic.passes.print_metrics import PrintMetricsPass
     from nkic.passes.resolve_psum_accumulate import ResolvePsumAccumulatePass
     from nkic.passes.schedule_instructions import ScheduleInstructionsPass
@@ -51,8 +53,10 @@ def backend(
     return (
         BirUnrollPass(),
         ResolvePsumAccumulatePass(),
-        AllocateMemoryPass(target=target, policy=alloc_policy),
+        # engines first, so that pre-schedule plans on them; then allocation follows the scheduled order
         AssignEnginesPass(target=target),
+        PreSchedulePass(target=target, num_queues=num_queues, policy=alloc_policy),
+        AllocateMemoryPass(target=target, policy=alloc_policy),
         DependencyAnalysisPass(),
         ScheduleInstructionsPass(target=target, num_queues=num_queues),
         # after the schedule is final, so each engine's order counts as edges: fewer semaphore waits
