@@ -91,42 +91,47 @@ def _order(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[in
     ready = {i for i in range(len(insts)) if waiting[i] == 0}
     order: list[int] = []
 
-    def grows(i: int) -> dict[str, float]:
-        out = {"sbuf": 0.0, "psum": 0.0}
-        for n in set(insts[i].ref_names) & tracked.keys():
+    names_of = [[n for n in dict.fromkeys(inst.ref_names) if n in tracked] for inst in insts]
+    is_dma = [inst.has_trait(IsDma) for inst in insts]
+    engine_of = [inst.engine.data for inst in insts]
+    data_ready: dict[int, float] = {i: 0.0 for i in ready}
+
+    def fits(i: int) -> bool:
+        grow = {"sbuf": 0.0, "psum": 0.0}
+        for n in names_of[i]:
             if n not in started:
                 mem, size = tracked[n]
-                out[mem] += size
-        return out
+                grow[mem] += size
+        return all(live[m] + g <= budget[m] for m, g in grow.items())
 
     def start_at(i: int) -> float:
-        data = max([finish[p] for p in preds[i]], default=0.0)
-        res = min(queue_free) if insts[i].has_trait(IsDma) else engine_free.get(insts[i].engine.data, 0.0)
-        return max(data, res)
+        res = min(queue_free) if is_dma[i] else engine_free.get(engine_of[i], 0.0)
+        return max(data_ready[i], res)
 
     while ready:
-        fits = [i for i in ready if all(live[m] + g <= budget[m] for m, g in grows(i).items())]
-        i = min(fits, key=lambda k: (start_at(k), k)) if fits else min(ready)
+        fitting = [i for i in ready if fits(i)]
+        i = min(fitting, key=lambda k: (start_at(k), k)) if fitting else min(ready)
         ready.remove(i)
         t = start_at(i)
         finish[i] = t + duration_ns(insts[i], fn_locs, target)
-        if insts[i].has_trait(IsDma):
+        if is_dma[i]:
             queue_free[queue_free.index(min(queue_free))] = finish[i]
         else:
-            engine_free[insts[i].engine.data] = finish[i]
-        for m, g in grows(i).items():
-            live[m] += g
-        for n in set(insts[i].ref_names) & tracked.keys():
-            started.add(n)
+            engine_free[engine_of[i]] = finish[i]
+        for n in names_of[i]:
+            mem, size = tracked[n]
+            if n not in started:
+                started.add(n)
+                live[mem] += size
             uses[n] -= 1
             if uses[n] == 0:
-                mem, size = tracked[n]
                 live[mem] -= size
         order.append(i)
         for s_ in succs[i]:
             waiting[s_] -= 1
             if waiting[s_] == 0:
                 ready.add(s_)
+                data_ready[s_] = max([finish[p] for p in preds[s_]], default=0.0)
     if len(order) != len(insts):
         raise PassFailedException("pre-schedule: dependency edges form a cycle")
     return order
