@@ -9,6 +9,7 @@ library's kernel resolver (``nkic.passes.resolver``) for the kernels a module na
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -62,11 +63,15 @@ class CompileResult:
 
 
 def pipeline_passes(
-    target: str = "gen3", num_queues: int = 4, kernel_format: str = "bir", alloc_policy: str = "rotate"
+    target: str = "gen3",
+    num_queues: int = 4,
+    kernel_format: str = "bir",
+    alloc_policy: str = "rotate",
+    metrics: bool = False,
 ) -> list[ModulePass]:
     from nkic.passes.pipelines import backend, frontend_lowering
 
-    return [*frontend_lowering(kernel_format), *backend(target, num_queues, alloc_policy)]
+    return [*frontend_lowering(kernel_format), *backend(target, num_queues, alloc_policy, metrics)]
 
 
 def count_ops(module: ModuleOp) -> int:
@@ -85,6 +90,18 @@ def verify_each_pass_default() -> bool:
 
 
 
+def source_map(module: ModuleOp) -> list[dict[int, tuple[str, str]]]:
+    """Per BIR function, in order (``bir-to-isa`` makes function i core i): instruction id -> (file:line[:col],
+    nki call) of every instruction that knows where it was traced."""
+    from nkic.dialects import bir
+
+    out = []
+    for fn in [f for f in module.ops if isinstance(f, bir.FunctionOp)]:
+        out.append({i.inst_id: (i.loc.data, i.call.data if i.call is not None else "")
+                    for i in fn.instructions() if i.loc is not None})  # fmt: skip
+    return out
+
+
 def compile_module(
     module: ModuleOp,
     *,
@@ -97,6 +114,8 @@ def compile_module(
     kernel_format: str = "bir",
     alloc_policy: str = "rotate",
     resolver: KernelResolver | None = None,
+    metrics: bool = False,
+    debug_info: bool = False,
 ) -> CompileResult:
     """Run the whole pipeline on a penguin module (modified in place) and print the NEFF.
 
@@ -104,8 +123,11 @@ def compile_module(
     verifies it after every pass instead, as nkic-opt does; the cost is then part of each stage's time. The cyclic
     garbage collector is paused for the compile (``gc_paused``).
     ``resolver`` resolves the library kernels the module names (internal kernel nodes, IT54 macros); the default is
-    ``nkic.library.RESOLVER``.
+    ``nkic.library.RESOLVER``. ``metrics`` prints the ``print-metrics`` report before ``bir-to-isa``.
+    ``debug_info`` writes each instruction's source (file:line and nki call, ``source_map``) into the NEFF, for
+    profiles; off by default, since the paths make the bytes depend on where the kernel lives.
     """
+    from nkic.passes.bir_to_isa import BirToIsaPass
     from nkic.passes.resolver import use_resolver
     from nkic.runtime.neff import write_neff
     from nkic.tools.targets import isa_module_to_neff
@@ -130,10 +152,13 @@ def compile_module(
 
     if verify_each_pass is None:
         verify_each_pass = verify_each_pass_default()
-    passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy)
+    passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy, metrics=metrics)
+    sources = None
     with gc_paused(), use_resolver(resolver):
         for i, p in enumerate(passes, start=1):
             t0 = time.perf_counter()
+            if debug_info and isinstance(p, BirToIsaPass):
+                sources = source_map(module)
             p.apply(ctx, module)
             if verify_each_pass:
                 module.verify()
@@ -146,7 +171,7 @@ def compile_module(
             record("verify", t0)
         t0 = time.perf_counter()
         meta = {"kernel": name, "target": target, **(metadata or {})}
-        result.neff = write_neff(isa_module_to_neff(module, name, meta))
+        result.neff = write_neff(isa_module_to_neff(module, name, meta, sources))
         record("neff", t0)
     if dump is not None:
         (dump / f"{name}.neff").write_bytes(result.neff)
@@ -189,12 +214,15 @@ def compile_kernel(
     from nkic import cache
 
     kwargs = dict(kwargs or {})
-    directory = cache.cache_dir() if dump_dir is None else None
+    # the IR dumps and the metrics report come from compiling: they bypass the cache
+    directory = cache.cache_dir() if dump_dir is None and not kw.get("metrics") else None
     digest = None
     t0 = time.perf_counter()
     if directory is not None:
         try:
             digest = cache.key(kernel, args, kwargs)
+            if kw.get("debug_info"):  # the same code, other bytes: its own entry
+                digest = hashlib.sha256(f"{digest}\0debug-info".encode()).hexdigest()
         except (cache.Uncacheable, OSError):  # no reproducible key (or an unreadable source): compile uncached
             digest = None
         neff = cache.load(directory, digest) if digest is not None else None

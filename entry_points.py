@@ -76,10 +76,11 @@ class _Runner:
         return type(self)(self.kernel[grid], self.artifacts)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        value, traced, run = run_kernel_with_profile(self.kernel, args, kwargs)
+        debug = bool(self.artifacts.get("save_trace_name"))  # a profile names each instruction's kernel line
+        value, traced, run = run_kernel_with_profile(self.kernel, args, kwargs, debug_info=debug)
         self.calls += 1
         if self.calls == self.artifacts.get("_save_on_call", self.calls):  # nki.profile(profile_nth=): that run only
-            self._save(neff_of(traced), run)
+            self._save(neff_of(traced, debug_info=debug), run)
         self.benchmark_result = BenchmarkResult(Latency(run.profile.total_ns / 1000.0))
         if self.artifacts.get("_report"):
             print(self._report(), flush=True)

@@ -27,7 +27,7 @@ __all__ = ["run_kernel", "run_traced", "simulate"]
 
 # id(traced) -> NEFF bytes. Keyed by identity because a TracedKernel is already the per-specialization cache entry of
 # its Kernel; the NEFF is dropped when the trace dies.
-_NEFFS: dict[int, bytes] = {}
+_NEFFS: dict[tuple[int, bool], bytes] = {}
 
 
 def run_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> list[np.ndarray]:
@@ -41,24 +41,26 @@ def _simulate_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> 
     return _run(traced, arrays)[0]
 
 
-def neff_of(traced: TracedKernel, build: Callable[[], bytes] | None = None) -> bytes:
-    """The NEFF of ``traced``, made once per trace: by ``build`` on the first call (default: compile it)."""
+def neff_of(traced: TracedKernel, build: Callable[[], bytes] | None = None, debug_info: bool = False) -> bytes:
+    """The NEFF of ``traced``, made once per trace (and per ``debug_info``: with each instruction's source, for
+    profiles): by ``build`` on the first call (default: compile it)."""
     from nkic.driver import compile_traced
 
-    key = id(traced)
+    key = (id(traced), debug_info)
     if key not in _NEFFS:
-        _NEFFS[key] = build() if build is not None else compile_traced(traced).neff
+        _NEFFS[key] = build() if build is not None else compile_traced(traced, debug_info=debug_info).neff
         # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
         weakref.finalize(traced, _NEFFS.pop, key, None)
     return _NEFFS[key]
 
 
 def _run(
-    traced: TracedKernel, arrays: Mapping[str, np.ndarray], build: Callable[[], bytes] | None = None
+    traced: TracedKernel, arrays: Mapping[str, np.ndarray], build: Callable[[], bytes] | None = None,
+    debug_info: bool = False,
 ) -> tuple[Mapping[str, np.ndarray], RunResult]:
     from nkic.driver import run_neff
 
-    result = run_neff(neff_of(traced, build), arrays, target=traced.options.target)
+    result = run_neff(neff_of(traced, build, debug_info), arrays, target=traced.options.target)
     # Under a grid a written or returned input is read from the input itself after the run (TracedKernel).
     return ({**result.inputs, **result.outputs} if traced.grid > 1 else result.outputs), result
 
@@ -79,9 +81,10 @@ def _run_numpy(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
 
 
 def run_kernel_with_profile(
-    kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]
+    kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], debug_info: bool = False
 ) -> tuple[Any, TracedKernel, RunResult]:
-    """:func:`run_kernel`, also returning the trace (its NEFF is :func:`neff_of`) and the run (its profile)."""
+    """:func:`run_kernel`, also returning the trace (its NEFF is :func:`neff_of`) and the run (its profile);
+    ``debug_info`` puts each instruction's source into the NEFF, so the profile names the kernel lines."""
     traced = kernel.trace(*args, **kwargs)
     inputs: dict[str, np.ndarray] = {}
     for name, value in kernel.array_arguments(*args, **kwargs).items():
@@ -91,7 +94,8 @@ def run_kernel_with_profile(
     from nkic.driver import compile_kernel
 
     # Through compile_kernel for the NEFF cache (NKIC_CACHE_DIR); its trace is the one above, from the trace cache.
-    outputs, run = _run(traced, inputs, lambda: compile_kernel(kernel, args, kwargs).neff)
+    build = lambda: compile_kernel(kernel, args, kwargs, debug_info=debug_info).neff  # noqa: E731
+    outputs, run = _run(traced, inputs, build, debug_info=True) if debug_info else _run(traced, inputs, build)
     for name, output in traced.written_inputs:
         if inputs[name].flags.writeable:  # a read-only array keeps its values
             np.copyto(inputs[name], outputs[output], casting="unsafe")

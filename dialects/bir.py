@@ -369,6 +369,7 @@ class BirInst(RoleOperandOp):
     deps = opt_prop_def(ArrayAttr[DepAttr])
     predicates = opt_prop_def(ArrayAttr)
     loc = opt_prop_def(StringAttr)
+    call = opt_prop_def(StringAttr)  # the nki API call traced here (nl.exp, nisa.activation): for profiles
     # nisa.NkiInstruction.depends_on, from penguin (see PenguinInst): dependency-analysis turns them into edges.
     tag = opt_prop_def(StringAttr)
     after = opt_prop_def(ArrayAttr[StringAttr])

@@ -369,6 +369,7 @@ class PenguinInst(RoleOperandOp):
     OPNAME: ClassVar[str] = ""
     tensors = var_operand_def(TensorType)
     loc = opt_prop_def(StringAttr)
+    call = opt_prop_def(StringAttr)  # the nki API call traced here (nl.exp, nisa.activation): for profiles
     # Explicit ordering (nisa.NkiInstruction.depends_on): ``tag`` names this instruction as a producer, ``after``
     # the producers it runs after. Unrolled copies keep both: a consumer runs after the latest earlier instruction
     # of each tag (the same iteration's, or the one in an enclosing scope).

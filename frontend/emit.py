@@ -32,6 +32,7 @@ class Loc:
     file: str
     line: int
     col: int = 0
+    call: str = ""  # the nki API call the user wrote there (``nl.exp``, ``nisa.activation``), for profiles
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}" + (f":{self.col}" if self.col else "")
@@ -118,6 +119,8 @@ class PenguinEmitter:
             ),
             "loc": StringAttr(str(loc)),
         }
+        if loc.call:
+            props["call"] = StringAttr(loc.call)
         kinds = {f.name: f.kind for f in cls.SPEC.fields}
         for k, v in attrs.items():
             if v is None:

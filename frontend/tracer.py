@@ -405,6 +405,7 @@ class TraceContext:
         self._constants: dict[str, Storage] = {}  # nl.shared_constant tensors of the program being traced
         self._site_counts: dict[tuple[str, int], int] = {}
         self._signatures: dict[Any, inspect.Signature] = {}
+        self._api_call = ""  # the outermost nki API function being called ("nl.softmax"), named on its instructions
         self.registers = 0  # virtual registers allocated in the program being traced (register 0 reads as zero)
         self.dynamic_loops: list[tuple[str, int]] = []  # open runtime loops (dynamic_range, ...): where they began
         self.instructions = 0  # traced so far, every SPMD program together (target/limits.py)
@@ -563,7 +564,13 @@ class TraceContext:
             if func.__module__ == _ISA_MODULE and _has_empty_tensor(args, kwargs):
                 return None  # an instruction on a zero-size view (x[0:0], nl.ds(i, 0)) does nothing: record nothing
             first = len(self._emitted)
-            result = impl(self, *args, **kwargs)
+            outer = self._api_call
+            if not outer:
+                self._api_call = _api_name(func)
+            try:
+                result = impl(self, *args, **kwargs)
+            finally:
+                self._api_call = outer
             if result is None and func.__module__ == _ISA_MODULE and len(self._emitted) > first:
                 return self._handle(func.__name__, self._emitted[first:])
             return result
@@ -690,7 +697,7 @@ class TraceContext:
         if self.instructions > self.max_instructions:
             raise NkiError(f"kernel '{self.kernel.name}' traces more than {self.max_instructions} instructions",
                            f"use fewer instructions, or raise the limit with {INSTRUCTIONS_VAR}=N")  # fmt: skip
-        loc = Loc(*user_location())
+        loc = Loc(*user_location(), call=self._api_call)
         emitted = {role: self._operand(role, t) for role, t in operands.items()}
         spec = INSTRUCTIONS[op]
         for role, t in operands.items():
@@ -894,6 +901,15 @@ _EXCLUDED = ("nkic.frontend", "numpy", "math", "ml_dtypes")
 
 def _excluded(module: str) -> bool:
     return any(module == m or module.startswith(m + ".") for m in _EXCLUDED)
+
+
+_API_PREFIX = {"isa": "nisa", "language": "nl", "collectives": "ncc"}
+
+
+def _api_name(func: Any) -> str:
+    """``nl.exp``, ``nisa.activation``: the name the user called an nki API function by."""
+    module = func.__module__.rsplit(".", 1)[-1]
+    return f"{_API_PREFIX.get(module, module)}.{func.__name__}"
 
 
 _ISA_MODULE = "nkic.frontend.isa"  # the nisa instructions (a name, not an import: isa imports this module's users)

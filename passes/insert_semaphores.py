@@ -1,7 +1,7 @@
 """``insert-semaphores``: engine scheduling with semaphores.
 
-Each engine runs its instructions in program order; DMAs are issued from SP onto queues (round-robin over
-``num_queues``), FIFO per queue. Every instruction signals its engine's semaphore (a DMA: its queue's) when it
+Each engine runs its instructions in program order; DMAs are issued from SP onto queues (the ``queue`` that
+``dma-optimization`` chose, else round-robin over ``num_queues``), FIFO per queue. Every instruction signals its engine's semaphore (a DMA: its queue's) when it
 completes, so "instruction k of engine E is done" is "S[E] >= k+1". A dependency on another engine or queue
 becomes a wait on that semaphore; same-engine and same-queue edges are implied by in-order execution, and a wait
 already satisfied by an earlier wait on the same engine is dropped. Semaphore ids: engines pe 0, act 1, dve 2,
@@ -45,8 +45,10 @@ def schedule(fn: bir.FunctionOp, num_queues: int) -> None:
         engine = inst.engine.data
         if engine not in ENGINE_SEM:
             raise PassFailedException(f"instruction {inst.inst_id} has no engine (run assign-engines first)")
-        if inst.has_trait(IsDma):
-            queue = dmas % num_queues
+        if inst.has_trait(IsDma):  # a queue already chosen (dma-optimization) is kept
+            queue = inst.queue.value.data if inst.queue is not None else dmas % num_queues
+            if queue >= num_queues:
+                raise PassFailedException(f"instruction {inst.inst_id} is on DMA queue {queue}, beyond num_queues")
             dmas += 1
             sem = queue_sem(queue)
             inst.properties["queue"] = IntegerAttr(queue, i64)

@@ -1,8 +1,10 @@
 """Named pipelines, themselves passes: the whole chain is usable by name from ``nkic-opt``.
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
-* ``nkic-backend``: bir-unroll, resolve-psum-accumulate, allocate-memory, assign-engines, dependency-analysis,
-  schedule-instructions, insert-semaphores, bir-verify, bir-to-isa, isa-verify;
+* ``nkic-backend``: bir-unroll, resolve-psum-accumulate, assign-engines, pre-schedule, allocate-memory,
+  dependency-analysis,
+  schedule-instructions, dep-reduction{engine_order=true}, dma-optimization,
+  insert-semaphores, bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
 """
 
@@ -29,27 +31,40 @@ def frontend_lowering(kernel_format: str = "bir") -> tuple[ModulePass, ...]:
     )
 
 
-def backend(target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate") -> tuple[ModulePass, ...]:
+def backend(
+    target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate", metrics: bool = False
+) -> tuple[ModulePass, ...]:
+    """The backend passes; ``metrics`` adds ``print-metrics`` before ``bir-to-isa`` (``nkic compile --metrics``)."""
     from nkic.passes.allocate_memory import AllocateMemoryPass
     from nkic.passes.assign_engines import AssignEnginesPass
     from nkic.passes.bir_to_isa import BirToIsaPass
     from nkic.passes.bir_unroll import BirUnrollPass
     from nkic.passes.bir_verify import BirVerifyPass
+    from nkic.passes.dep_reduction import DepReductionPass
     from nkic.passes.dependency_analysis import DependencyAnalysisPass
+    from nkic.passes.dma_optimization import DmaOptimizationPass
     from nkic.passes.insert_semaphores import InsertSemaphoresPass
     from nkic.passes.isa_verify import IsaVerifyPass
+    from nkic.passes.pre_schedule import PreSchedulePass
+    from nkic.passes.print_metrics import PrintMetricsPass
     from nkic.passes.resolve_psum_accumulate import ResolvePsumAccumulatePass
     from nkic.passes.schedule_instructions import ScheduleInstructionsPass
 
     return (
         BirUnrollPass(),
         ResolvePsumAccumulatePass(),
-        AllocateMemoryPass(target=target, policy=alloc_policy),
+        # engines first, so that pre-schedule plans on them; then allocation follows the scheduled order
         AssignEnginesPass(target=target),
+        PreSchedulePass(target=target, num_queues=num_queues, policy=alloc_policy),
+        AllocateMemoryPass(target=target, policy=alloc_policy),
         DependencyAnalysisPass(),
         ScheduleInstructionsPass(target=target, num_queues=num_queues),
+        # after the schedule is final, so each engine's order counts as edges: fewer semaphore waits
+        DepReductionPass(engine_order=True),
+        DmaOptimizationPass(target=target, num_queues=num_queues),  # queues by load, not round-robin
         InsertSemaphoresPass(num_queues=num_queues),
         BirVerifyPass(),
+        *((PrintMetricsPass(target=target),) if metrics else ()),
         BirToIsaPass(),
         IsaVerifyPass(),
     )
@@ -74,9 +89,10 @@ class BackendPipeline(ModulePass):
     name = "nkic-backend"
     target: str = "gen3"
     num_queues: int = 4
+    metrics: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _run(backend(self.target, self.num_queues), ctx, op)
+        _run(backend(self.target, self.num_queues, metrics=self.metrics), ctx, op)
 
 
 @dataclass(frozen=True)

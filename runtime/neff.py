@@ -46,7 +46,7 @@ assert _HEADER.size == HEADER_SIZE
 _SUBGRAPH_RE = re.compile(r"sg\d{2}")
 _MEMBER_RE = re.compile(
     r"(neff\.json|info\.json|kelf-0\.json|const/v\d{1,5}\.bin"
-    r"|(sg\d{2})/(def\.json|(?:PE|Activation|DVE|Pool|SP)\.(?:json|bin)))"
+    r"|(sg\d{2})/(def\.json|source\.json|(?:PE|Activation|DVE|Pool|SP)\.(?:json|bin)))"
 )
 _CHUNK = 1 << 16
 _NAME_RULE = f"ASCII letters, digits, '_' and '.', starting with a letter or '_', at most {MAX_NAME_LENGTH} characters"
@@ -73,10 +73,15 @@ class Variable:
 
 @dataclass
 class Subgraph:
-    """One NeuronCore's program: an instruction stream per engine (all five present after reading)."""
+    """One NeuronCore's program: an instruction stream per engine (all five present after reading).
+
+    ``sources`` (optional debug information, the member ``sgNN/source.json``, written only when present): per
+    instruction id, where it came from: ``(file:line[:col], nki call)``, e.g. ``("k.py:12:9", "nl.exp")``. The
+    binary encoding and the engine listings never depend on it; profiles name each instruction's source with it."""
 
     name: str
     engines: dict[str, list[Instr]]
+    sources: dict[int, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -301,6 +306,9 @@ def _members(neff: Neff) -> dict[str, bytes]:
             instrs = list(sg.engines.get(engine, []))
             members[f"{sg.name}/{stem}.bin"] = encode_stream(engine, instrs)
             members[f"{sg.name}/{stem}.json"] = _dumps(_engine_json(engine, instrs, var_names))
+        if sg.sources:
+            members[f"{sg.name}/source.json"] = _dumps(
+                {"instructions": [[i, loc, call] for i, (loc, call) in sorted(sg.sources.items())]})
     return members
 
 
@@ -578,7 +586,30 @@ def _parse_subgraph(members: Mapping[str, bytes], sg: str) -> tuple[Subgraph, li
     names = {v.var_id: v.name for v in variables}
     for engine, instrs in subgraph.engines.items():
         _check_listing(members, sg, engine, instrs, names)
+    if f"{sg}/source.json" in members:
+        subgraph.sources = _parse_sources(members, subgraph)
     return subgraph, variables
+
+
+_MAX_SOURCE_TEXT = 4096
+
+
+def _parse_sources(members: Mapping[str, bytes], sg: Subgraph) -> dict[int, tuple[str, str]]:
+    """``sgNN/source.json``: ``{"instructions": [[id, "file:line", "call"], ...]}``, ids increasing, each one an
+    instruction of the subgraph."""
+    where = f"{sg.name}/source.json"
+    entries = _load_json(members, where).get("instructions")
+    _expect(isinstance(entries, list), f"{where}: 'instructions' must be a list")
+    ids = {ins.inst_id for instrs in sg.engines.values() for ins in instrs}
+    out: dict[int, tuple[str, str]] = {}
+    last = -1
+    for e in entries:  # type: ignore[union-attr]
+        _expect(isinstance(e, list) and len(e) == 3 and _is_int(e[0]) and all(isinstance(x, str) for x in e[1:])
+                and all(len(x) <= _MAX_SOURCE_TEXT for x in e[1:]), f"{where}: bad entry {str(e)[:80]}")  # fmt: skip
+        _expect(e[0] > last and e[0] in ids, f"{where}: entry {e[0]} is out of order or names no instruction")
+        last = e[0]
+        out[e[0]] = (e[1], e[2])
+    return out
 
 
 def _check_io(neff_json: dict[str, object], variables: list[Variable], sgs: list[str]) -> None:

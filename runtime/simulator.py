@@ -97,6 +97,8 @@ class Profile:
     num_cores: int
     events: list[ProfileEvent] = field(default_factory=list)
     total_ns: float = 0.0
+    # (core, inst_id) -> (file:line[:col], nki call), from the NEFF's source.json when it has one
+    sources: dict[tuple[int, int], tuple[str, str]] = field(default_factory=dict)
 
     @property
     def total_cycles(self) -> int:
@@ -149,14 +151,33 @@ class Profile:
                             "args": {"name": label}})  # fmt: skip
         return out
 
+    def source_of(self, ev: ProfileEvent) -> tuple[str, str] | None:
+        return self.sources.get((ev.core, ev.inst_id))
+
+    def by_source(self) -> dict[tuple[str, str], tuple[int, float]]:
+        """(file:line, nki call) -> (instructions, busy ns) over every engine and queue, busiest first."""
+        out: dict[tuple[str, str], tuple[int, float]] = {}
+        for ev in self.events:
+            src = self.source_of(ev) or ("?", "")
+            n, busy = out.get(src, (0, 0.0))
+            out[src] = (n + 1, busy + ev.dur_ns)
+        return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))
+
+    def _span(self, ev: ProfileEvent) -> dict[str, object]:
+        args: dict[str, object] = {"inst_id": ev.inst_id}
+        src = self.source_of(ev)
+        name = ev.mnemonic
+        if src is not None:  # the kernel line and the nki call the instruction came from
+            args["source"], args["call"] = src
+            name = f"{ev.mnemonic} {src[1]}" if src[1] else ev.mnemonic
+        return {"ph": "X", "name": name, "cat": "engine" if ev.track in _ENGINE_IDS else "dma", "pid": ev.core,
+                "tid": _track_tid(ev.track), "ts": ev.start_ns / 1000.0, "dur": ev.dur_ns / 1000.0, "args": args}
+
     def to_chrome_trace(self) -> dict[str, object]:
-        """Chrome trace-event JSON (loads in ui.perfetto.dev / chrome://tracing); timestamps in µs."""
-        spans = [
-            {"ph": "X", "name": ev.mnemonic, "cat": "engine" if ev.track in _ENGINE_IDS else "dma", "pid": ev.core,
-             "tid": _track_tid(ev.track), "ts": ev.start_ns / 1000.0, "dur": ev.dur_ns / 1000.0,
-             "args": {"inst_id": ev.inst_id}}
-            for ev in self.events
-        ]  # fmt: skip
+        """Chrome trace-event JSON (loads in ui.perfetto.dev / chrome://tracing); timestamps in µs. With source
+        information in the NEFF, each span is named ``MNEMONIC nl.call`` and its args give ``source`` (file:line)
+        and ``call``."""
+        spans = [self._span(ev) for ev in self.events]
         return {"traceEvents": self._metadata_events() + spans, "displayTimeUnit": "ns",
                 "otherData": {"target": self.target, "total_ns": self.total_ns}}  # fmt: skip
 
@@ -1717,12 +1738,59 @@ def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
     for core in cores:
         core.pair = cores  # the LNC=2 pair reads its partner's sent tiles
     profile = _Scheduler(neff, cores, tgt, max_events).run()
+    profile.sources = {(c, i): src for c, sg in enumerate(neff.subgraphs) for i, src in sg.sources.items()}
     final = {
         v.name: hbm[v.var_id].view(DTYPES[v.dtype]).reshape(v.shape).copy()
         for v in neff.variables if v.kind in ("output", "input")
     }  # fmt: skip
     inputs = {v.name: final.pop(v.name) for v in neff.variables if v.kind == "input"}
     return RunResult(final, profile, inputs)
+
+
+def simulate_in_order(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
+                      max_steps: int = DEFAULT_MAX_EVENTS) -> dict[str, np.ndarray]:
+    """The reference semantics of a NEFF: each core's instructions one at a time in instruction-id order (the
+    program order of the BIR they came from), with the same executors and initial state as :func:`simulate` but no
+    engines, queues, semaphores or timing; cores run one after the other. The ``bir-sim`` pass checks that the
+    concurrent simulation agrees with it. Runtime loops are followed (a taken branch goes past its partner); the
+    instructions that make cores meet (``sendrecv``, ``core_barrier``) have no sequential meaning here and raise."""
+    tgt = get_target(target)
+    hbm = _init_hbm(neff, inputs, tgt.hbm_bytes)
+    cores = [_Core(i, tgt, hbm) for i in range(len(neff.subgraphs))]
+    for core in cores:
+        core.pair = cores
+    for core, sg in zip(cores, neff.subgraphs):
+        by_id: dict[int, Instr] = {}
+        for instrs in sg.engines.values():
+            for ins in instrs:
+                if ins.opcode != "SEM_WAIT":  # waits are ordering only; every copy of a control instruction is one
+                    by_id.setdefault(ins.inst_id, ins)
+        order = [by_id[i] for i in sorted(by_id)]
+        partner: dict[int, int] = {}
+        opened: list[int] = []
+        for i, ins in enumerate(order):
+            if ins.opcode in ("SENDRECV", "CORE_BARRIER"):
+                raise SimulationError(f"in-order execution cannot run {ins.opcode} (inst_id {ins.inst_id})")
+            if ins.opcode == "LOOP_BEGIN":
+                opened.append(i)
+            elif ins.opcode == "LOOP_END":
+                if not opened:
+                    raise SimulationError(f"LOOP_END (inst_id {ins.inst_id}) without a LOOP_BEGIN")
+                begin = opened.pop()
+                partner[begin], partner[i] = i, begin
+        pc = steps = 0
+        while pc < len(order):
+            ins = order[pc]
+            executor = EXECUTORS.get(ins.opcode)
+            if executor is None:
+                raise SimulationError(f"core {core.index} {ins.opcode} (inst_id {ins.inst_id}): no executor")
+            taken = executor(core, ins)
+            pc = partner[pc] + 1 if taken and pc in partner else pc + 1
+            steps += 1
+            if steps > max_steps:
+                raise SimulationError(f"in-order execution ran more than {max_steps} instructions")
+    return {v.name: hbm[v.var_id].view(DTYPES[v.dtype]).reshape(v.shape).copy()
+            for v in neff.variables if v.kind == "output"}  # fmt: skip
 
 
 def run_neff_bytes(data: bytes, inputs: Mapping[str, object], **kwargs: object) -> RunResult:

@@ -3,6 +3,7 @@
     nkic compile kernel.py:my_kernel --arg a=float32[256,512] --arg scale=0.5 [--grid 2] -o k.neff --dump-dir ir/
                  [--time-passes] [--verify-each-pass]
     nkic run k.neff --input a=a.npy --output-dir out/ --profile trace.json
+    nkic profile k.neff -o timeline.png [--input a=a.npy] [--trace trace.json]
     nkic info k.neff
     nkic demo [--out-dir DIR]
 
@@ -164,7 +165,8 @@ def cmd_compile(args: argparse.Namespace) -> None:
         kernel = kernel[args.grid]
     traced_name = getattr(kernel, "name", "kernel")
     try:
-        result = compile_kernel(kernel, (), kwargs, dump_dir=dump_dir, verify_each_pass=args.verify_each_pass or None)
+        result = compile_kernel(kernel, (), kwargs, dump_dir=dump_dir, verify_each_pass=args.verify_each_pass or None,
+                                metrics=args.metrics, debug_info=not args.no_source_info)  # fmt: skip
     except OSError as e:  # only the dump files are written while compiling
         raise CliError(f"--dump-dir {args.dump_dir}: cannot write {e.filename}: {e.strerror or e}") from None
     _write(output, lambda f: f.write(result.neff))
@@ -220,7 +222,9 @@ def timing_report(stages: list[StageRecord]) -> str:
     return "\n".join(lines)
 
 
-def _load_inputs(specs: list[str], neff: Any, cast: bool) -> dict[str, np.ndarray]:
+def _load_inputs(specs: list[str], neff: Any, cast: bool, fill: bool = False) -> dict[str, np.ndarray]:
+    """The ``--input`` arrays; with ``fill``, an input not given is made up (seeded normal values: timing does not
+    depend on them)."""
     import numpy as np
 
     from nkic.target.vocab import DTYPES
@@ -250,6 +254,12 @@ def _load_inputs(specs: list[str], neff: Any, cast: bool) -> dict[str, np.ndarra
             raise CliError(f"--input {name}: {path} has shape {list(array.shape)}, the kernel takes {list(var.shape)}")
         inputs[name] = array
     missing = sorted(set(declared) - set(inputs))
+    if missing and fill:
+        rng = np.random.default_rng(0)
+        for name in missing:
+            var = declared[name]
+            inputs[name] = rng.standard_normal(var.shape).astype(np.float32).astype(DTYPES[var.dtype])
+        missing = []
     if missing:
         raise CliError(f"missing --input for {', '.join(missing)} (each as --input NAME=FILE.npy)")
     return inputs
@@ -360,6 +370,33 @@ def cmd_info(args: argparse.Namespace) -> None:
         print(f"  {sg.name}: {counts}")
 
 
+def cmd_profile(args: argparse.Namespace) -> None:
+    from nkic.driver import run_neff
+    from nkic.runtime.neff import read_neff
+    from nkic.runtime.timeline import png_bytes, render
+
+    data = _read(args.neff)
+    neff = read_neff(data)
+    output = _file_path(args.output, "-o")
+    trace = _file_path(args.trace, "--trace") if args.trace else None
+    if args.width < 200:
+        raise CliError(f"--width {args.width}: at least 200 pixels")
+    inputs = _load_inputs(args.input, neff, args.cast, fill=True)
+    result = run_neff(data, inputs, target=str(neff.metadata.get("target", "gen3")))
+    profile = result.profile
+    print(profile.summary())
+    if any(sg.sources for sg in neff.subgraphs):
+        print("busiest kernel lines (every engine and queue):")
+        for (loc, call), (count, busy) in list(profile.by_source().items())[: args.top]:
+            print(f"  {busy:>12.1f} ns {count:>6} instrs  {loc}  {call}")
+    png = png_bytes(render(profile, args.width, neff.name))
+    _write(output, lambda f: f.write(png))
+    print(f"timeline ({len(png)} bytes PNG): {args.output}")
+    if trace is not None:
+        _write(trace, lambda f: f.write(json.dumps(profile.to_chrome_trace()).encode()))
+        print(f"profile (Chrome trace JSON, opens in Perfetto): {args.trace}")
+
+
 def cmd_demo(args: argparse.Namespace) -> None:
     from nkic.tools.demo import run_demo
 
@@ -387,6 +424,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--dump-dir", help="write the IR after every stage here")
     c.add_argument("--time-passes", action="store_true",
                    help="print the wall time and op count of every stage (as MLIR's -mlir-timing)")  # fmt: skip
+    c.add_argument("--no-source-info", action="store_true",
+                   help="leave out each instruction's kernel file:line and nki call (which profiles show)")
+    c.add_argument("--metrics", action="store_true",
+                   help="print per-engine counts, busy time, critical path and SBUF/PSUM high-water (print-metrics)")
     c.add_argument("--verify-each-pass", action="store_true",
                    help="verify the IR after every pass (default: once, after the last pass; "
                         "NKIC_VERIFY_EACH_PASS=1 does the same)")  # fmt: skip
@@ -401,6 +442,15 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="describe a NEFF")
     i.add_argument("neff")
     i.set_defaults(func=cmd_info)
+    pr = sub.add_parser("profile", help="simulate a NEFF and draw its per-engine timeline as a PNG")
+    pr.add_argument("neff")
+    pr.add_argument("-o", "--output", required=True, help="the timeline PNG")
+    pr.add_argument("--input", action="append", default=[], help="NAME=FILE.npy (inputs not given are made up)")
+    pr.add_argument("--cast", action="store_true", help="cast inputs whose .npy dtype differs from the kernel's")
+    pr.add_argument("--trace", help="also write the Chrome trace-event JSON profile")
+    pr.add_argument("--width", type=int, default=1600, help="picture width in pixels")
+    pr.add_argument("--top", type=int, default=10, help="kernel lines to list by busy time")
+    pr.set_defaults(func=cmd_profile)
     d = sub.add_parser("demo", help="compile, run and check a bundled kernel")
     d.add_argument("--out-dir", default="out/demo")
     d.set_defaults(func=cmd_demo)

@@ -18,7 +18,7 @@ from nkic.tools.cli import build_parser, default_blas_threads
 from nkic.tools.cli import main as cli_main
 
 USAGE = ("usage: python -m nkic [-W nki-legacy=default|ignore|error] SCRIPT.py [ARGS...]   "
-         "(or: python -m nkic {compile,run,info,demo} ...)")
+         "(or: python -m nkic {compile,run,profile,info,demo} ...)")
 
 
 def _cli_commands() -> set[str]:

@@ -6,7 +6,7 @@ Both read the ISA-level module (``isa.core`` per NeuronCore subgraph) that ``bir
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -20,8 +20,11 @@ from nkic.target.machine import ENGINE_NAMES
 BINARY_TARGETS = frozenset({"neff"})
 
 
-def isa_module_to_neff(module: ModuleOp, name: str, metadata: Mapping[str, Any] | None = None) -> Any:
-    """Collect the cores, variables and per-engine instruction streams of an ISA module into a ``Neff``."""
+def isa_module_to_neff(module: ModuleOp, name: str, metadata: Mapping[str, Any] | None = None,
+                       sources: Sequence[Mapping[int, tuple[str, str]]] | None = None) -> Any:  # fmt: skip
+    """Collect the cores, variables and per-engine instruction streams of an ISA module into a ``Neff``.
+    ``sources`` (debug information, one map per core in order: instruction id -> (file:line, nki call)) becomes
+    each subgraph's ``source.json``; see ``nkic.driver.source_map``."""
     from nkic.dialects.isa import program
     from nkic.runtime.neff import Neff, Subgraph, Variable
 
@@ -30,14 +33,15 @@ def isa_module_to_neff(module: ModuleOp, name: str, metadata: Mapping[str, Any] 
         raise DiagnosticException("no isa.core in the module: run the backend (-p nkic-pipeline) first")
     variables: dict[str, Variable] = {}
     subgraphs = []
-    for core in cores:
+    for n, core in enumerate(cores):
         for var in program.core_vars(core).values():
             v = Variable(var.sym_name.data, var.id, var.kind.data, var.dims, var.dtype.data, var.contents())
             if variables.setdefault(v.name, v) != v:
                 raise DiagnosticException(f"variable '{v.name}' differs between subgraphs")
         streams = program.core_streams(core)
         engines = {e: [inst.to_instr() for inst in streams.get(e, [])] for e in ENGINE_NAMES}
-        subgraphs.append(Subgraph(core.sym_name.data, engines))
+        sg_sources = dict(sources[n]) if sources is not None and n < len(sources) else {}
+        subgraphs.append(Subgraph(core.sym_name.data, engines, sg_sources))
     return Neff(name, sorted(variables.values(), key=lambda v: v.var_id), subgraphs, dict(metadata or {}))
 
 

@@ -27,7 +27,7 @@ def pair(a):
 print(pair[2].trace(TensorSpec((2, 128, 64), "float32")).module)
 # CHECK: penguin.kernel_node @pair(%a) {kind = "external", grid = 2 : i64}
 # CHECK: penguin.kernel @pair : {{.*}} program {
-# CHECK: penguin.sendrecv dst %{{.*}}[0 : [64, 128], [1, 64]], src %{{.*}}[0 : [64, 128], [1, 64]] {loc = "{{.*}}trace-lnc-pair.py:20:5", send_to_rank = 1 : i64, recv_from_rank = 1 : i64, pipe_id = 0 : i64, gpsimd_dma = true, engine = "gpsimd"}
+# CHECK: penguin.sendrecv dst %{{.*}}[0 : [64, 128], [1, 64]], src %{{.*}}[0 : [64, 128], [1, 64]] {loc = "{{.*}}trace-lnc-pair.py:20:5", call = "nisa.sendrecv", send_to_rank = 1 : i64, recv_from_rank = 1 : i64, pipe_id = 0 : i64, gpsimd_dma = true, engine = "gpsimd"}
 # CHECK: penguin.core_barrier data %{{.*}}[0 : [8192, 2], [64, 128], [1, 64]] {loc = "{{.*}}", cores = array<i64: 0, 1>, engine = "gpsimd"}
 # CHECK: }, program {
 # CHECK: penguin.sendrecv {{.*}} send_to_rank = 0 : i64, recv_from_rank = 0 : i64, pipe_id = 0 : i64, gpsimd_dma = true, engine = "gpsimd"}

@@ -1,0 +1,124 @@
+"""``dep-reduction``: transitive reduction of the dependency edges of ``dependency-analysis``.
+
+An edge ``u -> w`` is redundant when ``w`` is reachable from ``u`` through some other predecessor of ``w``: the
+ordering it states already follows from the others, so dropping it cannot allow an order the full graph forbids.
+Every such edge is dropped, and only those (the reachability relation is unchanged: ``reachability`` below is what
+the tests compare before and after). Fewer edges mean fewer semaphore waits from ``insert-semaphores``.
+
+``engine_order=true`` also counts the program order of each compute engine as edges: an engine runs its
+instructions one after the other, so the previous instruction on the same engine has finished when the next
+starts (the assumption ``insert-semaphores`` already makes when it drops same-engine edges). This finds the
+redundancy that only shows through an engine's stream, e.g. ``u(PE) -> w(ACT)`` when a later PE instruction
+feeds a DVE instruction that ``w`` waits for. It is valid only once the order is final, so the pipeline runs it
+after ``schedule-instructions``; nothing may reorder the instructions afterwards. DMA transfers take no part in
+engine order (they run on queues, asynchronously to their issuing engine): they are ordered only by their edges.
+
+Control instructions (registers, runtime loops) are barriers with no edges across them: each stretch between two
+of them is reduced on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from nkic.dialects import bir
+from nkic.dialects.traits import IsControl, IsDma
+
+
+def stretches(fn: bir.FunctionOp) -> Iterator[list[bir.BirInst]]:
+    """The barrier-free stretches of ``fn``'s instructions, in program order."""
+    segment: list[bir.BirInst] = []
+    for inst in fn.instructions():
+        if inst.has_trait(IsControl):
+            if segment:
+                yield segment
+            segment = []
+        else:
+            segment.append(inst)
+    if segment:
+        yield segment
+
+
+def _preds(insts: list[bir.BirInst], engine_order: bool) -> tuple[list[list[int]], list[int]]:
+    """Per instruction (by position): its explicit predecessors' positions, and its implicit engine-order
+    predecessor's position (-1 for none)."""
+    index = {inst.inst_id: i for i, inst in enumerate(insts)}
+    explicit: list[list[int]] = []
+    chain: list[int] = []
+    last_on: dict[str, int] = {}
+    for i, inst in enumerate(insts):
+        try:
+            ps = [index[d] for _, d in inst.dep_list]
+        except KeyError as e:
+            raise PassFailedException(f"instruction {inst.inst_id} depends on {e.args[0]}, which is not before it "
+                                      "in the same barrier-free stretch") from None  # fmt: skip
+        if any(p >= i for p in ps):
+            raise PassFailedException(f"instruction {inst.inst_id} depends on a later instruction")
+        explicit.append(ps)
+        prev = -1
+        if engine_order and not inst.has_trait(IsDma):
+            prev = last_on.get(inst.engine.data, -1)
+            last_on[inst.engine.data] = i
+        chain.append(prev)
+    return explicit, chain
+
+
+def reachability(insts: list[bir.BirInst], engine_order: bool = False) -> list[int]:
+    """Per instruction, the bitset (bit = position in ``insts``) of the instructions it must run after."""
+    explicit, chain = _preds(insts, engine_order)
+    anc: list[int] = []
+    for ps, prev in zip(explicit, chain):
+        bits = 0
+        for p in ps + ([prev] if prev >= 0 else []):
+            bits |= anc[p] | (1 << p)
+        anc.append(bits)
+    return anc
+
+
+def reduce_stretch(insts: list[bir.BirInst], engine_order: bool) -> int:
+    """Drop the redundant edges of one stretch; returns how many were dropped."""
+    explicit, chain = _preds(insts, engine_order)
+    anc: list[int] = []
+    dropped = 0
+    for i, (ps, prev) in enumerate(zip(explicit, chain)):
+        all_preds = set(ps) | ({prev} if prev >= 0 else set())
+        through = 0  # everything reachable from w through one of its predecessors (not the predecessor itself)
+        for p in all_preds:
+            through |= anc[p]
+        keep = {p for p in ps if not (through >> p) & 1}
+        bits = through
+        for p in all_preds:
+            bits |= 1 << p
+        anc.append(bits)
+        if len(keep) < len(set(ps)):
+            inst = insts[i]
+            kept = [(k, d) for (k, d), q in zip(inst.dep_list, ps) if q in keep]
+            dropped += len(inst.dep_list) - len(kept)
+            if kept:
+                inst.properties["deps"] = ArrayAttr([bir.DepAttr(k, d) for k, d in kept])
+            else:
+                inst.properties.pop("deps", None)
+    return dropped
+
+
+def reduce_function(fn: bir.FunctionOp, engine_order: bool) -> int:
+    if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+        raise PassFailedException("dep-reduction needs unrolled BIR (run bir-unroll first)")
+    return sum(reduce_stretch(s, engine_order) for s in stretches(fn))
+
+
+@dataclass(frozen=True)
+class DepReductionPass(ModulePass):
+    name = "dep-reduction"
+    # Count each compute engine's program order as edges (only once the schedule is final).
+    engine_order: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
+            reduce_function(fn, self.engine_order)
