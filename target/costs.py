@@ -464,6 +464,7 @@ DMA_TIMELINE_HALF_EFFICIENCY_BYTES = 1024.0
 # VectorE fast modes (gen3+) [A3, A4]: 2-byte float data in SBUF, unit innermost stride on every operand: copies and
 # tensor_scalar at 4x, or 2x when a side is in PSUM or strided; two-input tensor_tensor at 1x instead of the 2x
 # penalty of two SBUF inputs (A3's "BF16 tensor_tensor 2x").
+NO_FLOOR = frozenset({"SEM_WAIT"})  # a pure wait streams no data: no initiation interval
 DVE_FAST_DTYPES = frozenset({"bfloat16", "float16"})
 DVE_FAST_SINCE = 3
 DVE_FAST_ONE_INPUT = frozenset({"TENSOR_COPY", "TENSOR_SCALAR"})
@@ -505,7 +506,7 @@ def occupancy_cycles(instr: Instr, target: str | Target = DEFAULT_TARGET) -> int
     """
     t = get_target(target)
     cycles = instr_cycles(instr, t)
-    if instr.engine == "sp" or "control" in instr.spec.traits or "dma" in instr.spec.traits:
+    if instr.engine == "sp" or instr.opcode in NO_FLOOR or instr.spec.traits & {"control", "dma"}:
         return cycles
     if instr.engine == "dve" and t.nc_version >= DVE_FAST_SINCE:
         if instr.opcode == "TENSOR_TENSOR" and _dve_fast_divisor_tt(instr):
