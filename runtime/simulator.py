@@ -5,6 +5,13 @@ cores share the HBM variables. Engines run their streams in order; an instructio
 its semaphore wait holds, applies its numerical effect at that start time, occupies the engine for its cost
 (``nkic.target.costs``) and signals at completion. DMA_COPY costs SP only its issue time; the transfer then runs FIFO on
 its queue and signals when it completes.
+
+Timing follows the calibrated timeline model (``nkic.target.costs``, state in ``nkic.runtime.timeline``): an
+instruction occupies its engine for ``occupancy_ns`` (MIN_II floor, VectorE fast modes; TensorE slowed while
+throttled on gen3+), waits for what its own engine wrote and it reads to be readable, and signals its dependent
+latency after it ends; a transfer's descriptors pipeline per queue, its data starts ~1.3 µs after the trigger and
+shares the core's DMA bandwidth with the other queues. ``simulate(..., timing_only=True)`` runs that timeline without
+the numerics.
 """
 
 from __future__ import annotations
