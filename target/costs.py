@@ -38,7 +38,9 @@ DMA_FIXED_NS = 1300.0  # descriptor + sync + semaphore-to-start per transfer, ~1
 SP_DMA_ISSUE_CYCLES = 64  # estimate: a DMA trigger costs the issuing sequencer about one MIN_II
 DMA_ROWS_PER_ENGINE = 8  # a transfer uses one DMA engine per 8 partitions
 DMA_MAX_ENGINES = 16  # DMA engines per core
-DMA_HALF_EFFICIENCY_BYTES = 320.0  # estimate (the compiler's planning figure): ≈86% of peak at 2 KiB contiguous, ≈93% at 4 KiB
+# estimate, the compiler's planning figure: ≈86% of peak at 2 KiB contiguous, ≈93% at 4 KiB (the simulator's
+# timeline uses the calibrated DMA_TIMELINE_HALF_EFFICIENCY_BYTES)
+DMA_HALF_EFFICIENCY_BYTES = 320.0
 
 CostFn = Callable[[Instr, Target], int]
 COSTS: dict[str, CostFn] = {}

@@ -47,7 +47,8 @@ def _neff(engines: dict[str, list[Instr]], variables: list[Variable] | None = No
 
 
 def _exp(dst: Operand, src: Operand, inst_id: int, **kw: object) -> Instr:
-    return Instr("ACTIVATE", "act", (dst, src), (ACT_FUNCS.code("exp"), f32_bits(1.0)), inst_id=inst_id, **kw)  # type: ignore[arg-type]
+    imms = (ACT_FUNCS.code("exp"), f32_bits(1.0))
+    return Instr("ACTIVATE", "act", (dst, src), imms, inst_id=inst_id, **kw)  # type: ignore[arg-type]
 
 
 # -- dependent latency -----------------------------------------------------------------------------------------
