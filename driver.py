@@ -238,7 +238,9 @@ def compile_kernel(
     return result
 
 
-def run_neff(neff: bytes, inputs: Mapping[str, np.ndarray], *, target: str = "gen3") -> RunResult:
+def run_neff(neff: bytes, inputs: Mapping[str, np.ndarray], *, target: str = "gen3",
+             timing_only: bool = False) -> RunResult:  # fmt: skip
+    """Simulate a NEFF; ``timing_only``: the timeline without numerics (inputs optional, outputs meaningless)."""
     from nkic.runtime.simulator import run_neff_bytes
 
-    return run_neff_bytes(neff, dict(inputs), target=target)
+    return run_neff_bytes(neff, dict(inputs), target=target, timing_only=timing_only)

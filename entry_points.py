@@ -24,7 +24,7 @@ from typing import Any
 
 from nkic.execute import neff_of, run_kernel_with_profile, simulate
 from nkic.frontend.errors import NkiError
-from nkic.frontend.tracer import Kernel, jit
+from nkic.frontend.tracer import Kernel, TensorSpec, jit
 from nkic.runtime.simulator import RunResult
 
 __all__ = ["baremetal", "benchmark", "profile", "simulate_kernel", "trace"]
@@ -76,6 +76,8 @@ class _Runner:
         return type(self)(self.kernel[grid], self.artifacts)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.artifacts.get("timing_only"):
+            return self._time_only(args, kwargs)
         debug = bool(self.artifacts.get("save_trace_name"))  # a profile names each instruction's kernel line
         value, traced, run = run_kernel_with_profile(self.kernel, args, kwargs, debug_info=debug)
         self.calls += 1
@@ -95,6 +97,21 @@ class _Runner:
         warmup, iters = self.artifacts.get("_warmup"), self.artifacts.get("_iters")
         return (f"nki.benchmark {self.kernel.name}: simulated NeuronCore latency (nkic cost model, not a device "
                 f"measurement; warmup={warmup}, iters={iters} change nothing) in us: {cells}")  # fmt: skip
+
+    def _time_only(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """``timing_only=True``: compile, then simulate the timeline without numerics; arguments may be
+        ``TensorSpec`` placeholders (or arrays, which are only read by registers loaded from memory). Returns None:
+        no outputs are computed; the latency is in ``benchmark_result`` and the trace in ``save_trace_name``."""
+        from nkic.driver import compile_kernel, run_neff
+
+        traced = self.kernel.trace(*args, **kwargs)
+        neff = neff_of(traced, lambda: compile_kernel(self.kernel, args, kwargs).neff)
+        arrays = {name: value for name, value in self.kernel.array_arguments(*args, **kwargs).items()
+                  if not isinstance(value, TensorSpec)}  # fmt: skip
+        run = run_neff(neff, arrays, target=traced.options.target, timing_only=True)
+        self._save(neff, run)
+        self.benchmark_result = BenchmarkResult(Latency(run.profile.total_ns / 1000.0))
+        return None
 
     def _save(self, neff: bytes, run: RunResult) -> None:
         folder = Path(self.artifacts.get("working_directory") or self.artifacts.get("artifacts_dir") or ".")
@@ -122,13 +139,17 @@ def _runner(kernel: Any, artifacts: dict[str, Any]) -> Any:
 
 
 def baremetal(kernel: Any = None, **artifacts: Any) -> Any:
-    """``nki.baremetal(kernel)(*arrays)``: compile and run, writing ``save_neff_name`` / ``save_trace_name``."""
+    """``nki.baremetal(kernel)(*arrays)``: compile and run, writing ``save_neff_name`` / ``save_trace_name``.
+    ``timing_only=True`` (nkic's, as for benchmark and profile): no numerics, arguments may be TensorSpecs."""
     return _runner(kernel, artifacts)
 
 
 def benchmark(kernel: Any = None, warmup: int = 10, iters: int = 100, **artifacts: Any) -> Any:
     """``nki.benchmark``: compile and run once; ``.benchmark_result.nc_latency.get_latency_percentile(p)`` is the
-    simulated latency in µs (``warmup``/``iters`` are accepted: every simulated run takes the same time)."""
+    simulated latency in µs (``warmup``/``iters`` are accepted: every simulated run takes the same time).
+
+    ``timing_only=True`` (an nkic option): simulate the timeline only, for kernels too large to compute on a CPU;
+    the kernel may be called with ``TensorSpec`` placeholders and returns None."""
     if warmup < 0 or iters < 1:
         raise NkiError(f"benchmark needs warmup >= 0 and iters >= 1, got warmup={warmup}, iters={iters}")
     return _runner(kernel, {**artifacts, "_report": True, "_warmup": warmup, "_iters": iters})

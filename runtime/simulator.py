@@ -5,6 +5,13 @@ cores share the HBM variables. Engines run their streams in order; an instructio
 its semaphore wait holds, applies its numerical effect at that start time, occupies the engine for its cost
 (``nkic.target.costs``) and signals at completion. DMA_COPY costs SP only its issue time; the transfer then runs FIFO on
 its queue and signals when it completes.
+
+Timing follows the calibrated timeline model (``nkic.target.costs``, state in ``nkic.runtime.timeline``): an
+instruction occupies its engine for ``occupancy_ns`` (MIN_II floor, VectorE fast modes; TensorE slowed while
+throttled on gen3+), waits for what its own engine wrote and it reads to be readable, and signals its dependent
+latency after it ends; a transfer's descriptors pipeline per queue, its data starts ~1.3 µs after the trigger and
+shares the core's DMA bandwidth with the other queues. ``simulate(..., timing_only=True)`` runs that timeline without
+the numerics.
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ from nkic.runtime import rng
 from nkic.runtime import semantics as sem
 from nkic.runtime.errors import SimulationDeadlock, SimulationError
 from nkic.runtime.neff import Neff, Variable, read_neff
-from nkic.target.costs import dma_ns, instr_ns
+from nkic.runtime.timeline import DmaCore, EngineLane, PeThrottle, Transfer
+from nkic.target.costs import dependent_latency_ns, instr_ns, occupancy_ns, pe_throttles
 from nkic.target.instructions import (
     GPSIMD_CORE_PARTITIONS,
     GPSIMD_GROUP,
@@ -1429,13 +1437,20 @@ class _Engine:
 
 
 class _Scheduler:
-    def __init__(self, neff: Neff, cores: list[_Core], target: Target, max_events: int):
+    def __init__(self, neff: Neff, cores: list[_Core], target: Target, max_events: int, timing_only: bool = False):
         self.cores = cores
         self.target = target
         self.max_events = max_events
+        self.timing_only = timing_only  # run the timeline only: data-path instructions have no numerical effect
         self.engines = [_Engine(c, e, list(sg.engines.get(e, []))) for c, sg in enumerate(neff.subgraphs)
                         for e in ENGINE_NAMES]  # fmt: skip
-        self.queue_free = [[0.0] * NUM_DMA_QUEUES for _ in cores]
+        # The timeline model (runtime/timeline.py): same-engine read-after-write waits, TensorE throttling, the DMA
+        # queues under the core's bandwidth cap; semaphore signals still to arrive (a barrier waits for them).
+        self.lanes = {(e.core, e.name): EngineLane() for e in self.engines}
+        self.throttles = [PeThrottle() for _ in cores] if pe_throttles(target) else None
+        self.dma = [DmaCore(target, lambda: self.now, self._at, partial(self._land, c)) for c in range(len(cores))]
+        self.signals_in_flight = [0] * len(cores)
+        self.latency = {e: dependent_latency_ns(e, target) for e in ENGINE_NAMES}
         self.heap: list[tuple[float, int, Callable[[], None]]] = []
         self.seq = 0
         self.now = 0.0
@@ -1487,6 +1502,8 @@ class _Scheduler:
         return f"core {eng.core} {eng.name}[{eng.pc}] {ins.opcode} (inst_id {ins.inst_id})"
 
     def _execute(self, eng: _Engine, ins: Instr) -> bool | None:
+        if self.timing_only and "control" not in ins.spec.traits:
+            return None  # registers and branches still run: they decide what the timeline executes
         executor = EXECUTORS.get(ins.opcode)
         if executor is None:
             raise SimulationError(f"{self._where(eng, ins)}: the simulator has no executor for {ins.opcode}")
@@ -1507,22 +1524,46 @@ class _Scheduler:
             self._post(eng.core, ("SENDRECV", int(_value(ins, "pipe_id"))), [eng], ins)
             return
         self._execute(eng, ins)
-        dur = self._cost(eng, ins)
+        lane = self.lanes[(eng.core, eng.name)]
+        start = lane.ready_at(ins, self.now)  # after what this engine wrote and ins reads is readable
+        dur = self._occupancy(eng, ins, start)
         eng.pc += 1
         eng.busy = True
-        self._record(eng.core, eng.name, ins, self.now, dur)
+        self._record(eng.core, eng.name, ins, start, dur)
+        self._at(start + dur, partial(self._finish, eng, None))
         if "dma" in ins.spec.traits:  # SP only issues it; the transfer runs on its queue
-            self._at(self.now + dur, partial(self._finish, eng, None))
-            self._start_transfer(eng.core, ins, self.now + dur)
-        else:
-            self._at(self.now + dur, partial(self._finish, eng, ins.signal_sem))
+            self._start_transfer(eng.core, ins, start + dur)
+            return
+        readable = start + dur + self.latency[eng.name]
+        lane.wrote(ins, readable)
+        if ins.signal_sem is not None:
+            self.signals_in_flight[eng.core] += 1
+            self._at(readable, partial(self._signal_later, eng.core, ins.signal_sem))
+
+    def _occupancy(self, eng: _Engine, ins: Instr, start: float) -> float:
+        """How long ``ins`` holds its engine from ``start``: the calibrated occupancy, slowed while TensorE is
+        throttled (gen3+)."""
+        try:
+            dur = occupancy_ns(ins, self.target)
+        except ValueError as e:
+            raise SimulationError(f"{self._where(eng, ins)}: {e}") from None
+        if eng.name == "pe" and self.throttles is not None:
+            throttle = self.throttles[eng.core]
+            dur /= throttle.rate(start)
+            throttle.ran(start, start + dur)
+        return dur
+
+    def _signal_later(self, core: int, signal: int) -> None:
+        self.signals_in_flight[core] -= 1
+        self._signal(core, signal)
 
     def _barrier(self, core: int) -> None:
         """When every engine of ``core`` waits at a control instruction and no DMA is in flight, run it once (the
         engines hold equal copies of the registers), reset the semaphores and move every engine on: past it, or
         to the partner of a taken branch."""
         engines = [e for e in self.engines if e.core == core]
-        if self.cores[core].dma_in_flight or not all(e.at_barrier and e.meeting is None for e in engines):
+        if self.cores[core].dma_in_flight or self.signals_in_flight[core] or \
+                not all(e.at_barrier and e.meeting is None for e in engines):
             return
         lead = engines[0]
         ins = lead.instrs[lead.pc]
@@ -1623,7 +1664,8 @@ class _Scheduler:
         """Each member's src goes to the dst of the core it sends to, all at once: every src is read before any
         dst is written. The group completes together, after the slowest member's transfer."""
         for c, (_, ins) in posts.items():
-            self.cores[c].outbox[pipe] = _view(self.cores[c], ins, "src").raw().copy()
+            if not self.timing_only:
+                self.cores[c].outbox[pipe] = _view(self.cores[c], ins, "src").raw().copy()
         try:
             for c, ([eng], ins) in posts.items():
                 self._execute(eng, ins)
@@ -1664,16 +1706,15 @@ class _Scheduler:
         queue = ins.imm("queue")
         if queue >= NUM_DMA_QUEUES:
             raise SimulationError(f"core {core} {ins.opcode} (inst_id {ins.inst_id}) on bad queue {queue}")
-        start = max(ready, self.queue_free[core][queue])  # FIFO within a queue
-        dur = dma_ns(ins, self.target)
-        self.queue_free[core][queue] = start + dur
-        self._record(core, f"q{queue}", ins, start, dur)
         self.cores[core].dma_in_flight += 1
-        self._at(start + dur, partial(self._land, core, ins.signal_sem))
+        self.dma[core].submit(ins, queue, ready)
 
-    def _land(self, core: int, signal: int | None) -> None:
+    def _land(self, core: int, transfer: Transfer, start: float, end: float) -> None:
+        """A transfer's last byte landed: its data phase goes on its queue's track, and it signals."""
+        ins = transfer.ins
+        self._record(core, f"q{ins.imm('queue')}", ins, start, end - start)
         self.cores[core].dma_in_flight -= 1
-        self._signal(core, signal)
+        self._signal(core, ins.signal_sem)
 
     def _record(self, core: int, track: str, ins: Instr, start: float, dur: float) -> None:
         self.profile.events.append(ProfileEvent(core, track, ins.opcode, ins.inst_id, start, dur))
@@ -1708,7 +1749,8 @@ def _input_buffer(var: Variable, value: object) -> np.ndarray:
     return np.ascontiguousarray(arr.astype(DTYPES[var.dtype])).reshape(-1).view(np.uint8).copy()
 
 
-def _init_hbm(neff: Neff, inputs: Mapping[str, object], hbm_bytes: int) -> dict[int, np.ndarray]:
+def _init_hbm(neff: Neff, inputs: Mapping[str, object], hbm_bytes: int,
+              timing_only: bool = False) -> dict[int, np.ndarray]:  # fmt: skip
     total = sum(v.size for v in neff.variables)
     if total > hbm_bytes:  # before any buffer is allocated
         raise SimulationError(f"the NEFF's variables need {total} bytes, more than the {hbm_bytes} bytes of HBM")
@@ -1718,7 +1760,10 @@ def _init_hbm(neff: Neff, inputs: Mapping[str, object], hbm_bytes: int) -> dict[
         raise ValueError(f"unknown inputs {unknown}; the kernel takes {sorted(names)}")
     hbm: dict[int, np.ndarray] = {}
     for var in neff.variables:
-        if var.kind == "input":
+        if timing_only and var.name not in inputs:
+            # Zeros (pages the OS maps lazily): only registers loaded from memory read them; nothing else runs.
+            hbm[var.var_id] = np.zeros(var.size, np.uint8)
+        elif var.kind == "input":
             if var.name not in inputs:
                 raise ValueError(f"missing input '{var.name}' (shape {var.shape}, dtype {var.dtype})")
             hbm[var.var_id] = _input_buffer(var, inputs[var.name])
@@ -1730,14 +1775,19 @@ def _init_hbm(neff: Neff, inputs: Mapping[str, object], hbm_bytes: int) -> dict[
 
 
 def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
-             max_events: int = DEFAULT_MAX_EVENTS) -> RunResult:  # fmt: skip
-    """Run ``neff`` on numpy copies of ``inputs``; returns the output variables and the timing profile."""
+             max_events: int = DEFAULT_MAX_EVENTS, timing_only: bool = False) -> RunResult:  # fmt: skip
+    """Run ``neff`` on numpy copies of ``inputs``; returns the output variables and the timing profile.
+
+    ``timing_only``: run the timeline without numerics (for kernels too large to compute on a CPU). Inputs are
+    optional (missing ones read as zeros); data-path instructions and DMA transfers take their time but move no
+    data, so the outputs are meaningless (zeros, or the inputs given). Registers and branches still execute: a loop
+    whose trip count is loaded from memory sees the inputs given, or zeros."""
     tgt = get_target(target)
-    hbm = _init_hbm(neff, inputs, tgt.hbm_bytes)
+    hbm = _init_hbm(neff, inputs, tgt.hbm_bytes, timing_only)
     cores = [_Core(i, tgt, hbm) for i in range(len(neff.subgraphs))]
     for core in cores:
         core.pair = cores  # the LNC=2 pair reads its partner's sent tiles
-    profile = _Scheduler(neff, cores, tgt, max_events).run()
+    profile = _Scheduler(neff, cores, tgt, max_events, timing_only).run()
     profile.sources = {(c, i): src for c, sg in enumerate(neff.subgraphs) for i, src in sg.sources.items()}
     final = {
         v.name: hbm[v.var_id].view(DTYPES[v.dtype]).reshape(v.shape).copy()

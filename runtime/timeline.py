@@ -1,171 +1,202 @@
-"""A per-engine timeline picture of a simulated run (``nkic profile X.neff -o timeline.png``), like the timeline view
-of neuron-profile: one row per engine and DMA queue of every core, each instruction a bar from its start to its
-end, coloured by opcode, a time axis in µs and a legend of the busiest opcodes.
+"""The simulator's timeline state: when an instruction may start and how long it and its results take.
 
-Plain numpy rasterisation and a small PNG writer (zlib, RGB, filter 0): no plotting library. Text uses a built-in
-3x5 pixel font drawn at twice its size (letters, digits and a little punctuation; lower case prints as upper case).
+The numbers come from ``nkic.target.costs`` (its "timeline model" section); this module keeps the state they act
+on while a NEFF runs, separate from the numerics:
+
+* :class:`EngineLane`: one engine's recent writes, so an instruction that reads what the same engine wrote waits
+  for the producer's dependent latency (in-order engines do not wait on their own semaphore);
+* :class:`PeThrottle`: TensorE's utilisation over a trailing window, and the rate it is capped to after a quiet
+  one (gen3+);
+* :class:`DmaCore`: one core's 16 queues (descriptors processed one after another per queue, data FIFO per
+  queue) sharing the core's DMA bandwidth, max-min fair among the transfers moving data at once.
 """
 
 from __future__ import annotations
 
-import struct
-import zlib
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
-import numpy as np
+from nkic.target.costs import (
+    DMA_DESCRIPTOR_NS,
+    DMA_LATENCY_NS,
+    PE_THROTTLE_RAMP_NS,
+    PE_THROTTLE_RATE,
+    PE_THROTTLE_UTILISATION,
+    PE_THROTTLE_WINDOW_NS,
+    dma_core_bytes_per_ns,
+    dma_transfer,
+)
+from nkic.target.isa import Instr, Operand
+from nkic.target.machine import NUM_DMA_QUEUES, NUM_PARTITIONS, Target
 
-from nkic.runtime.simulator import Profile, ProfileEvent
-from nkic.target.machine import ENGINE_NAMES
+__all__ = ["EngineLane", "PeThrottle", "DmaCore", "Transfer"]
 
-# ---------------------------------------------------------------------------------------------------------------
-# PNG
-
-
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
-def png_bytes(image: np.ndarray) -> bytes:
-    """An (H, W, 3) uint8 RGB image as PNG bytes (8-bit truecolour, no interlace, filter 0 on every row)."""
-    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
-        raise ValueError(f"expected an (H, W, 3) uint8 image, got {image.shape} {image.dtype}")
-    h, w, _ = image.shape
-    rows = np.concatenate([np.zeros((h, 1), np.uint8), image.reshape(h, w * 3)], axis=1)
-    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(rows.tobytes(), 9))
-            + _chunk(b"IEND", b""))  # fmt: skip
+# (memory, first partition, end partition, first byte, end byte) of an on-chip operand
+Extent = tuple[str, int, int, int, int]
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# text: a 3x5 font, each glyph five rows of three bits
-
-_GLYPHS = {
-    "0": "111101101101111", "1": "010110010010111", "2": "111001111100111", "3": "111001111001111",
-    "4": "101101111001001", "5": "111100111001111", "6": "111100111101111", "7": "111001010010010",
-    "8": "111101111101111", "9": "111101111001111", "A": "010101111101101", "B": "110101110101110",
-    "C": "011100100100011", "D": "110101101101110", "E": "111100110100111", "F": "111100110100100",
-    "G": "011100101101011", "H": "101101111101101", "I": "111010010010111", "J": "001001001101010",
-    "K": "101101110101101", "L": "100100100100111", "M": "101111111101101", "N": "110101101101101",
-    "O": "010101101101010", "P": "110101110100100", "Q": "010101101110011", "R": "110101110101101",
-    "S": "011100010001110", "T": "111010010010010", "U": "101101101101111", "V": "101101101101010",
-    "W": "101101111111101", "X": "101101010101101", "Y": "101101010010010", "Z": "111001010100111",
-    ".": "000000000000010", ":": "000010000010000", "-": "000000111000000", "/": "001001010100100",
-    "%": "101001010100101", "(": "010100100100010", ")": "010001001001010", "_": "000000000000111",
-    ",": "000000000010100", " ": "000000000000000", "=": "000111000111000", "+": "000010111010000",
-}
-SCALE = 2
-CHAR_W, CHAR_H = 4 * SCALE, 5 * SCALE  # a glyph and its one-column gap
+def extent(op: Operand) -> Extent | None:
+    """The partitions and bytes an SBUF/PSUM operand may touch (a dynamic one: all of its memory)."""
+    if op.memory not in ("sbuf", "psum"):
+        return None
+    if op.dyn:
+        return (op.memory, 0, NUM_PARTITIONS, 0, 1 << 62)
+    lo = hi = 0
+    for step, num in op.pattern[1:]:
+        reach = step * (max(num, 1) - 1)
+        lo, hi = lo + min(reach, 0), hi + max(reach, 0)
+    p0 = op.start_partition
+    return (op.memory, p0, p0 + op.pattern[0][1], op.address + lo * op.itemsize,
+            op.address + (hi + 1) * op.itemsize)  # fmt: skip
 
 
-def _glyph(ch: str) -> np.ndarray:
-    bits = _GLYPHS.get(ch.upper(), _GLYPHS["-"])  # a character the font lacks shows as a dash
-    g = np.array([int(b) for b in bits], bool).reshape(5, 3)
-    return g.repeat(SCALE, 0).repeat(SCALE, 1)
+def _overlap(a: Extent, b: Extent) -> bool:
+    return a[0] == b[0] and a[1] < b[2] and b[1] < a[2] and a[3] < b[4] and b[3] < a[4]
 
 
-def draw_text(image: np.ndarray, x: int, y: int, text: str, color: Sequence[int] = (0, 0, 0)) -> None:
-    """Draw ``text`` with its top-left corner at (x, y), clipped to the image."""
-    h, w, _ = image.shape
-    for i, ch in enumerate(text):
-        x0 = x + i * CHAR_W
-        g = _glyph(ch)
-        gy, gx = g.shape
-        ys, xs = slice(max(y, 0), min(y + gy, h)), slice(max(x0, 0), min(x0 + gx, w))
-        if ys.start >= ys.stop or xs.start >= xs.stop:
+@dataclass
+class EngineLane:
+    """An in-order engine's writes whose results are not yet readable: (readable at, extent)."""
+
+    pending: list[tuple[float, Extent]] = field(default_factory=list)
+
+    def ready_at(self, ins: Instr, now: float) -> float:
+        """The earliest start of ``ins``: after every pending write of this engine that it reads."""
+        self.pending = [(t, e) for t, e in self.pending if t > now]
+        if not self.pending:
+            return now
+        reads = _read_extents(ins)
+        start = now
+        for t, e in self.pending:
+            if any(_overlap(e, r) for r in reads):
+                start = max(start, t)
+        return start
+
+    def wrote(self, ins: Instr, readable_at: float) -> None:
+        for slot in ins.spec.writes:
+            op = ins.operand(slot)
+            ext = extent(op) if op is not None else None
+            if ext is not None:
+                self.pending.append((readable_at, ext))
+
+
+def _read_extents(ins: Instr) -> list[Extent]:
+    writes = set(ins.spec.writes)
+    reads_dst = "reads_dst" in ins.spec.traits or ("accumulates" in ins.spec.traits and ins.flag("accumulate"))
+    out = []
+    for slot, op in zip(ins.spec.slots, ins.operands):
+        if op is None or (slot in writes and not reads_dst):
             continue
-        mask = g[ys.start - y : ys.stop - y, xs.start - x0 : xs.stop - x0]
-        image[ys, xs][mask] = color
+        ext = extent(op)
+        if ext is not None:
+            out.append(ext)
+    return out
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# the timeline
+@dataclass
+class PeThrottle:
+    """TensorE's busy intervals over the trailing window and the time its rate last started ramping up [THR]."""
 
-PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75),
-           (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207), (57, 59, 121), (173, 73, 74)]  # fmt: skip
-BACKGROUND, ROW_SHADE, INK, GRID = (255, 255, 255), (240, 240, 240), (30, 30, 30), (200, 200, 200)
-ROW_H, ROW_GAP, LEFT, RIGHT, TOP = 26, 4, 96, 16, 40
+    busy: deque[tuple[float, float]] = field(default_factory=deque)
+    ramp_from: float = 0.0
 
+    def rate(self, start: float) -> float:
+        """The fraction of full rate an instruction starting at ``start`` runs at (book it with :meth:`ran`).
 
-def _tracks(profile: Profile) -> list[tuple[int, str]]:
-    """(core, track) rows in display order: engines, then the DMA queues in use."""
-    used = {(ev.core, ev.track) for ev in profile.events}
-    rows = []
-    for core in range(profile.num_cores):
-        queues = sorted({t for c, t in used if c == core and t not in ENGINE_NAMES}, key=lambda t: int(t[1:]))
-        rows += [(core, t) for t in list(ENGINE_NAMES) + queues if (core, t) in used]
-    return rows
+        While the trailing window's use is below the threshold the cap holds and the ramp restarts; once it is
+        above, the rate ramps linearly to full. The PE counts as idle before the kernel, so it starts capped."""
+        window = start - PE_THROTTLE_WINDOW_NS
+        while self.busy and self.busy[0][1] <= window:
+            self.busy.popleft()
+        used = sum(min(e, start) - max(s, window) for s, e in self.busy)
+        if used < PE_THROTTLE_UTILISATION * PE_THROTTLE_WINDOW_NS:
+            self.ramp_from = start
+        ramp = min(1.0, (start - self.ramp_from) / PE_THROTTLE_RAMP_NS)
+        return PE_THROTTLE_RATE + (1.0 - PE_THROTTLE_RATE) * ramp
 
-
-def _colors(events: Sequence[ProfileEvent]) -> dict[str, tuple[int, int, int]]:
-    """Opcodes by total busy time, the busiest first, each a palette colour (the tail shares the last one)."""
-    busy: dict[str, float] = {}
-    for ev in events:
-        busy[ev.mnemonic] = busy.get(ev.mnemonic, 0.0) + ev.dur_ns
-    ranked = sorted(busy, key=lambda m: -busy[m])
-    return {m: PALETTE[min(i, len(PALETTE) - 1)] for i, m in enumerate(ranked)}
+    def ran(self, start: float, end: float) -> None:
+        self.busy.append((start, end))
 
 
-def _tick_step(total_us: float, width: int) -> float:
-    """A 1/2/5 x 10^k µs step giving ticks at least ~110 px apart."""
-    target = total_us * 110 / max(width, 1)
-    step = 10.0 ** np.floor(np.log10(max(target, 1e-6)))
-    for m in (1, 2, 5, 10):
-        if m * step >= target:
-            return m * step
-    return 10 * step
+@dataclass
+class Transfer:
+    ins: Instr
+    work: float  # bytes at full efficiency still to move
+    max_rate: float  # bytes / ns its engines can move
+    data_ready: float  # when its first byte may move (trigger + latency)
+    start: float = -1.0
+    rate: float = 0.0
 
 
-def _label(track: str, core: int, cores: int) -> str:
-    name = track.upper()
-    return f"{core}:{name}" if cores > 1 else name
+class DmaCore:
+    """One core's DMA queues. ``clock()`` is the current time, ``at(time, action)`` schedules an event and
+    ``done(transfer, start, end)`` is called when a transfer's last byte lands."""
 
+    def __init__(self, target: Target, clock: Callable[[], float], at: Callable[[float, Callable[[], None]], None],
+                 done: Callable[[Transfer, float, float], None]) -> None:  # fmt: skip
+        self.target = target
+        self.capacity = dma_core_bytes_per_ns(target)
+        self.clock, self.at, self.done = clock, at, done
+        self.descriptors_free = [0.0] * NUM_DMA_QUEUES
+        self.waiting: list[deque[Transfer]] = [deque() for _ in range(NUM_DMA_QUEUES)]
+        self.moving: dict[int, Transfer] = {}  # queue -> its transfer moving data
+        self.updated = 0.0
+        self.version = 0
 
-def render(profile: Profile, width: int = 1600, title: str = "") -> np.ndarray:
-    """The timeline of ``profile`` as an (H, width, 3) uint8 RGB image."""
-    rows = _tracks(profile)
-    colors = _colors(profile.events)
-    legend = list(colors)[: len(PALETTE) - 1] + (["other"] if len(colors) >= len(PALETTE) else [])
-    legend_rows = (len(legend) + 3) // 4
-    height = TOP + len(rows) * (ROW_H + ROW_GAP) + 40 + legend_rows * 18 + 8
-    img = np.full((height, width, 3), BACKGROUND, np.uint8)
-    total = max(profile.total_ns, 1e-9)
-    plot_w = width - LEFT - RIGHT
-    scale = plot_w / total
-    head = title or f"{profile.target}"
-    draw_text(img, 8, 8, f"{head}  total {total / 1000:.2f} us  {len(profile.events)} instructions", INK)
-    row_of = {r: i for i, r in enumerate(rows)}
-    for (core, track), i in row_of.items():
-        y = TOP + i * (ROW_H + ROW_GAP)
-        img[y : y + ROW_H, LEFT : LEFT + plot_w] = ROW_SHADE
-        busy = sum(ev.dur_ns for ev in profile.events if ev.core == core and ev.track == track)
-        draw_text(img, 6, y + 1, _label(track, core, profile.num_cores), INK)
-        draw_text(img, 6, y + 1 + CHAR_H + 1, f"{100 * busy / total:.0f}%", (110, 110, 110))
-    bottom = TOP + len(rows) * (ROW_H + ROW_GAP)
-    step = _tick_step(total / 1000, plot_w)
-    t = 0.0
-    while t <= total / 1000 + 1e-9:
-        x = LEFT + int(round(t * 1000 * scale))
-        img[TOP - 4 : bottom, min(x, width - 1)] = GRID
-        text = f"{t:g}"
-        draw_text(img, x - len(text) * CHAR_W // 2, bottom + 4, text, INK)
-        t += step
-    draw_text(img, LEFT + plot_w - 2 * CHAR_W, bottom + 4 + CHAR_H + 4, "us", INK)
-    for ev in profile.events:  # bars last, over the grid
-        y = TOP + row_of[(ev.core, ev.track)] * (ROW_H + ROW_GAP)
-        x0 = LEFT + int(ev.start_ns * scale)
-        x1 = max(x0 + 1, LEFT + int(round(ev.end_ns * scale)))
-        img[y + 2 : y + ROW_H - 2, x0 : min(x1, LEFT + plot_w)] = colors[ev.mnemonic]
-    ly = bottom + 4 + 2 * (CHAR_H + 4) + 4
-    for k, m in enumerate(legend):
-        x, y = 8 + (k % 4) * (width // 4), ly + (k // 4) * 18
-        img[y : y + CHAR_H, x : x + CHAR_H] = colors.get(m, PALETTE[-1])
-        draw_text(img, x + CHAR_H + 6, y, m, INK)
-    return img
+    def submit(self, ins: Instr, queue: int, triggered: float) -> None:
+        """A transfer triggered at ``triggered``: its descriptors wait for the queue's earlier ones."""
+        begin = max(triggered, self.descriptors_free[queue])
+        self.descriptors_free[queue] = begin + DMA_DESCRIPTOR_NS
+        work, max_rate = dma_transfer(ins, self.target)
+        self.waiting[queue].append(Transfer(ins, work, max_rate, begin + DMA_LATENCY_NS))
+        if queue not in self.moving and len(self.waiting[queue]) == 1:
+            self.at(self.waiting[queue][0].data_ready, lambda: self._start(queue))
 
+    def _start(self, queue: int) -> None:
+        """Start the queue's next transfer now if its data may move, else when it may."""
+        if queue in self.moving or not self.waiting[queue]:
+            return
+        head = self.waiting[queue][0]
+        now = self.clock()
+        if head.data_ready > now + 1e-9:
+            self.at(head.data_ready, lambda: self._start(queue))
+            return
+        self._advance(now)
+        self.waiting[queue].popleft()
+        head.start = now
+        self.moving[queue] = head
+        self._reshare(now)
 
-def write_timeline(profile: Profile, path: str, width: int = 1600, title: str = "") -> int:
-    """Render and write the PNG; returns its size in bytes."""
-    data = png_bytes(render(profile, width, title))
-    with open(path, "wb") as f:
-        f.write(data)
-    return len(data)
+    def _advance(self, now: float) -> None:
+        dt = now - self.updated
+        if dt > 0:
+            for t in self.moving.values():
+                t.work -= t.rate * dt
+        self.updated = now
+
+    def _reshare(self, now: float) -> None:
+        """Max-min fair rates under the core cap, and an event at the next completion (earlier ones go stale)."""
+        movers = sorted(self.moving.values(), key=lambda t: t.max_rate)
+        left = self.capacity
+        for i, t in enumerate(movers):
+            t.rate = min(t.max_rate, left / (len(movers) - i))
+            left -= t.rate
+        self.version += 1
+        if movers:
+            first = min(now + max(t.work, 0.0) / t.rate for t in movers)
+            version = self.version
+            self.at(first, lambda: self._complete(version))
+
+    def _complete(self, version: int) -> None:
+        if version != self.version:
+            return
+        now = self.clock()
+        self._advance(now)
+        finished = [q for q, t in self.moving.items() if t.work <= 1e-6 * max(1.0, t.rate)]
+        for q in finished:
+            t = self.moving.pop(q)
+            self.done(t, t.start, now)
+        for q in finished:
+            self._start(q)
+        self._reshare(now)

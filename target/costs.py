@@ -4,6 +4,18 @@
 engine's clock. The formulas are the public per-instruction figures of the NKI ISA documentation and the NKI
 performance guide; where nothing is published the number is an estimate and says so. The same functions price
 instructions for engine assignment, for the scheduler and for the simulator.
+
+The simulator's timeline adds the calibrated effects below (the "timeline model"): the time from an instruction's
+end to its results being readable (:data:`DEPENDENT_LATENCY_CYCLES`), the per-instruction floor and the VectorE
+fast modes (:func:`occupancy_cycles`), TensorE throttling at low duty (:data:`PE_THROTTLE_WINDOW_NS`...) and the DMA
+queues' descriptor pipelining under one per-core bandwidth cap (:func:`dma_transfer`). Sources, as keyed in the
+project's hardware notes (each an aws-neuron/aws-neuron-sdk file): ISA26 = general/nki/api/nki/isa/__init__.py at
+release 2.26 (the "Estimated instruction cost" blocks); SH = nki/api/nki.api.shared.rst; A2/A3/A4 =
+nki/guides/architecture/trainium{_inferentia2,2,3}_arch.rst; PG = nki/deep-dives/nki_perf_guide.rst; DMA =
+nki/get-started/about/nki-dma-overview.rst; DBW = nki/deep-dives/nki-dma-bandwidth-guide.rst; DGE =
+nki/deep-dives/nki-dge.rst; THR = tools/neuron-explorer/overview-summary-page.rst; MMT =
+general/nki/tutorials/matrix_multiplication.rst (the matmul tutorial's measured trn1 latencies, which pin the model:
+bench/matmul_tutorial.py, tests/unit/test_cost_calibration.py).
 """
 
 from __future__ import annotations
@@ -16,15 +28,19 @@ from nkic.target.machine import DEFAULT_TARGET, PE_ARRAY, Target, get_target
 
 __all__ = [
     "MIN_II", "DMA_FIXED_NS", "SP_DMA_ISSUE_CYCLES", "COSTS", "cost", "instr_cycles", "instr_ns", "dma_ns",
-    "dma_efficiency",
+    "dma_efficiency", "DEPENDENT_LATENCY_CYCLES", "dependent_latency_ns", "occupancy_cycles", "occupancy_ns",
+    "DMA_DESCRIPTOR_NS", "DMA_LATENCY_NS", "dma_transfer", "dma_core_bytes_per_ns", "PE_THROTTLE_WINDOW_NS",
+    "PE_THROTTLE_UTILISATION", "PE_THROTTLE_RATE", "PE_THROTTLE_RAMP_NS", "pe_throttles",
 ]  # fmt: skip
 
-MIN_II = 64  # minimum initiation interval of the data-path engines
-DMA_FIXED_NS = 1300.0  # descriptor + sync + semaphore-to-start per transfer
+MIN_II = 64  # minimum initiation interval of the data-path engines ("roughly 64 engine cycles" [SH])
+DMA_FIXED_NS = 1300.0  # descriptor + sync + semaphore-to-start per transfer, ~1.3 µs [DBW]
 SP_DMA_ISSUE_CYCLES = 64  # estimate: a DMA trigger costs the issuing sequencer about one MIN_II
 DMA_ROWS_PER_ENGINE = 8  # a transfer uses one DMA engine per 8 partitions
 DMA_MAX_ENGINES = 16  # DMA engines per core
-DMA_HALF_EFFICIENCY_BYTES = 320.0  # estimate: ≈86% of peak at 2 KiB contiguous, ≈93% at 4 KiB
+# estimate, the compiler's planning figure: ≈86% of peak at 2 KiB contiguous, ≈93% at 4 KiB (the simulator's
+# timeline uses the calibrated DMA_TIMELINE_HALF_EFFICIENCY_BYTES)
+DMA_HALF_EFFICIENCY_BYTES = 320.0
 
 CostFn = Callable[[Instr, Target], int]
 COSTS: dict[str, CostFn] = {}
@@ -307,9 +323,9 @@ def instr_ns(instr: Instr, target: str | Target = DEFAULT_TARGET) -> float:
     return instr_cycles(instr, t) / t.clock_ghz[instr.engine]
 
 
-def dma_efficiency(contiguous_bytes: float) -> float:
-    """Fraction of per-engine peak reached with ``c`` contiguous bytes per row: ``c / (c + c½)`` (estimate)."""
-    return contiguous_bytes / (contiguous_bytes + DMA_HALF_EFFICIENCY_BYTES)
+def dma_efficiency(contiguous_bytes: float, half: float = DMA_HALF_EFFICIENCY_BYTES) -> float:
+    """Fraction of per-engine peak reached with ``c`` contiguous bytes per row: ``c / (c + c½)``."""
+    return contiguous_bytes / (contiguous_bytes + half)
 
 
 def _contiguous_elems(op: Operand) -> int:
@@ -332,28 +348,37 @@ def _rows(dst: Operand, src: Operand) -> int:
     return dst.pattern[0][1]
 
 
-def dma_ns(instr: Instr, target: str | Target = DEFAULT_TARGET) -> float:
-    """Transfer time of a DMA_COPY or DMA_COMPUTE on its queue, in ns.
-
-    ``t = 1300 + bytes / (engines · BW_e · eff(c))`` with ``engines = min(16, ceil(rows / 8))``, ``BW_e`` the
-    target's per-engine bandwidth, ``c`` the contiguous bytes per row (the smallest over all sides) and ``eff``
-    from :func:`dma_efficiency`. Transposes run at 90% (HBM↔SBUF) or 50% (SBUF→SBUF). ``bytes`` is the larger of
-    what is written and what is read (all sources together: an estimate for DMA_COMPUTE, whose compute is taken
-    to keep pace with the transfer).
-    """
-    t = get_target(target)
+def _dma_shape(instr: Instr, t: Target, half: float = DMA_HALF_EFFICIENCY_BYTES) -> tuple[float, int, float] | None:
+    """``(bytes, engines, efficiency)`` of a DMA_COPY / DMA_COMPUTE (None when an operand is missing)."""
     dst, srcs = instr.operand(0), [op for op in instr.operands[1:] if op is not None]
     if dst is None or not srcs:
-        return DMA_FIXED_NS
+        return None
     nbytes = max(dst.num_elements * dst.itemsize, sum(op.num_elements * op.itemsize for op in srcs))
     rows = max(1, _rows(dst, srcs[0]))
     engines = min(DMA_MAX_ENGINES, math.ceil(rows / DMA_ROWS_PER_ENGINE))
     row_bytes = nbytes / rows
     contiguous = min(row_bytes, *(_contiguous_elems(op) * op.itemsize for op in (dst, *srcs)))
-    eff = dma_efficiency(max(contiguous, 1.0))
+    eff = dma_efficiency(max(contiguous, 1.0), half)
     if "transpose" in instr.spec.flags and instr.flag("transpose"):
         on_chip = {dst.memory, srcs[0].memory} <= {"sbuf", "psum"}
         eff *= 0.5 if on_chip else 0.9
+    return float(nbytes), engines, eff
+
+
+def dma_ns(instr: Instr, target: str | Target = DEFAULT_TARGET) -> float:
+    """Transfer time of a DMA_COPY or DMA_COMPUTE alone on its queue, in ns (what the compiler plans with).
+
+    ``t = 1300 + bytes / (engines · BW_e · eff(c))`` with ``engines = min(16, ceil(rows / 8))``, ``BW_e`` the
+    target's per-engine bandwidth, ``c`` the contiguous bytes per row (the smallest over all sides) and ``eff``
+    from :func:`dma_efficiency`. Transposes run at 90% (HBM↔SBUF) or 50% (SBUF→SBUF). ``bytes`` is the larger of
+    what is written and what is read (all sources together: an estimate for DMA_COMPUTE, whose compute is taken
+    to keep pace with the transfer). The simulator's timeline overlaps transfers instead (:func:`dma_transfer`).
+    """
+    t = get_target(target)
+    shape = _dma_shape(instr, t)
+    if shape is None:
+        return DMA_FIXED_NS
+    nbytes, engines, eff = shape
     return DMA_FIXED_NS + nbytes / (engines * t.dma_bytes_per_ns * eff)
 
 
@@ -392,3 +417,138 @@ def _sendrecv(ins: Instr, t: Target) -> int:
     if "gpsimd_dma" in ins.spec.flags and ins.flag("gpsimd_dma"):
         return GPSIMD_SB2SB_FIXED_CYCLES + _free(ins.operand("src"))
     return math.ceil((dma_ns(ins, t) + LNC_SYNC_NS) * t.clock_ghz[ins.engine])
+
+
+# -- The timeline model: what the simulator adds to the per-instruction figures -------------------------------------
+#
+# Each constant cites its public source (keys in the module docstring); "estimate" marks what is not published.
+
+# Cycles (engine clock) from the end of an instruction's occupancy to its results being readable by a dependent
+# instruction, on the same engine or, through a semaphore, on another one.
+DEPENDENT_LATENCY_CYCLES: dict[str, int] = {
+    # PG: RAW-dependent 1-element activations issue one every 189 ns on trn1 = 264 ScalarE cycles at 1.4 GHz; the
+    # instruction itself occupies MIN_II = 64 of them, so 200 are latency.
+    "act": 264 - MIN_II,
+    # A2: VectorE instructions cost "~100 cycles more" in read-after-write chains.
+    "dve": 100,
+    # Estimate: GpSimd has no published figure; taken as VectorE's (it shares VectorE's SBUF ports on v2 [A2]).
+    "pool": 100,
+    # Estimate: no TensorE pipeline latency is published; PSUM taken readable one MIN_II after the matmul's
+    # interval ends.
+    "pe": MIN_II,
+    "sp": 0,  # SyncE runs no data-path instruction
+}
+
+# TensorE throttling (gen3 and gen4 only) [THR]: after >= ~3 µs below 50% utilisation the PE is capped near 50% of
+# its rate and ramps back to full over ~3 µs of sustained use.
+PE_THROTTLE_WINDOW_NS = 3000.0
+PE_THROTTLE_UTILISATION = 0.5
+PE_THROTTLE_RATE = 0.5
+PE_THROTTLE_RAMP_NS = 3000.0
+PE_THROTTLE_SINCE = 3  # nc_version: THR describes trn2/trn3 only; trn1 is not throttled
+
+# The DMA queues [DMA, DBW, DGE]. A queue processes its transfers' descriptors one after another, ~600 ns each
+# (DGE: "~600 ns per hardware-DGE instruction"), while earlier transfers move data: descriptors pipeline. A
+# transfer's first byte moves ~1.3 µs after its trigger (DBW: the fixed cost, "semaphore to start"). Its data then
+# moves FIFO behind the queue's earlier transfers, at up to engines · BW_e, and all queues of a core share the
+# core's 16 DMA engines: together at most 16 · BW_e, the per-core figure of the DMA/DBW table (trn1 272, trn2 368,
+# trn3 528 GB/s). Contiguous runs below ~2 KiB per partition lose efficiency (dma_efficiency).
+DMA_DESCRIPTOR_NS = 600.0
+DMA_LATENCY_NS = DMA_FIXED_NS
+# c½ of dma_efficiency on the timeline: 1 KiB, so 50% at 1 KiB, 67% at 2 KiB, 80% at 4 KiB contiguous per partition
+# (DBW: "256 B - 2 KiB improving, >= 2 KiB near peak"; PG: a good profile reaches ~70%). Calibrated to MMT: its three
+# DMA-bound kernels load [128, 512] bf16 tiles (1 KiB per partition) and move 100-104 GB/s on trn1 (bytes moved /
+# published time: 5.0 GiB in 51.80 ms, 4.06 GiB in 42.96 ms, 2.06 GiB in 22.07 ms), about half of trn1's 272 GB/s
+# per core once descriptors pipeline. The compiler keeps planning with DMA_HALF_EFFICIENCY_BYTES (320 B, an older
+# estimate) so that the schedules, and the NEFF bytes, do not move with the timeline model.
+DMA_TIMELINE_HALF_EFFICIENCY_BYTES = 1024.0
+
+# VectorE fast modes (gen3+) [A3, A4]: 2-byte float data in SBUF, unit innermost stride on every operand: copies and
+# tensor_scalar at 4x, or 2x when a side is in PSUM or strided; two-input tensor_tensor at 1x instead of the 2x
+# penalty of two SBUF inputs (A3's "BF16 tensor_tensor 2x").
+NO_FLOOR = frozenset({"SEM_WAIT"})  # a pure wait streams no data: no initiation interval
+DVE_FAST_DTYPES = frozenset({"bfloat16", "float16"})
+DVE_FAST_SINCE = 3
+DVE_FAST_ONE_INPUT = frozenset({"TENSOR_COPY", "TENSOR_SCALAR"})
+
+
+def dependent_latency_ns(engine: str, target: str | Target = DEFAULT_TARGET) -> float:
+    t = get_target(target)
+    return DEPENDENT_LATENCY_CYCLES.get(engine, 0) / t.clock_ghz[engine]
+
+
+def _unit_inner(op: Operand) -> bool:
+    pairs = op.pattern[1:] if op.memory in ("sbuf", "psum") else op.pattern
+    inner = [step for step, num in pairs if num > 1]
+    return not inner or inner[-1] == 1
+
+
+def _dve_fast_divisor(ins: Instr, t: Target) -> int:
+    """1, 2 or 4: the VectorE fast mode an instruction runs in (gen3+, 2-byte floats only) [A3, A4]."""
+    if ins.engine != "dve" or t.nc_version < DVE_FAST_SINCE:
+        return 1
+    ops = [op for op in ins.operands if op is not None and op.memory in ("sbuf", "psum")]
+    main = [op for op in ops if op.num_partitions > 1 or op.free_size > 1]  # (P, 1) scalars do not stream
+    if not main or any(op.dtype not in DVE_FAST_DTYPES for op in main):
+        return 1
+    if ins.opcode in DVE_FAST_ONE_INPUT:
+        slow_side = any(op.memory == "psum" or not _unit_inner(op) for op in main)
+        return 2 if slow_side else 4
+    return 1
+
+
+def occupancy_cycles(instr: Instr, target: str | Target = DEFAULT_TARGET) -> int:
+    """Cycles the simulator's timeline holds ``instr``'s engine: :func:`instr_cycles` with the calibrated effects.
+
+    * A floor of MIN_II for every data-path instruction (the minimum initiation interval [SH]; A2: "MM on a loaded
+      stationary: max(N_mov, 64)"), so a (128, 4) reduce costs 64 cycles, not 4. TensorE tiling mode scales it by
+      the tile's share of the array (tiles run concurrently).
+    * VectorE fast modes (gen3+): copies / tensor_scalar ÷4 (÷2 with a PSUM or strided side); tensor_tensor on
+      2-byte floats in SBUF costs ``max(64, N)``, not ``2N`` [A3].
+    """
+    t = get_target(target)
+    cycles = instr_cycles(instr, t)
+    if instr.engine == "sp" or instr.opcode in NO_FLOOR or instr.spec.traits & {"control", "dma"}:
+        return cycles
+    if instr.engine == "dve" and t.nc_version >= DVE_FAST_SINCE:
+        if instr.opcode == "TENSOR_TENSOR" and _dve_fast_divisor_tt(instr):
+            cycles = max(MIN_II, _free(instr.operand("in0")))
+        else:
+            cycles //= _dve_fast_divisor(instr, t)
+    floor = MIN_II
+    if instr.opcode == "MATMUL":  # concurrent tiles share the floor as they share the array
+        rows, cols = instr.imm("tile_rows") or PE_ARRAY, instr.imm("tile_cols") or PE_ARRAY
+        floor = max(1, MIN_II * rows * cols // (PE_ARRAY * PE_ARRAY))
+    return max(floor, cycles)
+
+
+def _dve_fast_divisor_tt(ins: Instr) -> bool:
+    """Whether a VectorE tensor_tensor streams 2-byte floats from SBUF on every side, unit-stride (A3's 2x)."""
+    ops = [ins.operand(s) for s in ("dst", "in0", "in1")]
+    return all(op is not None and op.memory == "sbuf" and op.dtype in DVE_FAST_DTYPES and _unit_inner(op)
+               for op in ops)  # fmt: skip
+
+
+def occupancy_ns(instr: Instr, target: str | Target = DEFAULT_TARGET) -> float:
+    t = get_target(target)
+    return occupancy_cycles(instr, t) / t.clock_ghz[instr.engine]
+
+
+def pe_throttles(target: str | Target = DEFAULT_TARGET) -> bool:
+    return get_target(target).nc_version >= PE_THROTTLE_SINCE
+
+
+def dma_core_bytes_per_ns(target: str | Target = DEFAULT_TARGET) -> float:
+    """The per-core DMA cap shared by all queues: 16 engines at the per-engine rate [DMA, DBW]."""
+    return DMA_MAX_ENGINES * get_target(target).dma_bytes_per_ns
+
+
+def dma_transfer(instr: Instr, target: str | Target = DEFAULT_TARGET) -> tuple[float, float]:
+    """``(work, max_rate)`` of a transfer for the timeline: ``work`` = bytes / efficiency (the bytes the engines
+    would move at full efficiency in the same time), ``max_rate`` = its engines' bandwidth in bytes/ns."""
+    t = get_target(target)
+    shape = _dma_shape(instr, t, DMA_TIMELINE_HALF_EFFICIENCY_BYTES)
+    if shape is None:
+        return 0.0, t.dma_bytes_per_ns
+    nbytes, engines, eff = shape
+    return nbytes / eff, engines * t.dma_bytes_per_ns

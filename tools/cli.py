@@ -222,9 +222,11 @@ def timing_report(stages: list[StageRecord]) -> str:
     return "\n".join(lines)
 
 
-def _load_inputs(specs: list[str], neff: Any, cast: bool, fill: bool = False) -> dict[str, np.ndarray]:
+def _load_inputs(
+    specs: list[str], neff: Any, cast: bool, required: bool = True, fill: bool = False
+) -> dict[str, np.ndarray]:
     """The ``--input`` arrays; with ``fill``, an input not given is made up (seeded normal values: timing does not
-    depend on them)."""
+    depend on them); without ``required``, one not given is left out."""
     import numpy as np
 
     from nkic.target.vocab import DTYPES
@@ -260,7 +262,7 @@ def _load_inputs(specs: list[str], neff: Any, cast: bool, fill: bool = False) ->
             var = declared[name]
             inputs[name] = rng.standard_normal(var.shape).astype(np.float32).astype(DTYPES[var.dtype])
         missing = []
-    if missing:
+    if missing and required:
         raise CliError(f"missing --input for {', '.join(missing)} (each as --input NAME=FILE.npy)")
     return inputs
 
@@ -275,7 +277,14 @@ def cmd_run(args: argparse.Namespace) -> None:
     neff = read_neff(data)
     target = neff.metadata.get("target", "gen3")
     profile = _file_path(args.profile, "--profile") if args.profile else None
-    inputs = _load_inputs(args.input, neff, args.cast)
+    if args.output_dir is None and not args.timing_only:
+        raise CliError("--output-dir is required (unless --timing-only)")
+    inputs = _load_inputs(args.input, neff, args.cast, required=not args.timing_only)
+    if args.timing_only:  # the timeline only: no numerics, so no outputs to write
+        result = run_neff(data, inputs, target=str(target), timing_only=True)
+        print(result.profile.summary())
+        _write_profile(profile, args.profile, result)
+        return
     out = _directory(args.output_dir, "--output-dir")
     paths = {v.name: output_path(out, v.name) for v in neff.variables if v.kind == "output"}  # before the run
     result = run_neff(data, inputs, target=str(target))
@@ -287,9 +296,13 @@ def cmd_run(args: argparse.Namespace) -> None:
         note = f" (stored as {stored.dtype})" if stored is not value else ""
         print(f"output {name}: {value.dtype}{list(value.shape)} -> {path}{note}")
     print(result.profile.summary())
-    if profile is not None:
-        _write(profile, lambda f: f.write(json.dumps(result.profile.to_chrome_trace()).encode()))
-        print(f"profile (Chrome trace JSON, opens in Perfetto): {args.profile}")
+    _write_profile(profile, args.profile, result)
+
+
+def _write_profile(path: Path | None, shown: str, result: Any) -> None:
+    if path is not None:
+        _write(path, lambda f: f.write(json.dumps(result.profile.to_chrome_trace()).encode()))
+        print(f"profile (Chrome trace JSON, opens in Perfetto): {shown}")
 
 
 def output_path(out: Path, name: str) -> Path:
@@ -373,7 +386,7 @@ def cmd_info(args: argparse.Namespace) -> None:
 def cmd_profile(args: argparse.Namespace) -> None:
     from nkic.driver import run_neff
     from nkic.runtime.neff import read_neff
-    from nkic.runtime.timeline import png_bytes, render
+    from nkic.runtime.timeline_png import png_bytes, render
 
     data = _read(args.neff)
     neff = read_neff(data)
@@ -435,8 +448,11 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a NEFF in the simulator")
     r.add_argument("neff")
     r.add_argument("--input", action="append", default=[], help="NAME=FILE.npy")
-    r.add_argument("--output-dir", required=True)
+    r.add_argument("--output-dir", help="where the outputs are written (required unless --timing-only)")
     r.add_argument("--profile", help="write a Chrome trace-event JSON profile")
+    r.add_argument("--timing-only", action="store_true",
+                   help="simulate the timeline without numerics (inputs optional, no outputs): for kernels too "
+                        "large to compute on a CPU")  # fmt: skip
     r.add_argument("--cast", action="store_true", help="cast inputs whose .npy dtype differs from the kernel's")
     r.set_defaults(func=cmd_run)
     i = sub.add_parser("info", help="describe a NEFF")

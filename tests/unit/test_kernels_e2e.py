@@ -56,6 +56,16 @@ def test_matmul_accumulates_over_k_in_psum(k: int, m: int, n: int) -> None:
     assert rel_err(out, lhsT.astype(np.float64).T @ rhs) < 1e-5
 
 
+@pytest.mark.parametrize("k,m,n", [(256, 1024, 2048), (384, 384, 1536)])
+def test_blocked_matmul_bf16_several_blocks(k: int, m: int, n: int) -> None:
+    """Two N blocks and two M blocks (operands kept in SBUF across them), and blocks that shrink to divide M and N."""
+    lhsT = RNG.standard_normal((k, m)).astype(ml_dtypes.bfloat16)
+    rhs = RNG.standard_normal((k, n)).astype(ml_dtypes.bfloat16)
+    out = simulate(matmul)(lhsT, rhs)
+    # exact bf16 inputs, fp32 PSUM accumulation, one final rounding to bf16 (2^-8 relative)
+    assert rel_err(out, lhsT.astype(np.float64).T @ rhs.astype(np.float64)) < 2**-7
+
+
 def test_matmul_bf16_inputs() -> None:
     lhsT = RNG.standard_normal((256, 128)).astype(ml_dtypes.bfloat16)
     rhs = RNG.standard_normal((256, 512)).astype(ml_dtypes.bfloat16)

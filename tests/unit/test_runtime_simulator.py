@@ -13,7 +13,7 @@ import pytest
 
 from nkic.dialects.common import contiguous_pattern
 from nkic.target.vocab import ACT_FUNCS, ALU_OPS, DTYPES, REDUCE_CMDS
-from nkic.target.costs import dma_ns, instr_ns
+from nkic.target.costs import DMA_LATENCY_NS, dependent_latency_ns, dma_transfer, instr_ns, occupancy_ns
 from nkic.runtime.encoding import ENGINES, Instr, Operand, engine_sem, f32_bits, i32_bits, queue_sem
 from nkic.runtime.neff import Neff, Subgraph, Variable, write_neff
 from nkic.runtime.simulator import SimulationDeadlock, SimulationError, run_neff_bytes, simulate
@@ -470,8 +470,17 @@ def test_semaphore_orders_consumer_after_producer() -> None:
     (act,) = prof.events_for("act")
     (store,) = prof.events_for("q1")
     assert act.start_ns >= load.end_ns and store.start_ns >= act.end_ns
-    assert load.dur_ns == pytest.approx(dma_ns(_pipeline(True).subgraphs[0].engines["sp"][0]))
-    assert act.dur_ns == pytest.approx(instr_ns(_pipeline(True).subgraphs[0].engines["act"][0]))
+    # The queue track shows a transfer's data phase: it starts DMA_LATENCY_NS after SP triggered it and, alone on
+    # the core, moves at its engines' full rate (the timeline model, target/costs.py).
+    (trigger, _) = prof.events_for("sp")
+    work, rate = dma_transfer(_pipeline(True).subgraphs[0].engines["sp"][0])
+    assert load.start_ns == pytest.approx(trigger.end_ns + DMA_LATENCY_NS)
+    assert load.dur_ns == pytest.approx(work / rate)
+    activate = _pipeline(True).subgraphs[0].engines["act"][0]
+    assert act.dur_ns == pytest.approx(occupancy_ns(activate)) and occupancy_ns(activate) == instr_ns(activate)
+    # ACT's result is readable (its semaphore signals) its dependent latency after it ends.
+    store_trigger = [ev for ev in prof.events_for("sp") if ev.inst_id == 3][0]
+    assert store_trigger.start_ns == pytest.approx(act.end_ns + dependent_latency_ns("act"))
     assert prof.total_ns == pytest.approx(store.end_ns)
     assert prof.total_cycles == round(prof.total_ns * 1.4)
     assert prof.instr_counts == {"pe": 0, "act": 1, "dve": 0, "pool": 0, "sp": 2, "q0": 1, "q1": 1}

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from nkic.runtime.simulator import Profile, ProfileEvent
-from nkic.runtime.timeline import LEFT, PALETTE, RIGHT, ROW_H, TOP, png_bytes, render
+from nkic.runtime.timeline_png import LEFT, PALETTE, RIGHT, ROW_H, TOP, png_bytes, render
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 

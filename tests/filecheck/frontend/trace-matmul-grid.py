@@ -9,8 +9,9 @@ print(matmul.trace(TensorSpec((256, 128), "bfloat16"), TensorSpec((256, 512), "b
 # CHECK: penguin.graph @main {
 # CHECK-NEXT: ^bb0(%lhsT: !penguin.tensor<shared_hbm, 256x128xbf16>, %rhs: !penguin.tensor<shared_hbm, 256x512xbf16>):
 # CHECK-NEXT: %{{.*}} = penguin.kernel_node @matmul(%lhsT, %rhs) {kind = "external", grid = 1 : i64}
+# The blocked kernel: operands come from the SBUF blocks ([128, k, cols] tiles), indexed by the k loop.
 # CHECK: penguin.loop "affine" 0 to 2 step 1 {
-# CHECK: penguin.matmul dst %{{.*}}[0 : [512, 128], [1, 512]], stationary %{{.*}}[0 : [128, 128], [1, 128]], moving %{{.*}}[0 : [512, 128], [1, 512]] {loc = "{{.*}}matmul.py:{{[0-9]+}}{{.*}}"}
+# CHECK: penguin.matmul dst %{{.*}}[0 : [512, 128], [1, 512]], stationary %{{.*}}[{{.*}}128*i{{[0-9]+}} : [256, 128], [1, 128]], moving %{{.*}}[{{.*}}512*i{{[0-9]+}} : [1024, 128], [1, 512]] {loc = "{{.*}}matmul.py:{{[0-9]+}}{{.*}}"}
 
 print(tensor_add_spmd[2].trace(TensorSpec((256, 512), "float32"), TensorSpec((256, 512), "float32")).module)
 # CHECK: penguin.kernel_node @tensor_add_spmd(%a, %b) {kind = "external", grid = 2 : i64}
