@@ -9,7 +9,9 @@ tagged only where JSON alone would be ambiguous, so the form stays readable::
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+from collections import OrderedDict
 from typing import Any
 
 from xdsl.dialects.builtin import (
@@ -53,10 +55,11 @@ def attr_to_json(a: Attribute) -> Any:
     if isinstance(a, DenseArrayBase):
         return {"i64": [int(v) for v in a.get_values()]}
     if isinstance(a, AccessPatternAttr):
-        body = [a.offset.data, a.iv_coeffs, [list(p) for p in a.pairs]]
-        if a.is_dynamic:  # [view, [kind, role, register, scale]]
-            return {"ap": [*body, a.view.data, list(a.dyn)]}
-        return {"ap": body + [a.view.data] if a.view.data else body}
+        offset, ivs, pairs, view, dyn = a.data
+        body = [offset, list(ivs), [list(p) for p in pairs]]
+        if dyn[0]:  # [view, [kind, role, register, scale]]
+            return {"ap": [*body, view, list(dyn)]}
+        return {"ap": body + [view] if view else body}
     if isinstance(a, bir.DepAttr):
         return {"dep": [a.kind.data, a.on.data]}
     if isinstance(a, ArrayAttr):
@@ -100,7 +103,7 @@ def attr_from_json(v: Any) -> Attribute:
             off, ivs, pairs, *rest = body
             view = str(rest[0]) if rest else ""
             dyn = (str(rest[1][0]), str(rest[1][1]), int(rest[1][2]), int(rest[1][3])) if len(rest) > 1 else None
-            return AccessPatternAttr(int(off), [tuple(p) for p in pairs], ivs, view, dyn or ("", "", 0, 0))
+            return AccessPatternAttr(off, pairs, ivs, view, dyn or ("", "", 0, 0))
         if tag == "dep":
             return bir.DepAttr(str(body[0]), int(body[1]))
         if tag == "dict":
@@ -147,3 +150,27 @@ def function_from_json(d: Any) -> bir.FunctionOp:
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"))  # key order kept: the round trip preserves print order
+
+
+# Functions whose FORM B payload this process wrote, by the payload's SHA-256: ``translate-nki-ast-to-bir`` takes
+# the function back instead of parsing the payload and rebuilding every attribute (the round trip is lossless, so
+# the two are equal). A payload from anywhere else, or one whose function was already taken, is parsed. Bounded:
+# entries nobody takes (a pipeline stopped after penguin-to-bir) are dropped oldest first.
+_BUILT: OrderedDict[bytes, bir.FunctionOp] = OrderedDict()
+MAX_BUILT = 8
+
+
+def payload_digest(payload: str) -> bytes:
+    return hashlib.sha256(payload.encode()).digest()
+
+
+def remember_function(payload: str, fn: bir.FunctionOp) -> None:
+    """Record that ``payload`` is ``function_to_json(fn)`` serialised (``fn`` must not be changed afterwards)."""
+    _BUILT[payload_digest(payload)] = fn
+    while len(_BUILT) > MAX_BUILT:
+        _BUILT.popitem(last=False)
+
+
+def take_function(payload: str) -> bir.FunctionOp | None:
+    """The function ``remember_function`` recorded for ``payload``, once; None if there is none."""
+    return _BUILT.pop(payload_digest(payload), None)

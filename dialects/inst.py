@@ -118,7 +118,7 @@ class RoleOperandOp(IRDLOperation):
             roles.append(StringAttr(role))
             refs.append(cls._parse_ref(parser))
             parser.parse_punctuation("[")
-            aps.append(AccessPatternAttr.new(parse_ap_body(parser)))
+            aps.append(parse_ap_body(parser))
             parser.parse_punctuation("]")
             if parser.parse_optional_punctuation(",") is None:
                 break

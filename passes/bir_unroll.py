@@ -26,7 +26,7 @@ def _fold_iv(ap: AccessPatternAttr, depth: int, value: int) -> AccessPatternAttr
     coeffs = ap.iv_coeffs
     if len(coeffs) <= depth:
         return ap
-    return ap.moved(ap.offset.data + coeffs[depth] * value, coeffs[:depth])
+    return ap.moved(ap.offset_value + coeffs[depth] * value, coeffs[:depth])
 
 
 class _Unroller:

@@ -194,6 +194,7 @@ def make_klir_carrier(
     """An IT56 holding ``fn`` as BIR JSON (FORM B), or ``kernel`` as an NKAB kernel-AST binary (FORM A)."""
     if fmt == "bir":
         payload = bir_json.dumps(bir_json.function_to_json(fn))
+        bir_json.remember_function(payload, fn)  # translate-nki-ast-to-bir takes it back (no rebuild)
     else:
         assert kernel is not None
         payload = klir_binary.to_carrier_string(klir_binary.encode_kernel(kernel))

@@ -219,7 +219,7 @@ def _span(pairs: Sequence[tuple[int, int]]) -> tuple[int, int]:
 def byte_range(loc: IsaLocAttr, ap: AccessPatternAttr) -> tuple[int, int]:
     """Half-open byte range ``[lo, hi)`` touched inside a partition (SBUF/PSUM) or an HBM variable."""
     # A vector dynamic term places each row of pair 0 at run time: only the rest is known statically.
-    pairs = ap.pairs if loc.mem == "hbm" and ap.dyn_kind.data != "vector" else ap.pairs[1:]
+    pairs = ap.pairs if loc.mem == "hbm" and ap.dyn[0] != "vector" else ap.pairs[1:]
     lo, hi = _span(pairs)
     size = dtype_size(loc.dt)
     return loc.addr + size * lo, loc.addr + size * (hi + 1)
@@ -471,7 +471,7 @@ class IsaInst(RoleOperandOp):
 
     def _verify_operand(self, role: str) -> None:
         loc, ap = self.loc(role), self.ap(role)
-        if ap.offset.data or ap.iv_coeffs:
+        if ap.offset_value or ap.iv_coeffs:
             raise VerifyException(f"'{role}': ISA patterns have offset 0 and no loop terms (use the address)")
         if len(ap.pairs) > MAX_PAIRS:
             raise VerifyException(f"'{role}': {len(ap.pairs) - 1} free dims, at most {MAX_PAIRS - 1}")
