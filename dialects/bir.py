@@ -17,7 +17,8 @@ holds instructions that name them by symbol, each stamped with an id, an engine 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Iterable, Iterator, Sequence
 from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
@@ -83,6 +84,17 @@ class DepAttr(ParametrizedAttribute):
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.kind.data}, {self.on.data}>")
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _dep_cached(kind: str, on: int) -> DepAttr:
+    return DepAttr(kind, on)
+
+
+def deps_attr(edges: Iterable[tuple[str, int]]) -> ArrayAttr[DepAttr]:
+    """The ``deps`` property of ``(kind, instruction id)`` edges. The edge attributes are shared (immutable, and
+    several passes rebuild every instruction's edges: the same few values, built and verified again each time)."""
+    return ArrayAttr([_dep_cached(k, i) if type(k) is str and type(i) is int else DepAttr(k, i) for k, i in edges])
 
 
 @irdl_op_definition

@@ -8,7 +8,6 @@ tagged only where JSON alone would be ambiguous, so the form stays readable::
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections import OrderedDict
@@ -30,7 +29,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region
 
 from nkic.dialects import bir
-from nkic.dialects.common import AccessPatternAttr, string_attr
+from nkic.dialects.common import AccessPatternAttr, i64_attr, string_attr
 
 FORMAT_VERSION = "nkic-bir-json/1"
 
@@ -71,21 +70,11 @@ def attr_to_json(a: Attribute) -> Any:
     raise BirJsonError(f"attribute {a} has no BIR JSON form")
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def _i64_cached(v: int) -> IntegerAttr:
-    return IntegerAttr(v, i64)
-
-
-def _i64_attr(v: int) -> IntegerAttr:
-    """``IntegerAttr(v, i64)``, shared (immutable; JSON ints are plain ints, bools are handled before)."""
-    return _i64_cached(v) if type(v) is int else IntegerAttr(v, i64)
-
-
 def attr_from_json(v: Any) -> Attribute:
     if isinstance(v, bool):
         return BoolAttr.from_bool(v)
     if isinstance(v, int):
-        return _i64_attr(v)
+        return i64_attr(v)  # shared (JSON ints are plain ints, bools handled before)
     if isinstance(v, str):
         return string_attr(v)
     if isinstance(v, list):
@@ -105,7 +94,7 @@ def attr_from_json(v: Any) -> Attribute:
             dyn = (str(rest[1][0]), str(rest[1][1]), int(rest[1][2]), int(rest[1][3])) if len(rest) > 1 else None
             return AccessPatternAttr(off, pairs, ivs, view, dyn or ("", "", 0, 0))
         if tag == "dep":
-            return bir.DepAttr(str(body[0]), int(body[1]))
+            return bir.deps_attr([(str(body[0]), int(body[1]))]).data[0]
         if tag == "dict":
             return DictionaryAttr({k: attr_from_json(x) for k, x in body.items()})
         if tag == "sym":

@@ -328,6 +328,23 @@ def string_attr(value: str) -> StringAttr:
     return _string_attr(value) if type(value) is str else StringAttr(value)
 
 
+@functools.lru_cache(maxsize=1 << 18)
+def _i64_cached(value: int) -> "IntegerAttr[I64]":
+    from xdsl.dialects.builtin import IntegerAttr, i64
+
+    return IntegerAttr(value, i64)
+
+
+def i64_attr(value: int) -> "IntegerAttr[I64]":
+    """``IntegerAttr(value, i64)``, shared for a plain int: instruction ids, semaphores, queues and integer fields
+    are built for every instruction by several passes, and an IntegerAttr normalises and verifies when built."""
+    if type(value) is int:
+        return _i64_cached(value)
+    from xdsl.dialects.builtin import IntegerAttr, i64
+
+    return IntegerAttr(value, i64)
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _ivs_cached(ivs: tuple[int, ...]) -> ArrayAttr[IntAttr]:
     return ArrayAttr([_int_attr(c) for c in ivs])
@@ -398,7 +415,7 @@ def attr_of(value: object) -> "Attribute":
     if isinstance(value, bool):
         return IntegerAttr(int(value), i1)
     if isinstance(value, int):
-        return IntegerAttr(value, i64)
+        return i64_attr(value)
     if isinstance(value, float):
         return FloatAttr(value, f32)
     if isinstance(value, str):

@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.target.limits import INSTRUCTIONS_VAR, max_instructions
-from nkic.dialects.common import AccessPatternAttr
+from nkic.dialects.common import AccessPatternAttr, i64_attr
 
 
 def _fold_iv(ap: AccessPatternAttr, depth: int, value: int) -> AccessPatternAttr:
@@ -90,7 +90,7 @@ def unrolled_count(block: Block) -> int:
 
 def renumber(fn: bir.FunctionOp) -> None:
     for i, inst in enumerate(fn.instructions()):
-        inst.properties["id"] = IntegerAttr(i, i64)
+        inst.properties["id"] = i64_attr(i)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 import nkic
 from nkic.dialects import bir, bir_json, klir_binary, penguin
+from nkic.dialects.common import i64_attr
 from nkic.dialects.instructions import reads_dst
 from nkic.target.machine import ENGINE_OF_HINT, NUM_PARTITIONS
 from nkic.target.vocab import ON_CHIP
@@ -141,11 +142,11 @@ class _ProgramLowering:
         self.deps.record(inst_id, reads, writes)
         props.update(
             refs=ArrayAttr([StringAttr(n) for n in refs]),
-            id=IntegerAttr(inst_id, i64),
+            id=i64_attr(inst_id),
             engine=StringAttr(engine),
         )
         if edges:
-            props["deps"] = ArrayAttr([bir.DepAttr(k, i) for k, i in edges])
+            props["deps"] = bir.deps_attr(edges)
         return bir.INSTRUCTION_OPS[op.OPNAME].create(properties=props)
 
 

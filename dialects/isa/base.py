@@ -36,7 +36,7 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import AccessPatternAttr, attr_of, check_member, value_of
+from nkic.dialects.common import AccessPatternAttr, attr_of, check_member, i64_attr, value_of
 from nkic.dialects.inst import RoleOperandOp
 from nkic.target.instructions import InstrSpec, dims_problem
 from nkic.target.isa import (
@@ -184,7 +184,7 @@ def imm_attr(kind: str, raw: int) -> Attribute:
         return StringAttr(str(value))
     if kind == "f32":
         return FloatAttr(float(value), f32)
-    return IntegerAttr(int(value), i64)
+    return i64_attr(int(value))
 
 
 def imm_prop_def(imm: Imm) -> object:
@@ -281,12 +281,12 @@ class IsaInst(RoleOperandOp):
             "roles": ArrayAttr([StringAttr(r) for r in roles]),
             "aps": ArrayAttr([cls._ap_of(given[r]) for r in roles]),
             "locs": ArrayAttr([IsaLocAttr.of(given[r]) for r in roles]),
-            "id": IntegerAttr(inst_id, i64),
+            "id": i64_attr(inst_id),
         }
         # None, and False for a flag, mean "absent" so that built ops are canonical (as decoded ops are).
         props.update({k: attr_of(v) for k, v in fields.items() if v is not None and not cls._is_clear_flag(k, v)})
         sems = {"wait_sem": wait_sem, "wait_value": wait_value, "signal_sem": signal_sem}
-        props.update({k: IntegerAttr(v, i64) for k, v in sems.items() if v is not None})
+        props.update({k: i64_attr(v) for k, v in sems.items() if v is not None})
         return cls.create(properties=cls._ordered(props))
 
     @classmethod
