@@ -50,7 +50,15 @@ from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import instructions as fields
-from nkic.dialects.common import BIR_ENGINES, MEMORIES, check_member, constant_bytes, int_attr, string_attr
+from nkic.dialects.common import (
+    BIR_ENGINES,
+    MEMORIES,
+    check_member,
+    constant_bytes,
+    dense_ints,
+    int_attr,
+    string_attr,
+)
 from nkic.target.machine import NUM_PARTITIONS
 from nkic.target.vocab import DTYPES, ON_CHIP, dtype_size
 from nkic.dialects.inst import RoleOperandOp
@@ -183,10 +191,10 @@ class MemLocOp(IRDLOperation):
     ):
         props: dict[str, Attribute] = {
             "sym_name": StringAttr(name),
-            "memory": StringAttr(memory),
+            "memory": string_attr(memory),
             "shape": DenseArrayBase.from_list(i64, list(shape)),
-            "dtype": StringAttr(dtype),
-            "kind": StringAttr(kind),
+            "dtype": string_attr(dtype),
+            "kind": string_attr(kind),
         }
         if address is not None:
             props["address"] = DenseArrayBase.from_list(i64, list(address))
@@ -194,7 +202,7 @@ class MemLocOp(IRDLOperation):
 
     @property
     def dims(self) -> tuple[int, ...]:
-        return tuple(int(d) for d in self.shape.get_values())
+        return dense_ints(self.shape)
 
     @property
     def mem(self) -> str:
@@ -202,7 +210,7 @@ class MemLocOp(IRDLOperation):
 
     @property
     def addr(self) -> tuple[int, ...] | None:
-        return None if self.address is None else tuple(int(a) for a in self.address.get_values())
+        return None if self.address is None else dense_ints(self.address)
 
     @property
     def bytes_per_partition(self) -> int:

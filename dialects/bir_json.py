@@ -33,6 +33,7 @@ from nkic.dialects.common import AccessPatternAttr, i64_attr, string_attr
 
 FORMAT_VERSION = "nkic-bir-json/1"
 
+_I1 = IntegerType(1)
 _OPS: dict[str, type[Operation]] = {op.name: op for op in bir.Bir.operations}
 
 
@@ -44,7 +45,7 @@ def attr_to_json(a: Attribute) -> Any:
     if isinstance(a, StringAttr):
         return a.data
     if isinstance(a, IntegerAttr):
-        if a.type == IntegerType(1):
+        if a.type == _I1:
             return bool(a.value.data)
         if a.type == i64:
             return a.value.data

@@ -318,7 +318,7 @@ def int_attr(value: int) -> IntAttr:
     return _int_attr(value) if type(value) is int else IntAttr(value)
 
 
-@functools.lru_cache(maxsize=1 << 12)
+@functools.lru_cache(maxsize=1 << 16)
 def _string_attr(value: str) -> StringAttr:
     return StringAttr(value)
 
@@ -326,6 +326,19 @@ def _string_attr(value: str) -> StringAttr:
 def string_attr(value: str) -> StringAttr:
     """``StringAttr(value)``, shared for a plain str."""
     return _string_attr(value) if type(value) is str else StringAttr(value)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _names_cached(names: tuple[str, ...]) -> ArrayAttr[StringAttr]:
+    return ArrayAttr([_string_attr(n) for n in names])
+
+
+def names_attr(names: Sequence[str]) -> ArrayAttr[StringAttr]:
+    """``ArrayAttr`` of ``StringAttr``s (an instruction's operand roles, its memloc references), shared."""
+    key = tuple(names)
+    if all(type(n) is str for n in key):
+        return _names_cached(key)
+    return ArrayAttr([StringAttr(n) for n in key])
 
 
 @functools.lru_cache(maxsize=1 << 18)
@@ -343,6 +356,13 @@ def i64_attr(value: int) -> "IntegerAttr[I64]":
     from xdsl.dialects.builtin import IntegerAttr, i64
 
     return IntegerAttr(value, i64)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def dense_ints(attr: "DenseArrayBase") -> tuple[int, ...]:
+    """The values of an integer dense array (a memloc's shape or address), decoded once per distinct attribute:
+    passes read every operand's memloc address and shape, and ``get_values`` unpacks the bytes each time."""
+    return tuple(int(v) for v in attr.get_values())
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -419,7 +439,7 @@ def attr_of(value: object) -> "Attribute":
     if isinstance(value, float):
         return FloatAttr(value, f32)
     if isinstance(value, str):
-        return StringAttr(value)
+        return string_attr(value)
     raise TypeError(f"cannot store {value!r} as an op field")
 
 

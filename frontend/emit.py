@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from nkic.dialects import penguin
-from nkic.dialects.common import AccessPatternAttr, attr_of, element_type, i64_attr
+from nkic.dialects.common import AccessPatternAttr, attr_of, element_type, i64_attr, names_attr
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class PenguinEmitter:
         cls = penguin.INSTRUCTION_OPS[op]
         roles = [r for r in cls.ROLES if r in operands]
         props: dict[str, Attribute] = {
-            "roles": penguin.ArrayAttr([StringAttr(r) for r in roles]),
+            "roles": names_attr(roles),
             "aps": penguin.ArrayAttr(
                 [
                     AccessPatternAttr(o.offset.const, o.pattern, o.offset.coeffs, o.view, o.dyn)

@@ -19,7 +19,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.target.limits import INSTRUCTIONS_VAR, max_instructions
-from nkic.dialects.common import AccessPatternAttr, i64_attr
+from nkic.dialects.common import AccessPatternAttr, i64_attr, names_attr
 
 
 def _fold_iv(ap: AccessPatternAttr, depth: int, value: int) -> AccessPatternAttr:
@@ -72,7 +72,7 @@ class _Unroller:
         assert isinstance(op, bir.BirInst), "inner loops are unrolled first"
         new = op.clone()
         new.properties["aps"] = ArrayAttr([_fold_iv(ap, depth, value) for ap in op.aps.data])
-        new.properties["refs"] = ArrayAttr([StringAttr(names.get(r, r)) for r in op.ref_names])
+        new.properties["refs"] = names_attr([names.get(r, r) for r in op.ref_names])
         new.properties.pop("deps", None)
         return new
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.common import i64_attr
+from nkic.dialects.common import i64_attr, names_attr
 
 
 def _check_binding(kernel: bir.MemLocOp, caller: bir.MemLocOp | None, what: str) -> None:
@@ -24,7 +24,7 @@ def _renamed(op: Operation, names: dict[str, str], id_base: int) -> Operation:
     new = op.clone()
     for o in new.walk():
         if isinstance(o, bir.BirInst):
-            o.properties["refs"] = ArrayAttr([StringAttr(names[r]) for r in o.ref_names])
+            o.properties["refs"] = names_attr([names[r] for r in o.ref_names])
             o.properties["id"] = i64_attr(o.inst_id + id_base)
             if o.deps is not None:
                 o.properties["deps"] = bir.deps_attr((k, i + id_base) for k, i in o.dep_list)

@@ -13,14 +13,14 @@ import json
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 import nkic
 from nkic.dialects import bir, bir_json, klir_binary, penguin
-from nkic.dialects.common import i64_attr
+from nkic.dialects.common import i64_attr, names_attr, string_attr
 from nkic.dialects.instructions import reads_dst
 from nkic.target.machine import ENGINE_OF_HINT, NUM_PARTITIONS
 from nkic.target.vocab import ON_CHIP
@@ -141,9 +141,9 @@ class _ProgramLowering:
         edges = self.deps.edges(reads, writes)
         self.deps.record(inst_id, reads, writes)
         props.update(
-            refs=ArrayAttr([StringAttr(n) for n in refs]),
+            refs=names_attr(refs),
             id=i64_attr(inst_id),
-            engine=StringAttr(engine),
+            engine=string_attr(engine),
         )
         if edges:
             props["deps"] = bir.deps_attr(edges)

@@ -36,7 +36,16 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import AccessPatternAttr, attr_of, check_member, i64_attr, value_of
+from nkic.dialects.common import (
+    AccessPatternAttr,
+    attr_of,
+    check_member,
+    i64_attr,
+    int_attr,
+    names_attr,
+    string_attr,
+    value_of,
+)
 from nkic.dialects.inst import RoleOperandOp
 from nkic.target.instructions import InstrSpec, dims_problem
 from nkic.target.isa import (
@@ -83,7 +92,7 @@ class IsaLocAttr(ParametrizedAttribute):
 
     def __init__(self, memory: str, dtype: str, start_partition: int = 0, address: int = 0, var_id: int = 0):
         super().__init__(
-            StringAttr(memory), IntAttr(start_partition), IntAttr(address), StringAttr(dtype), IntAttr(var_id)
+            string_attr(memory), int_attr(start_partition), int_attr(address), string_attr(dtype), int_attr(var_id)
         )
 
     @classmethod
@@ -278,7 +287,7 @@ class IsaInst(RoleOperandOp):
             raise ValueError(f"'{cls.name}' has no operand role(s) {sorted(unknown)}")
         roles = [r for r in cls.ROLES if r in given]
         props: dict[str, Attribute] = {
-            "roles": ArrayAttr([StringAttr(r) for r in roles]),
+            "roles": names_attr(roles),
             "aps": ArrayAttr([cls._ap_of(given[r]) for r in roles]),
             "locs": ArrayAttr([IsaLocAttr.of(given[r]) for r in roles]),
             "id": i64_attr(inst_id),
