@@ -310,14 +310,22 @@ class IsaInst(RoleOperandOp):
         return AccessPatternAttr(0, op.pattern, dyn=(op.dyn, cls.ROLES[op.dyn_ref], 0, op.dyn_scale))
 
     @classmethod
+    def _prop_order(cls) -> tuple[str, ...]:
+        order = cls.__dict__.get("_PROP_ORDER")  # per op class, computed on first use
+        if order is None:
+            fields = [k for k in cls.get_irdl_definition().properties if k not in _BASE_PROPS]
+            order = ("roles", "aps", "locs", "id", *fields, "wait_sem", "wait_value", "signal_sem")
+            cls._PROP_ORDER = order  # type: ignore[attr-defined]
+        return order
+
+    @classmethod
     def _is_clear_flag(cls, name: str, value: object) -> bool:
         return name in cls.FLAGS and name not in cls.DERIVED_FLAGS and value is False
 
     @classmethod
     def _ordered(cls, props: dict[str, Attribute]) -> dict[str, Attribute]:
         """Canonical print order: operands, id, format fields in declaration order, semaphores, anything else."""
-        fields = [k for k in cls.get_irdl_definition().properties if k not in _BASE_PROPS]
-        order = ["roles", "aps", "locs", "id", *fields, "wait_sem", "wait_value", "signal_sem"]
+        order = cls._prop_order()
         out = {k: props[k] for k in order if k in props}
         out.update({k: v for k, v in props.items() if k not in out})
         return out
