@@ -1,7 +1,7 @@
 """Compile-time scaling table: trace and compile time, NEFF instructions, ms per instruction and peak RSS.
 
-``python bench/compile.py [CASE ...]`` (``make bench-compile``); cases: ``attn-1k attn-4k attn-16k mm-2k mm-10k``
-(the default is every case but ``attn-16k``, which takes minutes). Only the compiler runs, not the simulator. Each case
+``python bench/compile.py [CASE ...]`` (``make bench-compile``); cases: ``attn-1k attn-4k attn-16k mm-2k mm-10k mm-100k``
+(the default is every case but ``attn-16k`` and ``mm-100k``, which take minutes). Only the compiler runs, not the simulator. Each case
 runs in a fresh interpreter, so its peak RSS is its own and no case warms a cache for the next; the NEFF's SHA-256
 prefix is printed so a change that must not alter the generated code can be checked against the previous table.
 Trace and compile are wall times; the CPU column (process time of both) is the steadier figure on a shared machine,
@@ -61,6 +61,7 @@ CASES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "attn-16k": ("attention causal bf16 d128, 16K", "attention", (16384,)),
     "mm-2k": ("static_range matmul K=2048 M=512 N=5120", "matmul_chain", (2048, 512, 5120)),
     "mm-10k": ("static_range matmul K=2048 M=2560 N=5120", "matmul_chain", (2048, 2560, 5120)),
+    "mm-100k": ("static_range matmul K=4096 M=8192 N=8192", "matmul_chain", (4096, 8192, 8192)),
 }
 DEFAULT = ["attn-1k", "attn-4k", "mm-2k", "mm-10k"]
 

@@ -17,8 +17,9 @@ holds instructions that name them by symbol, each stamped with an id, an engine 
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
@@ -55,6 +56,7 @@ from nkic.dialects.common import (
     MEMORIES,
     check_member,
     constant_bytes,
+    dense_ints,
     int_attr,
     parse_i64,
     string_attr,
@@ -92,6 +94,17 @@ class DepAttr(ParametrizedAttribute):
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.kind.data}, {self.on.data}>")
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _dep_cached(kind: str, on: int) -> DepAttr:
+    return DepAttr(kind, on)
+
+
+def deps_attr(edges: Iterable[tuple[str, int]]) -> ArrayAttr[DepAttr]:
+    """The ``deps`` property of ``(kind, instruction id)`` edges. The edge attributes are shared (immutable, and
+    several passes rebuild every instruction's edges: the same few values, built and verified again each time)."""
+    return ArrayAttr([_dep_cached(k, i) if type(k) is str and type(i) is int else DepAttr(k, i) for k, i in edges])
 
 
 @irdl_op_definition
@@ -219,10 +232,10 @@ class MemLocOp(IRDLOperation):
     ):
         props: dict[str, Attribute] = {
             "sym_name": StringAttr(name),
-            "memory": StringAttr(memory),
+            "memory": string_attr(memory),
             "shape": DenseArrayBase.from_list(i64, list(shape)),
-            "dtype": StringAttr(dtype),
-            "kind": StringAttr(kind),
+            "dtype": string_attr(dtype),
+            "kind": string_attr(kind),
         }
         if address is not None:
             props["address"] = DenseArrayBase.from_list(i64, list(address))
@@ -230,7 +243,7 @@ class MemLocOp(IRDLOperation):
 
     @property
     def dims(self) -> tuple[int, ...]:
-        return tuple(int(d) for d in self.shape.get_values())
+        return dense_ints(self.shape)
 
     @property
     def mem(self) -> str:
@@ -238,7 +251,7 @@ class MemLocOp(IRDLOperation):
 
     @property
     def addr(self) -> tuple[int, ...] | None:
-        return None if self.address is None else tuple(int(a) for a in self.address.get_values())
+        return None if self.address is None else dense_ints(self.address)
 
     @property
     def bytes_per_partition(self) -> int:

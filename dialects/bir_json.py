@@ -8,8 +8,9 @@ tagged only where JSON alone would be ambiguous, so the form stays readable::
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import json
+from collections import OrderedDict
 from typing import Any
 
 from xdsl.dialects.builtin import (
@@ -28,10 +29,11 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region
 
 from nkic.dialects import bir
-from nkic.dialects.common import AccessPatternAttr, string_attr
+from nkic.dialects.common import AccessPatternAttr, i64_attr, string_attr
 
 FORMAT_VERSION = "nkic-bir-json/1"
 
+_I1 = IntegerType(1)
 _OPS: dict[str, type[Operation]] = {op.name: op for op in bir.Bir.operations}
 
 
@@ -43,7 +45,7 @@ def attr_to_json(a: Attribute) -> Any:
     if isinstance(a, StringAttr):
         return a.data
     if isinstance(a, IntegerAttr):
-        if a.type == IntegerType(1):
+        if a.type == _I1:
             return bool(a.value.data)
         if a.type == i64:
             return a.value.data
@@ -53,10 +55,11 @@ def attr_to_json(a: Attribute) -> Any:
     if isinstance(a, DenseArrayBase):
         return {"i64": [int(v) for v in a.get_values()]}
     if isinstance(a, AccessPatternAttr):
-        body = [a.offset.data, a.iv_coeffs, [list(p) for p in a.pairs]]
-        if a.is_dynamic:  # [view, [kind, role, register, scale]]
-            return {"ap": [*body, a.view.data, list(a.dyn)]}
-        return {"ap": body + [a.view.data] if a.view.data else body}
+        offset, ivs, pairs, view, dyn = a.data
+        body = [offset, list(ivs), [list(p) for p in pairs]]
+        if dyn[0]:  # [view, [kind, role, register, scale]]
+            return {"ap": [*body, view, list(dyn)]}
+        return {"ap": body + [view] if view else body}
     if isinstance(a, bir.DepAttr):
         return {"dep": [a.kind.data, a.on.data]}
     if isinstance(a, ArrayAttr):
@@ -68,21 +71,11 @@ def attr_to_json(a: Attribute) -> Any:
     raise BirJsonError(f"attribute {a} has no BIR JSON form")
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def _i64_cached(v: int) -> IntegerAttr:
-    return IntegerAttr(v, i64)
-
-
-def _i64_attr(v: int) -> IntegerAttr:
-    """``IntegerAttr(v, i64)``, shared (immutable; JSON ints are plain ints, bools are handled before)."""
-    return _i64_cached(v) if type(v) is int else IntegerAttr(v, i64)
-
-
 def attr_from_json(v: Any) -> Attribute:
     if isinstance(v, bool):
         return BoolAttr.from_bool(v)
     if isinstance(v, int):
-        return _i64_attr(v)
+        return i64_attr(v)  # shared (JSON ints are plain ints, bools handled before)
     if isinstance(v, str):
         return string_attr(v)
     if isinstance(v, list):
@@ -100,9 +93,9 @@ def attr_from_json(v: Any) -> Attribute:
             off, ivs, pairs, *rest = body
             view = str(rest[0]) if rest else ""
             dyn = (str(rest[1][0]), str(rest[1][1]), int(rest[1][2]), int(rest[1][3])) if len(rest) > 1 else None
-            return AccessPatternAttr(int(off), [tuple(p) for p in pairs], ivs, view, dyn or ("", "", 0, 0))
+            return AccessPatternAttr(off, pairs, ivs, view, dyn or ("", "", 0, 0))
         if tag == "dep":
-            return bir.DepAttr(str(body[0]), int(body[1]))
+            return bir.deps_attr([(str(body[0]), int(body[1]))]).data[0]
         if tag == "dict":
             return DictionaryAttr({k: attr_from_json(x) for k, x in body.items()})
         if tag == "sym":
@@ -147,3 +140,27 @@ def function_from_json(d: Any) -> bir.FunctionOp:
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"))  # key order kept: the round trip preserves print order
+
+
+# Functions whose FORM B payload this process wrote, by the payload's SHA-256: ``translate-nki-ast-to-bir`` takes
+# the function back instead of parsing the payload and rebuilding every attribute (the round trip is lossless, so
+# the two are equal). A payload from anywhere else, or one whose function was already taken, is parsed. Bounded:
+# entries nobody takes (a pipeline stopped after penguin-to-bir) are dropped oldest first.
+_BUILT: OrderedDict[bytes, bir.FunctionOp] = OrderedDict()
+MAX_BUILT = 8
+
+
+def payload_digest(payload: str) -> bytes:
+    return hashlib.sha256(payload.encode()).digest()
+
+
+def remember_function(payload: str, fn: bir.FunctionOp) -> None:
+    """Record that ``payload`` is ``function_to_json(fn)`` serialised (``fn`` must not be changed afterwards)."""
+    _BUILT[payload_digest(payload)] = fn
+    while len(_BUILT) > MAX_BUILT:
+        _BUILT.popitem(last=False)
+
+
+def take_function(payload: str) -> bir.FunctionOp | None:
+    """The function ``remember_function`` recorded for ``payload``, once; None if there is none."""
+    return _BUILT.pop(payload_digest(payload), None)

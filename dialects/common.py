@@ -7,11 +7,12 @@ numeric codes only appear in the ISA binary encoding (see ``runtime/ISA_FORMAT.m
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
-from xdsl.ir import Dialect, ParametrizedAttribute
+from xdsl.ir import Data, Dialect
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
@@ -62,8 +63,13 @@ def constant_bytes(attr: StringAttr, size: int) -> bytes:
     return data
 
 
+# The plain-value form of an access pattern: (offset, iv coefficients, [step, num] pairs, view dtype, dynamic term).
+ApData = tuple[int, tuple[int, ...], tuple[tuple[int, int], ...], str, tuple[str, str, int, int]]
+_STATIC: tuple[str, str, int, int] = ("", "", 0, 0)
+
+
 @irdl_attr_definition
-class AccessPatternAttr(ParametrizedAttribute):
+class AccessPatternAttr(Data[ApData]):
     """An NKI access pattern over the flat storage of a tensor.
 
     Element ``(i0, …, ik)`` is storage element ``offset + Σ ivs[d]·iv_d + Σ step_j·i_j``, where ``iv_d`` is the
@@ -80,114 +86,170 @@ class AccessPatternAttr(ParametrizedAttribute):
     ``dyn_kind`` is ``reg`` (v = register ``dyn_reg``), ``scalar`` (v = the one element of the instruction's operand
     role ``dyn_role``) or ``vector`` (row ``i0`` of pair 0 takes v = element ``i0`` of operand ``dyn_role``, in place
     of ``step_0·i0``). Printed after the pairs: ``+ 512*r3``, ``+ 512*src_offset``, ``+ 512*vector src_offset``.
+
+    One attribute holding plain Python values (``data``, an ``ApData`` tuple): tracing, lowering and the FORM B
+    round trip build hundreds of thousands of patterns, and a pattern made of nested builtin attributes was ~13
+    attribute objects, each verified when built. The ``offset``/``ivs``/``pattern``/``view``/``dyn_*`` properties
+    still give those attributes (built on demand) for code that reads them; the plain accessors (``offset_value``,
+    ``iv_coeffs``, ``pairs``, ``view_dtype``, ``dyn``) are the cheap way.
     """
 
     name = "nkic.ap"
 
-    offset: IntAttr
-    ivs: ArrayAttr[IntAttr]
-    pattern: ArrayAttr[ArrayAttr[IntAttr]]
-    view: StringAttr
-    dyn_kind: StringAttr  # "" (static), "reg", "scalar" or "vector"
-    dyn_role: StringAttr  # the operand role holding the index tensor (scalar / vector)
-    dyn_reg: IntAttr  # the register (reg)
-    dyn_scale: IntAttr  # elements per unit of the dynamic value
-
     def __init__(
         self,
-        offset: int,
-        pattern: Sequence[Sequence[int]],
+        offset: int | ApData,
+        pattern: Sequence[Sequence[int]] | None = None,
         ivs: Sequence[int] = (),
         view: str = "",
-        dyn: tuple[str, str, int, int] = ("", "", 0, 0),
+        dyn: tuple[str, str, int, int] = _STATIC,
     ):
-        ivs = list(ivs)
-        while ivs and ivs[-1] == 0:
-            ivs.pop()
+        if pattern is None:  # the parser's and Data.new's form: the ApData tuple itself
+            assert isinstance(offset, tuple)
+            super().__init__(offset)
+            return
         kind, role, reg, scale = dyn
-        super().__init__(
-            int_attr(offset),
-            _ivs_attr(tuple(ivs)),
-            _pairs_attr(tuple((s, n) for s, n in pattern)),
-            string_attr(view),
-            string_attr(kind),
-            string_attr(role),
-            int_attr(reg),
-            int_attr(scale),
-        )
+        super().__init__((_index(offset), _coeffs(ivs), tuple((_index(s), _index(n)) for s, n in pattern), str(view),
+                          (str(kind), str(role), _index(reg), _index(scale))))  # fmt: skip
+
+    # -- plain values ----------------------------------------------------------------------------------
+    @property
+    def offset_value(self) -> int:
+        return self.data[0]
 
     @property
     def dyn(self) -> tuple[str, str, int, int]:
         """(kind, role, register, scale) of the dynamic term; kind "" for a static pattern."""
-        return self.dyn_kind.data, self.dyn_role.data, self.dyn_reg.data, self.dyn_scale.data
+        return self.data[4]
 
     @property
     def is_dynamic(self) -> bool:
-        return bool(self.dyn_kind.data)
+        return bool(self.data[4][0])
 
     def moved(self, offset: int, ivs: Sequence[int]) -> AccessPatternAttr:
         """The same pattern (view and dynamic term kept) at another static offset."""
-        return AccessPatternAttr(offset, self.pairs, ivs, self.view.data, self.dyn)
+        _, _, pairs, view, dyn = self.data
+        return AccessPatternAttr((_index(offset), _coeffs(ivs), pairs, view, dyn))
 
     @property
     def view_dtype(self) -> str | None:
-        return self.view.data or None
+        return self.data[3] or None
 
     def operand_dtype(self, storage_dtype: str) -> str:
         """The dtype the operand accesses: its view's, else the storage's."""
-        return self.view.data or storage_dtype
+        return self.data[3] or storage_dtype
 
     @property
     def pairs(self) -> list[tuple[int, int]]:
-        return [(p.data[0].data, p.data[1].data) for p in self.pattern.data]
+        return list(self.data[2])
+
+    @property
+    def pair_tuple(self) -> tuple[tuple[int, int], ...]:
+        return self.data[2]
 
     @property
     def iv_coeffs(self) -> list[int]:
-        return [c.data for c in self.ivs.data]
+        return list(self.data[1])
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(n for _, n in self.pairs)
+        return tuple(n for _, n in self.data[2])
 
     @property
     def num_elements(self) -> int:
-        return int(np.prod(self.shape)) if self.pattern.data else 1
+        return int(np.prod(self.shape)) if self.data[2] else 1
+
+    # -- the same fields as attributes (built on demand) ------------------------------------------------
+    @property
+    def offset(self) -> IntAttr:
+        return int_attr(self.data[0])
+
+    @property
+    def ivs(self) -> ArrayAttr[IntAttr]:
+        return _ivs_cached(self.data[1])
+
+    @property
+    def pattern(self) -> ArrayAttr[ArrayAttr[IntAttr]]:
+        return _pairs_cached(self.data[2])
+
+    @property
+    def view(self) -> StringAttr:
+        return string_attr(self.data[3])
+
+    @property
+    def dyn_kind(self) -> StringAttr:
+        return string_attr(self.data[4][0])
+
+    @property
+    def dyn_role(self) -> StringAttr:
+        return string_attr(self.data[4][1])
+
+    @property
+    def dyn_reg(self) -> IntAttr:
+        return int_attr(self.data[4][2])
+
+    @property
+    def dyn_scale(self) -> IntAttr:
+        return int_attr(self.data[4][3])
 
     def verify(self) -> None:
-        for p in self.pattern.data:
-            if len(p.data) != 2:
+        data = self.data
+        if not (isinstance(data, tuple) and len(data) == 5):
+            raise VerifyException("an access pattern holds (offset, ivs, pairs, view, dyn)")
+        offset, ivs, pairs, view, dyn = data
+        if type(offset) is not int or type(ivs) is not tuple or any(type(c) is not int for c in ivs):
+            raise VerifyException("access pattern offset and loop coefficients must be integers")
+        if type(pairs) is not tuple:
+            raise VerifyException("access pattern entries must be [step, num] pairs")
+        for p in pairs:
+            if type(p) is not tuple or len(p) != 2 or type(p[0]) is not int or type(p[1]) is not int:
                 raise VerifyException("access pattern entries must be [step, num] pairs")
-            if p.data[1].data <= 0:
+            if p[1] <= 0:
                 raise VerifyException("access pattern sizes must be positive")
-        if not self.pattern.data:
+        if not pairs:
             raise VerifyException("access pattern must have at least one [step, num] pair")
-        if self.view.data:
-            check_member("dtype", self.view.data, tuple(DTYPES))
-        kind, role, reg, _ = self.dyn
-        check_member("dynamic offset kind", kind, DYN_KINDS)
-        if kind == "reg" and not 0 < reg < 64:
-            raise VerifyException(f"dynamic offset register r{reg} outside r1..r63")
-        if kind in ("scalar", "vector") and not role:
-            raise VerifyException(f"a {kind} dynamic offset names the operand role holding its index")
+        if view:
+            check_member("dtype", view, _DTYPE_NAMES)
+        kind, role, reg, _ = dyn
+        if kind:
+            check_member("dynamic offset kind", kind, DYN_KINDS)
+            if kind == "reg" and not 0 < reg < 64:
+                raise VerifyException(f"dynamic offset register r{reg} outside r1..r63")
+            if kind in ("scalar", "vector") and not role:
+                raise VerifyException(f"a {kind} dynamic offset names the operand role holding its index")
 
     def min_max_offset(self, iv_values: Sequence[int] = ()) -> tuple[int, int]:
-        base = self.offset.data + sum(c * v for c, v in zip(self.iv_coeffs, iv_values))
+        base = self.data[0] + sum(c * v for c, v in zip(self.data[1], iv_values))
         lo = hi = base
-        for s, n in self.pairs:
+        for s, n in self.data[2]:
             span = s * (n - 1)
             lo += min(0, span)
             hi += max(0, span)
         return lo, hi
 
     @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[object]:
+    def parse_parameter(cls, parser: AttrParser) -> ApData:
         with parser.in_angle_brackets():
-            return parse_ap_body(parser)
+            return parse_ap_body(parser).data
 
-    def print_parameters(self, printer: Printer) -> None:
+    def print_parameter(self, printer: Printer) -> None:
         printer.print_string("<" + ap_body_str(self) + ">")
 
 
+_DTYPE_NAMES: tuple[str, ...] = tuple(DTYPES)
+
+
+def _index(value: object) -> int:
+    """A plain int (numpy integers and bools accepted, floats refused, as IntAttr did)."""
+    return value if type(value) is int else operator.index(value)  # type: ignore[arg-type]
+
+
+def _coeffs(ivs: Sequence[int]) -> tuple[int, ...]:
+    """Loop coefficients without trailing zeros (``i2``'s term of a depth-2 access is omitted, not zero)."""
+    coeffs = [_index(c) for c in ivs]
+    while coeffs and coeffs[-1] == 0:
+        coeffs.pop()
+    return tuple(coeffs)
 DYN_KINDS = ("", "reg", "scalar", "vector")
 
 
@@ -205,7 +267,7 @@ def _parse_dyn(parser: AttrParser) -> tuple[str, str, int, int]:
     return "scalar", word, 0, scale
 
 
-def parse_ap_body(parser: AttrParser) -> tuple[Attribute, ...]:
+def parse_ap_body(parser: AttrParser) -> AccessPatternAttr:
     """Parse ``0 + 128*i0 : [512, 128], [1, 512]`` and an optional ``as <dtype>`` (shared by every printed form of
     an access pattern)."""
     offset = parser.parse_integer()
@@ -224,41 +286,37 @@ def parse_ap_body(parser: AttrParser) -> tuple[Attribute, ...]:
         ivs[int(name[1:])] = ivs.get(int(name[1:]), 0) + sign * coeff
     parser.parse_punctuation(":")
 
-    def pair() -> ArrayAttr[IntAttr]:
+    def pair() -> tuple[int, int]:
         vals = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
         if len(vals) != 2:
             parser.raise_error("access pattern entries must be [step, num] pairs")
-        return ArrayAttr([IntAttr(v) for v in vals])
+        return vals[0], vals[1]
 
     pairs = [pair()]
     while parser.parse_optional_punctuation(",") is not None:
         pairs.append(pair())
     depth = max(ivs) + 1 if ivs else 0
     coeffs = [ivs.get(d, 0) for d in range(depth)]
-    while coeffs and coeffs[-1] == 0:
-        coeffs.pop()
-    kind, role, reg, scale = _parse_dyn(parser)
+    dyn = _parse_dyn(parser)
     view = parser.parse_identifier() if parser.parse_optional_keyword("as") is not None else ""
-    return (IntAttr(offset), ArrayAttr([IntAttr(c) for c in coeffs]), ArrayAttr(pairs), StringAttr(view),
-            StringAttr(kind), StringAttr(role), IntAttr(reg), IntAttr(scale))  # fmt: skip
+    return AccessPatternAttr(offset, pairs, coeffs, view, dyn)
 
 
 def ap_body_str(ap: AccessPatternAttr) -> str:
-    text = str(ap.offset.data)
-    for d, c in enumerate(ap.iv_coeffs):
+    offset, ivs, pairs, view, (kind, role, reg, scale) = ap.data
+    text = str(offset)
+    for d, c in enumerate(ivs):
         if c:
             text += f" {'+' if c > 0 else '-'} {abs(c)}*i{d}"
-    text += " : " + ", ".join(f"[{s}, {n}]" for s, n in ap.pairs)
-    kind, role, reg, scale = ap.dyn
+    text += " : " + ", ".join(f"[{s}, {n}]" for s, n in pairs)
     if kind:
         text += f" + {scale}*" + {"reg": f"r{reg}", "scalar": role, "vector": f"vector {role}"}[kind]
-    return text + (f" as {ap.view.data}" if ap.view.data else "")
+    return text + (f" as {view}" if view else "")
 
 
-# Shared instances of the immutable attributes an access pattern is made of. A 3-D pattern is 13 attributes, each
-# verified when built; tracing, lowering and the FORM B round trip build hundreds of thousands of them, mostly the
-# same few values. Only exact ints and strs are shared (True == 1 but prints differently), so every attribute is
-# equal to, and prints as, the one it replaces.
+# Shared instances of small immutable attributes (ints, strings, the attribute views of an access pattern's fields):
+# passes build many of them, mostly the same few values. Only exact ints and strs are shared (True == 1 but prints
+# differently), so every attribute is equal to, and prints as, the one it replaces.
 @functools.lru_cache(maxsize=1 << 16)
 def _int_attr(value: int) -> IntAttr:
     return IntAttr(value)
@@ -269,7 +327,7 @@ def int_attr(value: int) -> IntAttr:
     return _int_attr(value) if type(value) is int else IntAttr(value)
 
 
-@functools.lru_cache(maxsize=1 << 12)
+@functools.lru_cache(maxsize=1 << 16)
 def _string_attr(value: str) -> StringAttr:
     return StringAttr(value)
 
@@ -279,8 +337,41 @@ def string_attr(value: str) -> StringAttr:
     return _string_attr(value) if type(value) is str else StringAttr(value)
 
 
-def _plain_ints(values: Sequence[object]) -> bool:
-    return all(type(v) is int for v in values)
+@functools.lru_cache(maxsize=1 << 12)
+def _names_cached(names: tuple[str, ...]) -> ArrayAttr[StringAttr]:
+    return ArrayAttr([_string_attr(n) for n in names])
+
+
+def names_attr(names: Sequence[str]) -> ArrayAttr[StringAttr]:
+    """``ArrayAttr`` of ``StringAttr``s (an instruction's operand roles, its memloc references), shared."""
+    key = tuple(names)
+    if all(type(n) is str for n in key):
+        return _names_cached(key)
+    return ArrayAttr([StringAttr(n) for n in key])
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _i64_cached(value: int) -> "IntegerAttr[I64]":
+    from xdsl.dialects.builtin import IntegerAttr, i64
+
+    return IntegerAttr(value, i64)
+
+
+def i64_attr(value: int) -> "IntegerAttr[I64]":
+    """``IntegerAttr(value, i64)``, shared for a plain int: instruction ids, semaphores, queues and integer fields
+    are built for every instruction by several passes, and an IntegerAttr normalises and verifies when built."""
+    if type(value) is int:
+        return _i64_cached(value)
+    from xdsl.dialects.builtin import IntegerAttr, i64
+
+    return IntegerAttr(value, i64)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def dense_ints(attr: "DenseArrayBase") -> tuple[int, ...]:
+    """The values of an integer dense array (a memloc's shape or address), decoded once per distinct attribute:
+    passes read every operand's memloc address and shape, and ``get_values`` unpacks the bytes each time."""
+    return tuple(int(v) for v in attr.get_values())
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -288,19 +379,9 @@ def _ivs_cached(ivs: tuple[int, ...]) -> ArrayAttr[IntAttr]:
     return ArrayAttr([_int_attr(c) for c in ivs])
 
 
-def _ivs_attr(ivs: tuple[int, ...]) -> ArrayAttr[IntAttr]:
-    return _ivs_cached(ivs) if _plain_ints(ivs) else ArrayAttr([IntAttr(c) for c in ivs])
-
-
 @functools.lru_cache(maxsize=1 << 14)
 def _pairs_cached(pairs: tuple[tuple[int, int], ...]) -> ArrayAttr[ArrayAttr[IntAttr]]:
     return ArrayAttr([ArrayAttr([_int_attr(s), _int_attr(n)]) for s, n in pairs])
-
-
-def _pairs_attr(pairs: tuple[tuple[int, int], ...]) -> ArrayAttr[ArrayAttr[IntAttr]]:
-    if all(_plain_ints(p) for p in pairs):
-        return _pairs_cached(pairs)
-    return ArrayAttr([ArrayAttr([IntAttr(s), IntAttr(n)]) for s, n in pairs])
 
 
 def contiguous_pattern(shape: Sequence[int]) -> list[tuple[int, int]]:
@@ -364,11 +445,11 @@ def attr_of(value: object) -> "Attribute":
     if isinstance(value, bool):
         return IntegerAttr(int(value), i1)
     if isinstance(value, int):
-        return IntegerAttr(value, i64)
+        return i64_attr(value)
     if isinstance(value, float):
         return FloatAttr(value, f32)
     if isinstance(value, str):
-        return StringAttr(value)
+        return string_attr(value)
     raise TypeError(f"cannot store {value!r} as an op field")
 
 

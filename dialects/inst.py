@@ -63,8 +63,10 @@ class RoleOperandOp(IRDLOperation):
         return [r.data for r in self.roles.data]
 
     def role_index(self, role: str) -> int | None:
-        names = self.role_names
-        return names.index(role) if role in names else None
+        for i, r in enumerate(self.roles.data):  # no list of names: operand lookups are the passes' hot path
+            if r.data == role:
+                return i
+        return None
 
     def ap(self, role: str) -> AccessPatternAttr | None:
         i = self.role_index(role)
@@ -118,7 +120,7 @@ class RoleOperandOp(IRDLOperation):
             roles.append(StringAttr(role))
             refs.append(cls._parse_ref(parser))
             parser.parse_punctuation("[")
-            aps.append(AccessPatternAttr.new(parse_ap_body(parser)))
+            aps.append(parse_ap_body(parser))
             parser.parse_punctuation("]")
             if parser.parse_optional_punctuation(",") is None:
                 break

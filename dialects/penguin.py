@@ -53,7 +53,15 @@ from xdsl.traits import HasParent, IsTerminator, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import instructions as fields
-from nkic.dialects.common import MEMORIES, check_member, constant_attr, constant_bytes, dtype_of_element_type
+from nkic.dialects.common import (
+    MEMORIES,
+    check_member,
+    constant_attr,
+    constant_bytes,
+    dtype_of_element_type,
+    int_attr,
+    string_attr,
+)
 from nkic.dialects.inst import RoleOperandOp
 from nkic.target.machine import MAX_PSUM_BYTES, NUM_PARTITIONS
 from nkic.target.vocab import ON_CHIP, dtype_size
@@ -70,7 +78,7 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
     element_type: Attribute
 
     def __init__(self, memory: str, shape: Sequence[int], element_type: Attribute):
-        super().__init__(StringAttr(memory), ArrayAttr([IntAttr(d) for d in shape]), element_type)
+        super().__init__(string_attr(memory), ArrayAttr([int_attr(d) for d in shape]), element_type)
 
     @property
     def mem(self) -> str:

@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from nkic.dialects import penguin
-from nkic.dialects.common import AccessPatternAttr, attr_of, element_type
+from nkic.dialects.common import AccessPatternAttr, attr_of, element_type, i64_attr, names_attr
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def _pattern_attr(pattern: Sequence[Sequence[int]], offset: int = 0) -> AccessPa
 # How a traced field value becomes a property, by the field's kind in the instruction declaration.
 _BY_KIND = {
     "axes": lambda v: DenseArrayBase.from_list(i64, [int(a) for a in v]),
-    "int": lambda v: IntegerAttr(int(v), i64),
+    "int": lambda v: i64_attr(int(v)),
     "f32": lambda v: FloatAttr(float(v), f32),
     "value": lambda v: FloatAttr(float(v), f32) if isinstance(v, float) else IntegerAttr(int(v), i64),
 }
@@ -110,7 +110,7 @@ class PenguinEmitter:
         cls = penguin.INSTRUCTION_OPS[op]
         roles = [r for r in cls.ROLES if r in operands]
         props: dict[str, Attribute] = {
-            "roles": penguin.ArrayAttr([StringAttr(r) for r in roles]),
+            "roles": names_attr(roles),
             "aps": penguin.ArrayAttr(
                 [
                     AccessPatternAttr(o.offset.const, o.pattern, o.offset.coeffs, o.view, o.dyn)

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects.common import string_attr
 from nkic.dialects.instructions import str_field
 from nkic.passes.lowering import cost_record
 from nkic.target.costs import instr_ns
@@ -51,7 +52,7 @@ def assign(fn: bir.FunctionOp, target: Target) -> None:
                 f"{', ' + inst.loc.data if inst.loc else ''}) cannot run on {engine}; "
                 f"legal engines: {', '.join(legal)}"
             )
-        inst.properties["engine"] = StringAttr(engine)
+        inst.properties["engine"] = string_attr(engine)
         load[engine] += instr_ns(cost_record(inst, locs, engine), target)
 
 

@@ -12,21 +12,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.target.limits import INSTRUCTIONS_VAR, max_instructions
-from nkic.dialects.common import AccessPatternAttr
+from nkic.dialects.common import AccessPatternAttr, i64_attr, names_attr
 
 
 def _fold_iv(ap: AccessPatternAttr, depth: int, value: int) -> AccessPatternAttr:
     coeffs = ap.iv_coeffs
     if len(coeffs) <= depth:
         return ap
-    return ap.moved(ap.offset.data + coeffs[depth] * value, coeffs[:depth])
+    return ap.moved(ap.offset_value + coeffs[depth] * value, coeffs[:depth])
 
 
 class _Unroller:
@@ -72,7 +72,7 @@ class _Unroller:
         assert isinstance(op, bir.BirInst), "inner loops are unrolled first"
         new = op.clone()
         new.properties["aps"] = ArrayAttr([_fold_iv(ap, depth, value) for ap in op.aps.data])
-        new.properties["refs"] = ArrayAttr([StringAttr(names.get(r, r)) for r in op.ref_names])
+        new.properties["refs"] = names_attr([names.get(r, r) for r in op.ref_names])
         new.properties.pop("deps", None)
         return new
 
@@ -90,7 +90,7 @@ def unrolled_count(block: Block) -> int:
 
 def renumber(fn: bir.FunctionOp) -> None:
     for i, inst in enumerate(fn.instructions()):
-        inst.properties["id"] = IntegerAttr(i, i64)
+        inst.properties["id"] = i64_attr(i)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -169,7 +169,7 @@ def analyse(fn: bir.FunctionOp) -> None:
         for d, k in late.get(inst.inst_id, {}).items():
             edges.setdefault(d, k)
         if edges:
-            inst.properties["deps"] = ArrayAttr([bir.DepAttr(k, i) for i, k in sorted(edges.items())])
+            inst.properties["deps"] = bir.deps_attr((k, i) for i, k in sorted(edges.items()))
         else:
             inst.properties.pop("deps", None)
 

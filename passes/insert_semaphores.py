@@ -17,11 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects.common import i64_attr
 from nkic.dialects.traits import IsControl, IsDma
 from nkic.target.machine import ENGINE_NAMES, NUM_DMA_QUEUES, engine_sem, queue_sem
 
@@ -51,7 +52,7 @@ def schedule(fn: bir.FunctionOp, num_queues: int) -> None:
                 raise PassFailedException(f"instruction {inst.inst_id} is on DMA queue {queue}, beyond num_queues")
             dmas += 1
             sem = queue_sem(queue)
-            inst.properties["queue"] = IntegerAttr(queue, i64)
+            inst.properties["queue"] = i64_attr(queue)
         else:
             sem = ENGINE_SEM[engine]
         waits: dict[int, int] = {}
@@ -67,7 +68,7 @@ def schedule(fn: bir.FunctionOp, num_queues: int) -> None:
         known[engine].update(needed)
         counts[sem] = counts.get(sem, 0) + 1
         sem_of[inst.inst_id], count_of[inst.inst_id] = sem, counts[sem]
-        inst.properties["signal"] = IntegerAttr(sem, i64)
+        inst.properties["signal"] = i64_attr(sem)
         if needed:
             flat = [x for pair in needed.items() for x in pair]
             inst.properties["waits"] = DenseArrayBase.from_list(i64, flat)

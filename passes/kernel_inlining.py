@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects.common import i64_attr, names_attr
 
 
 def _check_binding(kernel: bir.MemLocOp, caller: bir.MemLocOp | None, what: str) -> None:
@@ -23,10 +24,10 @@ def _renamed(op: Operation, names: dict[str, str], id_base: int) -> Operation:
     new = op.clone()
     for o in new.walk():
         if isinstance(o, bir.BirInst):
-            o.properties["refs"] = ArrayAttr([StringAttr(names[r]) for r in o.ref_names])
-            o.properties["id"] = IntegerAttr(o.inst_id + id_base, i64)
+            o.properties["refs"] = names_attr([names[r] for r in o.ref_names])
+            o.properties["id"] = i64_attr(o.inst_id + id_base)
             if o.deps is not None:
-                o.properties["deps"] = ArrayAttr([bir.DepAttr(k, i + id_base) for k, i in o.dep_list])
+                o.properties["deps"] = bir.deps_attr((k, i + id_base) for k, i in o.dep_list)
     return new
 
 

@@ -46,7 +46,7 @@ def isa_fields(inst: bir.BirInst) -> dict[str, Any]:
     for f in spec.fields:
         if f.kind == "pattern":
             fields.pop(f.name, None)
-            fields["offset"] = values[f.name].offset.data
+            fields["offset"] = values[f.name].offset_value
     return fields
 
 

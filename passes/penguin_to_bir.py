@@ -13,13 +13,14 @@ import json
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 import nkic
 from nkic.dialects import bir, bir_json, klir_binary, penguin
+from nkic.dialects.common import i64_attr, names_attr, string_attr
 from nkic.dialects.instructions import reads_dst
 from nkic.target.machine import ENGINE_OF_HINT, NUM_PARTITIONS
 from nkic.target.vocab import ON_CHIP
@@ -140,12 +141,12 @@ class _ProgramLowering:
         edges = self.deps.edges(reads, writes)
         self.deps.record(inst_id, reads, writes)
         props.update(
-            refs=ArrayAttr([StringAttr(n) for n in refs]),
-            id=IntegerAttr(inst_id, i64),
-            engine=StringAttr(engine),
+            refs=names_attr(refs),
+            id=i64_attr(inst_id),
+            engine=string_attr(engine),
         )
         if edges:
-            props["deps"] = ArrayAttr([bir.DepAttr(k, i) for k, i in edges])
+            props["deps"] = bir.deps_attr(edges)
         return bir.INSTRUCTION_OPS[op.OPNAME].create(properties=props)
 
 
@@ -194,6 +195,7 @@ def make_klir_carrier(
     """An IT56 holding ``fn`` as BIR JSON (FORM B), or ``kernel`` as an NKAB kernel-AST binary (FORM A)."""
     if fmt == "bir":
         payload = bir_json.dumps(bir_json.function_to_json(fn))
+        bir_json.remember_function(payload, fn)  # translate-nki-ast-to-bir takes it back (no rebuild)
     else:
         assert kernel is not None
         payload = klir_binary.to_carrier_string(klir_binary.encode_kernel(kernel))

@@ -42,7 +42,7 @@ def place(loc: bir.MemLocOp, ap: AccessPatternAttr, inst: bir.BirInst, role: str
     if ap.iv_coeffs:
         raise PassFailedException(f"instruction {inst.inst_id} still uses a loop index (run bir-unroll first)")
     if loc.mem not in ON_CHIP:
-        return Placement("hbm", loc.sym_name.data, 0, 0, ap.offset.data * es, tuple(ap.pairs), dtype)
+        return Placement("hbm", loc.sym_name.data, 0, 0, ap.offset_value * es, tuple(ap.pairs), dtype)
     if loc.addr is None:
         raise PassFailedException(f"memloc '{loc.sym_name.data}' has no address (run allocate-memory first)")
     row = dtype_size(loc.dtype.data)  # bytes per partition, then elements of the operand dtype
@@ -55,7 +55,7 @@ def place(loc: bir.MemLocOp, ap: AccessPatternAttr, inst: bir.BirInst, role: str
             f"instruction {inst.inst_id} {role}: the partition step {pstep} must equal the row size {row} of "
             f"'{loc.sym_name.data}'"
         )
-    p0, off = divmod(ap.offset.data, row)
+    p0, off = divmod(ap.offset_value, row)
     part, base = loc.addr
     if p0 + part + nparts > NUM_PARTITIONS:
         raise PassFailedException(f"instruction {inst.inst_id} {role} reaches past partition {NUM_PARTITIONS - 1}")

@@ -40,7 +40,7 @@ class ResolvePsumAccumulatePass(ModulePass):
             name, ap = inst.ref("dst"), inst.ap("dst")
             assert name is not None and ap is not None
             flags = written.setdefault(name, np.zeros(int(np.prod(locs[name].dims)), dtype=bool))
-            idx = ap_indices(ap.offset.data, ap.pairs).ravel()
+            idx = ap_indices(ap.offset_value, ap.pairs).ravel()
             if inst.accumulate is None:
                 hit = flags[idx]
                 if hit.any() and not hit.all():

@@ -15,11 +15,12 @@ import heapq
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects.common import i64_attr
 from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.lowering import cost_record
 from nkic.target.costs import dma_ns, instr_ns
@@ -113,10 +114,10 @@ def _reorder(fn: bir.FunctionOp, new_order: list[bir.BirInst]) -> None:
         inst.detach()
     block.add_ops(new_order)
     for inst in new_order:
-        inst.properties["id"] = IntegerAttr(renumber[inst.inst_id], i64)
+        inst.properties["id"] = i64_attr(renumber[inst.inst_id])
         if inst.deps is not None:
-            inst.properties["deps"] = ArrayAttr(
-                [bir.DepAttr(k, renumber[d]) for k, d in sorted(inst.dep_list, key=lambda e: renumber[e[1]])]
+            inst.properties["deps"] = bir.deps_attr(
+                (k, renumber[d]) for k, d in sorted(inst.dep_list, key=lambda e: renumber[e[1]])
             )
 
 

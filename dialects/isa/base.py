@@ -37,7 +37,16 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from nkic.dialects.common import AccessPatternAttr, attr_of, check_member, value_of
+from nkic.dialects.common import (
+    AccessPatternAttr,
+    attr_of,
+    check_member,
+    i64_attr,
+    int_attr,
+    names_attr,
+    string_attr,
+    value_of,
+)
 from nkic.dialects.inst import RoleOperandOp
 from nkic.target.instructions import InstrSpec, dims_problem
 from nkic.target.isa import (
@@ -85,7 +94,7 @@ class IsaLocAttr(ParametrizedAttribute):
 
     def __init__(self, memory: str, dtype: str, start_partition: int = 0, address: int = 0, var_id: int = 0):
         super().__init__(
-            StringAttr(memory), IntAttr(start_partition), IntAttr(address), StringAttr(dtype), IntAttr(var_id)
+            string_attr(memory), int_attr(start_partition), int_attr(address), string_attr(dtype), int_attr(var_id)
         )
 
     @classmethod
@@ -186,7 +195,7 @@ def imm_attr(kind: str, raw: int) -> Attribute:
         return StringAttr(str(value))
     if kind == "f32":
         return FloatAttr(float(value), f32)
-    return IntegerAttr(int(value), i64)
+    return i64_attr(int(value))
 
 
 def imm_prop_def(imm: Imm) -> object:
@@ -221,7 +230,7 @@ def _span(pairs: Sequence[tuple[int, int]]) -> tuple[int, int]:
 def byte_range(loc: IsaLocAttr, ap: AccessPatternAttr) -> tuple[int, int]:
     """Half-open byte range ``[lo, hi)`` touched inside a partition (SBUF/PSUM) or an HBM variable."""
     # A vector dynamic term places each row of pair 0 at run time: only the rest is known statically.
-    pairs = ap.pairs if loc.mem == "hbm" and ap.dyn_kind.data != "vector" else ap.pairs[1:]
+    pairs = ap.pairs if loc.mem == "hbm" and ap.dyn[0] != "vector" else ap.pairs[1:]
     lo, hi = _span(pairs)
     size = dtype_size(loc.dt)
     return loc.addr + size * lo, loc.addr + size * (hi + 1)
@@ -280,15 +289,15 @@ class IsaInst(RoleOperandOp):
             raise ValueError(f"'{cls.name}' has no operand role(s) {sorted(unknown)}")
         roles = [r for r in cls.ROLES if r in given]
         props: dict[str, Attribute] = {
-            "roles": ArrayAttr([StringAttr(r) for r in roles]),
+            "roles": names_attr(roles),
             "aps": ArrayAttr([cls._ap_of(given[r]) for r in roles]),
             "locs": ArrayAttr([IsaLocAttr.of(given[r]) for r in roles]),
-            "id": IntegerAttr(inst_id, i64),
+            "id": i64_attr(inst_id),
         }
         # None, and False for a flag, mean "absent" so that built ops are canonical (as decoded ops are).
         props.update({k: attr_of(v) for k, v in fields.items() if v is not None and not cls._is_clear_flag(k, v)})
         sems = {"wait_sem": wait_sem, "wait_value": wait_value, "signal_sem": signal_sem}
-        props.update({k: IntegerAttr(v, i64) for k, v in sems.items() if v is not None})
+        props.update({k: i64_attr(v) for k, v in sems.items() if v is not None})
         return cls.create(properties=cls._ordered(props))
 
     @classmethod
@@ -303,14 +312,22 @@ class IsaInst(RoleOperandOp):
         return AccessPatternAttr(0, op.pattern, dyn=(op.dyn, cls.ROLES[op.dyn_ref], 0, op.dyn_scale))
 
     @classmethod
+    def _prop_order(cls) -> tuple[str, ...]:
+        order = cls.__dict__.get("_PROP_ORDER")  # per op class, computed on first use
+        if order is None:
+            fields = [k for k in cls.get_irdl_definition().properties if k not in _BASE_PROPS]
+            order = ("roles", "aps", "locs", "id", *fields, "wait_sem", "wait_value", "signal_sem")
+            cls._PROP_ORDER = order  # type: ignore[attr-defined]
+        return order
+
+    @classmethod
     def _is_clear_flag(cls, name: str, value: object) -> bool:
         return name in cls.FLAGS and name not in cls.DERIVED_FLAGS and value is False
 
     @classmethod
     def _ordered(cls, props: dict[str, Attribute]) -> dict[str, Attribute]:
         """Canonical print order: operands, id, format fields in declaration order, semaphores, anything else."""
-        fields = [k for k in cls.get_irdl_definition().properties if k not in _BASE_PROPS]
-        order = ["roles", "aps", "locs", "id", *fields, "wait_sem", "wait_value", "signal_sem"]
+        order = cls._prop_order()
         out = {k: props[k] for k in order if k in props}
         out.update({k: v for k, v in props.items() if k not in out})
         return out
@@ -483,7 +500,7 @@ class IsaInst(RoleOperandOp):
 
     def _verify_operand(self, role: str) -> None:
         loc, ap = self.loc(role), self.ap(role)
-        if ap.offset.data or ap.iv_coeffs:
+        if ap.offset_value or ap.iv_coeffs:
             raise VerifyException(f"'{role}': ISA patterns have offset 0 and no loop terms (use the address)")
         if len(ap.pairs) > MAX_PAIRS:
             raise VerifyException(f"'{role}': {len(ap.pairs) - 1} free dims, at most {MAX_PAIRS - 1}")

@@ -43,6 +43,34 @@ def test_form_a_and_form_b_carriers_lower_to_the_same_numbers() -> None:
     np.testing.assert_array_equal(outs["bir"], outs["klir"])
 
 
+def test_form_b_function_is_taken_back_not_rebuilt_and_equals_the_parsed_one() -> None:
+    """translate-nki-ast-to-bir reuses the function penguin-to-bir serialised (keyed by the payload's digest); it is
+    the function the payload parses to, and a payload nobody remembered (or already taken) is parsed."""
+    import json
+
+    from nkic.dialects import bir_json
+
+    m = softmax.trace(X).module.clone()
+    ctx = make_context()
+    PenguinToBirPass().apply(ctx, m)
+    (carrier,) = _ops(m, bir.NkiKlirKernelOp)
+    payload = carrier.klir_binary.data
+    parsed = bir_json.function_from_json(json.loads(payload))
+    built = bir_json.take_function(payload)
+    assert built is not None and str(built) == str(parsed)
+    assert bir_json.take_function(payload) is None  # taken once
+    bir_json.remember_function(payload, built)
+    TranslateNkiAstToBirPass().apply(ctx, m)
+    (fn,) = [f for f in m.ops if isinstance(f, bir.FunctionOp) and f.sym_name.data != "main"][:1]
+    assert fn is built
+    m2 = softmax.trace(X).module.clone()
+    PenguinToBirPass().apply(ctx, m2)
+    bir_json.take_function(_ops(m2, bir.NkiKlirKernelOp)[0].klir_binary.data)  # forget it: translate parses
+    TranslateNkiAstToBirPass().apply(ctx, m2)
+    fns = [f for f in m2.ops if isinstance(f, bir.FunctionOp) and f.sym_name.data != "main"]
+    assert [str(f) for f in fns] == [str(parsed)]
+
+
 def test_nkab_round_trip_and_corruption() -> None:
     kernel = next(o for o in softmax.trace(X).module.ops if isinstance(o, penguin.KernelOp))
     data = klir_binary.encode_kernel(kernel)

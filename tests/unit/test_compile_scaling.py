@@ -83,7 +83,7 @@ def test_memory_stays_bounded_across_compiles(monkeypatch: pytest.MonkeyPatch) -
     # ... and without the full-collection rule the dropped results pile up, one per compile ...
     monkeypatch.setattr(gcpause, "FULL_MIN", 10**12)
     grows = _objects_after_compiles(8)
-    assert all(b - a > 300 for a, b in zip(grows, grows[1:])), grows
+    assert all(b - a > 100 for a, b in zip(grows, grows[1:])), grows  # ~220 objects per compile (shared attributes)
     # ... while with it the heap stays within FULL_MIN (+ one compile) of where it started.
     monkeypatch.setattr(gcpause, "FULL_MIN", 4 * made)
     monkeypatch.setattr(gcpause, "FULL_RATIO", 0.0)
