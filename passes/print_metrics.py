@@ -1,11 +1,13 @@
 """``print-metrics``: a static report of each BIR function, printed to stdout; the IR is left unchanged.
 
 Per engine (DMA transfers per queue once ``insert-semaphores`` assigned them, else as ``dma``): ISA instructions
-(the ``sem_wait`` that carries each wait beyond an instruction's first included) and estimated busy time under the shared cost model (``nkic.target.costs``, the simulator's). The critical path is the
+(the ``sem_wait`` that carries each wait beyond an instruction's first included) and estimated busy time from the
+per-instruction figures of ``nkic.target.costs`` (the simulator's calibrated timeline adds what only a run knows:
+TensorE throttling, dependent-instruction latency, the DMA queues sharing the core's bandwidth). The critical path is the
 longest chain of dependency edges weighted by those durations: no schedule can finish sooner, whatever the engine
 contention; beside it, the busiest engine's total, the other lower bound. "As scheduled" is the longest chain once
-each engine's and DMA queue's program order counts as edges too: the run time the current order allows (the
-simulator adds semaphore and issue effects). Semaphore waits are counted once
+each engine's and DMA queue's program order counts as edges too: the run time the current order allows under those
+figures (the simulator adds semaphore, issue and timeline effects). Semaphore waits are counted once
 ``insert-semaphores`` ran. SBUF and PSUM high-water marks are the highest byte per partition any placed tensor
 reaches (after ``allocate-memory``), against the target's capacity.
 

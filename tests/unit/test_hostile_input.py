@@ -280,12 +280,17 @@ def test_exceptions_in_kernels_are_at_the_user_line(fn, marker: str, message: st
 def k_too_big(a):
     out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
     tiles = []
-    for _ in range(8):
+    for i in range(8):  # a chain whose links are all read with the last one: all eight live at once, in any order
         t = nl.ndarray((128, 8192), nl.float32, buffer=nl.sbuf)  # E-capacity
-        nisa.memset(dst=t, value=0.0)
+        if i == 0:
+            nisa.memset(dst=t, value=0.0)
+        else:
+            nisa.tensor_copy(dst=t, src=tiles[-1])
         tiles.append(t)
-    for t in tiles:
-        nisa.dma_copy(dst=out, src=t[0:128, 0:64])
+    for t in tiles[:-1]:
+        u = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=u, data1=t[0:128, 0:64], data2=tiles[-1][0:128, 0:64], op=nl.add)
+        nisa.dma_copy(dst=out, src=u)
     return out
 
 
