@@ -62,11 +62,15 @@ class CompileResult:
 
 
 def pipeline_passes(
-    target: str = "gen3", num_queues: int = 4, kernel_format: str = "bir", alloc_policy: str = "rotate"
+    target: str = "gen3",
+    num_queues: int = 4,
+    kernel_format: str = "bir",
+    alloc_policy: str = "rotate",
+    roll_loops: bool = False,
 ) -> list[ModulePass]:
     from nkic.passes.pipelines import backend, frontend_lowering
 
-    return [*frontend_lowering(kernel_format), *backend(target, num_queues, alloc_policy)]
+    return [*frontend_lowering(kernel_format), *backend(target, num_queues, alloc_policy, roll_loops)]
 
 
 def count_ops(module: ModuleOp) -> int:
@@ -97,6 +101,7 @@ def compile_module(
     kernel_format: str = "bir",
     alloc_policy: str = "rotate",
     resolver: KernelResolver | None = None,
+    roll_loops: bool | None = None,
 ) -> CompileResult:
     """Run the whole pipeline on a penguin module (modified in place) and print the NEFF.
 
@@ -105,6 +110,8 @@ def compile_module(
     garbage collector is paused for the compile (``gc_paused``).
     ``resolver`` resolves the library kernels the module names (internal kernel nodes, IT54 macros); the default is
     ``nkic.library.RESOLVER``.
+    ``roll_loops`` (default: ``NKIC_ROLL_LOOPS=1``, see ``nkic.passes.loop_rolling.roll_default``) keeps uniform
+    ``affine_range``/``sequential_range`` loops rolled (ARCHITECTURE.md "Rolled loops"); off, every loop unrolls.
     """
     from nkic.passes.resolver import use_resolver
     from nkic.runtime.neff import write_neff
@@ -130,7 +137,11 @@ def compile_module(
 
     if verify_each_pass is None:
         verify_each_pass = verify_each_pass_default()
-    passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy)
+    if roll_loops is None:
+        from nkic.passes.loop_rolling import roll_default
+
+        roll_loops = roll_default()
+    passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy, roll_loops=roll_loops)
     with gc_paused(), use_resolver(resolver):
         for i, p in enumerate(passes, start=1):
             t0 = time.perf_counter()
@@ -188,13 +199,17 @@ def compile_kernel(
     and stores the NEFF. ``dump_dir`` asks for the IR, so it always compiles. See ``nkic.cache`` for the key."""
     from nkic import cache
 
+    from nkic.passes.loop_rolling import roll_default
+
     kwargs = dict(kwargs or {})
+    if kw.get("roll_loops") is None:
+        kw["roll_loops"] = roll_default()
     directory = cache.cache_dir() if dump_dir is None else None
     digest = None
     t0 = time.perf_counter()
     if directory is not None:
         try:
-            digest = cache.key(kernel, args, kwargs)
+            digest = cache.key(kernel, args, kwargs, "roll-loops" if kw["roll_loops"] else "")
         except (cache.Uncacheable, OSError):  # no reproducible key (or an unreadable source): compile uncached
             digest = None
         neff = cache.load(directory, digest) if digest is not None else None

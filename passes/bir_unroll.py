@@ -5,6 +5,12 @@ access-pattern offset, and tensors allocated inside the loop (memlocs ``scope``d
 per iteration, so each iteration really sees a new allocation (which the allocator may later overlap with dead
 ones). Name-level dependency edges cannot survive the copy; ``dependency-analysis`` recomputes them on physical
 addresses. Instructions are renumbered in program order.
+
+With ``roll=true`` (``NKIC_ROLL_LOOPS=1``, ``compile_module(roll_loops=True)``, ``nkic compile --roll-loops``) a
+loop that ``loop_rolling.rollable`` accepts is not expanded: it becomes one body between runtime-loop control
+instructions, its index a register (see ``passes/loop_rolling.py`` and ARCHITECTURE.md "Rolled loops"). Loops are
+still visited innermost first, so only a loop whose inner loops all unrolled can roll, and an outer loop unrolls
+around a rolled one (copying its control instructions).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.passes import loop_rolling as rolling
 from nkic.target.limits import INSTRUCTIONS_VAR, max_instructions
 from nkic.dialects.common import AccessPatternAttr
 
@@ -30,34 +37,42 @@ def _fold_iv(ap: AccessPatternAttr, depth: int, value: int) -> AccessPatternAttr
 
 
 class _Unroller:
-    def __init__(self, fn: bir.FunctionOp):
+    def __init__(self, fn: bir.FunctionOp, roll: bool = False):
         self.fn = fn
         self.locs = fn.memlocs()
+        self.registers = rolling.free_registers(fn) if roll else None
+        self.rolled = 0
 
-    def block(self, block: Block, axes: list[str]) -> None:
+    def block(self, block: Block, axes: list[str], outer: tuple[range, ...] = ()) -> None:
         for op in list(block.ops):
             if isinstance(op, bir.LoopOp):
-                self.block(op.body.block, [*axes, op.axis.data])
-                self.expand(op, axes)
+                self.block(op.body.block, [*axes, op.axis.data], (*outer, op.iterations))
+                if not self.try_roll(op, axes, outer):
+                    self.expand(op, axes)
+
+    def scoped(self, axis: str) -> list[bir.MemLocOp]:
+        return [loc for loc in self.locs.values() if loc.scope is not None and loc.scope.data == axis]
+
+    def fresh_copies(self, scoped: list[bir.MemLocOp], v: int, outer: list[str]) -> dict[str, str]:
+        """A new memloc per scoped tensor for iteration ``v`` (scoped to the enclosing loop, if any)."""
+        names = {}
+        for loc in scoped:
+            fresh = f"{loc.sym_name.data}.{v}"
+            names[loc.sym_name.data] = fresh
+            clone = loc.clone()
+            clone.properties["sym_name"] = StringAttr(fresh)
+            _rescope(clone, outer)
+            loc.parent_block().insert_op_before(clone, loc)  # type: ignore[union-attr]
+            self.locs[fresh] = clone
+        return names
 
     def expand(self, loop: bir.LoopOp, outer: list[str]) -> None:
-        axis, depth = loop.axis.data, len(outer)
-        scoped = [loc for loc in self.locs.values() if loc.scope is not None and loc.scope.data == axis]
+        depth = len(outer)
+        scoped = self.scoped(loop.axis.data)
         parent = loop.parent_block()
         assert parent is not None
         for v in loop.iterations:
-            names = {}
-            for loc in scoped:
-                fresh = f"{loc.sym_name.data}.{v}"
-                names[loc.sym_name.data] = fresh
-                clone = loc.clone()
-                clone.properties["sym_name"] = StringAttr(fresh)
-                if outer:
-                    clone.properties["scope"] = StringAttr(outer[-1])
-                else:
-                    del clone.properties["scope"]
-                loc.parent_block().insert_op_before(clone, loc)  # type: ignore[union-attr]
-                self.locs[fresh] = clone
+            names = self.fresh_copies(scoped, v, outer)
             for op in loop.body.block.ops:
                 parent.insert_op_before(self.copy(op, names, depth, v), loop)
         for loc in scoped:
@@ -67,6 +82,36 @@ class _Unroller:
         loop.detach()
         loop.erase()
 
+    def try_roll(self, loop: bir.LoopOp, outer: list[str], values: tuple[range, ...]) -> bool:
+        """Keep ``loop`` rolled if it qualifies (``loop_rolling.rollable``): the peeled first iteration, if needed,
+        then the control sequence around one copy of the body whose scoped tensors are allocated once."""
+        if self.registers is None:
+            return False
+        depth = len(outer)
+        peel = rolling.needs_peel(loop, depth, self.locs)
+        if not rolling.rollable(loop, depth, values, self.locs, peel):
+            return False
+        parent = loop.parent_block()
+        assert parent is not None
+        scoped = self.scoped(loop.axis.data)
+        iterations = loop.iterations
+        if peel:
+            names = self.fresh_copies(scoped, iterations[0], outer)
+            for op in loop.body.block.ops:
+                parent.insert_op_before(self.copy(op, names, depth, iterations[0]), loop)
+            iterations = iterations[1:]
+        iv_reg, cond_reg = self.registers
+        head, tail = rolling.loop_control(iterations, iv_reg, cond_reg)
+        body = [rolling.rolled_copy(op, {}, depth, iterations[0], iv_reg) for op in loop.body.block.ops]
+        for op in [*head, *body, *tail]:
+            parent.insert_op_before(op, loop)
+        for loc in scoped:  # one allocation for every rolled iteration (fresh per iteration of an enclosing loop)
+            _rescope(loc, outer)
+        loop.detach()
+        loop.erase()
+        self.rolled += 1
+        return True
+
     @staticmethod
     def copy(op: Operation, names: dict[str, str], depth: int, value: int) -> Operation:
         assert isinstance(op, bir.BirInst), "inner loops are unrolled first"
@@ -75,6 +120,13 @@ class _Unroller:
         new.properties["refs"] = ArrayAttr([StringAttr(names.get(r, r)) for r in op.ref_names])
         new.properties.pop("deps", None)
         return new
+
+
+def _rescope(loc: bir.MemLocOp, outer: list[str]) -> None:
+    if outer:
+        loc.properties["scope"] = StringAttr(outer[-1])
+    else:
+        loc.properties.pop("scope", None)
 
 
 def unrolled_count(block: Block) -> int:
@@ -100,6 +152,7 @@ class BirUnrollPass(ModulePass):
 
     name = "bir-unroll"
     max_instructions: int = 0
+    roll: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         limit = self.max_instructions if self.max_instructions > 0 else max_instructions()
@@ -107,12 +160,18 @@ class BirUnrollPass(ModulePass):
             if not any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
                 continue
             count = unrolled_count(fn.body.block)
-            if count > limit:
+            if count > limit and not self.roll:
                 raise PassFailedException(
                     f"@{fn.sym_name.data} unrolls to {count} instructions, over the limit of {limit}: raise it with "
                     f"{INSTRUCTIONS_VAR}=N or bir-unroll{{max-instructions=N}}"
                 )
-            _Unroller(fn).block(fn.body.block, [])
+            _Unroller(fn, self.roll).block(fn.body.block, [])
+            count = sum(1 for _ in fn.instructions())
+            if count > limit:  # rolled: the limit applies to what is left after rolling
+                raise PassFailedException(
+                    f"@{fn.sym_name.data} unrolls to {count} instructions, over the limit of {limit}: raise it with "
+                    f"{INSTRUCTIONS_VAR}=N or bir-unroll{{max-instructions=N}}"
+                )
             for inst in fn.instructions():
                 inst.properties.pop("deps", None)
             renumber(fn)

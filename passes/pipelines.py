@@ -1,7 +1,7 @@
 """Named pipelines, themselves passes: the whole chain is usable by name from ``nkic-opt``.
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
-* ``nkic-backend``: bir-unroll, resolve-psum-accumulate, allocate-memory, assign-engines, dependency-analysis,
+* ``nkic-backend``: bir-unroll (``roll-loops=true`` keeps qualifying loops rolled), resolve-psum-accumulate, allocate-memory, assign-engines, dependency-analysis,
   schedule-instructions, insert-semaphores, bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
 """
@@ -29,7 +29,9 @@ def frontend_lowering(kernel_format: str = "bir") -> tuple[ModulePass, ...]:
     )
 
 
-def backend(target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate") -> tuple[ModulePass, ...]:
+def backend(
+    target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate", roll_loops: bool = False
+) -> tuple[ModulePass, ...]:
     from nkic.passes.allocate_memory import AllocateMemoryPass
     from nkic.passes.assign_engines import AssignEnginesPass
     from nkic.passes.bir_to_isa import BirToIsaPass
@@ -42,7 +44,7 @@ def backend(target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rota
     from nkic.passes.schedule_instructions import ScheduleInstructionsPass
 
     return (
-        BirUnrollPass(),
+        BirUnrollPass(roll=roll_loops),
         ResolvePsumAccumulatePass(),
         AllocateMemoryPass(target=target, policy=alloc_policy),
         AssignEnginesPass(target=target),
@@ -74,9 +76,10 @@ class BackendPipeline(ModulePass):
     name = "nkic-backend"
     target: str = "gen3"
     num_queues: int = 4
+    roll_loops: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _run(backend(self.target, self.num_queues), ctx, op)
+        _run(backend(self.target, self.num_queues, roll_loops=self.roll_loops), ctx, op)
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,8 @@ class FullPipeline(ModulePass):
     target: str = "gen3"
     num_queues: int = 4
     kernel_format: str = "bir"
+    roll_loops: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _run(frontend_lowering(self.kernel_format) + backend(self.target, self.num_queues), ctx, op)
+        passes = frontend_lowering(self.kernel_format) + backend(self.target, self.num_queues, roll_loops=self.roll_loops)
+        _run(passes, ctx, op)

@@ -13,7 +13,7 @@ import heapq
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -341,9 +341,20 @@ def _resolve_hbm(core: _Core, op: Operand) -> _View:
     return view
 
 
+def _rotated(core: _Core, op: Operand) -> Operand:
+    """A register-offset operand (a rolled loop's ``+ c*r``) at this iteration's address: the register's value times
+    the scale, in elements, added to the static address; the result is an ordinary static operand."""
+    if not 0 <= op.dyn_ref < NUM_REGISTERS:
+        raise SimulationError(f"dynamic offset register {op.dyn_ref} is not a register")
+    shift = int(core.regs[op.dyn_ref]) * op.dyn_scale * op.itemsize
+    return replace(op, address=op.address + shift, dyn="", dyn_ref=0, dyn_scale=0)
+
+
 def _resolve(core: _Core, op: Operand | None, what: str) -> _View:
     if op is None:
         raise SimulationError(f"missing {what} operand")
+    if op.dyn == "reg":
+        op = _rotated(core, op)
     if op.memory in ("sbuf", "psum"):
         return _resolve_onchip(core, op)
     if op.memory == "hbm":
