@@ -37,11 +37,23 @@ def _fold_iv(ap: AccessPatternAttr, depth: int, value: int) -> AccessPatternAttr
 
 
 class _Unroller:
-    def __init__(self, fn: bir.FunctionOp, roll: bool = False):
+    def __init__(self, fn: bir.FunctionOp, roll: bool = False, limit: int = 0):
         self.fn = fn
         self.locs = fn.memlocs()
         self.registers = rolling.free_registers(fn) if roll else None
         self.rolled = 0
+        # With rolling the final size is only known as loops are decided: count as we go, and stop before an
+        # expansion would pass the limit (so a huge loop that cannot roll still fails at once).
+        self.limit = limit
+        self.count = sum(1 for op in fn.body.walk() if isinstance(op, bir.BirInst))
+
+    def grow(self, added: int) -> None:
+        self.count += added
+        if self.limit and self.count > self.limit:
+            raise PassFailedException(
+                f"@{self.fn.sym_name.data} unrolls to at least {self.count} instructions with loops rolled, over the "
+                f"limit of {self.limit}: raise it with {INSTRUCTIONS_VAR}=N or bir-unroll{{max-instructions=N}}"
+            )
 
     def block(self, block: Block, axes: list[str], outer: tuple[range, ...] = ()) -> None:
         for op in list(block.ops):
@@ -71,6 +83,8 @@ class _Unroller:
         scoped = self.scoped(loop.axis.data)
         parent = loop.parent_block()
         assert parent is not None
+        body = sum(1 for op in loop.body.block.ops if isinstance(op, bir.BirInst))
+        self.grow((len(loop.iterations) - 1) * body)
         for v in loop.iterations:
             names = self.fresh_copies(scoped, v, outer)
             for op in loop.body.block.ops:
@@ -100,6 +114,7 @@ class _Unroller:
             for op in loop.body.block.ops:
                 parent.insert_op_before(self.copy(op, names, depth, iterations[0]), loop)
             iterations = iterations[1:]
+        self.grow(rolling.CONTROL_PER_LOOP + peel * len(loop.body.block.ops))
         iv_reg, cond_reg = self.registers
         head, tail = rolling.loop_control(iterations, iv_reg, cond_reg)
         body = [rolling.rolled_copy(op, {}, depth, iterations[0], iv_reg) for op in loop.body.block.ops]
@@ -148,7 +163,8 @@ def renumber(fn: bir.FunctionOp) -> None:
 @dataclass(frozen=True)
 class BirUnrollPass(ModulePass):
     """``max_instructions`` bounds each function once unrolled (0: ``NKIC_MAX_INSTRUCTIONS`` or the default of
-    ``target/limits.py``); it is checked before any loop is expanded, so a huge trip count fails at once."""
+    ``target/limits.py``); it is checked before any loop is expanded, so a huge trip count fails at once (with
+    ``roll``, before each expansion, on the count so far)."""
 
     name = "bir-unroll"
     max_instructions: int = 0
@@ -165,13 +181,7 @@ class BirUnrollPass(ModulePass):
                     f"@{fn.sym_name.data} unrolls to {count} instructions, over the limit of {limit}: raise it with "
                     f"{INSTRUCTIONS_VAR}=N or bir-unroll{{max-instructions=N}}"
                 )
-            _Unroller(fn, self.roll).block(fn.body.block, [])
-            count = sum(1 for _ in fn.instructions())
-            if count > limit:  # rolled: the limit applies to what is left after rolling
-                raise PassFailedException(
-                    f"@{fn.sym_name.data} unrolls to {count} instructions, over the limit of {limit}: raise it with "
-                    f"{INSTRUCTIONS_VAR}=N or bir-unroll{{max-instructions=N}}"
-                )
+            _Unroller(fn, self.roll, limit if self.roll else 0).block(fn.body.block, [])
             for inst in fn.instructions():
                 inst.properties.pop("deps", None)
             renumber(fn)
