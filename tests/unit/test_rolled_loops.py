@@ -226,3 +226,39 @@ def test_rolled_attention_sections_at_small_scale(monkeypatch: pytest.MonkeyPatc
     assert rel_err(out, attention_ref(q, k, v, 0.25, True, window)) < FP32_TOL
     assert rolled["LOOP_BEGIN"] > 0
     assert rolled["SCALAR_TENSOR_TENSOR"] > 0  # sections were merged
+
+
+_CLI_KERNEL = '''
+from nkic import api as nki
+nl, nisa = nki.language, nki.isa
+
+@nki.jit
+def double(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // 128):
+        t = nl.ndarray((128, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[i * 128 : (i + 1) * 128, :])
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+        nisa.dma_copy(dst=out[i * 128 : (i + 1) * 128, :], src=t)
+    return out
+'''
+
+
+def test_cli_roll_loops_and_unroll_all(tmp_path: Any) -> None:
+    """``nkic compile --roll-loops`` keeps the loop; ``--unroll-all`` unrolls it even with NKIC_ROLL_LOOPS=1."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "k.py").write_text(_CLI_KERNEL)
+    env = dict(os.environ, NKIC_ROLL_LOOPS="1")
+    opcodes = {}
+    for flag in ("--roll-loops", "--unroll-all"):
+        r = subprocess.run([sys.executable, "-m", "nkic.tools.cli", "compile", "k.py:double", "--arg",
+                            "a=float32[1024,64]", "-o", f"{flag[2:]}.neff", flag], cwd=tmp_path, env=env,
+                           capture_output=True, text=True)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        neff = read_neff((tmp_path / f"{flag[2:]}.neff").read_bytes())
+        opcodes[flag] = Counter(i.opcode for sg in neff.subgraphs for s in sg.engines.values() for i in s)
+    assert opcodes["--roll-loops"]["LOOP_BEGIN"] == 5 and opcodes["--roll-loops"]["DMA_COPY"] == 2
+    assert opcodes["--unroll-all"]["LOOP_BEGIN"] == 0 and opcodes["--unroll-all"]["DMA_COPY"] == 16
