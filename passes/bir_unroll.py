@@ -40,7 +40,7 @@ class _Unroller:
     def __init__(self, fn: bir.FunctionOp, roll: bool = False, limit: int = 0):
         self.fn = fn
         self.locs = fn.memlocs()
-        self.registers = rolling.free_registers(fn) if roll else None
+        self.register = rolling.free_register(fn) if roll else None
         self.rolled = 0
         # With rolling the final size is only known as loops are decided: count as we go, and stop before an
         # expansion would pass the limit (so a huge loop that cannot roll still fails at once).
@@ -99,7 +99,7 @@ class _Unroller:
     def try_roll(self, loop: bir.LoopOp, outer: list[str], values: tuple[range, ...]) -> bool:
         """Keep ``loop`` rolled if it qualifies (``loop_rolling.rollable``): the peeled first iteration, if needed,
         then the control sequence around one copy of the body whose scoped tensors are allocated once."""
-        if self.registers is None:
+        if self.register is None:
             return False
         depth = len(outer)
         peel = rolling.needs_peel(loop, depth, self.locs)
@@ -115,10 +115,9 @@ class _Unroller:
                 parent.insert_op_before(self.copy(op, names, depth, iterations[0]), loop)
             iterations = iterations[1:]
         self.grow(rolling.CONTROL_PER_LOOP + peel * len(loop.body.block.ops))
-        iv_reg, cond_reg = self.registers
-        head, tail = rolling.loop_control(iterations, iv_reg, cond_reg)
-        body = [rolling.rolled_copy(op, {}, depth, iterations[0], iv_reg) for op in loop.body.block.ops]
-        for op in [*head, *body, *tail]:
+        head, tail = rolling.loop_control(iterations, self.register)
+        body = [rolling.rolled_copy(op, {}, depth, iterations[0], self.register) for op in loop.body.block.ops]
+        for op in [head, *body, tail]:
             parent.insert_op_before(op, loop)
         for loc in scoped:  # one allocation for every rolled iteration (fresh per iteration of an enclosing loop)
             _rescope(loc, outer)

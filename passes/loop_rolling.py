@@ -1,14 +1,10 @@
 """Loops kept rolled: which ``bir.loop``s ``bir-unroll{roll=true}`` keeps as one body, and the form they take.
 
-A rolled loop becomes the control sequence ``nl.dynamic_range`` traces (see ARCHITECTURE.md "Rolled loops"):
+A rolled loop becomes a counted loop around one copy of its body (see ARCHITECTURE.md "Rolled loops"):
 
-    register_alu  r_iv = 0                        (bypass)
-    register_alu  r_c  = r_iv < trips·step        (less, the trip bound an immediate)
-    loop_begin    r_c
+    counted_loop_begin  r_iv, bound = trips·step        (r_iv = 0)
       <the body once; an operand whose address moves with the loop has the run-time term c·r_iv>
-    register_alu  r_iv = r_iv + step              (add)
-    register_alu  r_c  = r_iv < trips·step        (less)
-    loop_end      r_c
+    counted_loop_end    r_iv, step, bound = trips·step  (r_iv += step; back while r_iv < bound)
 
 ``r_iv`` counts from 0, so an operand's static offset is its address in the first rolled iteration and the
 register term ``+ c*r_iv`` (``AccessPatternAttr`` dynamic kind ``reg``) rotates it per iteration. Control
@@ -48,9 +44,9 @@ from nkic.target.instructions import NUM_REGISTERS
 from nkic.target.vocab import dtype_size
 
 ROLL_ENV = "NKIC_ROLL_LOOPS"
-CONTROL_PER_LOOP = 6  # register_alu ×2, loop_begin, register_alu ×2, loop_end
+CONTROL_PER_LOOP = 2  # counted_loop_begin, counted_loop_end
 _MAX_OUTER_COMBOS = 4096  # enclosing iteration values checked for the partition rule; beyond, the loop unrolls
-_REGISTER_FIELDS = ("dst_reg", "src0_reg", "src1_reg", "cond_reg", "src_reg")
+_REGISTER_FIELDS = ("dst_reg", "src0_reg", "src1_reg", "cond_reg", "src_reg", "iv_reg")
 
 
 def roll_default() -> bool:
@@ -163,8 +159,8 @@ def _covered(name: str, ap: AccessPatternAttr, depth: int, earlier: list[bir.Bir
     return not want
 
 
-def free_registers(fn: bir.FunctionOp) -> tuple[int, int] | None:
-    """Two registers no instruction of ``fn`` uses (loop counter, condition), or None when none are left."""
+def free_register(fn: bir.FunctionOp) -> int | None:
+    """A register no instruction of ``fn`` uses (the rolled loops' counter), or None when none is left."""
     used = 0
     for inst in fn.instructions():
         for name in _REGISTER_FIELDS:
@@ -175,9 +171,7 @@ def free_registers(fn: bir.FunctionOp) -> tuple[int, int] | None:
             assert isinstance(ap, AccessPatternAttr)
             if ap.dyn_kind.data == "reg":
                 used = max(used, ap.dyn_reg.data)
-    if used + 2 >= NUM_REGISTERS:
-        return None
-    return used + 1, used + 2
+    return used + 1 if used + 1 < NUM_REGISTERS else None
 
 
 def control(opname: str, **fields: int | str) -> bir.BirInst:
@@ -211,17 +205,8 @@ def rolled_copy(op: Operation, names: dict[str, str], depth: int, first: int, iv
     return new
 
 
-def loop_control(values: range, iv_reg: int, cond_reg: int) -> tuple[list[bir.BirInst], list[bir.BirInst]]:
+def loop_control(values: range, iv_reg: int) -> tuple[bir.BirInst, bir.BirInst]:
     """The instructions before and after the rolled body of the values ``values`` (counter from 0 by step)."""
     step, bound = values.step, len(values) * values.step
-    head = [
-        control("register_alu", dst_reg=iv_reg, op="bypass"),
-        control("register_alu", dst_reg=cond_reg, op="less", src0_reg=iv_reg, imm1=bound),
-        control("loop_begin", cond_reg=cond_reg),
-    ]
-    tail = [
-        control("register_alu", dst_reg=iv_reg, op="add", src0_reg=iv_reg, imm1=step),
-        control("register_alu", dst_reg=cond_reg, op="less", src0_reg=iv_reg, imm1=bound),
-        control("loop_end", cond_reg=cond_reg),
-    ]
-    return head, tail
+    return (control("counted_loop_begin", iv_reg=iv_reg, bound=bound),
+            control("counted_loop_end", iv_reg=iv_reg, step=step, bound=bound))  # fmt: skip

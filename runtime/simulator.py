@@ -28,6 +28,7 @@ from nkic.target.instructions import (
     GPSIMD_GROUP,
     LOCAL_GATHER_ELEMS,
     LOCAL_GATHER_MAX_INDICES,
+    LOOP_OPCODE_PAIRS,
     NUM_REGISTERS,
     SHUFFLE_KEEP,
     SHUFFLE_MASK_WORDS,
@@ -469,6 +470,20 @@ def _exec_loop_begin(core: _Core, ins: Instr) -> bool:
 def _exec_loop_end(core: _Core, ins: Instr) -> bool:
     """Taken (back to the body's start) while the condition register is non-zero."""
     return core.regs[_reg(core, ins, "cond_reg")] != 0
+
+
+@execute("COUNTED_LOOP_BEGIN")
+def _exec_counted_loop_begin(core: _Core, ins: Instr) -> bool:
+    """r[iv_reg] = 0; taken (skip the body) when the bound allows no iteration."""
+    _set_reg(core, ins, "iv_reg", 0)
+    return bits_i32(ins.imm("bound")) <= 0
+
+
+@execute("COUNTED_LOOP_END")
+def _exec_counted_loop_end(core: _Core, ins: Instr) -> bool:
+    """r[iv_reg] += step; taken (back to the body's start) while r[iv_reg] < bound."""
+    _set_reg(core, ins, "iv_reg", core.regs[_reg(core, ins, "iv_reg")] + bits_i32(ins.imm("step")))
+    return core.regs[_reg(core, ins, "iv_reg")] < bits_i32(ins.imm("bound"))
 
 
 @execute("SEM_WAIT")
@@ -1398,16 +1413,20 @@ class _Engine:
 
     def __post_init__(self) -> None:
         opened: list[int] = []
+        closers = {end: begin for begin, end in LOOP_OPCODE_PAIRS.items()}
         for i, ins in enumerate(self.instrs):
-            if ins.opcode == "LOOP_BEGIN":
+            if ins.opcode in LOOP_OPCODE_PAIRS:
                 opened.append(i)
-            elif ins.opcode == "LOOP_END":
-                if not opened:
-                    raise SimulationError(f"core {self.core} {self.name}[{i}] LOOP_END without a LOOP_BEGIN")
+            elif ins.opcode in closers:
+                if not opened or self.instrs[opened[-1]].opcode != closers[ins.opcode]:
+                    raise SimulationError(f"core {self.core} {self.name}[{i}] {ins.opcode} without a "
+                                          f"{closers[ins.opcode]}")  # fmt: skip
                 begin = opened.pop()
                 self.partner[begin], self.partner[i] = i, begin
         if opened:
-            raise SimulationError(f"core {self.core} {self.name}[{opened[-1]}] LOOP_BEGIN without a LOOP_END")
+            begin = self.instrs[opened[-1]].opcode
+            raise SimulationError(f"core {self.core} {self.name}[{opened[-1]}] {begin} without a "
+                                  f"{LOOP_OPCODE_PAIRS[begin]}")  # fmt: skip
 
     @property
     def done(self) -> bool:

@@ -35,7 +35,7 @@ def _both(kernel: Any, args: tuple[np.ndarray, ...], **kwargs: Any) -> tuple[np.
     rolled, rolled_ops, _ = _run(kernel, args, True, **kwargs)
     assert rolled.dtype == unrolled.dtype
     assert np.array_equal(rolled.view(np.uint8), unrolled.view(np.uint8))
-    assert "LOOP_BEGIN" not in flat_ops
+    assert "COUNTED_LOOP_BEGIN" not in flat_ops
     return rolled, rolled_ops, flat_ops
 
 
@@ -56,7 +56,7 @@ def test_elementwise_loop_rolls_and_matches_unrolled() -> None:
     a = np.random.default_rng(0).standard_normal((16 * 128, 64)).astype(np.float32)
     out, rolled, flat = _both(scale_rows, (a,))
     np.testing.assert_array_equal(out, a * 2 + 1)
-    assert rolled["LOOP_BEGIN"] == 5 and rolled["LOOP_END"] == 5  # one loop, in each of the 5 engine streams
+    assert rolled["COUNTED_LOOP_BEGIN"] == 5 and rolled["COUNTED_LOOP_END"] == 5  # one loop, in each of the 5 engine streams
     assert rolled["TENSOR_SCALAR_PTR"] + rolled["TENSOR_SCALAR"] == 1  # the body once
     assert flat["TENSOR_SCALAR_PTR"] + flat["TENSOR_SCALAR"] == 16
     assert sum(rolled.values()) < sum(flat.values())
@@ -101,7 +101,7 @@ def test_matmul_k_loop_accumulates_in_psum_across_rolled_iterations(first_outsid
     np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
     assert flat["MATMUL"] == 8
     assert rolled["MATMUL"] == 2  # the peeled (or hand-written) first tile, and the body
-    assert rolled["LOOP_BEGIN"] == 5
+    assert rolled["COUNTED_LOOP_BEGIN"] == 5
 
 
 @nki.jit
@@ -149,16 +149,16 @@ def test_what_cannot_roll_unrolls() -> None:
     a = rng.standard_normal((512, 32)).astype(np.float32)
     out, rolled, _ = _both(static_rows, (a,))  # nl.static_range unrolls: that is its meaning
     np.testing.assert_array_equal(out, a)
-    assert "LOOP_BEGIN" not in rolled
+    assert "COUNTED_LOOP_BEGIN" not in rolled
     a = rng.standard_normal((128, 32)).astype(np.float32)
     out, rolled, _ = _both(partition_slices, (a,))
     np.testing.assert_array_equal(out, a + 1)
-    assert "LOOP_BEGIN" not in rolled
+    assert "COUNTED_LOOP_BEGIN" not in rolled
     lhs_t = rng.standard_normal((128, 128)).astype(np.float32)
     rhs = rng.standard_normal((128, 512)).astype(np.float32)
     out, rolled, _ = _both(moving_psum, (lhs_t, rhs))
     np.testing.assert_allclose(out, lhs_t.T @ rhs, rtol=1e-4, atol=1e-4)
-    assert "LOOP_BEGIN" not in rolled
+    assert "COUNTED_LOOP_BEGIN" not in rolled
 
 
 @nki.jit
@@ -178,7 +178,7 @@ def test_inner_loop_rolls_inside_an_unrolled_outer_loop() -> None:
     a = np.random.default_rng(3).standard_normal((256, 256)).astype(np.float32)
     out, rolled, flat = _both(nested, (a,))
     np.testing.assert_allclose(out, np.exp(a), rtol=1e-5)
-    assert rolled["LOOP_BEGIN"] == 2 * 5 and rolled["ACTIVATE"] == 2
+    assert rolled["COUNTED_LOOP_BEGIN"] == 2 * 5 and rolled["ACTIVATE"] == 2
     assert flat["ACTIVATE"] == 8
 
 
@@ -206,7 +206,7 @@ def test_rolled_attention_matches_numpy_and_the_unrolled_program_at_2k() -> None
     scale = 128**-0.5
     out, rolled, flat = _both(flash_attention_rolled, (q, k, v), scale=scale)
     assert rel_err(out, attention_ref(q, k, v, scale, True, 0)) < BF16_TOL
-    assert rolled["LOOP_BEGIN"] > 0 and rolled["MATMUL"] < flat["MATMUL"]
+    assert rolled["COUNTED_LOOP_BEGIN"] > 0 and rolled["MATMUL"] < flat["MATMUL"]
 
 
 @pytest.mark.parametrize("window", [0, 1500])
@@ -224,7 +224,7 @@ def test_rolled_attention_sections_at_small_scale(monkeypatch: pytest.MonkeyPatc
     q, k, v = (rng.standard_normal((1, 2200, 32)).astype(np.float32) for _ in range(3))
     out, rolled, _ = _both(fa.flash_attention_rolled, (q, k, v), scale=0.25, sliding_window=window)
     assert rel_err(out, attention_ref(q, k, v, 0.25, True, window)) < FP32_TOL
-    assert rolled["LOOP_BEGIN"] > 0
+    assert rolled["COUNTED_LOOP_BEGIN"] > 0
     assert rolled["SCALAR_TENSOR_TENSOR"] > 0  # sections were merged
 
 
@@ -260,5 +260,5 @@ def test_cli_roll_loops_and_unroll_all(tmp_path: Any) -> None:
         assert r.returncode == 0, r.stderr
         neff = read_neff((tmp_path / f"{flag[2:]}.neff").read_bytes())
         opcodes[flag] = Counter(i.opcode for sg in neff.subgraphs for s in sg.engines.values() for i in s)
-    assert opcodes["--roll-loops"]["LOOP_BEGIN"] == 5 and opcodes["--roll-loops"]["DMA_COPY"] == 2
-    assert opcodes["--unroll-all"]["LOOP_BEGIN"] == 0 and opcodes["--unroll-all"]["DMA_COPY"] == 16
+    assert opcodes["--roll-loops"]["COUNTED_LOOP_BEGIN"] == 5 and opcodes["--roll-loops"]["DMA_COPY"] == 2
+    assert opcodes["--unroll-all"]["COUNTED_LOOP_BEGIN"] == 0 and opcodes["--unroll-all"]["DMA_COPY"] == 16
