@@ -1,7 +1,7 @@
 """Named pipelines, themselves passes: the whole chain is usable by name from ``nkic-opt``.
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
-* ``nkic-backend``: bir-unroll (``roll-loops=true`` keeps qualifying loops rolled), resolve-psum-accumulate, allocate-memory, assign-engines, dependency-analysis,
+* ``nkic-backend``: bir-unroll (``roll_loops=true`` keeps qualifying loops rolled), resolve-psum-accumulate, allocate-memory, assign-engines, dependency-analysis,
   schedule-instructions, insert-semaphores, bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
 """

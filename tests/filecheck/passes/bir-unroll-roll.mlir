@@ -1,5 +1,5 @@
 // RUN: nkic-opt %s -p 'bir-unroll{roll=true}' | filecheck %s
-// RUN: nkic-opt %s -p 'bir-unroll{roll=true},resolve-psum-accumulate,allocate-memory,assign-engines,dependency-analysis,schedule-instructions,insert-semaphores,bir-verify,bir-to-isa,isa-verify' | filecheck %s --check-prefix=ISA
+// RUN: nkic-opt %s -p 'nkic-backend{roll_loops=true}' | filecheck %s --check-prefix=ISA
 // RUN: nkic-opt %s -p bir-unroll | filecheck %s --check-prefix=OFF
 // RUN: not nkic-opt %s -p 'bir-unroll{roll=true max-instructions=6}' 2>&1 | filecheck %s --check-prefix=LIMIT
 
