@@ -46,6 +46,11 @@ class _Unroller:
         # expansion would pass the limit (so a huge loop that cannot roll still fails at once).
         self.limit = limit
         self.count = sum(1 for op in fn.body.walk() if isinstance(op, bir.BirInst))
+        # memlocs by the loop axis they are scoped to (kept up to date as loops are expanded or rolled)
+        self.by_scope: dict[str, list[bir.MemLocOp]] = {}
+        for loc in self.locs.values():
+            if loc.scope is not None:
+                self.by_scope.setdefault(loc.scope.data, []).append(loc)
 
     def grow(self, added: int) -> None:
         self.count += added
@@ -63,7 +68,7 @@ class _Unroller:
                     self.expand(op, axes)
 
     def scoped(self, axis: str) -> list[bir.MemLocOp]:
-        return [loc for loc in self.locs.values() if loc.scope is not None and loc.scope.data == axis]
+        return list(self.by_scope.get(axis, ()))
 
     def fresh_copies(self, scoped: list[bir.MemLocOp], v: int, outer: list[str]) -> dict[str, str]:
         """A new memloc per scoped tensor for iteration ``v`` (scoped to the enclosing loop, if any)."""
@@ -74,6 +79,8 @@ class _Unroller:
             clone = loc.clone()
             clone.properties["sym_name"] = StringAttr(fresh)
             _rescope(clone, outer)
+            if outer:
+                self.by_scope.setdefault(outer[-1], []).append(clone)
             loc.parent_block().insert_op_before(clone, loc)  # type: ignore[union-attr]
             self.locs[fresh] = clone
         return names
@@ -93,6 +100,7 @@ class _Unroller:
             del self.locs[loc.sym_name.data]
             loc.detach()
             loc.erase()
+        self.by_scope.pop(loop.axis.data, None)
         loop.detach()
         loop.erase()
 
@@ -116,11 +124,16 @@ class _Unroller:
             iterations = iterations[1:]
         self.grow(rolling.CONTROL_PER_LOOP + peel * len(loop.body.block.ops))
         head, tail = rolling.loop_control(iterations, self.register)
-        body = [rolling.rolled_copy(op, {}, depth, iterations[0], self.register) for op in loop.body.block.ops]
-        for op in [head, *body, tail]:
-            parent.insert_op_before(op, loop)
+        parent.insert_op_before(head, loop)
+        for op in list(loop.body.block.ops):  # moved out of the loop, not copied: the loop is erased below
+            op.detach()
+            parent.insert_op_before(rolling.roll_operands(op, depth, iterations[0], self.register), loop)
+        parent.insert_op_before(tail, loop)
         for loc in scoped:  # one allocation for every rolled iteration (fresh per iteration of an enclosing loop)
             _rescope(loc, outer)
+            if outer:
+                self.by_scope.setdefault(outer[-1], []).append(loc)
+        self.by_scope.pop(loop.axis.data, None)
         loop.detach()
         loop.erase()
         self.rolled += 1

@@ -24,7 +24,7 @@ so no runtime loop and no other rolled loop inside), where every operand that mo
 
 The first iteration is *peeled* (emitted unrolled before the loop) when an accumulating instruction of the body with
 the implicit rule writes a PSUM tensor that is not fresh per iteration and that no earlier instruction of the
-enclosing block has already written: the peeled copy's matmul then overwrites and the rolled one accumulates, as in
+enclosing block (among the 128 ops before the loop) has already written: the peeled copy's matmul then overwrites and the rolled one accumulates, as in
 the unrolled program.
 """
 
@@ -34,6 +34,7 @@ import itertools
 import os
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Attribute, Operation
 
@@ -45,6 +46,7 @@ from nkic.target.vocab import dtype_size
 
 ROLL_ENV = "NKIC_ROLL_LOOPS"
 CONTROL_PER_LOOP = 2  # counted_loop_begin, counted_loop_end
+_LOOKBACK = 128  # ops before a loop searched for matmuls that already wrote its PSUM tile
 _MAX_OUTER_COMBOS = 4096  # enclosing iteration values checked for the partition rule; beyond, the loop unrolls
 _REGISTER_FIELDS = ("dst_reg", "src0_reg", "src1_reg", "cond_reg", "src_reg", "iv_reg")
 
@@ -138,8 +140,12 @@ def needs_peel(loop: bir.LoopOp, depth: int, locs: dict[str, bir.MemLocOp]) -> b
 
 
 def _earlier_accumulations(loop: bir.LoopOp) -> Iterator[bir.BirInst]:
+    """The accumulating instructions among the ``_LOOKBACK`` ops before ``loop`` (a bounded look: a flat program
+    of n instructions has O(n) loops; missing an earlier writer only peels an iteration, which is always sound)."""
     op = loop.prev_op
-    while op is not None:
+    for _ in range(_LOOKBACK):
+        if op is None:
+            return
         if isinstance(op, bir.BirInst) and op.has_trait(AccumulatesDst):
             yield op
         op = op.prev_op
@@ -148,15 +154,19 @@ def _earlier_accumulations(loop: bir.LoopOp) -> Iterator[bir.BirInst]:
 def _covered(name: str, ap: AccessPatternAttr, depth: int, earlier: list[bir.BirInst]) -> bool:
     """Whether earlier accumulating writes of the enclosing block (same enclosing-loop coefficients) already cover
     every element ``ap`` touches."""
-    want = set(ap_indices(ap.offset.data, ap.pairs).ravel().tolist())
+    want = None
     for inst in earlier:
         other = inst.ap("dst")
         if inst.ref("dst") != name or other is None or other.is_dynamic or other.iv_coeffs != ap.iv_coeffs[:depth]:
             continue
-        want -= set(ap_indices(other.offset.data, other.pairs).ravel().tolist())
-        if not want:
+        if other.offset == ap.offset and other.pattern == ap.pattern:
+            return True  # the same elements (the common case: one accumulator tile)
+        if want is None:
+            want = ap_indices(ap.offset.data, ap.pairs).ravel()
+        want = want[~np.isin(want, ap_indices(other.offset.data, other.pairs))]
+        if not len(want):
             return True
-    return not want
+    return False
 
 
 def free_register(fn: bir.FunctionOp) -> int | None:
@@ -185,22 +195,21 @@ def control(opname: str, **fields: int | str) -> bir.BirInst:
     return bir.INSTRUCTION_OPS[opname].create(properties=props)
 
 
-def rolled_copy(op: Operation, names: dict[str, str], depth: int, first: int, iv_reg: int) -> bir.BirInst:
-    """The body instruction with the loop's index replaced by the run-time term ``c·r_iv`` (``r_iv`` counts from 0
-    at value ``first``)."""
+def roll_operands(op: Operation, depth: int, first: int, iv_reg: int) -> bir.BirInst:
+    """The body instruction, changed in place: the loop's index replaced by the run-time term ``c·r_iv`` (``r_iv``
+    counts from 0 at value ``first``); its name-level edges dropped (dependency-analysis recomputes them)."""
     assert isinstance(op, bir.BirInst)
-    new = op.clone()
+    new = op
     aps = []
     for ap in op.aps.data:
         assert isinstance(ap, AccessPatternAttr)
         c = _coeff(ap, depth)
         if c == 0:
-            aps.append(ap.moved(ap.offset.data, ap.iv_coeffs[:depth]))
+            aps.append(ap if len(ap.ivs.data) <= depth else ap.moved(ap.offset.data, ap.iv_coeffs[:depth]))
         else:
             aps.append(AccessPatternAttr(ap.offset.data + c * first, ap.pairs, ap.iv_coeffs[:depth], ap.view.data,
                                          ("reg", "", iv_reg, c)))  # fmt: skip
     new.properties["aps"] = ArrayAttr(aps)
-    new.properties["refs"] = ArrayAttr([StringAttr(names.get(r, r)) for r in op.ref_names])
     new.properties.pop("deps", None)
     return new
 
