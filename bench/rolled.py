@@ -104,9 +104,11 @@ def main(argv: list[str]) -> None:
     print("|---|---|---|---|---|---|---|---|")
     for case in argv or DEFAULT:
         env = dict(os.environ, OPENBLAS_NUM_THREADS=os.environ.get("OPENBLAS_NUM_THREADS", "1"))
-        out = subprocess.run([sys.executable, __file__, "--one", case], env=env, check=True, capture_output=True,
-                             text=True).stdout  # fmt: skip
-        r = json.loads(out.strip().splitlines()[-1])
+        done = subprocess.run([sys.executable, __file__, "--one", case], env=env, capture_output=True, text=True)
+        if done.returncode:
+            print(f"| {case} | failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else '?'} |")
+            continue
+        r = json.loads(done.stdout.strip().splitlines()[-1])
         ms = 1e3 * r["cpu_s"] / max(r["instructions"], 1)
         print(f"| {case} | {r['trace_s']:.2f} s | {r['compile_s']:.2f} s | {r['cpu_s']:.2f} s | {r['instructions']} | "
               f"{ms:.2f} | {r['peak_mb']:.0f} MB | {r['neff_sha']} |", flush=True)  # fmt: skip

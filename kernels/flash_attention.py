@@ -146,13 +146,22 @@ def _attention(q, k, v, scale, causal_mask, sliding_window, rolled):
                 # Qᵀ [d, q] of every group that computes in this section, by transposing DMAs issued up front (the
                 # SP queue is in order: a load behind a group's output store would wait for that group)
                 groups = [g for g in range(n_groups) if si in active[g]]
-                q_t = nl.ndarray((d, n_groups, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="qT")
+                if rolled:  # one group's Qᵀ at a time: all of them (128 KiB per partition at 64K) do not fit
+                    q_t = None
+                else:
+                    q_t = nl.ndarray((d, n_groups, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="qT")
+                    for g in groups:
+                        q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
+                        nisa.dma_transpose(dst=q_t[:, g, :nq], src=q[b, q0 : q0 + nq, :])
                 for g in groups:
-                    q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
-                    nisa.dma_transpose(dst=q_t[:, g, :nq], src=q[b, q0 : q0 + nq, :])
-                for g in groups:
+                    if rolled:
+                        q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
+                        q_g = nl.ndarray((d, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="qT_group")
+                        nisa.dma_transpose(dst=q_g[:, :nq], src=q[b, q0 : q0 + nq, :])
+                    else:
+                        q_g = q_t[:, g, :]
                     _group_section(
-                        q_t[:, g, :], out, scratch, k_t, v_sb, run_neg_max[b, g], run_sum[b, g], b, g, si, s0, slen,
+                        q_g, out, scratch, k_t, v_sb, run_neg_max[b, g], run_sum[b, g], b, g, si, s0, slen,
                         plan[g, si], active[g], seqlen_q, d, dt, scale, on_false, window, rolled,
                     )  # fmt: skip
     return out
