@@ -172,14 +172,17 @@ def _stable(value: Any) -> str:
     return f"{_stable(type(value))}:{text}"
 
 
-def key(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    """The cache key of compiling ``kernel(*args, **kwargs)``; raises Uncacheable."""
+def key(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], variant: str = "") -> str:
+    """The cache key of compiling ``kernel(*args, **kwargs)``; raises Uncacheable. ``variant`` names compiler
+    settings that change the code and are not kernel options (``roll-loops``); empty, it adds nothing."""
     grid, options, spec = kernel.specialization(*args, **kwargs)
     h = hashlib.sha256(b"nkic-neff\0" + compiler_digest().encode())
     h.update(f"\0{kernel.func.__module__}.{kernel.func.__qualname__}\0".encode())
     for file in source_files(kernel):
         h.update(file.encode() + b"\0" + Path(file).read_bytes() + b"\0")
     h.update(_stable((grid, options, spec)).encode())
+    if variant:
+        h.update(b"\0variant\0" + variant.encode())
     return h.hexdigest()
 
 

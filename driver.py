@@ -68,10 +68,11 @@ def pipeline_passes(
     kernel_format: str = "bir",
     alloc_policy: str = "rotate",
     metrics: bool = False,
+    roll_loops: bool = False,
 ) -> list[ModulePass]:
     from nkic.passes.pipelines import backend, frontend_lowering
 
-    return [*frontend_lowering(kernel_format), *backend(target, num_queues, alloc_policy, metrics)]
+    return [*frontend_lowering(kernel_format), *backend(target, num_queues, alloc_policy, metrics, roll_loops)]
 
 
 def count_ops(module: ModuleOp) -> int:
@@ -116,6 +117,7 @@ def compile_module(
     resolver: KernelResolver | None = None,
     metrics: bool = False,
     debug_info: bool = False,
+    roll_loops: bool | None = None,
 ) -> CompileResult:
     """Run the whole pipeline on a penguin module (modified in place) and print the NEFF.
 
@@ -126,6 +128,8 @@ def compile_module(
     ``nkic.library.RESOLVER``. ``metrics`` prints the ``print-metrics`` report before ``bir-to-isa``.
     ``debug_info`` writes each instruction's source (file:line and nki call, ``source_map``) into the NEFF, for
     profiles; off by default, since the paths make the bytes depend on where the kernel lives.
+    ``roll_loops`` (default: ``NKIC_ROLL_LOOPS=1``, see ``nkic.passes.loop_rolling.roll_default``) keeps uniform
+    ``affine_range``/``sequential_range`` loops rolled (ARCHITECTURE.md "Rolled loops"); off, every loop unrolls.
     """
     from nkic.passes.bir_to_isa import BirToIsaPass
     from nkic.passes.resolver import use_resolver
@@ -152,7 +156,12 @@ def compile_module(
 
     if verify_each_pass is None:
         verify_each_pass = verify_each_pass_default()
-    passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy, metrics=metrics)
+    if roll_loops is None:
+        from nkic.passes.loop_rolling import roll_default
+
+        roll_loops = roll_default()
+    passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy, metrics=metrics,
+                             roll_loops=roll_loops)  # fmt: skip
     sources = None
     with gc_paused(), use_resolver(resolver):
         for i, p in enumerate(passes, start=1):
@@ -213,14 +222,18 @@ def compile_kernel(
     and stores the NEFF. ``dump_dir`` asks for the IR, so it always compiles. See ``nkic.cache`` for the key."""
     from nkic import cache
 
+    from nkic.passes.loop_rolling import roll_default
+
     kwargs = dict(kwargs or {})
+    if kw.get("roll_loops") is None:
+        kw["roll_loops"] = roll_default()
     # the IR dumps and the metrics report come from compiling: they bypass the cache
     directory = cache.cache_dir() if dump_dir is None and not kw.get("metrics") else None
     digest = None
     t0 = time.perf_counter()
     if directory is not None:
         try:
-            digest = cache.key(kernel, args, kwargs)
+            digest = cache.key(kernel, args, kwargs, "roll-loops" if kw["roll_loops"] else "")
             if kw.get("debug_info"):  # the same code, other bytes: its own entry
                 digest = hashlib.sha256(f"{digest}\0debug-info".encode()).hexdigest()
         except (cache.Uncacheable, OSError):  # no reproducible key (or an unreadable source): compile uncached

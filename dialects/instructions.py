@@ -107,10 +107,13 @@ class InstructionFields(RoleOperandOp):
 
 
 def _dynamic_terms(op: InstructionFields) -> None:
-    """A dynamic access pattern sits on a role declared ``indirect`` and names that role's index operand."""
+    """A dynamic access pattern with an index operand sits on a role declared ``indirect`` and names that role's
+    index operand. A register term (``reg``) sits on an ``indirect`` role in a kernel (penguin), and on any role in
+    BIR: that is how a rolled loop rotates addresses (``passes/loop_rolling.py``)."""
+    backend = op.name.startswith("bir.")
     for role, ap in zip(op.role_names, op.aps.data):
         kind, index_role, _, _ = ap.dyn
-        if not kind:
+        if not kind or (kind == "reg" and backend):
             continue
         declared = op.SPEC.role(role)
         if not declared.indirect:

@@ -70,6 +70,18 @@ def _kept_blocks(q0, nq, k0, nk, kind):
 
 @nki.jit
 def flash_attention(q, k, v, scale=1.0, causal_mask=True, sliding_window=0):
+    return _attention(q, k, v, scale, causal_mask, sliding_window, rolled=False)
+
+
+@nki.jit
+def flash_attention_rolled(q, k, v, scale=1.0, causal_mask=True, sliding_window=0):
+    """``flash_attention`` with the unmasked KV tiles of each (Q group, section) in ``nl.affine_range`` loops (the
+    masked tiles first, as plain Python loops), so that a compiler keeping loops rolled emits each uniform run of
+    tiles once: the program grows as O(S) instead of O(S²). The same numbers in another summation order."""
+    return _attention(q, k, v, scale, causal_mask, sliding_window, rolled=True)
+
+
+def _attention(q, k, v, scale, causal_mask, sliding_window, rolled):
     bs, seqlen_q, d = q.shape
     bs_kv, seqlen_kv, d_kv = k.shape
     assert v.shape == k.shape and d_kv == d, "k and v must be (bs_kv, seqlen_kv, d) like q's d"
@@ -134,14 +146,23 @@ def flash_attention(q, k, v, scale=1.0, causal_mask=True, sliding_window=0):
                 # Qᵀ [d, q] of every group that computes in this section, by transposing DMAs issued up front (the
                 # SP queue is in order: a load behind a group's output store would wait for that group)
                 groups = [g for g in range(n_groups) if si in active[g]]
-                q_t = nl.ndarray((d, n_groups, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="qT")
+                if rolled:  # one group's Qᵀ at a time: all of them (128 KiB per partition at 64K) do not fit
+                    q_t = None
+                else:
+                    q_t = nl.ndarray((d, n_groups, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="qT")
+                    for g in groups:
+                        q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
+                        nisa.dma_transpose(dst=q_t[:, g, :nq], src=q[b, q0 : q0 + nq, :])
                 for g in groups:
-                    q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
-                    nisa.dma_transpose(dst=q_t[:, g, :nq], src=q[b, q0 : q0 + nq, :])
-                for g in groups:
+                    if rolled:
+                        q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
+                        q_g = nl.ndarray((d, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="qT_group")
+                        nisa.dma_transpose(dst=q_g[:, :nq], src=q[b, q0 : q0 + nq, :])
+                    else:
+                        q_g = q_t[:, g, :]
                     _group_section(
-                        q_t[:, g, :], out, scratch, k_t, v_sb, run_neg_max[b, g], run_sum[b, g], b, g, si, s0, slen,
-                        plan[g, si], active[g], seqlen_q, d, dt, scale, on_false, window,
+                        q_g, out, scratch, k_t, v_sb, run_neg_max[b, g], run_sum[b, g], b, g, si, s0, slen,
+                        plan[g, si], active[g], seqlen_q, d, dt, scale, on_false, window, rolled,
                     )  # fmt: skip
     return out
 
@@ -181,13 +202,16 @@ def _load_kv(k, v, k_t, v_sb, kb, s0, slen, seqlen_kv, d, needed):
 
 def _group_section(
     q_t, out, scratch, k_t, v_sb, run_neg_max, run_sum, b, g, si, s0, slen, tiles, active, seqlen_q, d, dt, scale,
-    on_false, window,
+    on_false, window, rolled=False,
 ):  # fmt: skip
     """One Q group against one KV section: MM1 + mask + max, running max, exp + sum, transpose, MM2, merge."""
     f32 = nl.float32
     q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
     first, last = si == active[0], si == active[-1]
     n_kept = len(tiles)
+    run = []  # (first tile, first column j, count) of the uniform tiles looped over with affine_range
+    if rolled:
+        tiles, run = _uniform_run(tiles)
 
     # -- MM1, mask, scale + partial row max per KV tile ------------------------------------------------------
     scores = nl.ndarray((Q_GROUP, slen), dtype=f32, buffer=nl.sbuf, name="scores")
@@ -217,6 +241,17 @@ def _group_section(
             dst=s_tile, data=src, op0=nl.multiply, operand0=float(scale), reduce_op=nl.maximum,
             reduce_res=partial_max[:nq, j],
         )  # fmt: skip
+
+    if run:
+        t0, j0, count = run
+        for r in nl.affine_range(count):
+            c0 = (t0 + r) * KV_TILE  # t is the tile index within the section
+            s_psum = nl.ndarray((Q_GROUP, KV_TILE), dtype=f32, buffer=nl.psum, name="qk_psum")
+            nisa.nc_matmul(s_psum[:nq, :], stationary=q_t[:, :nq], moving=k_t[:, c0 : c0 + KV_TILE])
+            nisa.tensor_scalar_reduce(
+                dst=scores[:nq, c0 : c0 + KV_TILE], data=s_psum[:nq, :], op0=nl.multiply, operand0=float(scale),
+                reduce_op=nl.maximum, reduce_res=partial_max[:nq, j0 + r],
+            )  # fmt: skip
 
     # -- negated section max, running max and α ----------------------------------------------------------------
     neg_max = run_neg_max[:nq]
@@ -261,6 +296,23 @@ def _group_section(
             kbk = min(KV_BLOCK, nk - i * KV_BLOCK)
             nisa.nc_matmul(o_psum[:nq, :], stationary=e_t[:kbk, i, :nq], moving=v_sb[:kbk, t * BLOCKS + i, :])
 
+    if run:
+        t0, j0, count = run
+        for r in nl.affine_range(count):
+            c0 = (t0 + r) * KV_TILE  # t is the tile index within the section
+            e = nl.ndarray((Q_GROUP, KV_TILE), dtype=dt, buffer=nl.sbuf, name="exp")
+            nisa.activation(
+                dst=e[:nq, :], op=nl.exp, data=scores[:nq, c0 : c0 + KV_TILE], bias=neg_max, scale=1.0,
+                reduce_op=nl.add, reduce_res=sums[:nq, j0 + r], reduce_cmd=nisa.reduce_cmd.reset_reduce,
+            )  # fmt: skip
+            e_psum = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=f32, buffer=nl.psum, name="expT_psum")
+            for i in range(BLOCKS):
+                nisa.nc_transpose(dst=e_psum[:, i, :nq], data=e[:nq, i * KV_BLOCK : (i + 1) * KV_BLOCK])
+            e_t = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="expT")
+            nisa.tensor_copy(dst=e_t[:, :, :nq], src=e_psum[:, :, :nq])
+            for i in range(BLOCKS):
+                nisa.nc_matmul(o_psum[:nq, :], stationary=e_t[:, i, :nq], moving=v_sb[:, (t0 + r) * BLOCKS + i, :])
+
     # -- running sum and output accumulator ----------------------------------------------------------------------
     l_run = run_sum[:nq]
     o_acc = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_acc")
@@ -290,3 +342,21 @@ def _group_section(
     o_fin = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_final")
     nisa.activation(dst=o_fin[:nq], op=nl.copy, data=o_acc[:nq], scale=inv[:nq])
     nisa.dma_copy(dst=out[b, q0 : q0 + nq, :], src=o_fin[:nq])
+
+
+def _uniform_run(tiles):
+    """Split the kept tiles of a (Q group, section) into the masked or ragged ones, listed first, and the longest
+    run of consecutive full unmasked tiles as (first tile, its column among the kept tiles, count); a run shorter
+    than two stays in the list."""
+    plain = [i for i, (t, k0, nk, kind) in enumerate(tiles) if nk == KV_TILE and not kind["causal"] and not kind["window"]]
+    best = []
+    for i in plain:
+        if best and best[-1][-1] == i - 1 and tiles[i][0] == tiles[i - 1][0] + 1:
+            best[-1].append(i)
+        else:
+            best.append([i])
+    longest = max(best, key=len, default=[])
+    if len(longest) < 2:
+        return tiles, []
+    rest = [tile for i, tile in enumerate(tiles) if i not in longest]
+    return rest, (tiles[longest[0]][0], len(rest), len(longest))

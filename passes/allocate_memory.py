@@ -20,9 +20,11 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.target.instructions import LOOP_PAIRS
 from nkic.target.machine import TARGETS, get_target
 
 SBUF_ALIGN = 64
+_LOOP_ENDS = frozenset(LOOP_PAIRS.values())
 
 
 def live_ranges(fn: bir.FunctionOp) -> dict[str, tuple[int, int]]:
@@ -30,9 +32,9 @@ def live_ranges(fn: bir.FunctionOp) -> dict[str, tuple[int, int]]:
     loops: list[tuple[int, int]] = []
     open_loops: list[int] = []
     for i, inst in enumerate(fn.instructions()):
-        if inst.OPNAME == "loop_begin":
+        if inst.OPNAME in LOOP_PAIRS:
             open_loops.append(i)
-        elif inst.OPNAME == "loop_end" and open_loops:
+        elif inst.OPNAME in _LOOP_ENDS and open_loops:
             loops.append((open_loops.pop(), i))
         for name in inst.ref_names:
             lo, _ = ranges.get(name, (i, i))

@@ -5,6 +5,12 @@ access-pattern offset, and tensors allocated inside the loop (memlocs ``scope``d
 per iteration, so each iteration really sees a new allocation (which the allocator may later overlap with dead
 ones). Name-level dependency edges cannot survive the copy; ``dependency-analysis`` recomputes them on physical
 addresses. Instructions are renumbered in program order.
+
+With ``roll=true`` (``NKIC_ROLL_LOOPS=1``, ``compile_module(roll_loops=True)``, ``nkic compile --roll-loops``) a
+loop that ``loop_rolling.rollable`` accepts is not expanded: it becomes one body between runtime-loop control
+instructions, its index a register (see ``passes/loop_rolling.py`` and ARCHITECTURE.md "Rolled loops"). Loops are
+still visited innermost first, so only a loop whose inner loops all unrolled can roll, and an outer loop unrolls
+around a rolled one (copying its control instructions).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.passes import loop_rolling as rolling
 from nkic.target.limits import INSTRUCTIONS_VAR, max_instructions
 from nkic.dialects.common import AccessPatternAttr, i64_attr, names_attr
 
@@ -30,42 +37,107 @@ def _fold_iv(ap: AccessPatternAttr, depth: int, value: int) -> AccessPatternAttr
 
 
 class _Unroller:
-    def __init__(self, fn: bir.FunctionOp):
+    def __init__(self, fn: bir.FunctionOp, roll: bool = False, limit: int = 0):
         self.fn = fn
         self.locs = fn.memlocs()
+        self.register = rolling.free_register(fn) if roll else None
+        self.rolled = 0
+        # With rolling the final size is only known as loops are decided: count as we go, and stop before an
+        # expansion would pass the limit (so a huge loop that cannot roll still fails at once).
+        self.limit = limit
+        self.count = sum(1 for op in fn.body.walk() if isinstance(op, bir.BirInst))
+        # memlocs by the loop axis they are scoped to (kept up to date as loops are expanded or rolled)
+        self.by_scope: dict[str, list[bir.MemLocOp]] = {}
+        for loc in self.locs.values():
+            if loc.scope is not None:
+                self.by_scope.setdefault(loc.scope.data, []).append(loc)
 
-    def block(self, block: Block, axes: list[str]) -> None:
+    def grow(self, added: int) -> None:
+        self.count += added
+        if self.limit and self.count > self.limit:
+            raise PassFailedException(
+                f"@{self.fn.sym_name.data} unrolls to at least {self.count} instructions with loops rolled, over the "
+                f"limit of {self.limit}: raise it with {INSTRUCTIONS_VAR}=N or bir-unroll{{max-instructions=N}}"
+            )
+
+    def block(self, block: Block, axes: list[str], outer: tuple[range, ...] = ()) -> None:
         for op in list(block.ops):
             if isinstance(op, bir.LoopOp):
-                self.block(op.body.block, [*axes, op.axis.data])
-                self.expand(op, axes)
+                self.block(op.body.block, [*axes, op.axis.data], (*outer, op.iterations))
+                if not self.try_roll(op, axes, outer):
+                    self.expand(op, axes)
+
+    def scoped(self, axis: str) -> list[bir.MemLocOp]:
+        return list(self.by_scope.get(axis, ()))
+
+    def fresh_copies(self, scoped: list[bir.MemLocOp], v: int, outer: list[str]) -> dict[str, str]:
+        """A new memloc per scoped tensor for iteration ``v`` (scoped to the enclosing loop, if any)."""
+        names = {}
+        for loc in scoped:
+            fresh = f"{loc.sym_name.data}.{v}"
+            names[loc.sym_name.data] = fresh
+            clone = loc.clone()
+            clone.properties["sym_name"] = StringAttr(fresh)
+            _rescope(clone, outer)
+            if outer:
+                self.by_scope.setdefault(outer[-1], []).append(clone)
+            loc.parent_block().insert_op_before(clone, loc)  # type: ignore[union-attr]
+            self.locs[fresh] = clone
+        return names
 
     def expand(self, loop: bir.LoopOp, outer: list[str]) -> None:
-        axis, depth = loop.axis.data, len(outer)
-        scoped = [loc for loc in self.locs.values() if loc.scope is not None and loc.scope.data == axis]
+        depth = len(outer)
+        scoped = self.scoped(loop.axis.data)
         parent = loop.parent_block()
         assert parent is not None
+        body = sum(1 for op in loop.body.block.ops if isinstance(op, bir.BirInst))
+        self.grow((len(loop.iterations) - 1) * body)
         for v in loop.iterations:
-            names = {}
-            for loc in scoped:
-                fresh = f"{loc.sym_name.data}.{v}"
-                names[loc.sym_name.data] = fresh
-                clone = loc.clone()
-                clone.properties["sym_name"] = StringAttr(fresh)
-                if outer:
-                    clone.properties["scope"] = StringAttr(outer[-1])
-                else:
-                    del clone.properties["scope"]
-                loc.parent_block().insert_op_before(clone, loc)  # type: ignore[union-attr]
-                self.locs[fresh] = clone
+            names = self.fresh_copies(scoped, v, outer)
             for op in loop.body.block.ops:
                 parent.insert_op_before(self.copy(op, names, depth, v), loop)
         for loc in scoped:
             del self.locs[loc.sym_name.data]
             loc.detach()
             loc.erase()
+        self.by_scope.pop(loop.axis.data, None)
         loop.detach()
         loop.erase()
+
+    def try_roll(self, loop: bir.LoopOp, outer: list[str], values: tuple[range, ...]) -> bool:
+        """Keep ``loop`` rolled if it qualifies (``loop_rolling.rollable``): the peeled first iteration, if needed,
+        then the control sequence around one copy of the body whose scoped tensors are allocated once."""
+        if self.register is None:
+            return False
+        depth = len(outer)
+        peel = rolling.needs_peel(loop, depth, self.locs)
+        if not rolling.rollable(loop, depth, values, self.locs, peel):
+            return False
+        parent = loop.parent_block()
+        assert parent is not None
+        scoped = self.scoped(loop.axis.data)
+        iterations = loop.iterations
+        if peel:
+            names = self.fresh_copies(scoped, iterations[0], outer)
+            for op in loop.body.block.ops:
+                parent.insert_op_before(self.copy(op, names, depth, iterations[0]), loop)
+            iterations = iterations[1:]
+        self.grow(rolling.CONTROL_PER_LOOP + peel * len(loop.body.block.ops))
+        head, tail = rolling.loop_control(iterations, self.register)
+        parent.insert_op_before(head, loop)
+        for op in list(loop.body.block.ops):  # moved out of the loop, not copied: the loop is erased below
+            op.detach()
+            parent.insert_op_before(rolling.roll_operands(op, depth, iterations[0], self.register), loop)
+        parent.insert_op_before(tail, loop)
+        for loc in scoped:  # one allocation for every rolled iteration (fresh per iteration of an enclosing loop)
+            _rescope(loc, outer)
+            if outer:
+                self.by_scope.setdefault(outer[-1], []).append(loc)
+        self.by_scope.pop(loop.axis.data, None)
+        loop.detach()
+        loop.erase()
+        self.rolled += 1
+        return True
 
     @staticmethod
     def copy(op: Operation, names: dict[str, str], depth: int, value: int) -> Operation:
@@ -75,6 +147,13 @@ class _Unroller:
         new.properties["refs"] = names_attr([names.get(r, r) for r in op.ref_names])
         new.properties.pop("deps", None)
         return new
+
+
+def _rescope(loc: bir.MemLocOp, outer: list[str]) -> None:
+    if outer:
+        loc.properties["scope"] = StringAttr(outer[-1])
+    else:
+        loc.properties.pop("scope", None)
 
 
 def unrolled_count(block: Block) -> int:
@@ -96,10 +175,12 @@ def renumber(fn: bir.FunctionOp) -> None:
 @dataclass(frozen=True)
 class BirUnrollPass(ModulePass):
     """``max_instructions`` bounds each function once unrolled (0: ``NKIC_MAX_INSTRUCTIONS`` or the default of
-    ``target/limits.py``); it is checked before any loop is expanded, so a huge trip count fails at once."""
+    ``target/limits.py``); it is checked before any loop is expanded, so a huge trip count fails at once (with
+    ``roll``, before each expansion, on the count so far)."""
 
     name = "bir-unroll"
     max_instructions: int = 0
+    roll: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         limit = self.max_instructions if self.max_instructions > 0 else max_instructions()
@@ -107,12 +188,12 @@ class BirUnrollPass(ModulePass):
             if not any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
                 continue
             count = unrolled_count(fn.body.block)
-            if count > limit:
+            if count > limit and not self.roll:
                 raise PassFailedException(
                     f"@{fn.sym_name.data} unrolls to {count} instructions, over the limit of {limit}: raise it with "
                     f"{INSTRUCTIONS_VAR}=N or bir-unroll{{max-instructions=N}}"
                 )
-            _Unroller(fn).block(fn.body.block, [])
+            _Unroller(fn, self.roll, limit if self.roll else 0).block(fn.body.block, [])
             for inst in fn.instructions():
                 inst.properties.pop("deps", None)
             renumber(fn)

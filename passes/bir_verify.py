@@ -17,6 +17,9 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.dialects import bir
 from nkic.dialects.traits import IsControl
 from nkic.passes.insert_semaphores import ENGINE_SEM
+from nkic.target.instructions import LOOP_PAIRS
+
+_LOOP_DEPTH = {**{b: 1 for b in LOOP_PAIRS}, **{e: -1 for e in LOOP_PAIRS.values()}}
 
 
 def verify_function(fn: bir.FunctionOp) -> None:
@@ -36,9 +39,9 @@ def verify_function(fn: bir.FunctionOp) -> None:
         last_id = i
         if inst.has_trait(IsControl):  # a barrier: semaphores restart from zero, no edge crosses it
             signals, barrier = {}, i
-            depth += {"loop_begin": 1, "loop_end": -1}.get(inst.OPNAME, 0)
+            depth += _LOOP_DEPTH.get(inst.OPNAME, 0)
             if depth < 0:
-                raise PassFailedException(f"{where}: loop_end without a loop_begin")
+                raise PassFailedException(f"{where}: {inst.OPNAME} without a loop opening it")
         if inst.engine.data not in ENGINE_SEM:
             raise PassFailedException(f"{where}: no engine assigned")
         for r in inst.ref_names:

@@ -18,6 +18,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.target.instructions import LOOP_OPCODE_PAIRS
+
+_LOOP_DEPTH = {**{b: 1 for b in LOOP_OPCODE_PAIRS}, **{e: -1 for e in LOOP_OPCODE_PAIRS.values()}}
+
 
 def check_core(core: object) -> None:
     from nkic.dialects.isa import core_streams
@@ -53,7 +57,7 @@ def _split(insts: list) -> tuple[list[list], list[tuple[int, str]]]:
 def _check_nesting(core: str, engine: str, controls: list[tuple[int, str]]) -> None:
     depth = 0
     for inst_id, mnemonic in controls:
-        depth += {"LOOP_BEGIN": 1, "LOOP_END": -1}.get(mnemonic, 0)
+        depth += _LOOP_DEPTH.get(mnemonic, 0)
         if depth < 0:
             raise PassFailedException(f"@{core}: {engine} LOOP_END (id {inst_id}) has no LOOP_BEGIN")
     if depth:

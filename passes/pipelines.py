@@ -1,10 +1,9 @@
 """Named pipelines, themselves passes: the whole chain is usable by name from ``nkic-opt``.
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
-* ``nkic-backend``: bir-unroll, resolve-psum-accumulate, assign-engines, pre-schedule, allocate-memory,
-  dependency-analysis,
-  schedule-instructions, dep-reduction{engine_order=true}, dma-optimization,
-  insert-semaphores, bir-verify, bir-to-isa, isa-verify;
+* ``nkic-backend``: bir-unroll (``roll_loops=true`` keeps qualifying loops rolled), resolve-psum-accumulate,
+  assign-engines, pre-schedule, allocate-memory, dependency-analysis, schedule-instructions,
+  dep-reduction{engine_order=true}, dma-optimization, insert-semaphores, bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
 """
 
@@ -32,9 +31,11 @@ def frontend_lowering(kernel_format: str = "bir") -> tuple[ModulePass, ...]:
 
 
 def backend(
-    target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate", metrics: bool = False
+    target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate", metrics: bool = False,
+    roll_loops: bool = False,
 ) -> tuple[ModulePass, ...]:
-    """The backend passes; ``metrics`` adds ``print-metrics`` before ``bir-to-isa`` (``nkic compile --metrics``)."""
+    """The backend passes; ``metrics`` adds ``print-metrics`` before ``bir-to-isa`` (``nkic compile --metrics``),
+    ``roll_loops`` keeps qualifying loops rolled (ARCHITECTURE.md "Rolled loops")."""
     from nkic.passes.allocate_memory import AllocateMemoryPass
     from nkic.passes.assign_engines import AssignEnginesPass
     from nkic.passes.bir_to_isa import BirToIsaPass
@@ -51,7 +52,7 @@ def backend(
     from nkic.passes.schedule_instructions import ScheduleInstructionsPass
 
     return (
-        BirUnrollPass(),
+        BirUnrollPass(roll=roll_loops),
         ResolvePsumAccumulatePass(),
         # engines first, so that pre-schedule plans on them; then allocation follows the scheduled order
         AssignEnginesPass(target=target),
@@ -90,9 +91,10 @@ class BackendPipeline(ModulePass):
     target: str = "gen3"
     num_queues: int = 4
     metrics: bool = False
+    roll_loops: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _run(backend(self.target, self.num_queues, metrics=self.metrics), ctx, op)
+        _run(backend(self.target, self.num_queues, metrics=self.metrics, roll_loops=self.roll_loops), ctx, op)
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ class FullPipeline(ModulePass):
     target: str = "gen3"
     num_queues: int = 4
     kernel_format: str = "bir"
+    roll_loops: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _run(frontend_lowering(self.kernel_format) + backend(self.target, self.num_queues), ctx, op)
+        passes = frontend_lowering(self.kernel_format) + backend(self.target, self.num_queues, roll_loops=self.roll_loops)
+        _run(passes, ctx, op)

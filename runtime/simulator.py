@@ -20,7 +20,7 @@ import heapq
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -36,6 +36,7 @@ from nkic.target.instructions import (
     GPSIMD_GROUP,
     LOCAL_GATHER_ELEMS,
     LOCAL_GATHER_MAX_INDICES,
+    LOOP_OPCODE_PAIRS,
     NUM_REGISTERS,
     SHUFFLE_KEEP,
     SHUFFLE_MASK_WORDS,
@@ -370,9 +371,20 @@ def _resolve_hbm(core: _Core, op: Operand) -> _View:
     return view
 
 
+def _rotated(core: _Core, op: Operand) -> Operand:
+    """A register-offset operand (a rolled loop's ``+ c*r``) at this iteration's address: the register's value times
+    the scale, in elements, added to the static address; the result is an ordinary static operand."""
+    if not 0 <= op.dyn_ref < NUM_REGISTERS:
+        raise SimulationError(f"dynamic offset register {op.dyn_ref} is not a register")
+    shift = int(core.regs[op.dyn_ref]) * op.dyn_scale * op.itemsize
+    return replace(op, address=op.address + shift, dyn="", dyn_ref=0, dyn_scale=0)
+
+
 def _resolve(core: _Core, op: Operand | None, what: str) -> _View:
     if op is None:
         raise SimulationError(f"missing {what} operand")
+    if op.dyn == "reg":
+        op = _rotated(core, op)
     if op.memory in ("sbuf", "psum"):
         return _resolve_onchip(core, op)
     if op.memory == "hbm":
@@ -487,6 +499,20 @@ def _exec_loop_begin(core: _Core, ins: Instr) -> bool:
 def _exec_loop_end(core: _Core, ins: Instr) -> bool:
     """Taken (back to the body's start) while the condition register is non-zero."""
     return core.regs[_reg(core, ins, "cond_reg")] != 0
+
+
+@execute("COUNTED_LOOP_BEGIN")
+def _exec_counted_loop_begin(core: _Core, ins: Instr) -> bool:
+    """r[iv_reg] = 0; taken (skip the body) when the bound allows no iteration."""
+    _set_reg(core, ins, "iv_reg", 0)
+    return bits_i32(ins.imm("bound")) <= 0
+
+
+@execute("COUNTED_LOOP_END")
+def _exec_counted_loop_end(core: _Core, ins: Instr) -> bool:
+    """r[iv_reg] += step; taken (back to the body's start) while r[iv_reg] < bound."""
+    _set_reg(core, ins, "iv_reg", core.regs[_reg(core, ins, "iv_reg")] + bits_i32(ins.imm("step")))
+    return core.regs[_reg(core, ins, "iv_reg")] < bits_i32(ins.imm("bound"))
 
 
 @execute("SEM_WAIT")
@@ -1416,16 +1442,20 @@ class _Engine:
 
     def __post_init__(self) -> None:
         opened: list[int] = []
+        closers = {end: begin for begin, end in LOOP_OPCODE_PAIRS.items()}
         for i, ins in enumerate(self.instrs):
-            if ins.opcode == "LOOP_BEGIN":
+            if ins.opcode in LOOP_OPCODE_PAIRS:
                 opened.append(i)
-            elif ins.opcode == "LOOP_END":
-                if not opened:
-                    raise SimulationError(f"core {self.core} {self.name}[{i}] LOOP_END without a LOOP_BEGIN")
+            elif ins.opcode in closers:
+                if not opened or self.instrs[opened[-1]].opcode != closers[ins.opcode]:
+                    raise SimulationError(f"core {self.core} {self.name}[{i}] {ins.opcode} without a "
+                                          f"{closers[ins.opcode]}")  # fmt: skip
                 begin = opened.pop()
                 self.partner[begin], self.partner[i] = i, begin
         if opened:
-            raise SimulationError(f"core {self.core} {self.name}[{opened[-1]}] LOOP_BEGIN without a LOOP_END")
+            begin = self.instrs[opened[-1]].opcode
+            raise SimulationError(f"core {self.core} {self.name}[{opened[-1]}] {begin} without a "
+                                  f"{LOOP_OPCODE_PAIRS[begin]}")  # fmt: skip
 
     @property
     def done(self) -> bool:

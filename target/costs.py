@@ -385,7 +385,7 @@ def dma_ns(instr: Instr, target: str | Target = DEFAULT_TARGET) -> float:
 CONTROL_CYCLES = 64  # estimate: a sequencer register operation or branch costs about one MIN_II
 
 
-@cost("REG_ALU", "LOOP_BEGIN", "LOOP_END")
+@cost("REG_ALU", "LOOP_BEGIN", "LOOP_END", "COUNTED_LOOP_BEGIN", "COUNTED_LOOP_END")
 def _control(ins: Instr, t: Target) -> int:
     """Estimate (unpublished): a register ALU operation or a branch, executed by each sequencer at a barrier."""
     return CONTROL_CYCLES

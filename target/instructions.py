@@ -550,6 +550,34 @@ declare(
            imms=(Imm("cond_reg", "u32"),), writes=(), traits=_CONTROL),
 )
 
+# The counted loop of a rolled ``affine_range`` (ARCHITECTURE.md "Rolled loops"): the induction register counts
+# 0, step, 2·step, ... while below the immediate bound; one barrier per iteration (the end), no condition register.
+declare(
+    InstrSpec(
+        "counted_loop_begin", "COUNTED_LOOP_BEGIN", (), ("sp",),
+        "r[iv_reg] = 0; if bound <= 0, continue after the matching counted_loop_end",
+        fields=(Field("iv_reg", "int", required=True), Field("bound", "int", required=True)), traits=_CONTROL,
+    ),
+    OpSpec("COUNTED_LOOP_BEGIN", 0x50, ENGINE_NAMES, (),
+           "r[iv_reg] = 0; skip to after the matching COUNTED_LOOP_END if bound <= 0",
+           imms=(Imm("iv_reg", "u32"), Imm("bound", "i32")), writes=(), traits=_CONTROL),
+)
+declare(
+    InstrSpec(
+        "counted_loop_end", "COUNTED_LOOP_END", (), ("sp",),
+        "r[iv_reg] += step; if r[iv_reg] < bound, continue after the matching counted_loop_begin",
+        fields=(Field("iv_reg", "int", required=True), Field("step", "int", required=True),
+                Field("bound", "int", required=True)),
+        traits=_CONTROL,
+    ),
+    OpSpec("COUNTED_LOOP_END", 0x51, ENGINE_NAMES, (),
+           "r[iv_reg] += step; jump back to after the matching COUNTED_LOOP_BEGIN if r[iv_reg] < bound",
+           imms=(Imm("iv_reg", "u32"), Imm("step", "i32"), Imm("bound", "i32")), writes=(), traits=_CONTROL),
+)
+# The structured loops: each opener's partner closer, by instruction name and by ISA mnemonic.
+LOOP_PAIRS = {"loop_begin": "loop_end", "counted_loop_begin": "counted_loop_end"}
+LOOP_OPCODE_PAIRS = {"LOOP_BEGIN": "LOOP_END", "COUNTED_LOOP_BEGIN": "COUNTED_LOOP_END"}
+
 
 # -- random numbers: XORWOW state inside VectorE / GpSimd (``runtime/rng.py``) ----------------------------------
 _RNG = frozenset({"rng"})

@@ -1,7 +1,7 @@
 """``nkic``: compile an NKI kernel file to a NEFF, run a NEFF in the simulator, describe a NEFF.
 
     nkic compile kernel.py:my_kernel --arg a=float32[256,512] --arg scale=0.5 [--grid 2] -o k.neff --dump-dir ir/
-                 [--time-passes] [--verify-each-pass]
+                 [--time-passes] [--verify-each-pass] [--roll-loops | --unroll-all]
     nkic run k.neff --input a=a.npy --output-dir out/ --profile trace.json
     nkic profile k.neff -o timeline.png [--input a=a.npy] [--trace trace.json]
     nkic info k.neff
@@ -166,7 +166,8 @@ def cmd_compile(args: argparse.Namespace) -> None:
     traced_name = getattr(kernel, "name", "kernel")
     try:
         result = compile_kernel(kernel, (), kwargs, dump_dir=dump_dir, verify_each_pass=args.verify_each_pass or None,
-                                metrics=args.metrics, debug_info=not args.no_source_info)  # fmt: skip
+                                metrics=args.metrics, debug_info=not args.no_source_info,
+                                roll_loops=args.roll_loops)  # fmt: skip
     except OSError as e:  # only the dump files are written while compiling
         raise CliError(f"--dump-dir {args.dump_dir}: cannot write {e.filename}: {e.strerror or e}") from None
     _write(output, lambda f: f.write(result.neff))
@@ -444,6 +445,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--verify-each-pass", action="store_true",
                    help="verify the IR after every pass (default: once, after the last pass; "
                         "NKIC_VERIFY_EACH_PASS=1 does the same)")  # fmt: skip
+    roll = c.add_mutually_exclusive_group()
+    roll.add_argument("--roll-loops", dest="roll_loops", action="store_true", default=None,
+                      help="keep uniform affine_range/sequential_range loops rolled (default: NKIC_ROLL_LOOPS=1)")
+    roll.add_argument("--unroll-all", dest="roll_loops", action="store_false",
+                      help="unroll every loop, whatever NKIC_ROLL_LOOPS says")  # fmt: skip
     c.set_defaults(func=cmd_compile)
     r = sub.add_parser("run", help="run a NEFF in the simulator")
     r.add_argument("neff")

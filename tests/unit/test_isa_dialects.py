@@ -177,13 +177,15 @@ PROGRAM: dict[str, list[str]] = {
         "isa_pool.sem_wait {id = 32 : i64, wait_sem = 9 : i64, wait_value = 1 : i64}",
     ],
 }
-# Registers and a runtime loop, in every stream (control instructions run on all engines at a barrier).
+# Registers, a runtime loop and a counted loop, in every stream (control instructions run on all engines at a barrier).
 CONTROL = [
     f"reg_load src {_sb(0x3000, 'int32', '[0 : [1, 1], [1, 1]]')} {{id = 50 : i64, dst_reg = 1 : i64}}",
     "reg_alu {id = 51 : i64, dst_reg = 2 : i64, op = \"less\", imm0 = -1 : i64, src1_reg = 1 : i64}",
     "loop_begin {id = 52 : i64, cond_reg = 2 : i64}",
     "reg_store dst hbm(var 2, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 53 : i64, src_reg = 1 : i64}",
     "loop_end {id = 54 : i64, cond_reg = 2 : i64}",
+    "counted_loop_begin {id = 56 : i64, iv_reg = 3 : i64, bound = 2 : i64}",
+    "counted_loop_end {id = 57 : i64, iv_reg = 3 : i64, step = 1 : i64, bound = 2 : i64}",
 ]
 # The LNC=2 pair: SENDRECV on each trigger engine (gpsimd_dma on pool), CORE_BARRIER (control) in every stream.
 _SENDRECV = (f"sendrecv dst {_sb(0x7000, ap='[0 : [1, 128], [1, 64]]')}, src {_sb(0x7100, ap='[0 : [1, 128], [1, 64]]')} "
@@ -237,7 +239,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 95
+    assert len(ISA_OPS) == len(declared) == 105
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:

@@ -208,7 +208,8 @@ builtin.module {
 
 // -----
 
-// Registers and runtime loops: every engine's stream holds the same control instructions (they run at a barrier).
+// Registers, runtime loops and a counted loop (a rolled affine_range): every engine's stream holds the same control
+// instructions (they run at a barrier).
 
 // CHECK: builtin.module {
 // CHECK-NEXT: isa.core @sg00 {
@@ -220,6 +221,8 @@ builtin.module {
 // CHECK-NEXT: isa_pe.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
 // CHECK-NEXT: isa_pe.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
 // CHECK-NEXT: isa_pe.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: isa_pe.counted_loop_begin {id = 6 : i64, iv_reg = 4 : i64, bound = 2 : i64}
+// CHECK-NEXT: isa_pe.counted_loop_end {id = 7 : i64, iv_reg = 4 : i64, step = 1 : i64, bound = 2 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "act" {
 // CHECK-NEXT: isa_act.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
@@ -228,6 +231,8 @@ builtin.module {
 // CHECK-NEXT: isa_act.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
 // CHECK-NEXT: isa_act.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
 // CHECK-NEXT: isa_act.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: isa_act.counted_loop_begin {id = 6 : i64, iv_reg = 4 : i64, bound = 2 : i64}
+// CHECK-NEXT: isa_act.counted_loop_end {id = 7 : i64, iv_reg = 4 : i64, step = 1 : i64, bound = 2 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "dve" {
 // CHECK-NEXT: isa_dve.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
@@ -236,6 +241,8 @@ builtin.module {
 // CHECK-NEXT: isa_dve.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
 // CHECK-NEXT: isa_dve.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
 // CHECK-NEXT: isa_dve.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: isa_dve.counted_loop_begin {id = 6 : i64, iv_reg = 4 : i64, bound = 2 : i64}
+// CHECK-NEXT: isa_dve.counted_loop_end {id = 7 : i64, iv_reg = 4 : i64, step = 1 : i64, bound = 2 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
 // CHECK-NEXT: isa_pool.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
@@ -244,6 +251,8 @@ builtin.module {
 // CHECK-NEXT: isa_pool.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
 // CHECK-NEXT: isa_pool.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
 // CHECK-NEXT: isa_pool.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: isa_pool.counted_loop_begin {id = 6 : i64, iv_reg = 4 : i64, bound = 2 : i64}
+// CHECK-NEXT: isa_pool.counted_loop_end {id = 7 : i64, iv_reg = 4 : i64, step = 1 : i64, bound = 2 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "sp" {
 // CHECK-NEXT: isa_sp.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
@@ -252,6 +261,8 @@ builtin.module {
 // CHECK-NEXT: isa_sp.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
 // CHECK-NEXT: isa_sp.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
 // CHECK-NEXT: isa_sp.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+// CHECK-NEXT: isa_sp.counted_loop_begin {id = 6 : i64, iv_reg = 4 : i64, bound = 2 : i64}
+// CHECK-NEXT: isa_sp.counted_loop_end {id = 7 : i64, iv_reg = 4 : i64, step = 1 : i64, bound = 2 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: }
 // CHECK-NEXT: }
@@ -266,6 +277,8 @@ builtin.module {
       isa_pe.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
       isa_pe.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
       isa_pe.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+      isa_pe.counted_loop_begin {id = 6 : i64, iv_reg = 4 : i64, bound = 2 : i64}
+      isa_pe.counted_loop_end {id = 7 : i64, iv_reg = 4 : i64, step = 1 : i64, bound = 2 : i64}
     }
     isa.stream "act" {
       isa_act.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
@@ -274,6 +287,8 @@ builtin.module {
       isa_act.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
       isa_act.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
       isa_act.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+      isa_act.counted_loop_begin {id = 6 : i64, iv_reg = 4 : i64, bound = 2 : i64}
+      isa_act.counted_loop_end {id = 7 : i64, iv_reg = 4 : i64, step = 1 : i64, bound = 2 : i64}
     }
     isa.stream "dve" {
       isa_dve.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
@@ -282,6 +297,8 @@ builtin.module {
       isa_dve.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
       isa_dve.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
       isa_dve.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+      isa_dve.counted_loop_begin {id = 6 : i64, iv_reg = 4 : i64, bound = 2 : i64}
+      isa_dve.counted_loop_end {id = 7 : i64, iv_reg = 4 : i64, step = 1 : i64, bound = 2 : i64}
     }
     isa.stream "pool" {
       isa_pool.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
@@ -290,6 +307,8 @@ builtin.module {
       isa_pool.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
       isa_pool.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
       isa_pool.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+      isa_pool.counted_loop_begin {id = 6 : i64, iv_reg = 4 : i64, bound = 2 : i64}
+      isa_pool.counted_loop_end {id = 7 : i64, iv_reg = 4 : i64, step = 1 : i64, bound = 2 : i64}
     }
     isa.stream "sp" {
       isa_sp.reg_load src sbuf(p0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 0 : i64, dst_reg = 1 : i64}
@@ -298,6 +317,8 @@ builtin.module {
       isa_sp.reg_alu {id = 3 : i64, dst_reg = 3 : i64, op = "add", src0_reg = 3 : i64, imm1 = 1 : i64}
       isa_sp.reg_store dst hbm(var 0, 0x0, int32)[0 : [1, 1], [1, 1]] {id = 4 : i64, src_reg = 3 : i64}
       isa_sp.loop_end {id = 5 : i64, cond_reg = 2 : i64}
+      isa_sp.counted_loop_begin {id = 6 : i64, iv_reg = 4 : i64, bound = 2 : i64}
+      isa_sp.counted_loop_end {id = 7 : i64, iv_reg = 4 : i64, step = 1 : i64, bound = 2 : i64}
     }
   }
 }

@@ -45,6 +45,8 @@
 // CHECK: penguin.loop_begin {cond_reg = 2 : i64}
 // CHECK: penguin.register_store dst %out[0 : [1, 1], [1, 1]] {src_reg = 1 : i64}
 // CHECK: penguin.loop_end {cond_reg = 2 : i64}
+// CHECK: penguin.counted_loop_begin {iv_reg = 3 : i64, bound = 4 : i64}
+// CHECK: penguin.counted_loop_end {iv_reg = 3 : i64, step = 1 : i64, bound = 4 : i64}
 // CHECK: penguin.set_rng_seed src_seeds %seed[0 : [1, 1], [1, 1]]
 // CHECK: penguin.rng dst %r[0 : [24, 128], [1, 24]] {engine = "vector"}
 // CHECK: penguin.rng dst %r[0 : [24, 128], [1, 6]] {engine = "gpsimd"}
@@ -138,6 +140,8 @@ builtin.module {
       penguin.loop_begin {cond_reg = 2 : i64}
       penguin.register_store dst %out[0 : [1, 1], [1, 1]] {src_reg = 1 : i64}
       penguin.loop_end {cond_reg = 2 : i64}
+      penguin.counted_loop_begin {iv_reg = 3 : i64, bound = 4 : i64}
+      penguin.counted_loop_end {iv_reg = 3 : i64, step = 1 : i64, bound = 4 : i64}
       penguin.set_rng_seed src_seeds %seed[0 : [1, 1], [1, 1]]
       penguin.rng dst %r[0 : [24, 128], [1, 24]] {engine = "vector"}
       penguin.rng dst %r[0 : [24, 128], [1, 6]] {engine = "gpsimd"}
