@@ -16,11 +16,13 @@ import io
 import os
 import re
 import sys
+import weakref
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.utils.arg_spec import parse_spec
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -111,7 +113,9 @@ class NkicOptMain(xDSLOptMain):
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
             # MLIR's reading of a hex literal in a float dense attribute (the bits), which xDSL's parser lacks
             text = io.read().decode()
-            return StableHloParser(self.ctx, text, self.get_input_name()).parse_module(not self.args.no_implicit_module)
+            parser = _LocatingParser(self.ctx, text, self.get_input_name())
+            self.parsed = parser.parse_module(not self.args.no_implicit_module)
+            return self.parsed
 
         self.available_frontends["mlir"] = parse_mlir
 
@@ -139,6 +143,42 @@ class NkicOptMain(xDSLOptMain):
         return f"wrote {len(data)} bytes to {self.args.output_file}\n"
 
 
+# Where each parsed operation starts (``file:line:col``), so a verifier error names the op's line as MLIR tools do.
+# Ops a pass creates have no entry: their errors keep xDSL's note, which shows the op in the printed module.
+_OP_LOCATIONS: weakref.WeakKeyDictionary[Operation, str] = weakref.WeakKeyDictionary()
+
+
+class _LocatingParser(StableHloParser):
+    def parse_optional_operation(self) -> Operation | None:
+        start = self._current_token.span
+        op = super().parse_optional_operation()
+        if op is not None:
+            _OP_LOCATIONS[op] = start.get_location()
+        return op
+
+
+def _failing_op(module: ModuleOp) -> tuple[Operation, str] | None:
+    """The innermost parsed op whose own verifier fails, with its message (ops are checked innermost first, as
+    ``module.verify()`` reports the first failure it meets)."""
+    for op in reversed(list(module.walk())):
+        if op not in _OP_LOCATIONS:
+            continue
+        try:
+            op.verify(verify_nested_ops=False)
+        except (VerifyException, ValueError) as e:
+            return op, str(e).strip()
+    return None
+
+
+def _located(e: VerifyException, module: ModuleOp | None) -> str | None:
+    """``file:line:col: error: 'op' op message`` for a verifier error of a parsed op, else None."""
+    found = _failing_op(module) if module is not None else None
+    if found is None:
+        return None
+    op, text = found
+    return f"{_OP_LOCATIONS[op]}: error: '{op.name}' op {text or type(e).__name__}"
+
+
 def _diagnostic(e: BaseException) -> str:
     if isinstance(e, ParseError):  # MLIR's form: the location and message first, then the line and the caret
         context = e.span.print_with_context().split("\n", 1)[1].rstrip("\n")
@@ -157,6 +197,10 @@ def main(args: list[str] | None = None) -> None:
         raise SystemExit(1) from None
     try:
         tool.run()
+    except VerifyException as e:
+        located = _located(e, getattr(tool, "parsed", None))
+        print(located or _diagnostic(e), file=sys.stderr)
+        raise SystemExit(1) from None
     except (ParseError, DiagnosticException) as e:
         print(_diagnostic(e), file=sys.stderr)
         raise SystemExit(1) from None

@@ -13,7 +13,7 @@
 // UNTERMINATED: unterminated.mlir:1:32: error: unterminated string literal
 // PARSE: truncated.mlir:3:1: error:
 // PARSE-NOT: Traceback
-// VERIFY: nkic-opt: error: a constant memloc, and only it, carries data
+// VERIFY: diagnostics.mlir:28:5: error: 'bir.memloc' op a constant memloc, and only it, carries data
 // VERIFY-NOT: Traceback
 // USAGE: nkic-opt: error: Unrecognized passes: ['no-such-pass']
 

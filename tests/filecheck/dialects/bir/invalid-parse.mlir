@@ -13,5 +13,5 @@ builtin.module {
 }
 // I128: nkic-opt: error: {{.*}}i128-array.mlir: malformed input: Format not implemented for i128
 // I128-NOT: Traceback
-// I32: nkic-opt: error: Expected attribute i64 but got i32
+// I32: i32-address.mlir:3:5: error: 'bir.memloc' op Expected attribute i64 but got i32
 // I32-NOT: Traceback
