@@ -44,12 +44,7 @@ def _int(value: Any, what: str) -> int | IndexExpr:
     """An int or a loop-variable expression (grids combine with both)."""
     if is_symbolic(value):
         return value  # type: ignore[no-any-return]
-    if isinstance(value, bool):
-        return int(value)
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise NkiError(f"{what} must be an int, got {type(value).__name__}") from None
+    return _static_int(value, what)
 
 
 def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
