@@ -354,20 +354,13 @@ def memset(ctx: Any, shape: Any, value: Any, dtype: Any, mask: Any = None, engin
     return out
 
 
-def _affine(expr: Any) -> tuple[tuple[int, ...], int, int, tuple[tuple[int, int], ...]]:
-    """``(shape, offset, channel_multiplier, [(step, num), ...])`` of an index-grid expression (``nl.arange``,
-    ``nl.mgrid`` and affine combinations of them)."""
-    shape, pattern, offset, multiplier = grid.iota_args(expr)
-    return tuple(shape), int(offset), int(multiplier), tuple((int(a), int(b)) for a, b in pattern)
-
-
 @nki_op
 def iota(ctx: Any, expr: Any, dtype: Any, mask: Any = None, dst: Any = None, **kw: Any) -> NkiTensor:
-    """The values of the index expression ``expr`` in a new SBUF tile of its shape (GpSimd iota)."""
-    shape, offset, multiplier, pattern = _affine(expr)
+    """The values of the index expression ``expr`` (``nl.arange``/``nl.mgrid`` and affine combinations of them) in
+    a new SBUF tile of its shape (GpSimd iota)."""
+    shape, pattern, offset, multiplier = grid.iota_args(expr)
     out = _result(ctx, "iota", dst, shape, dtype, "int32", _SBUF, "pattern=, offset=, channel_multiplier=")
-    _impl("iota")(ctx, out, [list(p) for p in pattern], offset=offset, channel_multiplier=multiplier,
-                  **_kw(mask, kw))  # fmt: skip
+    _impl("iota")(ctx, out, pattern, offset=offset, channel_multiplier=multiplier, **_kw(mask, kw))
     return out
 
 
@@ -380,11 +373,10 @@ def affine_select(ctx: Any, pred: Any, on_true_tile: Any, on_false_value: Any, m
     the predicate as one affine expression ``e`` meaning ``e >= 0``."""
     src = _tile("affine_select", "on_true_tile", on_true_tile)
     _, pattern, offset, multiplier = grid.predicate_args(pred)
-    cmp_op = "greater_equal"
     out = _result(ctx, "affine_select", dst, src.shape, dtype, src.dtype, _SBUF,
                   "pattern=, channel_multiplier=, on_true_tile=, on_false_value=, cmp_op=")  # fmt: skip
-    _impl("affine_select")(ctx, out, [list(p) for p in pattern], multiplier, src, _number(on_false_value),
-                           cmp_op=cmp_op, offset=offset, **_kw(mask, kw))  # fmt: skip
+    _impl("affine_select")(ctx, out, pattern, multiplier, src, _number(on_false_value), cmp_op="greater_equal",
+                           offset=offset, **_kw(mask, kw))  # fmt: skip
     return out
 
 
