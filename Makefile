@@ -18,15 +18,19 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/nkic demo --out-dir out/demo
 
+# pytest-xdist runs the test files on every core (`--dist loadfile`: each file on one worker, in its own order, so
+# module-level random generators draw the same data as in a serial run).
+PYTEST_JOBS ?= auto
+
 test: $(STAMP)
 	$(BIN)/lit -q tests/filecheck
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_JOBS) --dist loadfile
 
 lit: $(STAMP)
 	$(BIN)/lit -v tests/filecheck
 
 pytest: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_JOBS) --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python bench/pipeline.py

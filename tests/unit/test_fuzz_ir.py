@@ -20,14 +20,13 @@ import io
 import os
 import random
 import re
-import signal
 import traceback
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from time_limits import Hang, time_limit
 
 from nkic.driver import compile_kernel
 from nkic.kernels.matmul import matmul
@@ -53,24 +52,6 @@ TOKEN = re.compile(r"-?\d+|[A-Za-z_][\w.]*|@[\w.]+|\S")
 NUMBER = re.compile(r"(?<![\w.])-?\d+(?![\w.])")
 SYMBOL = re.compile(r"@[\w.]+")
 NUMBERS = (0, 1, -1, 2, 3, 127, 128, 129, 512, 2**16, 2**31, 2**32, 2**63 - 1, 2**64)
-
-
-class Hang(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def time_limit(seconds: int) -> Iterator[None]:
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise Hang(f"over {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def stage_dumps(root: Path) -> list[tuple[str, str, list[str]]]:

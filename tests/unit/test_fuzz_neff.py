@@ -11,13 +11,11 @@ counts are recorded in ``bench/README.md``. ``NKIC_FUZZ_EXAMPLES=N`` overrides t
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import io
 import json
 import os
-import signal
 import struct
 import tarfile
 from collections.abc import Iterator
@@ -25,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from time_limits import Hang, time_limit
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
@@ -73,31 +72,13 @@ def good() -> bytes:
     return data
 
 
-class Hang(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def time_limit(seconds: int) -> Iterator[None]:
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise Hang(f"a mutant ran longer than {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def check(layer: str, data: bytes, run: bool = True, faithful: bool = True) -> str:
     """Read (and, if it reads, simulate) one mutant: the outcome, or an AssertionError for anything unclean. A
     ``faithful`` mutant (damage, not a re-signed new program) that runs must compute what the original does:
     anything else is a silent corruption."""
     stats = STATS.setdefault(layer, {"mutants": 0, "rejected": 0, "simulation errors": 0, "ran": 0})
     stats["mutants"] += 1
-    with time_limit(SECONDS_PER_MUTANT):
+    with time_limit(SECONDS_PER_MUTANT, "a mutant"):
         try:
             neff = read_neff(data)
         except NeffFormatError as e:
