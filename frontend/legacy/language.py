@@ -17,6 +17,7 @@ from nkic.frontend.grid import arange, mgrid, par_dim  # noqa: E402,F401
 import builtins as _builtins  # noqa: E402 — `bool`, `float` are NKI dtypes in this namespace
 import operator as _operator  # noqa: E402
 import sys as _sys  # noqa: E402
+import weakref as _weakref  # noqa: E402
 from collections.abc import Sequence as _Sequence  # noqa: E402
 from typing import Any as _Any  # noqa: E402
 
@@ -187,7 +188,20 @@ def _is_legacy_kernel_frame() -> bool:
     from nkic.frontend.errors import user_frame as _user_frame
 
     frame = _user_frame()
-    return frame is not None and _is_legacy_module(frame.f_globals)
+    if frame is None:
+        return False
+    # Every tile operator asks; scanning the module's globals each time costs O(globals) per operator. The answer is
+    # kept per code object, valid while its globals are the same dict of the same size (an import adds a global).
+    g = frame.f_globals
+    seen = _LEGACY_CODE.get(frame.f_code)
+    if seen is not None and seen[0] == id(g) and seen[1] == len(g):
+        return seen[2]
+    answer = _is_legacy_module(g)
+    _LEGACY_CODE[frame.f_code] = (id(g), len(g), answer)  # the id, not the dict: globals hold the code's function
+    return answer
+
+
+_LEGACY_CODE: _weakref.WeakKeyDictionary[_Any, tuple[int, int, bool]] = _weakref.WeakKeyDictionary()
 
 
 def _is_legacy_module(globals_: dict[str, _Any]) -> bool:
