@@ -73,6 +73,14 @@ class DmaComputeFormat(DmaCopyFormat):
         IsaInst.verify_format(self)  # the declaration's dims rule: equal element counts
 
 
+class DebugPrintFormat(DmaCopyFormat):
+    """DEBUG_PRINT: a DMA trigger (queue, queue semaphore) whose destination is the host's debug stream."""
+
+    def verify_format(self) -> None:
+        self.queue_index()
+        IsaInst.verify_format(self)
+
+
 class LocalGatherFormat(IsaInst):
     """dst holds num_valid_indices x num_elem_per_idx elements per partition (the fields the dims rule cannot see)."""
 
@@ -223,7 +231,7 @@ FORMATS: dict[str, type[IsaInst]] = {
     "TENSOR_SCALAR": TensorScalarFormat, "TENSOR_REDUCE": TensorReduceFormat, "MEMSET": MemsetFormat,
     "SEM_WAIT": SemWaitFormat, "DMA_COMPUTE": DmaComputeFormat, "LOCAL_GATHER": LocalGatherFormat,
     "NC_STREAM_SHUFFLE": NcStreamShuffleFormat, "ACTIVATE2": Activate2Format, "SENDRECV": SendrecvFormat,
-    "CORE_BARRIER": CoreBarrierFormat,
+    "CORE_BARRIER": CoreBarrierFormat, "DEBUG_PRINT": DebugPrintFormat,
 }  # fmt: skip
 
 
