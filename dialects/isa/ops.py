@@ -7,6 +7,7 @@ opcodes with rules beyond the spec's generic checks have a format class below.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import BoolAttr, IntegerAttr
@@ -147,8 +148,8 @@ class TensorScalarFormat(IsaInst):
     """The second stage (op1, operand1, reverse1) is all there or not at all."""
 
     @classmethod
-    def decode_fields(cls, instr: Instr) -> dict[str, Attribute]:
-        fields = super().decode_fields(instr)
+    def decode_fields(cls, instr: Instr, strings: Sequence[str] | None = None) -> dict[str, Attribute]:
+        fields = super().decode_fields(instr, strings)
         if not instr.flag("has_op1"):
             # Without op1 the op1/operand1 words are unused padding.
             fields.pop("op1", None)
