@@ -253,3 +253,17 @@ def test_the_sdk_simulate_kernel_example_prints_its_tile(capsys: pytest.CaptureF
     a = RNG.random((3, 4)).astype(np.float32) * 10
     np.testing.assert_array_equal(nki.simulate_kernel(module.print_kernel, a), a)
     assert _printed(capsys) == _lines(_line("value of a:", a))
+
+
+def test_nkic_run_prints_and_timing_only_does_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from nkic.tools.cli import main
+
+    neff = tmp_path / "k.neff"
+    neff.write_bytes(compile_kernel(_two_prints, (np.ones((2, 3), np.float32),)).neff)
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.save(tmp_path / "a.npy", a)
+    assert main(["run", str(neff), "--input", f"a={tmp_path / 'a.npy'}", "--output-dir", str(tmp_path)]) == 0
+    out = _printed(capsys)
+    assert out.startswith(_lines(_line("same", a), _line("same", a), _line("other \"quoted\" ✓", a)))
+    assert main(["run", str(neff), "--timing-only"]) == 0
+    assert "same" not in _printed(capsys)
