@@ -267,3 +267,32 @@ def test_nkic_run_prints_and_timing_only_does_not(tmp_path: Path, capsys: pytest
     assert out.startswith(_lines(_line("same", a), _line("same", a), _line("other \"quoted\" ✓", a)))
     assert main(["run", str(neff), "--timing-only"]) == 0
     assert "same" not in _printed(capsys)
+
+
+def test_bir_sim_compares_the_prints_without_showing_them(capsys: pytest.CaptureFixture[str]) -> None:
+    from nkic.driver import make_context
+    from nkic.frontend import TensorSpec
+    from nkic.passes.bir_sim import BirSimPass
+    from nkic.passes.bir_to_isa import BirToIsaPass
+    from nkic.passes.pipelines import backend, frontend_lowering
+
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(2):
+            t = nl.load(a[i])
+            nl.device_print("t", t)
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+            nl.device_print("t+1", t)
+            nl.store(out[i], value=t)
+        return out
+
+    module = kernel.trace(TensorSpec((2, 4, 8), "float32")).module.clone()
+    ctx = make_context()
+    for p in (*frontend_lowering(), *backend()):
+        if isinstance(p, BirToIsaPass):
+            break
+        p.apply(ctx, module)
+    BirSimPass().apply(ctx, module)
+    out = capsys.readouterr().out
+    assert "agree bit for bit" in out and "t+1" not in out
