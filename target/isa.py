@@ -58,9 +58,10 @@ class Imm:
 
     ``kind``: ``alu`` / ``act`` / ``reduce_cmd`` (the code of a name), ``u32``, ``i32``, ``f32``, ``value``
     (i32 when the instruction's ``int_value`` flag is set, else f32), or ``str`` (a string: the word is its index
-    in the NEFF's string table, :class:`StringTable`; the IR property holds the string itself). ``default`` is encoded when the property is
-    absent, and decoding leaves the property out when the word equals it; ``optional``: may be absent without one. ``tensor_role``: the slot that replaces
-    this immediate (a scalar is a (P, 1) tile or an immediate, never both); ``required``: one of the two is given.
+    in the NEFF's string table, :class:`StringTable`; the IR property holds the string itself). ``default`` is
+    encoded when the property is absent, and decoding leaves the property out when the word equals it; ``optional``:
+    may be absent without one. ``tensor_role``: the slot that replaces this immediate (a scalar is a (P, 1) tile
+    or an immediate, never both); ``required``: one of the two is given.
     """
 
     prop: str
