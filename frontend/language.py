@@ -16,6 +16,7 @@ from nkic.frontend.affine import DynSlice
 from nkic.frontend.context import active_context, is_nki_op, nki_op
 from nkic.frontend.grid import masked, refuse_mask, with_mask
 from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
+from nkic.frontend import isa as _nisa  # records instructions (nl.device_print's)
 from nkic.frontend import tiles
 from nkic.frontend.control import dynamic_range, fori_loop, while_loop  # noqa: F401 — runtime loops
 from nkic.frontend.errors import NkiError
@@ -274,9 +275,7 @@ def spmd_dim(*factors: Any) -> int:
 
 def _print_instruction(ctx: Any, src: NkiTensor, print_prefix: str) -> None:
     """The DEBUG_PRINT instruction of ``nl.device_print`` (``grid.masked`` cuts ``src`` to a mask's box first)."""
-    from nkic.frontend import isa  # the nisa module records instructions (it imports this module's neighbours)
-
-    isa._record(ctx, "device_print", {"src": src}, {"prefix": print_prefix})
+    _nisa._record(ctx, "device_print", {"src": src}, {"prefix": print_prefix})
 
 
 _print_masked = masked("device_print", _print_instruction)
