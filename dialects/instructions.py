@@ -36,7 +36,7 @@ from nkic.target.instructions import (
     sendrecv_problem,
     matmul_tile_problem,
 )
-from nkic.target.isa import ENUM_KINDS
+from nkic.target.isa import ENUM_KINDS, MAX_STRING_LENGTH
 from nkic.target.machine import MAX_MATMUL_K, MAX_MATMUL_M, MAX_MATMUL_N
 
 
@@ -62,6 +62,7 @@ def _scalar_xor_tensor(op: RoleOperandOp, role: str, required: bool) -> None:
 _CONSTRAINTS: dict[str, object] = {
     "alu": StringAttr, "act": StringAttr, "reduce_cmd": StringAttr, "engine": StringAttr, "f32": FloatAttr,
     "bool": BoolAttr, "int": IntegerAttr, "axes": DenseArrayBase, "pattern": AccessPatternAttr, "value": AnyAttr(),
+    "str": StringAttr,
 }  # fmt: skip
 
 ShapeRule = Callable[["InstructionFields"], None]
@@ -138,6 +139,8 @@ def _check_field(op: RoleOperandOp, f: Field) -> None:
         check_member(vocab.what, value.data, vocab.names)
     elif f.kind == "value" and value is not None and not isinstance(value, FloatAttr | IntegerAttr):
         raise VerifyException(f"{f.name} must be a float or integer attribute")
+    elif f.kind == "str" and isinstance(value, StringAttr) and len(value.data) > MAX_STRING_LENGTH:
+        raise VerifyException(f"{f.name} has {len(value.data)} characters, at most {MAX_STRING_LENGTH}")
     if f.tensor_role is not None:
         _scalar_xor_tensor(op, f.tensor_role, f.required)
 

@@ -14,14 +14,16 @@ from typing import Any
 
 from nkic.frontend.affine import DynSlice
 from nkic.frontend.context import active_context, is_nki_op, nki_op
-from nkic.frontend.grid import refuse_mask, with_mask
+from nkic.frontend.grid import masked, refuse_mask, with_mask
 from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
+from nkic.frontend import isa as _nisa  # records instructions (nl.device_print's)
 from nkic.frontend import tiles
 from nkic.frontend.control import dynamic_range, fori_loop, while_loop  # noqa: F401 — runtime loops
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import ALIASES, TOKENS, OpToken
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.unsupported import missing_names
+from nkic.target.isa import MAX_STRING_LENGTH
 from nkic.target.machine import DEFAULT_TARGET, Target, get_target
 
 # -- buffers ----------------------------------------------------------------------------------------------
@@ -271,9 +273,52 @@ def spmd_dim(*factors: Any) -> int:
     return size
 
 
+def _print_instruction(ctx: Any, src: NkiTensor, print_prefix: str) -> None:
+    """The DEBUG_PRINT instruction of ``nl.device_print`` (``grid.masked`` cuts ``src`` to a mask's box first)."""
+    _nisa._record(ctx, "device_print", {"src": src}, {"prefix": print_prefix})
+
+
+_print_masked = masked("device_print", _print_instruction)
+
+
 @nki_op
-def device_print(ctx: Any, prefix: str, tensor: Any = None, **_: Any) -> None:
-    """Prints only when simulating; compiles to nothing."""
+def device_print(ctx: Any, print_prefix: Any = None, tensor: Any = None, **kw: Any) -> None:
+    """Print ``print_prefix``, a space and the value of ``tensor`` (an SBUF or HBM tensor) when the kernel runs.
+
+    This is one instruction in the program (target/instructions.py, ``device_print``: a DMA of the tile to the
+    host's debug stream), so it shows the value the tensor has at that point of the run: after the instructions
+    that write it before the call, before the ones that write it after (they wait for it). The simulator prints
+    the line to stdout each time the instruction executes (once per iteration in a loop); a timing-only run prints
+    nothing. The line is what ``print(print_prefix, value)`` writes, ``value`` the tile as a numpy array of its
+    shape and dtype. The prefix is evaluated at trace time and must be a ``str``: inside an ``affine_range`` loop,
+    traced once, a loop index formatted into it shows as its symbolic name (``i0``), the same for every iteration.
+    The legacy spelling ``device_print(prefix, x, mask=...)`` is accepted; ``mask=`` cuts the tensor to its box."""
+    if "prefix" in kw and print_prefix is None:
+        print_prefix = kw.pop("prefix")
+    if "x" in kw and tensor is None:
+        tensor = kw.pop("x")
+    if not isinstance(print_prefix, str):
+        raise NkiError(f"nl.device_print: print_prefix must be a constant string, got {type(print_prefix).__name__}",
+                       "the prefix is evaluated at trace time: pass a str (an f-string of trace-time values works)")
+    prefix = str.__str__(print_prefix)  # a str subclass (an nl dtype) prints as its text
+    try:
+        prefix.encode("utf-8")
+    except UnicodeEncodeError:
+        raise NkiError("nl.device_print: print_prefix is not valid Unicode text (it holds a lone surrogate)") from None
+    if len(prefix) > MAX_STRING_LENGTH:
+        raise NkiError(f"nl.device_print: print_prefix has {len(prefix)} characters, at most {MAX_STRING_LENGTH}")
+    if not isinstance(tensor, NkiTensor):
+        raise NkiError(f"nl.device_print: 'tensor' must be a tensor in SBUF or HBM, got {type(tensor).__name__}")
+    if tensor.buffer == psum:  # "Can be in SBUF or HBM"
+        raise NkiError(f"nl.device_print: 'tensor' must be in SBUF or HBM, not {tensor.buffer}",
+                       "copy it to SBUF first (nisa.tensor_copy / nl.copy)")  # fmt: skip
+    if tensor.dyn is not None:
+        raise NkiError("nl.device_print: 'tensor' cannot be a dynamic access pattern (scalar_offset / "
+                       "vector_offset)", "print the tensor the view selects from")  # fmt: skip
+    _print_masked(ctx, tensor, prefix)
+
+
+device_print.__nki_impl__ = with_mask(device_print.__nki_impl__)  # type: ignore[attr-defined]
 
 
 # -- NKIObject ----------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.dialects import bir
 from nkic.runtime.neff import Neff, Subgraph, Variable
 from nkic.runtime.simulator import simulate, simulate_in_order
+from nkic.target.isa import StringTable
 from nkic.target.machine import ENGINE_NAMES, TARGETS
 from nkic.target.vocab import DTYPES
 
@@ -39,14 +40,15 @@ def neff_of(isa_module: ModuleOp, name: str) -> Neff:
 
     variables: dict[str, Variable] = {}
     subgraphs = []
+    strings = StringTable()
     for core in [op for op in isa_module.ops if isinstance(op, program.CoreOp)]:
         for var in program.core_vars(core).values():
             variables.setdefault(var.sym_name.data, Variable(var.sym_name.data, var.id, var.kind.data, var.dims,
                                                              var.dtype.data, var.contents()))  # fmt: skip
         streams = program.core_streams(core)
-        subgraphs.append(Subgraph(core.sym_name.data, {e: [i.to_instr() for i in streams.get(e, [])]
+        subgraphs.append(Subgraph(core.sym_name.data, {e: [i.to_instr(strings) for i in streams.get(e, [])]
                                                        for e in ENGINE_NAMES}))  # fmt: skip
-    return Neff(name, sorted(variables.values(), key=lambda v: v.var_id), subgraphs)
+    return Neff(name, sorted(variables.values(), key=lambda v: v.var_id), subgraphs, strings=tuple(strings.strings))
 
 
 def inputs_for(neff: Neff, seed: int) -> dict[str, np.ndarray]:
@@ -88,8 +90,13 @@ def check(module: ModuleOp, target: str, seed: int, max_instructions: int) -> st
     BirToIsaPass().apply(Context(), lowered)
     neff = neff_of(lowered, "bir_sim")
     inputs = inputs_for(neff, seed)
-    want = simulate_in_order(neff, inputs, target=target)
-    got = simulate(neff, inputs, target=target).outputs
+    # device prints are compared too (same lines, same order: they are chained in program order), not shown
+    printed: tuple[list[str], list[str]] = ([], [])
+    want = simulate_in_order(neff, inputs, target=target, on_print=printed[0].append)
+    got = simulate(neff, inputs, target=target, on_print=printed[1].append).outputs
+    if printed[0] != printed[1]:
+        raise PassFailedException("bir-sim: the device prints differ between program order and the concurrent "
+                                  "simulation")  # fmt: skip
     for name in sorted(want):
         if want[name].tobytes() != got[name].tobytes():
             raise PassFailedException(f"bir-sim: output '{name}' differs between program order and the concurrent "

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from nkic import __version__
 from nkic.runtime.encoding import ENGINES, Instr, Operand, decode_stream, encode_stream, to_json
 from nkic.runtime.errors import NeffFormatError
+from nkic.target.isa import MAX_STRING_LENGTH
 from nkic.target.machine import MAX_HBM_BYTES, queue_sem
 from nkic.target.names import MAX_NAME_LENGTH, is_safe_name
 from nkic.target.vocab import DTYPES
@@ -45,7 +46,7 @@ assert _HEADER.size == HEADER_SIZE
 
 _SUBGRAPH_RE = re.compile(r"sg\d{2}")
 _MEMBER_RE = re.compile(
-    r"(neff\.json|info\.json|kelf-0\.json|const/v\d{1,5}\.bin"
+    r"(neff\.json|info\.json|kelf-0\.json|strings\.json|const/v\d{1,5}\.bin"
     r"|(sg\d{2})/(def\.json|source\.json|(?:PE|Activation|DVE|Pool|SP)\.(?:json|bin)))"
 )
 _CHUNK = 1 << 16
@@ -86,10 +87,14 @@ class Subgraph:
 
 @dataclass
 class Neff:
+    """``strings``: the NEFF's string table (member ``strings.json``, written only when non-empty): a ``str``
+    immediate (DEBUG_PRINT's ``prefix``) is an index into it."""
+
     name: str
     variables: list[Variable]
     subgraphs: list[Subgraph]
     metadata: dict[str, object] = field(default_factory=dict)
+    strings: tuple[str, ...] = ()
 
     def variable(self, name: str) -> Variable:
         for var in self.variables:
@@ -133,6 +138,7 @@ def _check_neff(neff: Neff) -> None:
         if set(sg.engines) - set(ENGINES):
             raise ValueError(f"{sg.name}: unknown engines {sorted(set(sg.engines) - set(ENGINES))}")
         _check_hbm_refs(sg, set(ids), ValueError)
+        _check_string_refs(sg, tuple(neff.strings), ValueError)
 
 
 def _check_hbm_refs(sg: Subgraph, var_ids: set[int], error: Callable[[str], Exception]) -> None:
@@ -309,6 +315,8 @@ def _members(neff: Neff) -> dict[str, bytes]:
         if sg.sources:
             members[f"{sg.name}/source.json"] = _dumps(
                 {"instructions": [[i, loc, call] for i, (loc, call) in sorted(sg.sources.items())]})
+    if neff.strings:  # absent when no instruction names a string: the NEFFs of other kernels keep their bytes
+        members["strings.json"] = _dumps({"strings": list(neff.strings)})
     return members
 
 
@@ -647,6 +655,28 @@ def _attach_constants(members: Mapping[str, bytes], variables: list[Variable]) -
         var.data = members[name]
 
 
+def _parse_strings(members: Mapping[str, bytes]) -> tuple[str, ...]:
+    """``strings.json``: ``{"strings": [str, ...]}``, each at most MAX_STRING_LENGTH characters; absent = none."""
+    if "strings.json" not in members:
+        return ()
+    table = _load_json(members, "strings.json").get("strings")
+    _expect(isinstance(table, list) and all(isinstance(x, str) and len(x) <= MAX_STRING_LENGTH for x in table),
+            f"strings.json: 'strings' must be a list of strings of at most {MAX_STRING_LENGTH} characters")
+    assert isinstance(table, list)
+    _expect(len(set(table)) == len(table), "strings.json: a string is listed twice")
+    return tuple(table)
+
+
+def _check_string_refs(sg: Subgraph, strings: tuple[str, ...], error: Callable[[str], Exception]) -> None:
+    """Every ``str`` immediate (DEBUG_PRINT's ``prefix``) names an entry of the string table."""
+    for engine, instrs in sg.engines.items():
+        for i, ins in enumerate(instrs):
+            for k, imm in enumerate(ins.spec.imms):
+                if imm.kind == "str" and ins.imm(k) >= len(strings):
+                    raise error(f"{sg.name}/{ENGINE_MEMBERS[engine]}.bin instruction {i}: {ins.opcode} {imm.prop} "
+                                f"names string {ins.imm(k)}, but the NEFF's string table holds {len(strings)}")
+
+
 def _read(data: bytes, limit: int) -> Neff:
     header = parse_header(data)
     members = _untar(_unpack_payload(data[HEADER_SIZE:], limit))
@@ -659,10 +689,13 @@ def _read(data: bytes, limit: int) -> Neff:
     _expect(neff_json.get("name") == header["name"], "neff.json name differs from the header name")
     _check_io(neff_json, variables, sgs)
     _attach_constants(members, variables)
+    strings = _parse_strings(members)
+    for sg in parsed:
+        _check_string_refs(sg[0], strings, _bad)
     info = _load_json(members, "info.json")
     metadata = info.get("metadata", {})
     _expect(isinstance(info.get("tool_version"), str) and isinstance(metadata, dict), "info.json: bad schema")
-    return Neff(header["name"], variables, [p[0] for p in parsed], metadata)  # type: ignore[arg-type]
+    return Neff(header["name"], variables, [p[0] for p in parsed], metadata, strings)  # type: ignore[arg-type]
 
 
 def read_neff(data: bytes, *, max_unpacked_bytes: int = 1 << 30) -> Neff:

@@ -207,6 +207,13 @@ class RunResult:
 # machine state and operand access
 
 
+def print_line(line: str) -> None:
+    """Where DEBUG_PRINT's lines go by default: the process's stdout at the time of the print (as NKI's CPU
+    simulator prints ``nl.device_print`` immediately), flushed so they interleave with the caller's own output."""
+    print(line, flush=True)
+
+
+
 class _Core:
     def __init__(self, index: int, target: Target, hbm: dict[int, np.ndarray]):
         self.index = index
@@ -229,6 +236,9 @@ class _Core:
         # have sent, by pipe, while their exchange is being applied.
         self.pair: list[_Core] = [self]
         self.outbox: dict[int, np.ndarray] = {}
+        # DEBUG_PRINT: the NEFF's string table (its prefixes) and where a printed line goes (set by simulate).
+        self.strings: tuple[str, ...] = ()
+        self.on_print: Callable[[str], None] = print_line
 
 
 # Elements one operand's offsets may hold before any array is built (an HBM operand may also cover its variable):
@@ -1417,6 +1427,20 @@ def _exec_sendrecv(core: _Core, ins: Instr) -> None:
     dst.store_raw(sent)
 
 
+@execute("DEBUG_PRINT")
+def _exec_debug_print(core: _Core, ins: Instr) -> None:
+    """``nl.device_print``: one line, ``<prefix> <value>``, what ``print(prefix, value)`` writes for the tile as a
+    numpy array of its own shape and dtype (numpy's ``str``, under the caller's print options). It runs when the
+    instruction executes, so it shows the value at that point of the run: after the writes it depends on, before
+    the later ones (which wait for it); once per execution, so once per iteration of a loop."""
+    index = ins.imm("prefix")
+    if index >= len(core.strings):
+        raise SimulationError(f"prefix string {index} is not in the NEFF's string table ({len(core.strings)} strings)")
+    src = _view(core, ins, "src")
+    value = src.raw().reshape(src.op.shape)
+    core.on_print(f"{core.strings[index]} {value}")
+
+
 @execute("CORE_BARRIER")
 def _exec_core_barrier(core: _Core, ins: Instr) -> None:
     """No data effect: the cores' meeting is the scheduler's; a barrier must name its own core."""
@@ -1805,18 +1829,21 @@ def _init_hbm(neff: Neff, inputs: Mapping[str, object], hbm_bytes: int,
 
 
 def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
-             max_events: int = DEFAULT_MAX_EVENTS, timing_only: bool = False) -> RunResult:  # fmt: skip
+             max_events: int = DEFAULT_MAX_EVENTS, timing_only: bool = False,
+             on_print: Callable[[str], None] = print_line) -> RunResult:  # fmt: skip
     """Run ``neff`` on numpy copies of ``inputs``; returns the output variables and the timing profile.
 
     ``timing_only``: run the timeline without numerics (for kernels too large to compute on a CPU). Inputs are
     optional (missing ones read as zeros); data-path instructions and DMA transfers take their time but move no
     data, so the outputs are meaningless (zeros, or the inputs given). Registers and branches still execute: a loop
-    whose trip count is loaded from memory sees the inputs given, or zeros."""
+    whose trip count is loaded from memory sees the inputs given, or zeros (and DEBUG_PRINT prints nothing).
+    ``on_print`` receives each line DEBUG_PRINT prints (default: stdout)."""
     tgt = get_target(target)
     hbm = _init_hbm(neff, inputs, tgt.hbm_bytes, timing_only)
     cores = [_Core(i, tgt, hbm) for i in range(len(neff.subgraphs))]
     for core in cores:
         core.pair = cores  # the LNC=2 pair reads its partner's sent tiles
+        core.strings, core.on_print = tuple(neff.strings), on_print
     profile = _Scheduler(neff, cores, tgt, max_events, timing_only).run()
     profile.sources = {(c, i): src for c, sg in enumerate(neff.subgraphs) for i, src in sg.sources.items()}
     final = {
@@ -1828,7 +1855,8 @@ def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
 
 
 def simulate_in_order(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
-                      max_steps: int = DEFAULT_MAX_EVENTS) -> dict[str, np.ndarray]:
+                      max_steps: int = DEFAULT_MAX_EVENTS,
+                      on_print: Callable[[str], None] = print_line) -> dict[str, np.ndarray]:  # fmt: skip
     """The reference semantics of a NEFF: each core's instructions one at a time in instruction-id order (the
     program order of the BIR they came from), with the same executors and initial state as :func:`simulate` but no
     engines, queues, semaphores or timing; cores run one after the other. The ``bir-sim`` pass checks that the
@@ -1839,6 +1867,7 @@ def simulate_in_order(neff: Neff, inputs: Mapping[str, object], *, target: str =
     cores = [_Core(i, tgt, hbm) for i in range(len(neff.subgraphs))]
     for core in cores:
         core.pair = cores
+        core.strings, core.on_print = tuple(neff.strings), on_print
     for core, sg in zip(cores, neff.subgraphs):
         by_id: dict[int, Instr] = {}
         for instrs in sg.engines.values():

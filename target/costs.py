@@ -77,6 +77,14 @@ def _dma_issue(ins: Instr, t: Target) -> int:
     return SP_DMA_ISSUE_CYCLES  # the transfer itself runs on its queue: dma_ns
 
 
+@cost("DEBUG_PRINT")
+def _debug_print_issue(ins: Instr, t: Target) -> int:
+    """Estimate (nothing is published): SP triggers the copy to the host's debug buffer like any DMA,
+    ``SP_DMA_ISSUE_CYCLES``; the transfer itself is priced by :func:`dma_ns` on its queue, the tile's bytes read
+    once and written once to the host (the fixed descriptor cost dominates a debug-sized tile)."""
+    return SP_DMA_ISSUE_CYCLES
+
+
 @cost("MATMUL")
 def _matmul(ins: Instr, t: Target) -> int:
     """``max(min(64, M), N)`` (M, N the stationary and moving free sizes, halved in double_row mode, which computes
@@ -351,6 +359,8 @@ def _rows(dst: Operand, src: Operand) -> int:
 def _dma_shape(instr: Instr, t: Target, half: float = DMA_HALF_EFFICIENCY_BYTES) -> tuple[float, int, float] | None:
     """``(bytes, engines, efficiency)`` of a DMA_COPY / DMA_COMPUTE (None when an operand is missing)."""
     dst, srcs = instr.operand(0), [op for op in instr.operands[1:] if op is not None]
+    if dst is not None and not srcs and not instr.spec.writes:
+        srcs = [dst]  # a transfer out of the core (DEBUG_PRINT): the host buffer receives what src holds
     if dst is None or not srcs:
         return None
     nbytes = max(dst.num_elements * dst.itemsize, sum(op.num_elements * op.itemsize for op in srcs))

@@ -21,7 +21,8 @@ from nkic.target.vocab import HBM_MEMORIES, ON_CHIP
 __all__ = ["Role", "Field", "InstrSpec", "INSTRUCTIONS", "declare", "FIELD_KINDS"]
 
 # Field kinds: how a field is stored in the IR and checked.
-FIELD_KINDS = frozenset({"alu", "act", "reduce_cmd", "engine", "f32", "bool", "int", "axes", "pattern", "value"})
+FIELD_KINDS = frozenset({"alu", "act", "reduce_cmd", "engine", "f32", "bool", "int", "axes", "pattern", "value",
+                         "str"})  # str: a constant string (a StringAttr; in a NEFF an index into its string table)
 
 
 @dataclass(frozen=True)
@@ -1016,7 +1017,9 @@ _SENDRECV_ENGINES = ("sp", "pool", "act", "dve")  # dma_engine.dma "can be trigg
 # The core's position in its sendrecv sequence: the simulator pairs the cores' k-th sendrecvs of a pipe, so every
 # core issues its sendrecvs in program order, whatever engines run them (dependency-analysis chains them).
 LNC_PIPES = "lnc_pipes"
-CORE_STATES: frozenset[str] = frozenset({LNC_PIPES})
+# The core's debug stream (nl.device_print): its prints leave in program order (dependency-analysis chains them).
+DEBUG_STREAM = "debug_stream"
+CORE_STATES: frozenset[str] = frozenset({LNC_PIPES, DEBUG_STREAM})
 
 
 def sendrecv_problem(get: Callable[[str], Any], itemsize: int | None, free_elems: int) -> str | None:
@@ -1076,4 +1079,28 @@ declare(
     OpSpec("CORE_BARRIER", 0x55, ENGINE_NAMES, ("data",),
            "wait until every core of core_mask has reached its matching CORE_BARRIER", required=("data",),
            imms=(Imm("core_mask", "u32"),), writes=(), traits=_CONTROL),
+)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Debugging. ``nl.device_print(prefix, tensor)``: on hardware the Neuron runtime hands device-printed tensors to the
+# host through its debug stream, i.e. the tile is copied out of the core into a host-visible buffer, from SBUF or
+# from HBM alike. nkic models exactly that: DEBUG_PRINT is a DMA on an SP queue (the one engine path that reads both
+# memories) whose destination is the host, so it reads ``src`` and writes nothing of the kernel's. Its prefix is a
+# ``str`` field: the ISA immediate is its index in the NEFF's string table (runtime/ISA_FORMAT.md). The core's prints
+# share DEBUG_STREAM, so they stay in program order; the simulator prints ``<prefix> <value>`` when one executes.
+# ---------------------------------------------------------------------------------------------------------------
+_PRINTABLE = ("sbuf", *HBM_MEMORIES)  # "Can be in SBUF or HBM"
+_DEBUG = frozenset({DEBUG_STREAM})
+declare(
+    InstrSpec(
+        "device_print", "DEBUG_PRINT", (Role("src", memories=_PRINTABLE),), ("sp",),
+        "print `prefix` and the value src has when this instruction executes (a DMA to the host's debug stream)",
+        fields=(Field("prefix", "str", required=True),), traits=frozenset({"dma"}),
+        reads_state=_DEBUG, writes_state=_DEBUG,
+    ),
+    OpSpec("DEBUG_PRINT", 0x56, ("sp",), ("src",),
+           "copy src to the host's debug stream on DMA queue `queue`, labelled with string `prefix` of the NEFF",
+           required=("src",), imms=(Imm("queue", "u32"), Imm("prefix", "str")), writes=(),
+           traits=frozenset({"dma"})),
 )

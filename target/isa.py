@@ -19,7 +19,8 @@ from nkic.target.vocab import ACT_FUNCS, ALU_OPS, DTYPES, ISA_MEMORIES, REDUCE_C
 
 __all__ = [
     "Imm", "OpSpec", "OPCODES", "OPCODE_BY_CODE", "ENUM_KINDS", "Operand", "Instr", "MAX_SLOTS", "MAX_IMMS",
-    "MAX_FREE_DIMS", "f32_bits", "bits_f32", "i32_bits", "bits_i32", "encode_imm", "decode_imm",
+    "MAX_FREE_DIMS", "f32_bits", "bits_f32", "i32_bits", "bits_i32", "encode_imm", "decode_imm", "StringTable",
+    "MAX_STRING_LENGTH",
 ]  # fmt: skip
 
 MAX_SLOTS = 6
@@ -55,10 +56,12 @@ def bits_i32(u: int) -> int:
 class Imm:
     """One immediate word, named after the IR property that holds it.
 
-    ``kind``: ``alu`` / ``act`` / ``reduce_cmd`` (the code of a name), ``u32``, ``i32``, ``f32``, or ``value``
-    (i32 when the instruction's ``int_value`` flag is set, else f32). ``default`` is encoded when the property is
-    absent, and decoding leaves the property out when the word equals it; ``optional``: may be absent without one. ``tensor_role``: the slot that replaces
-    this immediate (a scalar is a (P, 1) tile or an immediate, never both); ``required``: one of the two is given.
+    ``kind``: ``alu`` / ``act`` / ``reduce_cmd`` (the code of a name), ``u32``, ``i32``, ``f32``, ``value``
+    (i32 when the instruction's ``int_value`` flag is set, else f32), or ``str`` (a string: the word is its index
+    in the NEFF's string table, :class:`StringTable`; the IR property holds the string itself). ``default`` is
+    encoded when the property is absent, and decoding leaves the property out when the word equals it; ``optional``:
+    may be absent without one. ``tensor_role``: the slot that replaces this immediate (a scalar is a (P, 1) tile
+    or an immediate, never both); ``required``: one of the two is given.
     """
 
     prop: str
@@ -70,9 +73,37 @@ class Imm:
     sparse: bool = False  # listed (NEFF engine JSON) only when non-zero: a mode field most instructions leave off
 
 
-def encode_imm(kind: str, value: str | int | float | None) -> int:
+# The longest string a ``str`` immediate may name (characters): a debug prefix, not a payload.
+MAX_STRING_LENGTH = 4096
+
+
+class StringTable:
+    """The strings of one NEFF (its ``strings.json`` member): a ``str`` immediate is the index of its string here.
+    Equal strings are interned once, in order of first use, so the table (and the NEFF) is deterministic."""
+
+    def __init__(self, strings: tuple[str, ...] | list[str] = ()) -> None:
+        self.strings: list[str] = []
+        self._index: dict[str, int] = {}
+        for s in strings:
+            self.intern(s)
+
+    def intern(self, text: str) -> int:
+        if not isinstance(text, str) or len(text) > MAX_STRING_LENGTH:
+            raise ValueError(f"a string immediate must be a str of at most {MAX_STRING_LENGTH} characters")
+        index = self._index.get(text)
+        if index is None:
+            index = self._index[text] = len(self.strings)
+            self.strings.append(text)
+        return index
+
+
+def encode_imm(kind: str, value: str | int | float | None, strings: StringTable | None = None) -> int:
+    """The word of an immediate. A ``str`` is interned in ``strings``; without a table (a cost estimate, a width
+    check) it encodes as 0, a placeholder that never reaches a NEFF."""
     if value is None:
         return 0
+    if kind == "str":
+        return strings.intern(str(value)) if strings is not None else 0
     if kind in ENUM_KINDS:
         return ENUM_KINDS[kind].code(str(value))
     if kind == "f32":
@@ -83,7 +114,8 @@ def encode_imm(kind: str, value: str | int | float | None) -> int:
 
 
 def decode_imm(kind: str, raw: int) -> str | int | float:
-    """The value of an immediate word; ValueError for an enum code no name has."""
+    """The value of an immediate word; ValueError for an enum code no name has. A ``str`` word decodes to its
+    string-table index (the table is the NEFF's: see :class:`StringTable`)."""
     if kind in ENUM_KINDS:
         name = ENUM_KINDS[kind].name_of(raw)
         if name is None:
@@ -112,8 +144,10 @@ def word_kind(imm: Imm, flag: Callable[[str], bool]) -> str:
     return "i32" if flag("int_value") else "f32"
 
 
-def encode_fields(spec: OpSpec, get: FieldGetter, has_slot: Callable[[str], bool]) -> tuple[tuple[int, ...], int]:
-    """The immediate words and flag bits of an instruction whose fields ``get`` returns (None = absent)."""
+def encode_fields(spec: OpSpec, get: FieldGetter, has_slot: Callable[[str], bool],
+                  strings: StringTable | None = None) -> tuple[tuple[int, ...], int]:  # fmt: skip
+    """The immediate words and flag bits of an instruction whose fields ``get`` returns (None = absent); ``str``
+    immediates are interned in ``strings`` (see :func:`encode_imm`)."""
 
     def flag(name: str) -> bool:
         return DERIVED_FLAGS[name](get) if name in spec.derived_flags else bool(get(name))
@@ -124,7 +158,7 @@ def encode_fields(spec: OpSpec, get: FieldGetter, has_slot: Callable[[str], bool
             imms.append(0)  # the slot carries the scalar; the immediate word is unused
             continue
         value = get(imm.prop)
-        imms.append(encode_imm(word_kind(imm, flag), imm.default if value is None else value))
+        imms.append(encode_imm(word_kind(imm, flag), imm.default if value is None else value, strings))
     return tuple(imms), sum(1 << bit for bit, name in enumerate(spec.flags) if flag(name))
 
 

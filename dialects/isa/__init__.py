@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.ir import Dialect
 
 from nkic.dialects.isa.base import IsaInst, IsaLocAttr
@@ -21,9 +23,10 @@ __all__ = [
 DIALECTS: dict[str, Dialect] = {"isa": Isa, **{d.name: d for d in ENGINE_DIALECTS.values()}}
 
 
-def from_instr(instr: Instr) -> IsaInst:
-    """The op for a decoded instruction (inverse of ``IsaInst.to_instr``); ValueError when none can hold it."""
+def from_instr(instr: Instr, strings: Sequence[str] | None = None) -> IsaInst:
+    """The op for a decoded instruction (inverse of ``IsaInst.to_instr``; ``strings``: the NEFF's string table);
+    ValueError when none can hold it."""
     op = isa_op(instr.engine, instr.opcode)
     if op is None:
         raise ValueError(f"no ISA op for {instr.opcode} on engine '{instr.engine}'")
-    return op.from_instr(instr)
+    return op.from_instr(instr, strings)

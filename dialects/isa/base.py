@@ -56,6 +56,7 @@ from nkic.target.isa import (
     Instr,
     Operand,
     OpSpec,
+    StringTable,
     decode_imm,
     encode_fields,
     encode_imm,
@@ -188,9 +189,15 @@ def parse_loc_body(parser: AttrParser) -> IsaLocAttr:
 # ------------------------------------------------------------------------------------------------------------------
 
 
-def imm_attr(kind: str, raw: int) -> Attribute:
-    """The property attribute of a raw immediate word (ValueError for a bad enum code)."""
+def imm_attr(kind: str, raw: int, strings: Sequence[str] | None = None) -> Attribute:
+    """The property attribute of a raw immediate word (ValueError for a bad enum code, or a ``str`` index that is
+    not in ``strings``, the NEFF's string table)."""
     value = decode_imm(kind, raw)
+    if kind == "str":
+        if strings is None or not 0 <= raw < len(strings):
+            have = "no string table" if strings is None else f"a string table of {len(strings)}"
+            raise ValueError(f"string index {raw} is not in the NEFF's strings ({have})")
+        return StringAttr(strings[raw])
     if kind in ENUM_KINDS:
         return StringAttr(str(value))
     if kind == "f32":
@@ -200,7 +207,7 @@ def imm_attr(kind: str, raw: int) -> Attribute:
 
 def imm_prop_def(imm: Imm) -> object:
     """The IRDL property of an immediate: enums are strings, f32 a float, integers i64."""
-    if imm.kind in ENUM_KINDS:
+    if imm.kind in ENUM_KINDS or imm.kind == "str":
         constraint: object = StringAttr
     elif imm.kind == "f32":
         constraint = FloatAttr[Float32Type]
@@ -378,8 +385,9 @@ class IsaInst(RoleOperandOp):
         return int(v.value.data) if isinstance(v, IntegerAttr) else None
 
     # -- encoding -----------------------------------------------------------------------------------
-    def to_instr(self) -> Instr:
-        imms, flags = encode_fields(self.SPEC, self.field, self.has)
+    def to_instr(self, strings: StringTable | None = None) -> Instr:
+        """The record; ``str`` immediates are interned in ``strings``, the NEFF's table (a fresh one if None)."""
+        imms, flags = encode_fields(self.SPEC, self.field, self.has, StringTable() if strings is None else strings)
         return Instr(
             opcode=self.MNEMONIC,
             engine=self.ENGINE,
@@ -399,7 +407,8 @@ class IsaInst(RoleOperandOp):
         return bool(self.field(name))
 
     @classmethod
-    def from_instr(cls, instr: Instr) -> Self:
+    def from_instr(cls, instr: Instr, strings: Sequence[str] | None = None) -> Self:
+        """The op of a record; ``strings`` is the NEFF's string table (needed by ``str`` immediates)."""
         cls._check_decodable(instr)
         operands = dict(zip(cls.ROLES, instr.operands))
         has_wait = instr.wait_sem is not None
@@ -409,7 +418,7 @@ class IsaInst(RoleOperandOp):
             wait_sem=instr.wait_sem,
             wait_value=instr.wait_value if has_wait else None,
             signal_sem=instr.signal_sem,
-            **cls.decode_fields(instr),
+            **cls.decode_fields(instr, strings),
         )
 
     @classmethod
@@ -427,7 +436,7 @@ class IsaInst(RoleOperandOp):
             raise ValueError(f"{instr.opcode} has a wait value without a wait semaphore")
 
     @classmethod
-    def decode_fields(cls, instr: Instr) -> dict[str, Attribute]:
+    def decode_fields(cls, instr: Instr, strings: Sequence[str] | None = None) -> dict[str, Attribute]:
         fields: dict[str, Attribute] = {}
         for index, imm in enumerate(cls.IMMS):
             slot = cls.ROLES.index(imm.tensor_role) if imm.tensor_role is not None else None
@@ -436,7 +445,7 @@ class IsaInst(RoleOperandOp):
             raw = instr.imm(index)
             if imm.default is not None and raw == encode_imm(imm.kind, imm.default):
                 continue
-            fields[imm.prop] = imm_attr(word_kind(imm, instr.flag), raw)
+            fields[imm.prop] = imm_attr(word_kind(imm, instr.flag), raw, strings)
         for bit, name in enumerate(cls.FLAGS):
             if name not in cls.DERIVED_FLAGS and instr.flags >> bit & 1:
                 fields[name] = IntegerAttr.from_bool(True)

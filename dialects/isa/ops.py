@@ -7,6 +7,7 @@ opcodes with rules beyond the spec's generic checks have a format class below.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import BoolAttr, IntegerAttr
@@ -71,6 +72,14 @@ class DmaComputeFormat(DmaCopyFormat):
     def verify_format(self) -> None:
         self.queue_index()
         IsaInst.verify_format(self)  # the declaration's dims rule: equal element counts
+
+
+class DebugPrintFormat(DmaCopyFormat):
+    """DEBUG_PRINT: a DMA trigger (queue, queue semaphore) whose destination is the host's debug stream."""
+
+    def verify_format(self) -> None:
+        self.queue_index()
+        IsaInst.verify_format(self)
 
 
 class LocalGatherFormat(IsaInst):
@@ -139,8 +148,8 @@ class TensorScalarFormat(IsaInst):
     """The second stage (op1, operand1, reverse1) is all there or not at all."""
 
     @classmethod
-    def decode_fields(cls, instr: Instr) -> dict[str, Attribute]:
-        fields = super().decode_fields(instr)
+    def decode_fields(cls, instr: Instr, strings: Sequence[str] | None = None) -> dict[str, Attribute]:
+        fields = super().decode_fields(instr, strings)
         if not instr.flag("has_op1"):
             # Without op1 the op1/operand1 words are unused padding.
             fields.pop("op1", None)
@@ -223,7 +232,7 @@ FORMATS: dict[str, type[IsaInst]] = {
     "TENSOR_SCALAR": TensorScalarFormat, "TENSOR_REDUCE": TensorReduceFormat, "MEMSET": MemsetFormat,
     "SEM_WAIT": SemWaitFormat, "DMA_COMPUTE": DmaComputeFormat, "LOCAL_GATHER": LocalGatherFormat,
     "NC_STREAM_SHUFFLE": NcStreamShuffleFormat, "ACTIVATE2": Activate2Format, "SENDRECV": SendrecvFormat,
-    "CORE_BARRIER": CoreBarrierFormat,
+    "CORE_BARRIER": CoreBarrierFormat, "DEBUG_PRINT": DebugPrintFormat,
 }  # fmt: skip
 
 

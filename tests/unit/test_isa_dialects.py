@@ -29,6 +29,7 @@ from nkic.dialects.isa import (
 ActActivateOp = ISA_OPS[("act", "activate")]
 SpDmaCopyOp = ISA_OPS[("sp", "dma_copy")]
 from nkic.runtime.encoding import Instr, Operand, decode_stream, encode_stream, f32_bits, i32_bits
+from nkic.target.isa import StringTable
 
 ROW = "[0 : [1, 128], [1, 512]]"
 COL = "[0 : [1, 128], [1, 1]]"
@@ -56,6 +57,8 @@ PROGRAM: dict[str, list[str]] = {
         f"isa_sp.dma_compute dst hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]], "
         f"src0 hbm(var 0, 0x0, float32)[0 : [512, 128], [1, 512]], src1 {_sb(0x2000)} "
         "{id = 42 : i64, queue = 3 : i64, reduce_op = \"add\", signal_sem = 11 : i64}",
+        f"isa_sp.debug_print src {_sb(0x2000, 'bfloat16', '[0 : [1, 3], [1, 4]]')} "
+        "{id = 62 : i64, queue = 1 : i64, prefix = \"value of a:\", signal_sem = 9 : i64}",
     ],
     "pe": [
         "isa_pe.sem_wait {id = 4 : i64, wait_sem = 8 : i64, wait_value = 1 : i64}",
@@ -239,7 +242,7 @@ def test_program_uses_every_op_of_every_engine(ctx: Context) -> None:
     used = {op.name for op in all_insts(parse(ctx, module_text(PROGRAM)))}
     declared = {op.name for d in ENGINE_DIALECTS.values() for op in d.operations}
     assert used == declared
-    assert len(ISA_OPS) == len(declared) == 105
+    assert len(ISA_OPS) == len(declared) == 106
 
 
 def test_custom_syntax_round_trip(ctx: Context) -> None:
@@ -285,20 +288,22 @@ ALL_LINES = [line for lines in PROGRAM.values() for line in lines]
 @pytest.mark.parametrize("index", range(len(ALL_LINES)), ids=[line.split()[0] for line in ALL_LINES])
 def test_instr_round_trip(ctx: Context, index: int) -> None:
     op = all_insts(parse(ctx, module_text(PROGRAM)))[index]
-    instr = op.to_instr()
-    back = from_instr(instr)
+    strings = StringTable()  # the NEFF's string table: str immediates (debug_print's prefix) are indices into it
+    instr = op.to_instr(strings)
+    back = from_instr(instr, strings.strings)
     back.verify()
     assert str(back) == str(op)
-    assert back.to_instr() == instr
+    assert back.to_instr(strings) == instr
 
 
 def test_binary_stream_round_trip(ctx: Context) -> None:
     core = parse(ctx, module_text(PROGRAM)).body.block.first_op
+    strings = StringTable()
     for engine, ops in core_streams(core).items():
-        instrs = [op.to_instr() for op in ops]
+        instrs = [op.to_instr(strings) for op in ops]
         decoded_engine, decoded = decode_stream(encode_stream(engine, instrs))
         assert decoded_engine == engine and decoded == instrs
-        assert [str(from_instr(i)) for i in decoded] == [str(op) for op in ops]
+        assert [str(from_instr(i, strings.strings)) for i in decoded] == [str(op) for op in ops]
 
 
 def test_build_the_documented_example(ctx: Context) -> None:

@@ -499,3 +499,28 @@ builtin.module {
   }
 }
 // CHECK: variable name 'a/b' is not a safe name
+
+// -----
+
+// DEBUG_PRINT is a DMA: only SP queues 0..15 carry it, and it signals its queue's semaphore.
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "sp" {
+      isa_sp.debug_print src sbuf(p0, 0x0, float32)[0 : [1, 3], [1, 4]] {id = 0 : i64, queue = 16 : i64, prefix = "a"}
+    }
+  }
+}
+// CHECK: DMA queue 16 outside 0..15
+
+// -----
+
+// It reads SBUF or HBM, never PSUM (SP's DMA has no PSUM port).
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "sp" {
+      isa_sp.debug_print src psum(p0, 0x0, float32)[0 : [1, 3], [1, 4]] {id = 0 : i64, queue = 0 : i64, prefix = "a"}
+    }
+  }
+}
+// CHECK: 'src': engine sp cannot access PSUM
+

@@ -389,3 +389,28 @@ builtin.module {
     }
   }
 }
+
+// -----
+
+// DEBUG_PRINT (nl.device_print): a DMA of an SBUF or HBM tile to the host's debug stream on an SP queue, signalling
+// that queue. The IR holds the prefix itself; the NEFF holds its index in the string table (strings.json).
+
+// CHECK: builtin.module {
+// CHECK-NEXT: isa.core @sg00 {
+// CHECK-NEXT: isa.var @a : input [3, 4] bfloat16 {var_id = 0 : i64}
+// CHECK-NEXT: isa.stream "sp" {
+// CHECK-NEXT: isa_sp.debug_print src sbuf(p0, 0x40, bfloat16)[0 : [1, 3], [1, 4]] {id = 1 : i64, queue = 1 : i64, prefix = "value of a:", signal_sem = 9 : i64}
+// CHECK-NEXT: isa_sp.debug_print src hbm(var 0, 0x0, bfloat16)[0 : [4, 3], [1, 4]] {id = 2 : i64, queue = 0 : i64, prefix = "a (hbm) \22raw\22", wait_sem = 9 : i64, wait_value = 1 : i64, signal_sem = 8 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+
+builtin.module {
+  isa.core @sg00 {
+    isa.var @a : input [3, 4] bfloat16 {var_id = 0 : i64}
+    isa.stream "sp" {
+      isa_sp.debug_print src sbuf(p0, 0x40, bfloat16)[0 : [1, 3], [1, 4]] {id = 1 : i64, queue = 1 : i64, prefix = "value of a:", signal_sem = 9 : i64}
+      isa_sp.debug_print src hbm(var 0, 0x0, bfloat16)[0 : [4, 3], [1, 4]] {id = 2 : i64, queue = 0 : i64, prefix = "a (hbm) \"raw\"", wait_sem = 9 : i64, wait_value = 1 : i64, signal_sem = 8 : i64}
+    }
+  }
+}

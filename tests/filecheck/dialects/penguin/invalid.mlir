@@ -529,3 +529,30 @@ builtin.module {
   }
 }
 // CHECK: 'src' of penguin.tensor_copy cannot have a dynamic (reg) offset
+
+// -----
+
+// nl.device_print reads SBUF or HBM ("Can be in SBUF or HBM"): a PSUM tile is refused.
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x128xf32>
+    penguin.device_print src %p[0 : [128, 128], [1, 128]] {prefix = "p:"}
+    penguin.return
+  }
+}
+// CHECK: device_print src cannot be in psum (allowed: sbuf, hbm, shared_hbm, private_hbm)
+
+// -----
+
+// The prefix is a required string.
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.device_print src %x[0 : [128, 128], [1, 128]] {prefix = 3 : i64}
+    penguin.return
+  }
+}
+// CHECK: should be of base attribute string
+

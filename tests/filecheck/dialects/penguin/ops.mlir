@@ -72,6 +72,8 @@
 // CHECK: penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
 // CHECK: penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.40282347e+38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.activate2 dst %x[0 : [512, 128], [1, 512]], data %p[0 : [512, 128], [1, 512]], imm0 %m[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {func = "gelu_dx", op0 = "multiply", op1 = "add", imm1 = 5.000000e-01 : f32, relu_param = 1.000000e-01 : f32, reverse0 = true, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
+// CHECK: penguin.device_print src %x[0 : [512, 128], [1, 512]] {prefix = "value of x:"}
+// CHECK: penguin.device_print src %in[0 : [512, 4], [1, 8]] {prefix = "in \22hbm\22 rows"}
 // CHECK: penguin.return %out : !penguin.tensor<shared_hbm, 256x512xf32>
 
 builtin.module {
@@ -167,6 +169,8 @@ builtin.module {
       penguin.dma_transpose dst %w[0 : [128, 128], [1, 128]], src %in[0 : [512, 128], [1, 128]]
       penguin.range_select dst %x[0 : [512, 128], [1, 512]], on_true %p[0 : [512, 128], [1, 512]], bound0 %m[0 : [1, 128], [1, 1]], bound1 %s[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {comp_op0 = "greater_equal", comp_op1 = "less", on_false_value = -3.4028235e38 : f32, range_start = 3 : i64, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
       penguin.activate2 dst %x[0 : [512, 128], [1, 512]], data %p[0 : [512, 128], [1, 512]], imm0 %m[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {func = "gelu_dx", op0 = "multiply", op1 = "add", imm1 = 5.000000e-01 : f32, relu_param = 1.000000e-01 : f32, reverse0 = true, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
+      penguin.device_print src %x[0 : [512, 128], [1, 512]] {prefix = "value of x:"}
+      penguin.device_print src %in[0 : [512, 4], [1, 8]] {prefix = "in \"hbm\" rows"}
     }
     penguin.return %out : !penguin.tensor<shared_hbm, 256x512xf32>
   }
