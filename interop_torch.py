@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,7 @@ import numpy as np
 import torch
 
 from nkic.frontend.errors import NkiError
-from nkic.frontend.tracer import Kernel, TensorSpec, TracedKernel
+from nkic.frontend.tracer import CompileOptions, Kernel, TensorSpec, TracedKernel
 from nkic.interop import Call, _as_tuple, _is_torch, _split, _unflatten
 from nkic.target.vocab import numpy_dtype
 
@@ -54,6 +55,7 @@ _CALLS: list[_Call] = []  # a handle is an index here
 _HANDLES: dict[Any, int] = {}
 _OPS: dict[tuple[int, tuple[int, ...], int], Any] = {}  # (handle, written tensor slots, outputs) -> operator
 _OP_NAMES: set[str] = set()
+_TRACES: dict[Callable[..., Any], dict[Any, TracedKernel]] = {}
 
 
 def call_torch(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
@@ -61,15 +63,21 @@ def call_torch(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], ru
     mask = tuple(_is_torch(v) for v in (*args, *kwargs.values()))
     static_args = tuple(None if _is_torch(v) else v for v in args)
     static_kwargs = {k: None if _is_torch(v) else v for k, v in kwargs.items()}
-    handle = _register(kernel, static_args, static_kwargs, mask, run)
+    # The kernel as its function, grid and options: ``kernel[2]`` is a new Kernel object per call (one dynamo made
+    # while tracing, even), but its parts are the same objects every time.
+    handle = _register(kernel.func, kernel.grid, kernel.options, static_args, static_kwargs, mask, run)
     return _dispatch(handle, *_split(args, kwargs, _is_torch))
 
 
 @torch._dynamo.assume_constant_result
-def _register(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], mask: tuple[bool, ...], run: Call) -> int:
+def _register(
+    func: Callable[..., Any], grid: tuple[int, ...] | None, options: CompileOptions, args: tuple[Any, ...],
+    kwargs: dict[str, Any], mask: tuple[bool, ...], run: Call,
+) -> int:  # fmt: skip
     """The handle of a kernel and a call's non-tensor arguments (a constant in a compiled graph)."""
-    key = (id(kernel), kernel.grid, kernel.options, id(run), repr((args, kwargs, mask)))
+    key = (func, grid, repr(options), run, repr((args, kwargs, mask)))
     if key not in _HANDLES:
+        kernel = Kernel(func, grid, options, _TRACES.setdefault(func, {}))  # one trace cache per kernel function
         _HANDLES[key] = len(_CALLS)
         _CALLS.append(_Call(kernel, args, kwargs, mask, run))
     return _HANDLES[key]

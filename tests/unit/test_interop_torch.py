@@ -125,6 +125,30 @@ def test_torch_compile_bf16_matches_eager() -> None:
     np.testing.assert_array_equal(out.float().numpy(), (add(a, b) * 2).float().numpy())
 
 
+@nki.jit
+def add_rows(a, b):
+    """Under a grid of 2, program i adds row block i."""
+    c = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i = nl.program_id(0)
+    rows = a.shape[0] // 2
+    nl.store(c[i * rows:(i + 1) * rows], value=nl.add(nl.load(a[i * rows:(i + 1) * rows]),
+                                                       nl.load(b[i * rows:(i + 1) * rows])))
+    return c
+
+
+def test_a_grid_launch_is_one_operator_eagerly_and_compiled() -> None:
+    from nkic import interop_torch
+
+    a, b = _inputs()
+    before = len(interop_torch._OPS)
+    np.testing.assert_allclose(add_rows[2](a, b).numpy(), a.numpy() + 0.5)
+    np.testing.assert_allclose(add_rows[2](a, b).numpy(), a.numpy() + 0.5)  # kernel[2] is a new object per call
+    assert len(interop_torch._OPS) == before + 1
+    compiled, backend = _compile(lambda x, y: add_rows[2](x, y) - 1)
+    np.testing.assert_allclose(compiled(a, b).numpy(), a.numpy() - 0.5)
+    assert len(interop_torch._OPS) == before + 1  # the compiled graph calls the same operator
+
+
 def test_backward_through_a_kernel_is_an_nki_error() -> None:
     a, b = _inputs()
     a.requires_grad_(True)
