@@ -118,7 +118,10 @@ _REDUCE = {"add": (nl.sum, nl.add, 0.0), "maximum": (nl.max, nl.maximum, -np.inf
 
 
 def _unsupported(op: Operation, why: str) -> NkiError:
-    return NkiError(f"{op.name}: {why}", "nkic lowers the StableHLO subset listed in nkic/hlo/tiles.py")
+    """The error for an op nkic does not lower: its name, why, and where (the op as printed, results named)."""
+    text = str(op).splitlines()[0].strip() if op.parent is not None else op.name
+    where = text if len(text) <= 160 else text[:157] + "..."
+    return NkiError(f"{op.name}: {why}, at {where}", "nkic lowers the StableHLO subset listed in nkic/hlo/tiles.py")
 
 
 def result_dtype(value: SSAValue) -> np.dtype:
