@@ -141,6 +141,37 @@ class DotAttr(ParametrizedAttribute):
         printer.print_string("<" + ", ".join(parts) + ">")
 
 
+@irdl_attr_definition
+class DotAlgorithmAttr(ParametrizedAttribute):
+    """``#stablehlo.dot_algorithm<lhs_precision_type = bf16, ..., allow_imprecise_accumulation = false>``: how
+    a dot_general computes (JAX writes it for bf16 dots). Carried as written (each ``key = value``); nkic's matmul
+    is bf16/fp32 operands with an fp32 accumulator, which the algorithms JAX emits for the CPU describe."""
+
+    name = "stablehlo.dot_algorithm"
+    entries: ArrayAttr[StringAttr]
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        items: list[StringAttr] = []
+
+        def entry() -> None:
+            key = parser.parse_identifier()
+            parser.parse_punctuation("=")
+            if (b := parser.parse_optional_boolean()) is not None:
+                value = "true" if b else "false"
+            elif (i := parser.parse_optional_integer()) is not None:
+                value = str(i)
+            else:
+                value = str(parser.parse_type())
+            items.append(StringAttr(f"{key} = {value}"))
+
+        parser.parse_comma_separated_list(parser.Delimiter.ANGLE, entry)
+        return (ArrayAttr(items),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + ", ".join(e.data for e in self.entries.data) + ">")
+
+
 _GATHER_FIELDS = ("offset_dims", "collapsed_slice_dims", "operand_batching_dims", "start_indices_batching_dims",
                   "start_index_map")  # fmt: skip
 
@@ -911,7 +942,7 @@ StableHLO = Dialect(
         SelectOp, DotGeneralOp, ReturnOp, ReduceOp, CustomCallOp, CompositeOp, OptimizationBarrierOp, ConcatenateOp,
         PadOp, GatherOp, DynamicSliceOp,
     ],
-    [PrecisionAttr, ComparisonDirectionAttr, ComparisonTypeAttr, DotAttr, GatherAttr],
+    [PrecisionAttr, ComparisonDirectionAttr, ComparisonTypeAttr, DotAttr, GatherAttr, DotAlgorithmAttr],
 )  # fmt: skip
 
 
