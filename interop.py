@@ -135,3 +135,34 @@ def _call_torch(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], r
     from nkic.interop_torch import call_torch
 
     return call_torch(kernel, args, kwargs, run)
+
+
+def install_torch_xla_standin() -> bool:
+    """Where torch is installed and torch_xla is not, make ``import torch_xla`` give a CPU stand-in, so scripts
+    written for a Neuron device (the NKI docs' PyTorch examples) run unchanged: ``torch_xla.device()`` and
+    ``torch_xla.core.xla_model.xla_device()`` are the CPU, ``xm.mark_step()`` / ``torch_xla.sync()`` do nothing
+    (kernels run eagerly on nkic's simulator). True when installed. torch itself is imported only when used."""
+    import importlib.util
+    import types
+
+    if "torch_xla" in sys.modules or importlib.util.find_spec("torch") is None:
+        return False
+    if importlib.util.find_spec("torch_xla") is not None:
+        return False  # the real one
+
+    def device(*_: Any, **__: Any) -> Any:
+        import torch
+
+        return torch.device("cpu")
+
+    def nothing(*_: Any, **__: Any) -> None:
+        return None
+
+    root = types.ModuleType("torch_xla", "nkic's CPU stand-in for torch_xla (nkic.interop.install_torch_xla_standin)")
+    core = types.ModuleType("torch_xla.core")
+    xm = types.ModuleType("torch_xla.core.xla_model")
+    root.device, root.sync = device, nothing  # type: ignore[attr-defined]
+    xm.xla_device, xm.mark_step, xm.wait_device_ops = device, nothing, nothing  # type: ignore[attr-defined]
+    root.core, core.xla_model = core, xm  # type: ignore[attr-defined]
+    sys.modules.update({"torch_xla": root, "torch_xla.core": core, "torch_xla.core.xla_model": xm})
+    return True

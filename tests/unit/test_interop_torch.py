@@ -159,13 +159,16 @@ def test_backward_through_a_kernel_is_an_nki_error() -> None:
 
 @pytest.mark.parametrize(
     "example", ["getting_started_torch.py", "average_pool2d/average_pool2d_torch.py", "transpose2d/transpose2d_torch.py"]
-)
+)  # matrix_multiplication_torch.py runs too, but a 4096x1024x2048 bf16 matmul takes minutes in the simulator
 def test_docs_torch_examples_run_verbatim(example: str, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("torch_xla", reason="the docs' torch examples put their tensors on torch_xla.device()")
+    """Through ``python -m nkic``; without torch_xla, its CPU stand-in gives the tensors' device."""
     path = os.path.join(EXAMPLES, example)
     if not os.path.exists(path):
         pytest.skip("the NKI docs' examples are not present")
     nkic.install_nki_alias()
     assert script.main([path]) == 0
     out = capsys.readouterr().out
-    assert "differ" not in out
+    if example == "getting_started_torch.py":
+        assert "tensor([[2., 2., 2.]" in out
+    else:
+        assert "match" in out.lower() and "differ" not in out, out
