@@ -925,6 +925,26 @@ class CompositeOp(_HloOp):
 
 
 @irdl_op_definition
+class WhileOp(_HloOp):
+    """``stablehlo.while(%init...) ({cond}, {body})``: runs ``body`` on the loop values while ``cond`` (returning
+    an i1 scalar) holds; the results are the final values (generic form)."""
+
+    name = "stablehlo.while"
+    operand = var_operand_def()
+    result = var_result_def()
+    cond = region_def()
+    body = region_def()
+
+    def verify_(self) -> None:
+        types = [v.type for v in self.operand]
+        if [r.type for r in self.result] != types:
+            raise VerifyException("stablehlo.while: results must have the loop values' types")
+        for region in (self.cond, self.body):
+            if [a.type for a in region.block.args] != types:
+                raise VerifyException("stablehlo.while: each region takes the loop values")
+
+
+@irdl_op_definition
 class OptimizationBarrierOp(_HloOp):
     name = "stablehlo.optimization_barrier"
     operand = var_operand_def()
@@ -940,7 +960,7 @@ StableHLO = Dialect(
     [
         *ELEMENTWISE.values(), ConstantOp, ConvertOp, SliceOp, ReshapeOp, BroadcastInDimOp, TransposeOp, IotaOp, CompareOp,
         SelectOp, DotGeneralOp, ReturnOp, ReduceOp, CustomCallOp, CompositeOp, OptimizationBarrierOp, ConcatenateOp,
-        PadOp, GatherOp, DynamicSliceOp,
+        PadOp, GatherOp, DynamicSliceOp, WhileOp,
     ],
     [PrecisionAttr, ComparisonDirectionAttr, ComparisonTypeAttr, DotAttr, GatherAttr, DotAlgorithmAttr],
 )  # fmt: skip

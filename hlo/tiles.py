@@ -33,6 +33,7 @@ from nkic.frontend.errors import NkiError
 P_TILE = 128  # partitions
 F_TILE = 512  # free elements per tile (one fp32 PSUM bank for matmul results)
 K_TILE = 128  # matmul contraction rows
+MAX_UNROLL = 64  # while loops are unrolled up to this many iterations
 
 
 def nki_dtype(dtype: np.dtype) -> str:
@@ -425,6 +426,40 @@ class SegmentInterpreter:
         x = self.get(op.operands[0])
         shape = hlo.shape_of(op.results[0])
         self.values[op.results[0]] = x.reshape(shape) if isinstance(x, np.ndarray) else Hbm(x.tensor, shape, x.dtype)
+
+    def op_while(self, op: hlo.WhileOp) -> None:
+        """A loop with a compile-time trip count, unrolled: the condition must fold to a constant on every
+        iteration (a counter from a constant start, as ``lax.fori_loop`` writes), at most ``MAX_UNROLL`` times."""
+        values = [self.get(v) for v in op.operand]
+        for trip in range(MAX_UNROLL + 1):
+            (pred,) = self._run_region(op.cond, values)
+            if not isinstance(pred, np.ndarray):
+                raise _unsupported(op, "a loop whose condition is computed at run time")
+            if not bool(pred.reshape(-1)[0]):
+                break
+            if trip == MAX_UNROLL:
+                raise _unsupported(op, f"a loop of more than {MAX_UNROLL} iterations (loops are unrolled)")
+            values = self._run_region(op.body, values)
+        for r, v in zip(op.result, values):
+            self.values[r] = v
+
+    def _run_region(self, region: Any, args: Sequence[Value]) -> list[Value]:
+        """Run a single-block region on ``args`` (its earlier run's values forgotten): the returned values."""
+        block = region.block
+        for inner in block.ops:
+            for r in inner.results:
+                self.values.pop(r, None)
+        self.values.update(zip(block.args, args))
+        for inner in block.ops:
+            if isinstance(inner, hlo.ReturnOp):
+                return [self.get(v) for v in inner.operands]
+            consts = {v: x for v in inner.operands if isinstance(x := self.values.get(v), np.ndarray)}
+            folded = fold(inner, consts)
+            if folded is not None:
+                self.values[inner.results[0]] = np.asarray(folded)  # numpy folds a 0-d op to a scalar
+            else:
+                self.run([inner])
+        raise _unsupported(region.parent_op() or block, "a region without stablehlo.return")
 
     def op_optimization_barrier(self, op: Operation) -> None:
         for a, r in zip(op.operands, op.results):

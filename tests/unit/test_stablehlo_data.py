@@ -101,3 +101,14 @@ def test_forms_not_lowered_are_errors_naming_the_op() -> None:
     }"""
     with pytest.raises(NkiError, match=r"stablehlo\.dynamic_slice: more than one run-time start index"):
         compile_stablehlo(two_starts)
+
+
+def test_fori_loop_with_a_static_trip_count_is_unrolled() -> None:
+    """``lax.fori_loop(0, 3, ...)``: a while loop whose counter folds at compile time, unrolled (the counter is an
+    immediate in each copy of the body). A loop of a run-time condition, or over 64 trips, is an error naming it."""
+    x = RNG.standard_normal((4, 8)).astype(np.float32)
+    _same(lambda a: jax.lax.fori_loop(0, 3, lambda i, c: c * 2 + i, a), x)
+    with pytest.raises(NkiError, match=r"stablehlo\.while: a loop whose condition is computed at run time"):
+        from_jax(lambda a: jax.lax.while_loop(lambda c: c.sum() < 100, lambda c: c * 2, a))(x)
+    with pytest.raises(NkiError, match=r"stablehlo\.while: a loop of more than 64 iterations"):
+        from_jax(lambda a: jax.lax.fori_loop(0, 65, lambda i, c: c + 1.0, a))(x)

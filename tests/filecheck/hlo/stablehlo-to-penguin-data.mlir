@@ -55,3 +55,30 @@ func.func @main(%x: tensor<6x8xf32>, %i: tensor<i32>) -> tensor<3x4xf32> {
   %o = "stablehlo.dynamic_slice"(%x, %c, %i) <{slice_sizes = array<i64: 3, 4>}> : (tensor<6x8xf32>, tensor<i32>, tensor<i32>) -> tensor<3x4xf32>
   func.return %o : tensor<3x4xf32>
 }
+
+// -----
+
+// while (lax.fori_loop(0, 2, ...)): the counter folds at compile time, so the loop is unrolled: two multiplies.
+// CHECK:       {{^// -+$}}
+// CHECK:       penguin.kernel @hlo_segment_0
+// CHECK:       penguin.tensor_scalar {{.*}} op0 = "multiply", operand0 = 2.000000e+00 : f32
+// CHECK:       penguin.tensor_scalar {{.*}} op0 = "multiply", operand0 = 2.000000e+00 : f32
+// CHECK-NOT:   penguin.tensor_scalar
+// CHECK:       penguin.return
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %zero = stablehlo.constant dense<0> : tensor<i32>
+  %r:2 = "stablehlo.while"(%zero, %x) ({
+  ^bb0(%i: tensor<i32>, %c: tensor<4x8xf32>):
+    %n = stablehlo.constant dense<2> : tensor<i32>
+    %p = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    "stablehlo.return"(%p) : (tensor<i1>) -> ()
+  }, {
+  ^bb0(%i: tensor<i32>, %c: tensor<4x8xf32>):
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %j = stablehlo.add %i, %one : tensor<i32>
+    %two = stablehlo.constant dense<2.000000e+00> : tensor<4x8xf32>
+    %d = stablehlo.multiply %c, %two : tensor<4x8xf32>
+    "stablehlo.return"(%j, %d) : (tensor<i32>, tensor<4x8xf32>) -> ()
+  }) : (tensor<i32>, tensor<4x8xf32>) -> (tensor<i32>, tensor<4x8xf32>)
+  func.return %r#1 : tensor<4x8xf32>
+}
