@@ -11,8 +11,8 @@ inside ``jax.jit`` (where the arrays are tracers). Differentiating through a ker
 user gives the function that calls it a VJP (``jax.custom_vjp``): a simulator run has no derivative. JAX arrays are
 immutable, so a kernel that writes one of its inputs is an error here rather than a silently lost write.
 
-PyTorch: tensors in, tensors out, a written input tensor is updated in place, as on a Neuron device. Under
-``torch.compile`` the call is a graph break (``torch.compiler.disable``): it runs eagerly between compiled graphs.
+PyTorch: tensors in, tensors out, a written input tensor is updated in place, as on a Neuron device; eagerly and
+under ``torch.compile(fullgraph=True)`` each call is a registered torch operator (``nkic.interop_torch``).
 """
 
 from __future__ import annotations
@@ -129,39 +129,40 @@ def _is_torch(value: Any) -> bool:
     return torch is not None and isinstance(value, torch.Tensor)
 
 
-def _torch_to_numpy(t: Any) -> np.ndarray:
-    import torch
-
-    t = t.detach().cpu()
-    if t.dtype == torch.bfloat16:  # numpy has no bfloat16: reinterpret the bits as ml_dtypes' bfloat16
-        return t.view(torch.int16).numpy().view(numpy_dtype("bfloat16"))
-    return t.numpy()
-
-
-def _numpy_to_torch(a: np.ndarray) -> Any:
-    import torch
-
-    a = np.ascontiguousarray(a)
-    if a.dtype == numpy_dtype("bfloat16"):
-        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(a)
-
-
 def _call_torch(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
-    import torch
+    # A module of its own that imports torch: its first import (native even under torch.compile, which does not trace
+    # imports) marks its entry points for dynamo before dynamo reaches them.
+    from nkic.interop_torch import call_torch
 
-    if torch.compiler.is_compiling():  # under torch.compile: run the kernel outside the graph (a graph break)
-        return torch.compiler.disable(_run_torch)(kernel, args, kwargs, run)
-    return _run_torch(kernel, args, kwargs, run)
+    return call_torch(kernel, args, kwargs, run)
 
 
-def _run_torch(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
-    tensors = _split(args, kwargs, _is_torch)
-    arrays = [_torch_to_numpy(t) for t in tensors]
-    call_args, call_kwargs = _rebuild(args, kwargs, _is_torch, arrays)
-    result = run(kernel, call_args, call_kwargs)
-    for tensor, array in zip(tensors, arrays):
-        if tensor.device.type != "cpu":  # a CPU tensor shares its memory with the array the kernel wrote
-            tensor.copy_(_numpy_to_torch(array).to(tensor.device))
-    outputs = [_numpy_to_torch(r).to(tensors[0].device) for r in _as_tuple(result)]
-    return tuple(outputs) if isinstance(result, tuple) else (outputs[0] if outputs else None)
+def install_torch_xla_standin() -> bool:
+    """Where torch is installed and torch_xla is not, make ``import torch_xla`` give a CPU stand-in, so scripts
+    written for a Neuron device (the NKI docs' PyTorch examples) run unchanged: ``torch_xla.device()`` and
+    ``torch_xla.core.xla_model.xla_device()`` are the CPU, ``xm.mark_step()`` / ``torch_xla.sync()`` do nothing
+    (kernels run eagerly on nkic's simulator). True when installed. torch itself is imported only when used."""
+    import importlib.util
+    import types
+
+    if "torch_xla" in sys.modules or importlib.util.find_spec("torch") is None:
+        return False
+    if importlib.util.find_spec("torch_xla") is not None:
+        return False  # the real one
+
+    def device(*_: Any, **__: Any) -> Any:
+        import torch
+
+        return torch.device("cpu")
+
+    def nothing(*_: Any, **__: Any) -> None:
+        return None
+
+    root = types.ModuleType("torch_xla", "nkic's CPU stand-in for torch_xla (nkic.interop.install_torch_xla_standin)")
+    core = types.ModuleType("torch_xla.core")
+    xm = types.ModuleType("torch_xla.core.xla_model")
+    root.device, root.sync = device, nothing  # type: ignore[attr-defined]
+    xm.xla_device, xm.mark_step, xm.wait_device_ops = device, nothing, nothing  # type: ignore[attr-defined]
+    root.core, core.xla_model = core, xm  # type: ignore[attr-defined]
+    sys.modules.update({"torch_xla": root, "torch_xla.core": core, "torch_xla.core.xla_model": xm})
+    return True

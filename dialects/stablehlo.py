@@ -141,6 +141,80 @@ class DotAttr(ParametrizedAttribute):
         printer.print_string("<" + ", ".join(parts) + ">")
 
 
+@irdl_attr_definition
+class DotAlgorithmAttr(ParametrizedAttribute):
+    """``#stablehlo.dot_algorithm<lhs_precision_type = bf16, ..., allow_imprecise_accumulation = false>``: how
+    a dot_general computes (JAX writes it for bf16 dots). Carried as written (each ``key = value``); nkic's matmul
+    is bf16/fp32 operands with an fp32 accumulator, which the algorithms JAX emits for the CPU describe."""
+
+    name = "stablehlo.dot_algorithm"
+    entries: ArrayAttr[StringAttr]
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        items: list[StringAttr] = []
+
+        def entry() -> None:
+            key = parser.parse_identifier()
+            parser.parse_punctuation("=")
+            if (b := parser.parse_optional_boolean()) is not None:
+                value = "true" if b else "false"
+            elif (i := parser.parse_optional_integer()) is not None:
+                value = str(i)
+            else:
+                value = str(parser.parse_type())
+            items.append(StringAttr(f"{key} = {value}"))
+
+        parser.parse_comma_separated_list(parser.Delimiter.ANGLE, entry)
+        return (ArrayAttr(items),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<" + ", ".join(e.data for e in self.entries.data) + ">")
+
+
+_GATHER_FIELDS = ("offset_dims", "collapsed_slice_dims", "operand_batching_dims", "start_indices_batching_dims",
+                  "start_index_map")  # fmt: skip
+
+
+@irdl_attr_definition
+class GatherAttr(ParametrizedAttribute):
+    """``#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0],
+    index_vector_dim = 1>``: the gather's dimension numbers; absent lists are empty (and not printed)."""
+
+    name = "stablehlo.gather"
+    offset_dims: ArrayAttr[IntAttr]
+    collapsed_slice_dims: ArrayAttr[IntAttr]
+    operand_batching_dims: ArrayAttr[IntAttr]
+    start_indices_batching_dims: ArrayAttr[IntAttr]
+    start_index_map: ArrayAttr[IntAttr]
+    index_vector_dim: IntAttr
+
+    def dims(self, field: str) -> tuple[int, ...]:
+        return tuple(d.data for d in getattr(self, field).data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values: dict[str, list[int]] = {f: [] for f in _GATHER_FIELDS}
+        vector_dim = [0]
+
+        def entry() -> None:
+            key = parser.parse_identifier()
+            parser.parse_punctuation("=")
+            if key == "index_vector_dim":
+                vector_dim[0] = parser.parse_integer()
+            elif key in values:
+                values[key] = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+            else:
+                parser.raise_error(f"unknown gather dimension field '{key}'")
+
+        parser.parse_comma_separated_list(parser.Delimiter.ANGLE, entry)
+        return (*(ArrayAttr([IntAttr(d) for d in values[f]]) for f in _GATHER_FIELDS), IntAttr(vector_dim[0]))
+
+    def print_parameters(self, printer: Printer) -> None:
+        parts = [f"{f} = [{', '.join(map(str, self.dims(f)))}]" for f in _GATHER_FIELDS if self.dims(f)]
+        printer.print_string("<" + ", ".join([*parts, f"index_vector_dim = {self.index_vector_dim.data}"]) + ">")
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Helpers
 # ------------------------------------------------------------------------------------------------------------------
@@ -430,6 +504,97 @@ class SliceOp(_HloOp):
             raise VerifyException("stablehlo.slice: 0 <= start <= limit <= size and stride > 0")
         if tuple(-(-(b - a) // s) for a, b, s in zip(start, limit, step)) != shape_of(self.result):
             raise VerifyException("stablehlo.slice: result shape must be ceil((limit - start) / stride)")
+
+
+@irdl_op_definition
+class ConcatenateOp(_HloOp):
+    """``stablehlo.concatenate``: the operands one after another along ``dimension`` (generic form)."""
+
+    name = "stablehlo.concatenate"
+    dimension = prop_def(IntegerAttr)
+    inputs = var_operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        d, out = self.dimension.value.data, shape_of(self.result)
+        shapes = [shape_of(v) for v in self.inputs]
+        if not shapes or not 0 <= d < len(out):
+            raise VerifyException("stablehlo.concatenate: at least one operand and a dimension of the result")
+        rest = {s[:d] + s[d + 1 :] for s in shapes}
+        if rest != {out[:d] + out[d + 1 :]} or sum(s[d] for s in shapes) != out[d]:
+            raise VerifyException("stablehlo.concatenate: operands must agree off the dimension and sum to it")
+
+
+@irdl_op_definition
+class PadOp(_HloOp):
+    """``stablehlo.pad(%x, %value)``: ``edge_padding_low``/``high`` elements before/after each dimension and
+    ``interior_padding`` between its elements, all of the scalar ``%value`` (generic form)."""
+
+    name = "stablehlo.pad"
+    edge_padding_low = prop_def(DenseArrayBase)
+    edge_padding_high = prop_def(DenseArrayBase)
+    interior_padding = prop_def(DenseArrayBase)
+    operand = var_operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if len(self.operand) != 2 or shape_of(self.operand[1]):
+            raise VerifyException("stablehlo.pad takes an operand and a scalar padding value")
+        src = shape_of(self.operand[0])
+        low, high, interior = (int_list(a) for a in (self.edge_padding_low, self.edge_padding_high,
+                                                      self.interior_padding))  # fmt: skip
+        if not len(low) == len(high) == len(interior) == len(src) or any(i < 0 for i in interior):
+            raise VerifyException("stablehlo.pad: one low, high and (non-negative) interior padding per dimension")
+        want = tuple(lo + hi + n + max(n - 1, 0) * i for lo, hi, n, i in zip(low, high, src, interior))
+        if want != shape_of(self.result):
+            raise VerifyException(f"stablehlo.pad: result shape must be {want}")
+
+
+@irdl_op_definition
+class GatherOp(_HloOp):
+    """``stablehlo.gather(%operand, %start_indices)``: slices of ``slice_sizes`` at run-time start indices
+    (generic form; nkic lowers the row gather ``table[ids]`` and ``jnp.take(..., axis=0)`` emit)."""
+
+    name = "stablehlo.gather"
+    dimension_numbers = prop_def(GatherAttr)
+    slice_sizes = prop_def(DenseArrayBase)
+    indices_are_sorted = opt_prop_def(Attribute)
+    operand = var_operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if len(self.operand) != 2:
+            raise VerifyException("stablehlo.gather takes an operand and start indices")
+        src, sizes = shape_of(self.operand[0]), int_list(self.slice_sizes)
+        if len(sizes) != len(src) or any(not 0 <= s <= n for s, n in zip(sizes, src)):
+            raise VerifyException("stablehlo.gather: one slice size per operand dimension, within it")
+        dn = self.dimension_numbers
+        if any(sizes[d] > 1 for d in dn.dims("collapsed_slice_dims")):
+            raise VerifyException("stablehlo.gather: a collapsed slice dimension has size 1")
+
+
+@irdl_op_definition
+class DynamicSliceOp(_HloOp):
+    """``stablehlo.dynamic_slice(%x, %i0, %i1, ...)``: a ``slice_sizes`` block at run-time (scalar) start indices,
+    each clamped into ``[0, size - slice_size]`` (generic form)."""
+
+    name = "stablehlo.dynamic_slice"
+    slice_sizes = prop_def(DenseArrayBase)
+    operand = var_operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        src, sizes = shape_of(self.operand[0]), int_list(self.slice_sizes)
+        if len(self.operand) != 1 + len(src) or any(shape_of(v) for v in self.operand[1:]):
+            raise VerifyException("stablehlo.dynamic_slice: one scalar start index per operand dimension")
+        if len(sizes) != len(src) or any(not 0 <= s <= n for s, n in zip(sizes, src)):
+            raise VerifyException("stablehlo.dynamic_slice: one slice size per operand dimension, within it")
+        if sizes != shape_of(self.result):
+            raise VerifyException("stablehlo.dynamic_slice: the result shape is slice_sizes")
 
 
 @irdl_op_definition
@@ -760,6 +925,26 @@ class CompositeOp(_HloOp):
 
 
 @irdl_op_definition
+class WhileOp(_HloOp):
+    """``stablehlo.while(%init...) ({cond}, {body})``: runs ``body`` on the loop values while ``cond`` (returning
+    an i1 scalar) holds; the results are the final values (generic form)."""
+
+    name = "stablehlo.while"
+    operand = var_operand_def()
+    result = var_result_def()
+    cond = region_def()
+    body = region_def()
+
+    def verify_(self) -> None:
+        types = [v.type for v in self.operand]
+        if [r.type for r in self.result] != types:
+            raise VerifyException("stablehlo.while: results must have the loop values' types")
+        for region in (self.cond, self.body):
+            if [a.type for a in region.block.args] != types:
+                raise VerifyException("stablehlo.while: each region takes the loop values")
+
+
+@irdl_op_definition
 class OptimizationBarrierOp(_HloOp):
     name = "stablehlo.optimization_barrier"
     operand = var_operand_def()
@@ -774,9 +959,10 @@ StableHLO = Dialect(
     "stablehlo",
     [
         *ELEMENTWISE.values(), ConstantOp, ConvertOp, SliceOp, ReshapeOp, BroadcastInDimOp, TransposeOp, IotaOp, CompareOp,
-        SelectOp, DotGeneralOp, ReturnOp, ReduceOp, CustomCallOp, CompositeOp, OptimizationBarrierOp,
+        SelectOp, DotGeneralOp, ReturnOp, ReduceOp, CustomCallOp, CompositeOp, OptimizationBarrierOp, ConcatenateOp,
+        PadOp, GatherOp, DynamicSliceOp, WhileOp,
     ],
-    [PrecisionAttr, ComparisonDirectionAttr, ComparisonTypeAttr, DotAttr],
+    [PrecisionAttr, ComparisonDirectionAttr, ComparisonTypeAttr, DotAttr, GatherAttr, DotAlgorithmAttr],
 )  # fmt: skip
 
 

@@ -211,6 +211,242 @@ def _causal_window(mask: np.ndarray) -> int | None:
     return None
 
 
+# -- the idiom in any layout (jax.nn.dot_product_attention) ----------------------------------------------------------
+# jax.nn.dot_product_attention writes the idiom on (batch, seq, heads, d) tensors: the scores' dot batches over
+# (batch, heads) with a unit group dimension, the softmax runs on a transposed view of the scores and V is the lhs
+# of the second dot. The matcher below follows every value through *views* (converts, transposes, reshapes that only
+# add or drop unit dimensions), tracking which dimension of the scores each non-unit dimension is, and fires only
+# when the dimensions line up exactly: softmax over the keys, the mask's last two dims (queries, keys) the lower
+# triangle, V's batch dims paired with Q's, one non-unit free dim per operand.
+
+
+def _squeezed(v: SSAValue) -> list[int]:
+    """The non-unit dimensions of ``v``."""
+    return [i for i, n in enumerate(hlo.shape_of(v)) if n != 1]
+
+
+def _view(v: SSAValue) -> tuple[SSAValue, list[int]]:
+    """``v`` as a view of a base value: (base, perm), ``perm[i]`` the base's squeezed dim that is ``v``'s i-th
+    squeezed dim."""
+    perm = list(range(len(_squeezed(v))))
+    while (o := _op(v)) is not None:
+        src = o.operands[0] if o.operands else None
+        if isinstance(o, hlo.ConvertOp) or (isinstance(o, hlo.ReshapeOp) and src is not None and
+                                            [hlo.shape_of(src)[i] for i in _squeezed(src)] ==
+                                            [hlo.shape_of(v)[i] for i in _squeezed(v)]):  # fmt: skip
+            assert src is not None
+            v = src
+            continue
+        if isinstance(o, hlo.TransposeOp):
+            src_index = {d: k for k, d in enumerate(_squeezed(o.operands[0]))}
+            order = hlo.int_list(o.permutation)
+            step = [src_index[order[i]] for i in _squeezed(o.result)]
+            perm = [step[j] for j in perm]
+            v = o.operands[0]
+            continue
+        break
+    return v, perm
+
+
+def _reduced_last(v: SSAValue, combiner: str) -> SSAValue | None:
+    """``v`` = reduce(x, combiner) over x's last dim (through broadcasts, reshapes, converts and transposes of the
+    reduced vector): x."""
+    r = _is(_strip(v, hlo.BroadcastInDimOp, hlo.ReshapeOp, hlo.ConvertOp, hlo.TransposeOp), hlo.ReduceOp)
+    if not isinstance(r, hlo.ReduceOp) or r.combiner() != combiner:
+        return None
+    return r.inputs[0] if hlo.int_list(r.dimensions) == (len(hlo.shape_of(r.inputs[0])) - 1,) else None
+
+
+def _row_constant(v: SSAValue) -> bool:
+    """``v`` is a broadcast that is constant along its last dimension (a per-row value of a softmax)."""
+    b = _is(v, hlo.BroadcastInDimOp)
+    if not isinstance(b, hlo.BroadcastInDimOp):
+        return False
+    last = len(hlo.shape_of(v)) - 1
+    src = hlo.shape_of(b.operand[0])
+    return all(d != last or src[i] == 1 for i, d in enumerate(hlo.int_list(b.broadcast_dimensions)))
+
+
+@dataclass(frozen=True)
+class LayoutAttention:
+    """The idiom found in some layout: q, k, v permuted (``*_perm``) then reshaped to (batch..., seq, d), and the
+    (batch..., seq_q, d) result permuted by ``out_perm`` to the squeezed dims of the root's result."""
+
+    att: Attention
+    q_perm: list[int]
+    k_perm: list[int]
+    v_perm: list[int]
+    batch: tuple[int, ...]  # the non-unit batch sizes, in Q's order
+    out_perm: list[int]
+
+
+def _softmax_input(div: Operation, consts: dict[SSAValue, np.ndarray]) -> SSAValue | None:
+    """``div`` = exp(x - max(x)) / sum(exp(..)) over the last axis: x (the max taken on a view of x)."""
+    e = _strip(div.operands[0], hlo.ConvertOp)
+    summed = _reduced_last(div.operands[1], "add")
+    if summed is None or _strip(summed, hlo.ConvertOp) != e or not _row_constant(div.operands[1]):
+        return None
+    exp = _is(e, hlo.ELEMENTWISE["exponential"])
+    sub = _is(exp.operands[0], hlo.ELEMENTWISE["subtract"]) if exp is not None else None
+    if sub is None or not _row_constant(sub.operands[1]):
+        return None
+    x, m = sub.operands[0], _strip(sub.operands[1], hlo.BroadcastInDimOp, hlo.ReshapeOp, hlo.TransposeOp)
+    if (mx := _is(m, hlo.ELEMENTWISE["maximum"])) is not None:  # jax: max(-inf, reduce_max(x))
+        floor = [o for o in mx.operands if (s := _splat(o, consts)) is not None and s <= MASKED]
+        rest = [o for o in mx.operands if o not in floor]
+        if len(floor) != 1 or len(rest) != 1:
+            return None
+        m = rest[0]
+    maxed = _reduced_last(m, "maximum")
+    if maxed is None:
+        return None
+    (mb, mperm), (xb, xperm) = _view(maxed), _view(x)
+    if mb != xb or not mperm or not xperm or mperm[-1] != xperm[-1]:  # the max over x's (viewed) last axis
+        return None
+    return x
+
+
+def match_attention_layout(dot2: hlo.DotGeneralOp, consts: dict[SSAValue, np.ndarray]) -> LayoutAttention | None:
+    """The matmul → softmax → matmul idiom ending at ``dot2`` in any layout, or None."""
+    dn2 = dot2.dot_dimension_numbers
+    sides = ("lhs", "rhs")
+    for pi in (0, 1):
+        p_base, p_perm = _view(dot2.lhs[pi])
+        div = _is(p_base, hlo.ELEMENTWISE["divide"])
+        if div is not None:
+            break
+    else:
+        return None
+    v_val = dot2.lhs[1 - pi]
+    pb, vb = dn2.dims(f"{sides[pi]}_batching_dimensions"), dn2.dims(f"{sides[1 - pi]}_batching_dimensions")
+    pc, vc = dn2.dims(f"{sides[pi]}_contracting_dimensions"), dn2.dims(f"{sides[1 - pi]}_contracting_dimensions")
+    if len(pc) != 1 or len(vc) != 1 or (x := _softmax_input(div, consts)) is None:
+        return None
+    # Follow x back to the scores' dot: to_s[i] = the scores' squeezed dim of the softmax's i-th squeezed dim.
+    base, to_s = _view(x)
+    causal, window, mask = False, 0, None
+    if (sel := _is(base, hlo.SelectOp)) is not None:
+        pred, on_true, on_false = sel.operands
+        fill, mask = _splat(on_false, consts), consts.get(pred)
+        if fill is None or fill > MASKED or mask is None:
+            return None
+        causal, mask_layout = True, sel.result
+        base, step = _view(on_true)
+        mask_to_s, to_s = list(step), [step[j] for j in to_s]
+    scale = None
+    if (mul := _is(base, hlo.ELEMENTWISE["multiply"])) is not None:
+        for i in (0, 1):
+            if (s := _splat(mul.operands[i], consts)) is not None:
+                scale, (base, step) = s, _view(mul.operands[1 - i])
+                to_s = [step[j] for j in to_s]
+                if causal:
+                    mask_to_s = [step[j] for j in mask_to_s]
+    dot1 = _is(base, hlo.DotGeneralOp)
+    if scale is None or not isinstance(dot1, hlo.DotGeneralOp):
+        return None
+    return _line_up(dot1, dot2, pi, p_perm, to_s, (pb, vb, vc), v_val, scale,
+                    (mask, mask_layout, mask_to_s) if causal else None)  # fmt: skip
+
+
+def _line_up(dot1: hlo.DotGeneralOp, dot2: hlo.DotGeneralOp, pi: int, p_perm: list[int], to_s: list[int],
+             dims2: tuple[tuple[int, ...], ...], v_val: SSAValue, scale: float,
+             masked: tuple[np.ndarray, SSAValue, list[int]] | None) -> LayoutAttention | None:  # fmt: skip
+    """Check that the dimensions of the two dots, the softmax and the mask line up as attention's."""
+    dn1 = dot1.dot_dimension_numbers
+    q, k = dot1.lhs
+    qs, ks, vs = hlo.shape_of(q), hlo.shape_of(k), hlo.shape_of(v_val)
+    lb, rb = dn1.dims("lhs_batching_dimensions"), dn1.dims("rhs_batching_dimensions")
+    lc, rc = dn1.dims("lhs_contracting_dimensions"), dn1.dims("rhs_contracting_dimensions")
+    lfree = [i for i in range(len(qs)) if i not in (*lb, *lc) and qs[i] != 1]
+    rfree = [i for i in range(len(ks)) if i not in (*rb, *rc) and ks[i] != 1]
+    if len(lc) != 1 or len(rc) != 1 or len(lfree) != 1 or len(rfree) != 1:
+        return None
+    batch_pairs = [(a, b) for a, b in zip(lb, rb) if qs[a] != 1]
+    nb = len(batch_pairs)  # the scores' squeezed dims: the non-unit batches, T, S
+    t_dim, s_dim = nb, nb + 1
+    if not to_s or to_s[-1] != s_dim or sorted(to_s) != list(range(nb + 2)):
+        return None  # the softmax runs over the keys, on all of the scores
+    pb, vb, vc = dims2
+    p_val = dot2.lhs[pi]
+    p_sq = {d: k for k, d in enumerate(_squeezed(p_val))}
+
+    def in_scores(d: int) -> int | None:  # a dim of P -> the scores' squeezed dim
+        return to_s[p_perm[p_sq[d]]] if d in p_sq else None
+
+    dn2 = dot2.dot_dimension_numbers
+    p_contract = dn2.dims(f"{('lhs', 'rhs')[pi]}_contracting_dimensions")[0]
+    if in_scores(p_contract) != s_dim:
+        return None
+    v_batch: dict[int, int] = {}  # scores' batch index -> V dim
+    for a, b in zip(pb, vb):
+        j = in_scores(a)
+        if j is not None:
+            if j >= nb:
+                return None
+            v_batch[j] = b
+    p_free = [d for d in _squeezed(p_val) if d not in (*pb, p_contract)]
+    v_free = [d for d in range(len(vs)) if d not in (*vb, *vc) and vs[d] != 1]
+    if len(v_batch) != nb or [in_scores(d) for d in p_free] != [t_dim] or len(v_free) != 1:
+        return None
+    d, t, s = qs[lc[0]], qs[lfree[0]], ks[rfree[0]]
+    if ks[rc[0]] != d or vs[v_free[0]] != d or vs[vc[0]] != s or d > 128:
+        return None
+    window = 0
+    if masked is not None:
+        mask, layout, mask_to_s = masked
+        if t != s:
+            return None
+        sq = mask.reshape([hlo.shape_of(layout)[i] for i in _squeezed(layout)])
+        order = [mask_to_s.index(j) for j in range(nb + 2)]  # the mask in the scores' squeezed order
+        found = _causal_window(np.transpose(sq, order))
+        if found is None:
+            return None
+        window = found
+    # The second dot's squeezed result dims as scores batch / T / H, in canonical (batch..., T, H) numbering.
+    res_kind: list[int] = []
+    for a, b in zip(pb, vb):
+        if (j := in_scores(a)) is not None:
+            res_kind.append(j)
+    lhs_free2 = [x for x in range(len(hlo.shape_of(dot2.lhs[0]))) if x not in dn2.dims("lhs_batching_dimensions")
+                 and x not in dn2.dims("lhs_contracting_dimensions") and hlo.shape_of(dot2.lhs[0])[x] != 1]
+    rhs_free2 = [x for x in range(len(hlo.shape_of(dot2.lhs[1]))) if x not in dn2.dims("rhs_batching_dimensions")
+                 and x not in dn2.dims("rhs_contracting_dimensions") and hlo.shape_of(dot2.lhs[1])[x] != 1]
+    for side, free in ((0, lhs_free2), (1, rhs_free2)):
+        res_kind.extend([t_dim if side == pi else t_dim + 1] * len(free))
+    att = Attention(q, k, v_val, scale, masked is not None, window)
+    batch = tuple(qs[a] for a, _ in batch_pairs)
+    return LayoutAttention(
+        att,
+        q_perm=[a for a, _ in batch_pairs] + lfree + list(lc) + [i for i in range(len(qs)) if qs[i] == 1 and i not in lc],
+        k_perm=[b for _, b in batch_pairs] + rfree + list(rc) + [i for i in range(len(ks)) if ks[i] == 1 and i not in rc],
+        v_perm=[v_batch[j] for j in range(nb)] + list(vc) + v_free
+        + [i for i in range(len(vs)) if vs[i] == 1 and i not in vc],
+        batch=batch,
+        out_perm=res_kind,
+    )  # fmt: skip
+
+
+def replace_layout(root: hlo.DotGeneralOp, found: LayoutAttention) -> hlo.CustomCallOp:
+    """Q, K, V transposed and reshaped to (batch..., seq, d), the call, its result transposed back into the second
+    dot's layout."""
+    att = found.att
+
+    def canonical(x: SSAValue, perm: list[int]) -> SSAValue:
+        shape = hlo.shape_of(x)
+        moved = _transpose(x, perm, root) if perm != list(range(len(shape))) else x
+        kept = [shape[p] for p in perm if shape[p] != 1]  # (batch..., seq, d): every non-unit dim, in order
+        return _reshape(moved, tuple(kept), root)
+
+    q, k, v = canonical(att.q, found.q_perm), canonical(att.k, found.k_perm), canonical(att.v, found.v_perm)
+    call, result = emit_call(root, Attention(q, k, v, att.scale, att.causal, att.window))
+    t, d = hlo.shape_of(q)[-2:]
+    result = _reshape(result, (*found.batch, t, d), root)
+    if found.out_perm != sorted(found.out_perm):
+        result = _transpose(result, found.out_perm, root)
+    _finish(root, result)
+    return call
+
+
 # -- building the custom call -------------------------------------------------------------------------------------
 def _tensor(shape: tuple[int, ...], element: Attribute) -> TensorType:
     return TensorType(element, list(shape))
@@ -243,8 +479,9 @@ def backend_config(att: Attention) -> dict[str, object]:
     }  # fmt: skip
 
 
-def replace_with_call(root: Operation, att: Attention) -> hlo.CustomCallOp:
-    """Replace ``root``'s single result by ``custom_call @[Causal]Attention...(q, k, v)`` (reshaped/converted)."""
+def emit_call(root: Operation, att: Attention) -> tuple[hlo.CustomCallOp, SSAValue]:
+    """Insert ``custom_call @[Causal]Attention...(q, k, v)`` (q, k, v reshaped to (batch, seq, d) of q's dtype)
+    before ``root``: the call and its (batch, seq_q, d) result."""
     element = hlo.ttype(att.q).element_type
 
     def source(x: SSAValue) -> SSAValue:  # skip an upcast of a tensor already of q's dtype
@@ -256,30 +493,49 @@ def replace_with_call(root: Operation, att: Attention) -> hlo.CustomCallOp:
             return x
         shape = hlo.shape_of(x)
         perm = [*range(len(shape) - 2), len(shape) - 1, len(shape) - 2]
-        t = _tensor(tuple(shape[p] for p in perm), hlo.ttype(x).element_type)
-        return _insert(hlo.TransposeOp.create(operands=[x], result_types=[t],
-                                              properties={"permutation": hlo.i64_array(perm)}), root)  # fmt: skip
+        return _transpose(x, perm, root)
 
     q, k, v = (_as3d(seq_major(source(x), sw), element, root)
                for x, sw in zip((att.q, att.k, att.v), att.swapped))  # fmt: skip
-    out_shape = hlo.shape_of(q)
     call = hlo.CustomCallOp.create(
         operands=[q, k, v],
-        result_types=[_tensor(out_shape, element)],
+        result_types=[_tensor(hlo.shape_of(q), element)],
         properties={
             "call_target_name": StringAttr(CAUSAL if att.causal else PLAIN),
             "backend_config": StringAttr(json.dumps(backend_config(att), sort_keys=True)),
             "api_version": IntegerAttr(1, IntegerType(32)),
         },
     )
-    result = _insert(call, root)
+    return call, _insert(call, root)
+
+
+def _transpose(x: SSAValue, perm: list[int], at: Operation) -> SSAValue:
+    shape = hlo.shape_of(x)
+    t = _tensor(tuple(shape[p] for p in perm), hlo.ttype(x).element_type)
+    return _insert(hlo.TransposeOp.create(operands=[x], result_types=[t],
+                                          properties={"permutation": hlo.i64_array(perm)}), at)  # fmt: skip
+
+
+def _reshape(x: SSAValue, shape: tuple[int, ...], at: Operation) -> SSAValue:
+    if hlo.shape_of(x) == shape:
+        return x
+    return _insert(hlo.ReshapeOp.create(operands=[x], result_types=[_tensor(shape, hlo.ttype(x).element_type)]), at)
+
+
+def _finish(root: Operation, result: SSAValue) -> None:
+    """``result`` (of root's shape) converted to root's element type replaces root's single result."""
     want = root.results[0]
-    if hlo.ttype(want).element_type != element:
-        result = _insert(hlo.ConvertOp.create(operands=[result], result_types=[_tensor(out_shape, hlo.ttype(want).element_type)]), root)  # noqa: E501
-    if hlo.shape_of(want) != out_shape:
-        result = _insert(hlo.ReshapeOp.create(operands=[result], result_types=[want.type]), root)
+    if hlo.ttype(want).element_type != hlo.ttype(result).element_type:
+        result = _insert(hlo.ConvertOp.create(operands=[result], result_types=[_tensor(hlo.shape_of(result), hlo.ttype(want).element_type)]), root)  # noqa: E501
+    result = _reshape(result, hlo.shape_of(want), root)
     want.replace_all_uses_with(result)
     Rewriter.erase_op(root)
+
+
+def replace_with_call(root: Operation, att: Attention) -> hlo.CustomCallOp:
+    """Replace ``root``'s single result by ``custom_call @[Causal]Attention...(q, k, v)`` (reshaped/converted)."""
+    call, result = emit_call(root, att)
+    _finish(root, result)
     return call
 
 
@@ -341,6 +597,8 @@ class RouteAttention(ModulePass):
             att = match_attention(dot, consts)
             if att is not None:
                 replace_with_call(dot, att)
+            elif (found := match_attention_layout(dot, consts)) is not None:
+                replace_layout(dot, found)
         remove_dead(fn)
 
 

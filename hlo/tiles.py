@@ -33,6 +33,7 @@ from nkic.frontend.errors import NkiError
 P_TILE = 128  # partitions
 F_TILE = 512  # free elements per tile (one fp32 PSUM bank for matmul results)
 K_TILE = 128  # matmul contraction rows
+MAX_UNROLL = 64  # while loops are unrolled up to this many iterations
 
 
 def nki_dtype(dtype: np.dtype) -> str:
@@ -113,11 +114,15 @@ _TILE_BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "
 _LOGICAL = {"and": ("logical_and", "bitwise_and"), "or": ("logical_or", "bitwise_or"),
             "xor": ("logical_xor", "bitwise_xor"), "not": ("logical_not", "invert")}  # fmt: skip
 _REDUCE = {"add": (nl.sum, nl.add, 0.0), "maximum": (nl.max, nl.maximum, -np.inf),
-           "minimum": (nl.min, nl.minimum, np.inf)}  # fmt: skip
+           "minimum": (nl.min, nl.minimum, np.inf),
+           "and": (nl.min, nl.minimum, 1.0), "or": (nl.max, nl.maximum, 0.0)}  # fmt: skip  # on i1 (0/1)
 
 
 def _unsupported(op: Operation, why: str) -> NkiError:
-    return NkiError(f"{op.name}: {why}", "nkic lowers the StableHLO subset listed in nkic/hlo/tiles.py")
+    """The error for an op nkic does not lower: its name, why, and where (the op as printed, results named)."""
+    text = str(op).splitlines()[0].strip() if op.parent is not None else op.name
+    where = text if len(text) <= 160 else text[:157] + "..."
+    return NkiError(f"{op.name}: {why}, at {where}", "nkic lowers the StableHLO subset listed in nkic/hlo/tiles.py")
 
 
 def result_dtype(value: SSAValue) -> np.dtype:
@@ -263,8 +268,8 @@ class SegmentInterpreter:
         if isinstance(pred, np.ndarray) and pred.size and (pred.all() or not pred.any()):
             self.values[op.result] = on_true if pred.all() else on_false  # a constant predicate picks a side
             return
-        if not hlo.shape_of(op.operand[0]):
-            raise _unsupported(op, "a run-time scalar predicate")
+        if not hlo.shape_of(op.operand[0]) and hlo.shape_of(op.result):
+            raise _unsupported(op, "a run-time scalar predicate choosing between tensors")
         p, t, f = self.hbm(pred), self._operand(on_true), self._operand(on_false)
         out = self.alloc(op.result)
 
@@ -330,10 +335,131 @@ class SegmentInterpreter:
         nisa.dma_copy(dst=out.pattern([[s, n] for s, n in zip(strides(shape), shape)]), src=src)
         self.values[op.result] = out
 
+    def op_concatenate(self, op: hlo.ConcatenateOp) -> None:
+        """One DMA per operand into its block of the result (the result's strides, an offset along the axis)."""
+        d = op.dimension.value.data
+        out = self.alloc(op.result)
+        ost = strides(out.shape)
+        at = 0
+        for v in op.inputs:
+            shape = hlo.shape_of(v)
+            if math.prod(shape):
+                x = self.hbm(self.get(v))
+                dst = out.tensor.ap([[s, n] for s, n in zip(ost, shape)], offset=at * ost[d])
+                nisa.dma_copy(dst=dst, src=x.pattern([[s, n] for s, n in zip(strides(shape), shape)]))
+            at += shape[d]
+        self.values[op.result] = out
+
+    def op_pad(self, op: hlo.PadOp) -> None:
+        """The result filled with the (compile-time) padding value tile by tile, then the operand DMA'd in at the
+        low edge with the result's strides times (interior + 1). Negative (cropping) edges are not lowered."""
+        x, value = self.get(op.operand[0]), _splat(self.get(op.operand[1]))
+        low, interior = hlo.int_list(op.edge_padding_low), hlo.int_list(op.interior_padding)
+        if value is None:
+            raise _unsupported(op, "a run-time padding value")
+        if any(p < 0 for p in (*low, *hlo.int_list(op.edge_padding_high))):
+            raise _unsupported(op, "negative (cropping) edge padding")
+        out = self.alloc(op.result)
+
+        def fill(r0: int, nr: int, c0: int, nc: int) -> Any:
+            t = nl.ndarray((nr, nc), dtype=out.dtype, buffer=nl.sbuf)
+            nisa.memset(dst=t, value=value)
+            return t
+
+        self._map_tiles(out, fill)
+        shape, ost = hlo.shape_of(op.operand[0]), strides(out.shape)
+        if math.prod(shape):
+            dst = out.tensor.ap([[s * (i + 1), n] for s, i, n in zip(ost, interior, shape)],
+                                offset=sum(lo * s for lo, s in zip(low, ost)))  # fmt: skip
+            nisa.dma_copy(dst=dst, src=self.hbm(x).pattern([[s, n] for s, n in zip(strides(shape), shape)]))
+        self.values[op.result] = out
+
+    def op_gather(self, op: hlo.GatherOp) -> None:
+        """The row gather (``table[ids]``, ``jnp.take(table, ids, axis=0)``): whole rows of the operand's first
+        dimension at run-time indices, 128 rows per indirect DMA. Each index is clamped into [0, rows - 1], as
+        StableHLO clamps a start index."""
+        table_shape, idx_shape = hlo.shape_of(op.operand[0]), hlo.shape_of(op.operand[1])
+        batch = _row_gather_batch(op, table_shape, idx_shape)
+        if batch is None:
+            raise _unsupported(op, "only the row gather operand[ids] (whole rows of dimension 0) is lowered")
+        table, ids = self.hbm(self.get(op.operand[0])), self.hbm(self.get(op.operand[1]))
+        rows, width = table_shape[0], math.prod(table_shape[1:])
+        n = math.prod(batch)
+        out = self.alloc(op.result)
+        for r0 in range(0, n, P_TILE):
+            nr = min(P_TILE, n - r0)
+            idx = nl.load(ids.tensor.ap([[1, nr], [1, 1]], offset=r0))
+            idx = nl.minimum(nl.maximum(idx, 0, dtype="int32"), rows - 1, dtype="int32")
+            src = table.tensor.ap([[width, nr], [1, width]], offset=0, vector_offset=idx, indirect_dim=0)
+            nisa.dma_copy(dst=out.tensor.ap([[width, nr], [1, width]], offset=r0 * width), src=src)
+        self.values[op.result] = out
+
+    def op_dynamic_slice(self, op: hlo.DynamicSliceOp) -> None:
+        """A block at start indices clamped into [0, size - slice size]: a static slice when every index is a
+        compile-time constant, else one DMA whose offset along the one run-time index's dimension is read from a
+        register (``scalar_offset``); more than one run-time index is not lowered."""
+        src_shape, sizes = hlo.shape_of(op.operand[0]), hlo.int_list(op.slice_sizes)
+        starts = [self.get(v) for v in op.operand[1:]]
+        runtime = [d for d, s in enumerate(starts) if not isinstance(s, np.ndarray)]
+        if len(runtime) > 1:
+            raise _unsupported(op, "more than one run-time start index")
+        fixed = [0 if d in runtime else int(np.clip(int(s.reshape(-1)[0]), 0, n - k))  # type: ignore[union-attr]
+                 for d, (s, n, k) in enumerate(zip(starts, src_shape, sizes))]  # fmt: skip
+        x = self.hbm(self.get(op.operand[0]))
+        st = strides(src_shape)
+        out = self.alloc(op.result)
+        shape = dims(out.shape)
+        pattern = [[s, n] for s, n in zip(st, shape)]
+        offset = sum(a * s for a, s in zip(fixed, st))
+        if not runtime:
+            src = x.tensor.ap(pattern, offset=offset)
+        else:
+            (d,) = runtime
+            start = self.hbm(starts[d])
+            s = nl.load(start.tensor.ap([[1, 1], [1, 1]], offset=0))
+            s = nl.minimum(nl.maximum(s, 0, dtype="int32"), src_shape[d] - sizes[d], dtype="int32")
+            src = x.tensor.ap(pattern, offset=offset, scalar_offset=s, indirect_dim=d)
+        nisa.dma_copy(dst=out.pattern([[s_, n] for s_, n in zip(strides(shape), shape)]), src=src)
+        self.values[op.result] = out
+
     def op_reshape(self, op: Operation) -> None:
         x = self.get(op.operands[0])
         shape = hlo.shape_of(op.results[0])
         self.values[op.results[0]] = x.reshape(shape) if isinstance(x, np.ndarray) else Hbm(x.tensor, shape, x.dtype)
+
+    def op_while(self, op: hlo.WhileOp) -> None:
+        """A loop with a compile-time trip count, unrolled: the condition must fold to a constant on every
+        iteration (a counter from a constant start, as ``lax.fori_loop`` writes), at most ``MAX_UNROLL`` times."""
+        values = [self.get(v) for v in op.operand]
+        for trip in range(MAX_UNROLL + 1):
+            (pred,) = self._run_region(op.cond, values)
+            if not isinstance(pred, np.ndarray):
+                raise _unsupported(op, "a loop whose condition is computed at run time")
+            if not bool(pred.reshape(-1)[0]):
+                break
+            if trip == MAX_UNROLL:
+                raise _unsupported(op, f"a loop of more than {MAX_UNROLL} iterations (loops are unrolled)")
+            values = self._run_region(op.body, values)
+        for r, v in zip(op.result, values):
+            self.values[r] = v
+
+    def _run_region(self, region: Any, args: Sequence[Value]) -> list[Value]:
+        """Run a single-block region on ``args`` (its earlier run's values forgotten): the returned values."""
+        block = region.block
+        for inner in block.ops:
+            for r in inner.results:
+                self.values.pop(r, None)
+        self.values.update(zip(block.args, args))
+        for inner in block.ops:
+            if isinstance(inner, hlo.ReturnOp):
+                return [self.get(v) for v in inner.operands]
+            consts = {v: x for v in inner.operands if isinstance(x := self.values.get(v), np.ndarray)}
+            folded = fold(inner, consts)
+            if folded is not None:
+                self.values[inner.results[0]] = np.asarray(folded)  # numpy folds a 0-d op to a scalar
+            else:
+                self.run([inner])
+        raise _unsupported(region.parent_op() or block, "a region without stablehlo.return")
 
     def op_optimization_barrier(self, op: Operation) -> None:
         for a, r in zip(op.operands, op.results):
@@ -418,6 +544,25 @@ class SegmentInterpreter:
         self.values[op.outs[0]] = out
 
 
+def _row_gather_batch(op: hlo.GatherOp, table: tuple[int, ...], idx: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The batch (index) shape of a row gather ``table[ids]``, or None for another form: one start index into
+    dimension 0 (collapsed), whole slices of every other dimension, the offset dims trailing the result."""
+    dn = op.dimension_numbers
+    vector_dim = dn.index_vector_dim.data
+    batch = tuple(n for i, n in enumerate(idx) if i != vector_dim)
+    if vector_dim < len(idx) and idx[vector_dim] != 1:
+        return None
+    if dn.dims("start_index_map") != (0,) or dn.dims("collapsed_slice_dims") != (0,):
+        return None
+    if dn.dims("operand_batching_dims") or dn.dims("start_indices_batching_dims"):
+        return None
+    if hlo.int_list(op.slice_sizes) != (1, *table[1:]):
+        return None
+    if dn.dims("offset_dims") != tuple(range(len(batch), len(batch) + len(table) - 1)):
+        return None
+    return batch
+
+
 # -- constant folding ---------------------------------------------------------------------------------------------
 def fold(op: Operation, consts: dict[SSAValue, np.ndarray]) -> np.ndarray | None:
     """The value of ``op`` when it is a compile-time constant, computed with numpy at the result's dtype."""
@@ -442,6 +587,20 @@ def fold(op: Operation, consts: dict[SSAValue, np.ndarray]) -> np.ndarray | None
     if isinstance(op, hlo.SliceOp):
         start, limit, step = (hlo.int_list(a) for a in (op.start_indices, op.limit_indices, op.strides))
         return args[0][tuple(slice(a, b, s) for a, b, s in zip(start, limit, step))].copy()
+    if isinstance(op, hlo.ConcatenateOp):
+        return np.concatenate(args, axis=op.dimension.value.data)
+    if isinstance(op, hlo.PadOp):
+        return _fold_pad(op, args[0], args[1])
+    if isinstance(op, hlo.GatherOp):
+        batch = _row_gather_batch(op, args[0].shape, args[1].shape)
+        if batch is None:
+            return None
+        rows = np.clip(args[1].reshape(-1).astype(np.int64), 0, args[0].shape[0] - 1)
+        return args[0][rows].reshape(hlo.shape_of(op.result))
+    if isinstance(op, hlo.DynamicSliceOp):
+        sizes = hlo.int_list(op.slice_sizes)
+        starts = [int(np.clip(int(s.reshape(-1)[0]), 0, n - k)) for s, n, k in zip(args[1:], args[0].shape, sizes)]
+        return args[0][tuple(slice(a, a + k) for a, k in zip(starts, sizes))].copy()
     dt = result_dtype(op.results[0])
     with np.errstate(all="ignore"):
         if kind in _FOLD_UNARY:
@@ -456,3 +615,12 @@ def fold(op: Operation, consts: dict[SSAValue, np.ndarray]) -> np.ndarray | None
         if isinstance(op, hlo.ConvertOp):
             return args[0].astype(dt)
     return None
+
+
+def _fold_pad(op: hlo.PadOp, x: np.ndarray, value: np.ndarray) -> np.ndarray | None:
+    low, high, interior = (hlo.int_list(a) for a in (op.edge_padding_low, op.edge_padding_high, op.interior_padding))
+    if any(p < 0 for p in (*low, *high)):
+        return None
+    out = np.full(hlo.shape_of(op.result), value.reshape(-1)[0], dtype=x.dtype)
+    out[tuple(slice(lo, lo + (n - 1) * (i + 1) + 1 if n else lo, i + 1) for lo, n, i in zip(low, x.shape, interior))] = x
+    return out

@@ -2,7 +2,8 @@
 
 The script runs as ``__main__`` (``runpy``) with ``sys.argv = [SCRIPT.py, *ARGS]`` and its folder first on
 ``sys.path``, exactly as ``python SCRIPT.py`` would, after the ``nki`` alias is installed: a ``@nki.jit`` kernel called
-on numpy arrays compiles and simulates on the CPU. An ``NkiError`` escaping the script is printed as its one line
+on numpy arrays compiles and simulates on the CPU (where torch is installed without torch_xla, ``import torch_xla`` is a CPU
+stand-in, ``nkic.interop.install_torch_xla_standin``). An ``NkiError`` escaping the script is printed as its one line
 (``file:line: error: ...``) and exits 1; any other exception is the script's own and keeps Python's traceback.
 ``python -m nkic compile|run|info|demo ...`` is the ``nkic`` command. ``-W nki-legacy=default|ignore|error`` before the
 script chooses what the legacy ``neuronxcc.nki`` constructs do (``frontend/legacy/migration.py``).
@@ -65,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     from nkic.frontend.errors import NkiError
 
     nkic.install_nki_alias()
+    from nkic.interop import install_torch_xla_standin
+
+    install_torch_xla_standin()  # the docs' PyTorch examples put their tensors on torch_xla.device()
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [script, *args[1:]]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

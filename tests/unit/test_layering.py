@@ -136,7 +136,7 @@ class Rule:
 
 
 # The top-level modules above the compiler and the frontend.
-_ABOVE = ("driver", "execute", "entry_points", "interop", "api", "alias", "framework")
+_ABOVE = ("driver", "execute", "entry_points", "interop", "interop_torch", "api", "alias", "framework")
 
 RULES: dict[str, Rule] = {
     "target": Rule("target", lambda m: _within(m, "xdsl") or (_within(m, "nkic") and not _within(m, "nkic.target"))),

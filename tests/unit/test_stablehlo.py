@@ -243,3 +243,40 @@ def test_sliding_window_heads_and_batch1_matmul(tmp_path: Path) -> None:
         _close(from_jax(fn, dump_dir=tmp_path)(q, k, v), jax.jit(fn)(q, k, v), np.float32)
         penguin = (tmp_path / "00-penguin.mlir").read_text()
         assert '\\22sliding_window\\22: 64' in penguin and "kernel_node @flash_attention" in penguin
+
+
+@pytest.mark.parametrize(("causal", "dtype"), [(False, np.float32), (True, ml_dtypes.bfloat16)], ids=["plain-f32", "causal-bf16"])
+def test_jax_dot_product_attention_routes_to_flash_attention(tmp_path: Path, causal: bool, dtype: type) -> None:
+    """``jax.nn.dot_product_attention`` (implementation=None on the CPU) emits the idiom on (batch, seq, heads, d)
+    with a unit group dim, a transposed softmax and V as the second dot's lhs: routed all the same, Q/K/V
+    transposed to (batch, heads, seq, d) around the call; the causal mask is its finfo.min select."""
+    q, k, v = _inputs((1, 128, 2, 64), dtype, 3, seed=12)
+
+    def fn(q, k, v):  # type: ignore[no-untyped-def]
+        return jax.nn.dot_product_attention(q, k, v, is_causal=causal)
+
+    _close(from_jax(fn, dump_dir=tmp_path)(q, k, v), jax.jit(fn)(q, k, v), dtype)
+    assert "@flash_attention internal" in _kernel_nodes(tmp_path)
+    routed = (tmp_path / "00-stablehlo-routed.mlir").read_text()
+    assert ("CausalAttentionMMSoftmaxMMWithoutSwap" in routed) == causal and "stablehlo.exponential" not in routed
+
+
+def test_layout_router_fires_only_when_dims_line_up(tmp_path: Path) -> None:
+    """Near-misses in the (batch, seq, heads, d) layout: the second dot contracting P over the queries (Pᵀ V), and
+    a mask that is not the causal triangle in (query, key) order. Not routed, still right. (A V that is computed,
+    e.g. jnp.roll over heads, is still attention: routed, checked for numerics.)"""
+
+    def transposed_p(q, k, v):  # type: ignore[no-untyped-def]
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k) * 0.125
+        return jnp.einsum("bhqk,bqhd->bkhd", jax.nn.softmax(s, axis=-1), v)
+
+    def upper_mask(q, k, v):  # type: ignore[no-untyped-def]
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k) * 0.125
+        n = s.shape[-1]
+        s = jnp.where(jnp.triu(jnp.ones((n, n), bool)), s, -jnp.inf)
+        return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, axis=-1), v)
+
+    q, k, v = _inputs((1, 64, 2, 16), np.float32, 3, seed=13)
+    for fn in (transposed_p, upper_mask):
+        _close(from_jax(fn, dump_dir=tmp_path)(q, k, v), jax.jit(fn)(q, k, v), np.float32)
+        assert "@flash_attention internal" not in _kernel_nodes(tmp_path), fn.__name__
