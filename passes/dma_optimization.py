@@ -33,13 +33,28 @@ def assign_queues(fn: bir.FunctionOp, target: Target, num_queues: int) -> float:
     """Set every DMA's ``queue``; returns the replayed finish time (ns) of the function."""
     if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
         raise PassFailedException("dma-optimization needs unrolled BIR (run bir-unroll first)")
-    locs = fn.memlocs()
+    end, queues = replay(list(fn.instructions()), fn.memlocs(), target, num_queues)
+    for inst, q in queues.items():
+        inst.properties["queue"] = IntegerAttr(q, i64)
+    return end
+
+
+def replay_ns(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int) -> float:
+    """The replayed finish time (ns) of ``insts`` in this order (their dependency edges by id), IR unchanged."""
+    return replay(insts, locs, target, num_queues)[0]
+
+
+def replay(
+    insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int
+) -> tuple[float, dict[bir.BirInst, int]]:
+    """Replay ``insts`` in order against the cost model; (finish time in ns, the queue each DMA goes to)."""
     finish: dict[int, float] = {}
     engine_free: dict[str, float] = {}
     queue_free = [0.0] * num_queues
+    queues: dict[bir.BirInst, int] = {}
     floor = end = 0.0
     last = num_queues - 1
-    for inst in fn.instructions():
+    for inst in insts:
         if inst.has_trait(IsControl):  # a barrier: everything drains, then all starts afresh
             floor = end
             finish, engine_free, queue_free = {}, {}, [floor] * num_queues
@@ -53,12 +68,11 @@ def assign_queues(fn: bir.FunctionOp, target: Target, num_queues: int) -> float:
             order = [(last + 1 + k) % num_queues for k in range(num_queues)]
             q = min(order, key=lambda k: max(issued, queue_free[k]))
             queue_free[q] = finish[inst.inst_id] = max(issued, queue_free[q]) + duration_ns(inst, locs, target)
-            inst.properties["queue"] = IntegerAttr(q, i64)
-            last = q
+            queues[inst] = last = q
         else:
             finish[inst.inst_id] = engine_free[engine] = ready + duration_ns(inst, locs, target)
         end = max(end, finish[inst.inst_id])
-    return end
+    return end, queues
 
 
 @dataclass(frozen=True)
