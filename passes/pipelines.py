@@ -33,10 +33,12 @@ def frontend_lowering(kernel_format: str = "bir") -> tuple[ModulePass, ...]:
 def backend(
     target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate", metrics: bool = False,
     roll_loops: bool = False, *, post_schedule: bool = True,
+    coalesce_dma: bool = True,
 ) -> tuple[ModulePass, ...]:
     """The backend passes; ``metrics`` adds ``print-metrics`` before ``bir-to-isa`` (``nkic compile --metrics``),
     ``roll_loops`` keeps qualifying loops rolled (ARCHITECTURE.md "Rolled loops"); ``post_schedule=False`` leaves
-    out ``post-schedule`` (bench/README.md "Schedule-aware allocation" measures what it gains)."""
+    out ``post-schedule``, ``coalesce_dma=False`` ``dma-optimization``'s coalescing (bench/README.md "Schedule-aware
+    allocation" measures both)."""
     from nkic.passes.allocate_memory import AllocateMemoryPass
     from nkic.passes.assign_engines import AssignEnginesPass
     from nkic.passes.bir_to_isa import BirToIsaPass
@@ -66,7 +68,7 @@ def backend(
         *((PostSchedulePass(target=target, num_queues=num_queues),) if post_schedule else ()),
         # after the schedule is final, so each engine's order counts as edges: fewer semaphore waits
         DepReductionPass(engine_order=True),
-        DmaOptimizationPass(target=target, num_queues=num_queues),  # queues by load, not round-robin
+        DmaOptimizationPass(target=target, num_queues=num_queues, coalesce=coalesce_dma),  # queues by load, not round-robin
         InsertSemaphoresPass(num_queues=num_queues),
         BirVerifyPass(),
         *((PrintMetricsPass(target=target),) if metrics else ()),
