@@ -17,8 +17,8 @@ tensor never straddles a 2 KiB bank, larger ones start on a bank), the policy ch
 ``rotate`` is the default by measurement (bench/README.md "Schedule-aware allocation"): with ``post-schedule``
 it is as fast as ``lru`` on the bundled matmul and 4K attention and 6% faster on the matmul tutorial's optimized
 kernel, where ``lru`` puts each block's tiles on the previous-but-one block's (oldest by position, yet still being
-stored when the next block's loads want to start); ``lru`` is faster on 8K attention. ``lru`` falls back to ``stack`` for a function it cannot place (spreading tensors over all of memory can fragment
-it), so it places whatever ``stack`` places. A kernel that does not fit fails with the tensor, its size and what
+stored when the next block's loads want to start); ``lru`` is faster on 8K attention. Spreading tensors over all of memory can fragment it: a function ``rotate`` cannot place is placed by ``lru``,
+and one ``lru`` cannot place by ``stack``, so every policy places whatever ``stack`` places. A kernel that does not fit fails with the tensor, its size and what
 is live.
 
 A runtime loop (``loop_begin`` … ``loop_end``) runs its body again after its last instruction: a tensor used both
@@ -168,14 +168,27 @@ class AllocateMemoryPass(ModulePass):
             else:
                 todo.append(loc)
         todo.sort(key=lambda m: ranges[m.sym_name.data][0])
-        if self.policy == "lru":
-            placed = _place_lru(todo, ranges, fixed, capacity, target.psum_bank_bytes)
-            if placed is None:  # fragmented: the compact policy places whatever fits at all
-                placed = _place_first_fit(todo, ranges, fixed, capacity, target.psum_bank_bytes, rotate=False)
-        else:
-            placed = _place_first_fit(todo, ranges, fixed, capacity, target.psum_bank_bytes, self.policy == "rotate")
+        placed = _place_with_fallback(self.policy, todo, ranges, fixed, capacity, target.psum_bank_bytes)
         for loc, off in zip(todo, placed):
             loc.properties["address"] = DenseArrayBase.from_list(i64, [0, off])
+
+
+def _place_with_fallback(
+    policy: str, todo: list[bir.MemLocOp], ranges: dict[str, tuple[int, int]],
+    fixed: dict[str, list[tuple[int, int]]], capacity: dict[str, int], bank: int,
+) -> list[int]:
+    """Offsets by ``policy``; a spreading policy that fragments memory so that a tensor does not fit falls back
+    to the next one (rotate -> lru -> stack), so every policy places whatever ``stack`` places."""
+    if policy == "rotate":
+        try:
+            return _place_first_fit(todo, ranges, fixed, capacity, bank, rotate=True)
+        except PassFailedException:
+            policy = "lru"
+    if policy == "lru":
+        placed = _place_lru(todo, ranges, fixed, capacity, bank)
+        if placed is not None:
+            return placed
+    return _place_first_fit(todo, ranges, fixed, capacity, bank, rotate=False)
 
 
 def _place_lru(
