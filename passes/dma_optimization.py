@@ -43,25 +43,42 @@ from nkic.target.costs import instr_ns
 from nkic.target.machine import NUM_DMA_QUEUES, TARGETS, Target, get_target
 
 
-def assign_queues(fn: bir.FunctionOp, target: Target, num_queues: int) -> float:
+def assign_queues(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs | None = None) -> float:
     """Set every DMA's ``queue``; returns the replayed finish time (ns) of the function."""
     if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
         raise PassFailedException("dma-optimization needs unrolled BIR (run bir-unroll first)")
-    end, queues = replay(list(fn.instructions()), fn.memlocs(), target, num_queues)
+    end, queues = replay(list(fn.instructions()), fn.memlocs(), target, num_queues, costs)
     for inst, q in queues.items():
         inst.properties["queue"] = IntegerAttr(q, i64)
     return end
 
 
-def replay_ns(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int) -> float:
-    """The replayed finish time (ns) of ``insts`` in this order (their dependency edges by id), IR unchanged."""
-    return replay(insts, locs, target, num_queues)[0]
+Costs = dict[bir.BirInst, tuple[float, float]]  # instruction -> (issue ns on its engine, duration ns)
+
+
+def replay_ns(
+    insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int,
+    costs: Costs | None = None,
+) -> float:
+    """The replayed finish time (ns) of ``insts`` in this order (their dependency edges by id), IR unchanged.
+    ``costs`` caches each instruction's figures across replays (drop an instruction whose operands change)."""
+    return replay(insts, locs, target, num_queues, costs)[0]
+
+
+def _costs(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target, costs: Costs) -> tuple[float, float]:
+    got = costs.get(inst)
+    if got is None:
+        issue = instr_ns(cost_record(inst, locs), target) if inst.has_trait(IsDma) else 0.0
+        got = costs[inst] = (issue, duration_ns(inst, locs, target))
+    return got
 
 
 def replay(
-    insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int
+    insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int,
+    costs: Costs | None = None,
 ) -> tuple[float, dict[bir.BirInst, int]]:
     """Replay ``insts`` in order against the cost model; (finish time in ns, the queue each DMA goes to)."""
+    costs = {} if costs is None else costs
     finish: dict[int, float] = {}
     engine_free: dict[str, float] = {}
     queue_free = [0.0] * num_queues
@@ -76,15 +93,16 @@ def replay(
         ready = max([finish.get(d, floor) for _, d in inst.dep_list], default=floor)
         engine = inst.engine.data
         ready = max(ready, engine_free.get(engine, floor))
+        issue, duration = _costs(inst, locs, target, costs)
         if inst.has_trait(IsDma):  # the issuing engine spends the issue cost, then the transfer waits for a queue
-            issued = ready + instr_ns(cost_record(inst, locs), target)
+            issued = ready + issue
             engine_free[engine] = issued
             order = [(last + 1 + k) % num_queues for k in range(num_queues)]
             q = min(order, key=lambda k: max(issued, queue_free[k]))
-            queue_free[q] = finish[inst.inst_id] = max(issued, queue_free[q]) + duration_ns(inst, locs, target)
+            queue_free[q] = finish[inst.inst_id] = max(issued, queue_free[q]) + duration
             queues[inst] = last = q
         else:
-            finish[inst.inst_id] = engine_free[engine] = ready + duration_ns(inst, locs, target)
+            finish[inst.inst_id] = engine_free[engine] = ready + duration
         end = max(end, finish[inst.inst_id])
     return end, queues
 
@@ -158,8 +176,9 @@ def _cheaper(group: _Group, locs: dict[str, bir.MemLocOp], target: Target) -> bo
     return duration_ns(merged, locs, target) < sum(duration_ns(m, locs, target) for m in group.members)
 
 
-def coalesce(fn: bir.FunctionOp, target: Target, num_queues: int) -> int:
-    """Coalesce adjacent transfers in ``fn`` when the replay says so; returns the transfers removed."""
+def coalesce(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs | None = None) -> int:
+    """Coalesce adjacent transfers in ``fn`` when the replay says so; returns the transfers removed. ``costs``:
+    the replays' cache, left valid for the function as it is afterwards."""
     insts = list(fn.instructions())
     locs = fn.memlocs()
     position_of = {inst.inst_id: i for i, inst in enumerate(insts)}
@@ -187,10 +206,13 @@ def coalesce(fn: bir.FunctionOp, target: Target, num_queues: int) -> int:
     merging = [g for g in groups if len(g.members) > 1]
     if not merging:
         return 0
-    before = replay_ns(insts, locs, target, num_queues)
+    costs = {} if costs is None else costs
+    before = replay_ns(insts, locs, target, num_queues, costs)
     saved = {inst: (inst.properties.get("deps"), inst.properties["aps"]) for inst in insts}
     gone = _apply(merging)
-    if replay_ns(list(fn.instructions()), locs, target, num_queues) > before:
+    for g in merging:  # their operands changed
+        costs.pop(g.head, None)
+    if replay_ns(list(fn.instructions()), locs, target, num_queues, costs) > before:
         for inst in list(fn.instructions()):
             inst.detach()
         fn.body.block.add_ops(insts)
@@ -200,6 +222,8 @@ def coalesce(fn: bir.FunctionOp, target: Target, num_queues: int) -> int:
                 inst.properties.pop("deps", None)
             else:
                 inst.properties["deps"] = deps
+        for g in merging:  # back to their own operands
+            costs.pop(g.head, None)
         return 0
     _reorder(fn, list(fn.instructions()))
     for m in gone:
@@ -243,6 +267,7 @@ class DmaOptimizationPass(ModulePass):
         if not 1 <= self.num_queues <= NUM_DMA_QUEUES:
             raise PassFailedException(f"num_queues must be 1..{NUM_DMA_QUEUES}")
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
+            costs: Costs = {}
             if self.coalesce:
-                coalesce(fn, get_target(self.target), self.num_queues)
-            assign_queues(fn, get_target(self.target), self.num_queues)
+                coalesce(fn, get_target(self.target), self.num_queues, costs)
+            assign_queues(fn, get_target(self.target), self.num_queues, costs)

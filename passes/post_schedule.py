@@ -29,8 +29,8 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.traits import IsControl, IsDma
-from nkic.passes.dma_optimization import replay_ns
-from nkic.passes.schedule_instructions import _reorder, duration_ns
+from nkic.passes.dma_optimization import Costs, _costs, replay_ns
+from nkic.passes.schedule_instructions import _reorder
 from nkic.target.costs import dependent_latency_ns
 from nkic.target.machine import TARGETS, Target, get_target
 
@@ -47,15 +47,18 @@ def bottom_levels(durations: list[float], latency: list[float], succs: list[list
     return level
 
 
-def refine(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int) -> list[int]:
-    """The critical-path list order of one barrier-free stretch (indices into ``insts``)."""
+def refine(
+    insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int, costs: Costs
+) -> list[int]:
+    """The critical-path list order of one barrier-free stretch (indices into ``insts``); ``costs`` caches the
+    cost model's figures for the replays."""
     index = {inst.inst_id: i for i, inst in enumerate(insts)}
     preds = [[index[d] for _, d in inst.dep_list] for inst in insts]
     succs: list[list[int]] = [[] for _ in insts]
     for i, ps in enumerate(preds):
         for p in ps:
             succs[p].append(i)
-    dur = [duration_ns(inst, locs, target) for inst in insts]
+    dur = [_costs(inst, locs, target, costs)[1] for inst in insts]
     res = [_DMA if inst.has_trait(IsDma) else inst.engine.data for inst in insts]
     lat = [0.0 if r == _DMA else dependent_latency_ns(r, target) for r in res]
     level = bottom_levels(dur, lat, succs)
@@ -102,17 +105,20 @@ def post_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
     if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
         raise PassFailedException("post-schedule needs unrolled BIR (run bir-unroll first)")
     locs = fn.memlocs()
+    costs: Costs = {}
     before = list(fn.instructions())
     new: list[bir.BirInst] = []
     stretch: list[bir.BirInst] = []
     for inst in [*before, None]:
         if inst is None or inst.has_trait(IsControl):
-            new += [stretch[i] for i in refine(stretch, locs, target, num_queues)] if stretch else []
+            new += [stretch[i] for i in refine(stretch, locs, target, num_queues, costs)] if stretch else []
             new += [inst] if inst is not None else []
             stretch = []
         else:
             stretch.append(inst)
-    if new == before or replay_ns(new, locs, target, num_queues) >= replay_ns(before, locs, target, num_queues):
+    if new == before:
+        return False
+    if replay_ns(new, locs, target, num_queues, costs) >= replay_ns(before, locs, target, num_queues, costs):
         return False
     _reorder(fn, new)
     return True
