@@ -76,8 +76,8 @@ def run(case: str, variant: str) -> str:
     opts = _options(variant)
     backend = pipelines.backend
 
-    def passes(target: str = "gen3", num_queues: int = 4, kernel_format: str = "bir", alloc_policy: str = "rotate",  # noqa: E501
-               metrics: bool = False, roll_loops: bool = False) -> list[Any]:  # fmt: skip
+    def passes(target: str = "gen3", num_queues: int = 4, kernel_format: str = "bir",
+               alloc_policy: str = "rotate", metrics: bool = False, roll_loops: bool = False) -> list[Any]:  # fmt: skip
         kw = {"alloc_policy": alloc_policy, **opts}
         return [*pipelines.frontend_lowering(kernel_format), *backend(target, num_queues, **kw)]
 

@@ -65,7 +65,10 @@ def replay_ns(
     return replay(insts, locs, target, num_queues, costs)[0]
 
 
-def _costs(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target, costs: Costs) -> tuple[float, float]:
+def cost_figures(
+    inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target, costs: Costs
+) -> tuple[float, float]:
+    """(issue ns on the engine, duration ns on the engine or queue) of ``inst``, through the ``costs`` cache."""
     got = costs.get(inst)
     if got is None:
         issue = instr_ns(cost_record(inst, locs), target) if inst.has_trait(IsDma) else 0.0
@@ -93,7 +96,7 @@ def replay(
         ready = max([finish.get(d, floor) for _, d in inst.dep_list], default=floor)
         engine = inst.engine.data
         ready = max(ready, engine_free.get(engine, floor))
-        issue, duration = _costs(inst, locs, target, costs)
+        issue, duration = cost_figures(inst, locs, target, costs)
         if inst.has_trait(IsDma):  # the issuing engine spends the issue cost, then the transfer waits for a queue
             issued = ready + issue
             engine_free[engine] = issued
@@ -107,7 +110,8 @@ def replay(
     return end, queues
 
 
-_PLAIN_PROPS = frozenset({"roles", "aps", "refs", "id", "engine", "deps", "queue", "loc", "call"})  # the head keeps its loc
+# what a plain copy carries (a merged transfer keeps its first one's loc and call)
+_PLAIN_PROPS = frozenset({"roles", "aps", "refs", "id", "engine", "deps", "queue", "loc", "call"})
 
 
 def _plain_copy(inst: bir.BirInst) -> bool:

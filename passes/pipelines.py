@@ -68,7 +68,8 @@ def backend(
         *((PostSchedulePass(target=target, num_queues=num_queues),) if post_schedule else ()),
         # after the schedule is final, so each engine's order counts as edges: fewer semaphore waits
         DepReductionPass(engine_order=True),
-        DmaOptimizationPass(target=target, num_queues=num_queues, coalesce=coalesce_dma),  # queues by load, not round-robin
+        # coalescing of adjacent transfers, then queues by load, not round-robin
+        DmaOptimizationPass(target=target, num_queues=num_queues, coalesce=coalesce_dma),
         InsertSemaphoresPass(num_queues=num_queues),
         BirVerifyPass(),
         *((PrintMetricsPass(target=target),) if metrics else ()),

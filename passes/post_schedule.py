@@ -29,7 +29,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.traits import IsControl, IsDma
-from nkic.passes.dma_optimization import Costs, _costs, replay_ns
+from nkic.passes.dma_optimization import Costs, cost_figures, replay_ns
 from nkic.passes.schedule_instructions import _reorder
 from nkic.target.costs import dependent_latency_ns
 from nkic.target.machine import TARGETS, Target, get_target
@@ -58,7 +58,7 @@ def refine(
     for i, ps in enumerate(preds):
         for p in ps:
             succs[p].append(i)
-    dur = [_costs(inst, locs, target, costs)[1] for inst in insts]
+    dur = [cost_figures(inst, locs, target, costs)[1] for inst in insts]
     res = [_DMA if inst.has_trait(IsDma) else inst.engine.data for inst in insts]
     lat = [0.0 if r == _DMA else dependent_latency_ns(r, target) for r in res]
     level = bottom_levels(dur, lat, succs)
