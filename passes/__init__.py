@@ -20,6 +20,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "dependency-analysis": ("dependency_analysis", "DependencyAnalysisPass"),
     "pre-schedule": ("pre_schedule", "PreSchedulePass"),
     "schedule-instructions": ("schedule_instructions", "ScheduleInstructionsPass"),
+    "post-schedule": ("post_schedule", "PostSchedulePass"),
     "dep-reduction": ("dep_reduction", "DepReductionPass"),
     "dma-optimization": ("dma_optimization", "DmaOptimizationPass"),
     "tensorcopy-accel": ("tensorcopy_accel", "TensorcopyAccelPass"),

@@ -1,4 +1,16 @@
-"""``dma-optimization``: DMA queues assigned by load instead of round-robin.
+"""``dma-optimization``: coalescing of adjacent transfers, then DMA queues assigned by load instead of round-robin.
+
+**Coalescing** (``coalesce=true``, the default). A kernel often loads a block as one DMA per tile: ``dma_copy
+dst=b[:, k, :] src=x[k*128:(k+1)*128, cols]`` for k = 0..7. Transfers that move the same pattern between the same
+two tensors, each one's source and destination a fixed step further on than the previous one's, become one
+transfer with an extra dimension of that step (placed after the partition/row dimension on both sides, so element
+``(p, k, ...)`` still goes where the k-th transfer put it). Each transfer costs a descriptor and a fixed start
+(``target/costs.py``); one transfer pays them once. A transfer joins its group only if every instruction it
+depends on comes before the group's first transfer (so doing its work there cannot move it before anything it
+waits for; instructions that waited for it wait for the group), it is a plain copy (no view, dynamic offset or
+other option) and the cost model's time of the merged transfer is below the sum of the separate ones. Merging
+also makes every consumer wait for the whole group, so the function keeps the merged form only when the replay
+below finishes no later than without it.
 
 ``schedule-instructions`` plans every transfer on whichever queue is free first; ``insert-semaphores`` used to deal
 them out round-robin, so a long transfer could hold up the next ones dealt to its queue while another queue sat
@@ -14,32 +26,69 @@ restarts after one.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects.common import AccessPatternAttr
 from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.lowering import cost_record
-from nkic.passes.schedule_instructions import duration_ns
+from nkic.passes.schedule_instructions import _reorder, duration_ns
 from nkic.target.costs import instr_ns
 from nkic.target.machine import NUM_DMA_QUEUES, TARGETS, Target, get_target
 
 
-def assign_queues(fn: bir.FunctionOp, target: Target, num_queues: int) -> float:
+def assign_queues(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs | None = None) -> float:
     """Set every DMA's ``queue``; returns the replayed finish time (ns) of the function."""
     if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
         raise PassFailedException("dma-optimization needs unrolled BIR (run bir-unroll first)")
-    locs = fn.memlocs()
+    end, queues = replay(list(fn.instructions()), fn.memlocs(), target, num_queues, costs)
+    for inst, q in queues.items():
+        inst.properties["queue"] = IntegerAttr(q, i64)
+    return end
+
+
+Costs = dict[bir.BirInst, tuple[float, float]]  # instruction -> (issue ns on its engine, duration ns)
+
+
+def replay_ns(
+    insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int,
+    costs: Costs | None = None,
+) -> float:
+    """The replayed finish time (ns) of ``insts`` in this order (their dependency edges by id), IR unchanged.
+    ``costs`` caches each instruction's figures across replays (drop an instruction whose operands change)."""
+    return replay(insts, locs, target, num_queues, costs)[0]
+
+
+def cost_figures(
+    inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target, costs: Costs
+) -> tuple[float, float]:
+    """(issue ns on the engine, duration ns on the engine or queue) of ``inst``, through the ``costs`` cache."""
+    got = costs.get(inst)
+    if got is None:
+        issue = instr_ns(cost_record(inst, locs), target) if inst.has_trait(IsDma) else 0.0
+        got = costs[inst] = (issue, duration_ns(inst, locs, target))
+    return got
+
+
+def replay(
+    insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int,
+    costs: Costs | None = None,
+) -> tuple[float, dict[bir.BirInst, int]]:
+    """Replay ``insts`` in order against the cost model; (finish time in ns, the queue each DMA goes to)."""
+    costs = {} if costs is None else costs
     finish: dict[int, float] = {}
     engine_free: dict[str, float] = {}
     queue_free = [0.0] * num_queues
+    queues: dict[bir.BirInst, int] = {}
     floor = end = 0.0
     last = num_queues - 1
-    for inst in fn.instructions():
+    for inst in insts:
         if inst.has_trait(IsControl):  # a barrier: everything drains, then all starts afresh
             floor = end
             finish, engine_free, queue_free = {}, {}, [floor] * num_queues
@@ -47,18 +96,166 @@ def assign_queues(fn: bir.FunctionOp, target: Target, num_queues: int) -> float:
         ready = max([finish.get(d, floor) for _, d in inst.dep_list], default=floor)
         engine = inst.engine.data
         ready = max(ready, engine_free.get(engine, floor))
+        issue, duration = cost_figures(inst, locs, target, costs)
         if inst.has_trait(IsDma):  # the issuing engine spends the issue cost, then the transfer waits for a queue
-            issued = ready + instr_ns(cost_record(inst, locs), target)
+            issued = ready + issue
             engine_free[engine] = issued
             order = [(last + 1 + k) % num_queues for k in range(num_queues)]
             q = min(order, key=lambda k: max(issued, queue_free[k]))
-            queue_free[q] = finish[inst.inst_id] = max(issued, queue_free[q]) + duration_ns(inst, locs, target)
-            inst.properties["queue"] = IntegerAttr(q, i64)
-            last = q
+            queue_free[q] = finish[inst.inst_id] = max(issued, queue_free[q]) + duration
+            queues[inst] = last = q
         else:
-            finish[inst.inst_id] = engine_free[engine] = ready + duration_ns(inst, locs, target)
+            finish[inst.inst_id] = engine_free[engine] = ready + duration
         end = max(end, finish[inst.inst_id])
-    return end
+    return end, queues
+
+
+# what a plain copy carries (a merged transfer keeps its first one's loc and call)
+_PLAIN_PROPS = frozenset({"roles", "aps", "refs", "id", "engine", "deps", "queue", "loc", "call"})
+
+
+def _plain_copy(inst: bir.BirInst) -> bool:
+    """A ``dma_copy`` with nothing but its operands, id, engine, edges (and queue): static, view-less patterns."""
+    if inst.OPNAME != "dma_copy" or inst.role_names != ["dst", "src"] or set(inst.properties) - _PLAIN_PROPS:
+        return False
+    return all(not ap.is_dynamic and not ap.view_dtype and not any(ap.iv_coeffs) for ap in inst.aps.data)
+
+
+class _Group:
+    """Transfers being coalesced: the first one (which takes the group's work), the step per side, the count."""
+
+    def __init__(self, head: bir.BirInst, position: int) -> None:
+        self.head, self.position, self.members = head, position, [head]
+        self.step: tuple[int, int] | None = None
+
+    def offsets(self, inst: bir.BirInst) -> tuple[int, int]:
+        return inst.aps.data[0].offset_value, inst.aps.data[1].offset_value
+
+    def accepts(self, inst: bir.BirInst, position_of: dict[int, int]) -> bool:
+        head = self.head
+        if inst.refs != head.refs or inst.engine != head.engine:
+            return False
+        if any(a.pair_tuple != b.pair_tuple for a, b in zip(inst.aps.data, head.aps.data)):
+            return False
+        (d1, s1), (d0, s0) = self.offsets(inst), self.offsets(self.members[-1])
+        step = (d1 - d0, s1 - s0)
+        if 0 in step or (self.step is not None and step != self.step):
+            return False
+        return all(position_of[d] < self.position for _, d in inst.dep_list)
+
+    def merged_aps(self) -> list[AccessPatternAttr]:
+        assert self.step is not None
+        out = []
+        for ap, step in zip(self.head.aps.data, self.step):
+            pairs = ap.pairs
+            out.append(AccessPatternAttr(ap.offset_value, [pairs[0], (step, len(self.members)), *pairs[1:]]))
+        return out
+
+
+def _row_elems(loc: bir.MemLocOp) -> int:
+    return math.prod(loc.dims[1:])
+
+
+def _stays_in_rows(group: _Group, locs: dict[str, bir.MemLocOp]) -> bool:
+    """On chip, the new dimension must stay inside each partition's row (a step across partitions is not a free
+    dimension): every member's free elements lie in the same partitions as the first one's."""
+    assert group.step is not None
+    for ap, ref, step in zip(group.head.aps.data, group.head.ref_names, group.step):
+        loc = locs[ref]
+        if loc.mem not in ("sbuf", "psum"):
+            continue
+        row = _row_elems(loc)
+        extent = sum(s * (n - 1) for s, n in ap.pairs[1:])
+        if step < 0 or any(s < 0 for s, _ in ap.pairs[1:]):
+            return False
+        if ap.offset_value % row + step * (len(group.members) - 1) + extent >= row:
+            return False
+    return True
+
+
+def _cheaper(group: _Group, locs: dict[str, bir.MemLocOp], target: Target) -> bool:
+    """The cost model's guard: one transfer of the group's shape takes less than the separate ones."""
+    merged = group.head.clone()
+    merged.properties["aps"] = ArrayAttr(group.merged_aps())
+    return duration_ns(merged, locs, target) < sum(duration_ns(m, locs, target) for m in group.members)
+
+
+def coalesce(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs | None = None) -> int:
+    """Coalesce adjacent transfers in ``fn`` when the replay says so; returns the transfers removed. ``costs``:
+    the replays' cache, left valid for the function as it is afterwards."""
+    insts = list(fn.instructions())
+    locs = fn.memlocs()
+    position_of = {inst.inst_id: i for i, inst in enumerate(insts)}
+    open_groups: dict[tuple[str, ...], _Group] = {}
+    groups: list[_Group] = []
+    for i, inst in enumerate(insts):
+        if inst.has_trait(IsControl):
+            open_groups.clear()
+            continue
+        if not inst.has_trait(IsDma) or not _plain_copy(inst):
+            continue
+        key = (*inst.ref_names, inst.engine.data)
+        group = open_groups.get(key)
+        if group is not None and group.accepts(inst, position_of):
+            step = tuple(a - b for a, b in zip(group.offsets(inst), group.offsets(group.members[-1])))
+            group.step = step  # type: ignore[assignment]
+            group.members.append(inst)
+            if _stays_in_rows(group, locs) and _cheaper(group, locs, target):
+                continue
+            group.members.pop()
+            if len(group.members) == 1:
+                group.step = None
+        open_groups[key] = group = _Group(inst, i)
+        groups.append(group)
+    merging = [g for g in groups if len(g.members) > 1]
+    if not merging:
+        return 0
+    costs = {} if costs is None else costs
+    before = replay_ns(insts, locs, target, num_queues, costs)
+    saved = {inst: (inst.properties.get("deps"), inst.properties["aps"]) for inst in insts}
+    gone = _apply(merging)
+    for g in merging:  # their operands changed
+        costs.pop(g.head, None)
+    if replay_ns(list(fn.instructions()), locs, target, num_queues, costs) > before:
+        for inst in list(fn.instructions()):
+            inst.detach()
+        fn.body.block.add_ops(insts)
+        for inst, (deps, aps) in saved.items():
+            inst.properties["aps"] = aps
+            if deps is None:
+                inst.properties.pop("deps", None)
+            else:
+                inst.properties["deps"] = deps
+        for g in merging:  # back to their own operands
+            costs.pop(g.head, None)
+        return 0
+    _reorder(fn, list(fn.instructions()))
+    for m in gone:
+        m.erase()
+    return len(gone)
+
+
+def _apply(merging: list[_Group]) -> list[bir.BirInst]:
+    """Give each group's first transfer the group's work and edges, point every edge on the others at it, and
+    detach the others (returned)."""
+    into = {m.inst_id: g.head.inst_id for g in merging for m in g.members[1:]}
+    gone = [m for g in merging for m in g.members[1:]]
+    for g in merging:
+        deps = {d: k for m in g.members for k, d in m.dep_list}
+        g.head.properties["aps"] = ArrayAttr(g.merged_aps())
+        if deps:
+            g.head.properties["deps"] = bir.deps_attr(sorted(((k, d) for d, k in deps.items()), key=lambda e: e[1]))
+    block = gone[0].parent_block()
+    for m in gone:
+        m.detach()
+    assert block is not None
+    for inst in block.ops:
+        if isinstance(inst, bir.BirInst) and inst.deps is not None and any(d in into for _, d in inst.dep_list):
+            deps = {}
+            for k, d in inst.dep_list:
+                deps.setdefault(into.get(d, d), k)
+            inst.properties["deps"] = bir.deps_attr(sorted(((k, d) for d, k in deps.items()), key=lambda e: e[1]))
+    return gone
 
 
 @dataclass(frozen=True)
@@ -66,6 +263,7 @@ class DmaOptimizationPass(ModulePass):
     name = "dma-optimization"
     target: str = "gen3"
     num_queues: int = 4
+    coalesce: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.target not in TARGETS:
@@ -73,4 +271,7 @@ class DmaOptimizationPass(ModulePass):
         if not 1 <= self.num_queues <= NUM_DMA_QUEUES:
             raise PassFailedException(f"num_queues must be 1..{NUM_DMA_QUEUES}")
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
-            assign_queues(fn, get_target(self.target), self.num_queues)
+            costs: Costs = {}
+            if self.coalesce:
+                coalesce(fn, get_target(self.target), self.num_queues, costs)
+            assign_queues(fn, get_target(self.target), self.num_queues, costs)

@@ -2,7 +2,7 @@
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
 * ``nkic-backend``: bir-unroll (``roll_loops=true`` keeps qualifying loops rolled), resolve-psum-accumulate,
-  assign-engines, pre-schedule, allocate-memory, dependency-analysis, schedule-instructions,
+  assign-engines, pre-schedule, allocate-memory, dependency-analysis, schedule-instructions, post-schedule,
   dep-reduction{engine_order=true}, dma-optimization, insert-semaphores, bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
 """
@@ -32,10 +32,13 @@ def frontend_lowering(kernel_format: str = "bir") -> tuple[ModulePass, ...]:
 
 def backend(
     target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate", metrics: bool = False,
-    roll_loops: bool = False,
+    roll_loops: bool = False, *, post_schedule: bool = True,
+    coalesce_dma: bool = True,
 ) -> tuple[ModulePass, ...]:
     """The backend passes; ``metrics`` adds ``print-metrics`` before ``bir-to-isa`` (``nkic compile --metrics``),
-    ``roll_loops`` keeps qualifying loops rolled (ARCHITECTURE.md "Rolled loops")."""
+    ``roll_loops`` keeps qualifying loops rolled (ARCHITECTURE.md "Rolled loops"); ``post_schedule=False`` leaves
+    out ``post-schedule``, ``coalesce_dma=False`` ``dma-optimization``'s coalescing (bench/README.md "Schedule-aware
+    allocation" measures both)."""
     from nkic.passes.allocate_memory import AllocateMemoryPass
     from nkic.passes.assign_engines import AssignEnginesPass
     from nkic.passes.bir_to_isa import BirToIsaPass
@@ -46,6 +49,7 @@ def backend(
     from nkic.passes.dma_optimization import DmaOptimizationPass
     from nkic.passes.insert_semaphores import InsertSemaphoresPass
     from nkic.passes.isa_verify import IsaVerifyPass
+    from nkic.passes.post_schedule import PostSchedulePass
     from nkic.passes.pre_schedule import PreSchedulePass
     from nkic.passes.print_metrics import PrintMetricsPass
     from nkic.passes.resolve_psum_accumulate import ResolvePsumAccumulatePass
@@ -60,9 +64,12 @@ def backend(
         AllocateMemoryPass(target=target, policy=alloc_policy),
         DependencyAnalysisPass(),
         ScheduleInstructionsPass(target=target, num_queues=num_queues),
+        # critical path first within each engine, on the real edges (allocation's anti/output edges included)
+        *((PostSchedulePass(target=target, num_queues=num_queues),) if post_schedule else ()),
         # after the schedule is final, so each engine's order counts as edges: fewer semaphore waits
         DepReductionPass(engine_order=True),
-        DmaOptimizationPass(target=target, num_queues=num_queues),  # queues by load, not round-robin
+        # coalescing of adjacent transfers, then queues by load, not round-robin
+        DmaOptimizationPass(target=target, num_queues=num_queues, coalesce=coalesce_dma),
         InsertSemaphoresPass(num_queues=num_queues),
         BirVerifyPass(),
         *((PrintMetricsPass(target=target),) if metrics else ()),

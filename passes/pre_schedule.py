@@ -96,13 +96,20 @@ def _order(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[in
     engine_of = [inst.engine.data for inst in insts]
     data_ready: dict[int, float] = {i: 0.0 for i in ready}
 
-    def fits(i: int) -> bool:
+    def growth(i: int) -> dict[str, float]:
         grow = {"sbuf": 0.0, "psum": 0.0}
         for n in names_of[i]:
             if n not in started:
                 mem, size = tracked[n]
                 grow[mem] += size
-        return all(live[m] + g <= budget[m] for m, g in grow.items())
+        return grow
+
+    def fits(i: int) -> bool:
+        return all(live[m] + g <= budget[m] for m, g in growth(i).items())
+
+    def overflow(i: int) -> float:
+        """How far past the budgets starting ``i`` goes, as a fraction of each budget (summed)."""
+        return sum(max(0.0, live[m] + g - budget[m]) / budget[m] for m, g in growth(i).items())
 
     def start_at(i: int) -> float:
         res = min(queue_free) if is_dma[i] else engine_free.get(engine_of[i], 0.0)
@@ -110,7 +117,9 @@ def _order(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[in
 
     while ready:
         fitting = [i for i in ready if fits(i)]
-        i = min(fitting, key=lambda k: (start_at(k), k)) if fitting else min(ready)
+        # nothing fits: the instruction that overshoots the budgets least (finishing work rather than starting new
+        # tensors), then the earliest in program order
+        i = min(fitting, key=lambda k: (start_at(k), k)) if fitting else min(ready, key=lambda k: (overflow(k), k))
         ready.remove(i)
         t = start_at(i)
         finish[i] = t + duration_ns(insts[i], fn_locs, target)

@@ -21,10 +21,10 @@ print(module)
 # CHECK-NEXT: isa.var @out : output [1, 256, 64] bfloat16 {var_id = [[OUT:[0-9]+]] : i64}
 
 # CHECK-LABEL: isa.stream "pe" {
-# MM1 of group 0: [q=128, k=256] fp32 in PSUM from Q^T [64, 128] and K^T [64, 256] (bf16)
+# MM1 of group 1 (post-schedule starts the group with the longer path: two KV blocks): [q=128, k=256] fp32 in PSUM from Q^T [64, 128] and K^T [64, 256] (bf16)
 # CHECK: isa_pe.sem_wait {id = [[MM1:[0-9]+]] : i64, wait_sem = [[QSEM:[0-9]+]] : i64, wait_value = 1 : i64}
 # CHECK-NEXT: isa_pe.matmul dst psum(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]], stationary sbuf(p0, {{.*}}, bfloat16)[0 : [1, 64], [1, 128]], moving sbuf(p0, {{.*}}, bfloat16)[0 : [1, 64], [1, 256]] {id = [[MM1]] : i64, wait_sem = [[KSEM:[0-9]+]] : i64, wait_value = 1 : i64, signal_sem = {{[0-9]+}} : i64}
-# schedule-instructions starts group 1's QK^T before group 0's softmax is done (the groups pipeline on PE)
+# the other group's QK^T follows before the first group's softmax is done (the groups pipeline on PE)
 # CHECK-NEXT: isa_pe.matmul dst psum(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]], stationary sbuf(p0, {{.*}}, bfloat16)[0 : [1, 64], [1, 128]]
 # CHECK-NEXT: isa_pe.transpose dst psum(p0, {{.*}}, float32)[0 : [1, 128], [1, 128]], src sbuf(p0, {{.*}}, bfloat16)[0 : [1, 128], [1, 128]] {id = {{[0-9]+}} : i64, wait_sem = [[ACTSEM:[0-9]+]] : i64
 # MM2: P^T [kv=128, q=128] x V [128, 64]; group 1's second KV block accumulates in PSUM
@@ -41,14 +41,18 @@ print(module)
 # CHECK: isa_dve.reciprocal
 
 # CHECK-LABEL: isa.stream "pool" {
-# CHECK: isa_pool.affine_select dst sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]], on_true sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]], pattern none(int32)[0 : [1, 128], [-1, 256]] {id = {{[0-9]+}} : i64, offset = 0 : i64, cmp_op = "greater_equal", on_false_value = -3.40282347e+38 : f32, wait_sem = {{[0-9]+}} : i64
-# group 1's diagonal mask is scheduled before group 0's max reduction
-# CHECK-NEXT: isa_pool.affine_select {{.*}}pattern none(int32)[0 : [1, 128], [-1, 256]] {id = {{[0-9]+}} : i64, offset = 128 : i64, cmp_op = "greater_equal"
+# post-schedule: group 1's diagonal mask (the longer path: two KV blocks follow) goes first, then group 0's, then
+# group 0's max reduction
+# CHECK: isa_pool.affine_select dst sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]], on_true sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]], pattern none(int32)[0 : [1, 128], [-1, 256]] {id = {{[0-9]+}} : i64, offset = 128 : i64, cmp_op = "greater_equal", on_false_value = -3.40282347e+38 : f32, wait_sem = {{[0-9]+}} : i64
+# CHECK-NEXT: isa_pool.affine_select {{.*}}pattern none(int32)[0 : [1, 128], [-1, 256]] {id = {{[0-9]+}} : i64, offset = 0 : i64, cmp_op = "greater_equal"
 # CHECK-NEXT: isa_pool.tensor_reduce {{.*}}op = "maximum", num_reduced_dims = 1 : i64, negate = true, wait_sem = {{[0-9]+}} : i64, wait_value = {{[0-9]+}} : i64, signal_sem = {{[0-9]+}} : i64}
 
 # CHECK-LABEL: isa.stream "sp" {
 # CHECK: isa_sp.dma_copy dst sbuf(p0, {{.*}}, bfloat16)[0 : [1, 64], [1, 256]], src hbm(var [[K]], 0x0, bfloat16)[0 : [64, 256], [1, 64]] {id = {{[0-9]+}} : i64, queue = {{[0-9]+}} : i64, transpose = true, signal_sem = [[KSEM]] : i64}
-# CHECK-NEXT: isa_sp.dma_copy dst sbuf({{.*}}, src hbm(var [[V]], 0x0, bfloat16)
-# CHECK-NEXT: isa_sp.dma_copy dst sbuf(p0, {{.*}}, bfloat16)[0 : [1, 64], [1, 128]], src hbm(var [[Q]], 0x0, bfloat16){{.*}}transpose = true, signal_sem = [[QSEM]] : i64}
+# post-schedule issues group 1's Q^T load before group 0's; dma-optimization coalesces the two V tile loads into
+# one transfer with a dimension of 2 (one queue fewer, one descriptor and fixed start fewer)
+# CHECK-NEXT: isa_sp.dma_copy dst sbuf(p0, {{.*}}, bfloat16)[0 : [1, 64], [1, 128]], src hbm(var [[Q]], 0x4000, bfloat16){{.*}}transpose = true, signal_sem = [[QSEM]] : i64}
+# CHECK-NEXT: isa_sp.dma_copy dst sbuf(p0, {{.*}}, bfloat16)[0 : [1, 64], [1, 128]], src hbm(var [[Q]], 0x0, bfloat16){{.*}}transpose = true
+# CHECK-NEXT: isa_sp.dma_copy dst sbuf(p0, {{.*}}, bfloat16)[0 : [1, 128], [64, 2], [1, 64]], src hbm(var [[V]], 0x0, bfloat16)[0 : [64, 128], [8192, 2], [1, 64]]
 # the bf16 output store reads the fp32 normalised tile after ACT signals it
 # CHECK: isa_sp.dma_copy dst hbm(var [[OUT]], 0x0, bfloat16)[0 : [64, 128], [1, 64]], src sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 64]] {id = {{[0-9]+}} : i64, queue = {{[0-9]+}} : i64, wait_sem = [[ACTSEM]] : i64

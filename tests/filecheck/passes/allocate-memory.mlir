@@ -43,3 +43,4 @@ builtin.module {
 }
 
 // CHECK: kernel does not fit in SBUF: tensor 'b' needs 160000 bytes per partition while 160000 of 212984 bytes per partition are live (at instruction 1)
+

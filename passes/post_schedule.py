@@ -1,0 +1,139 @@
+"""``post-schedule``: a critical-path refinement of the final order, on the real dependency edges.
+
+``schedule-instructions`` emits, among the ready instructions, the one that can start earliest. When an engine
+has several instructions ready at once, that rule takes them in program order, whatever they lead to: a PE
+matmul that feeds a long ACT/DVE chain may wait behind one whose result nobody needs soon. This pass runs after
+``dependency-analysis``, ``allocate-memory`` and ``schedule-instructions`` (so the edges include the anti and
+output edges of the allocation) and list-schedules again, per resource: whenever an engine (or the DMA queue
+pool) is free, it takes, among its instructions whose producers have finished, the one with the longest path to
+the end of the program (the bottom level: its own duration plus the longest chain of successors, each
+instruction's duration and its engine's dependent latency from the calibrated cost model, ``target/costs.py``);
+if none has its data yet, the one whose data arrives first.
+
+The new order is kept only when a replay of it (``dma-optimization``'s: engines in order, the issue cost of each
+transfer on its engine, FIFO queues) finishes earlier than the replay of the order it came from, so the pass never
+makes the modelled time worse. Any topological order of the edges is correct; ids are renumbered as
+``schedule-instructions`` does. Control instructions are barriers: each stretch between two of them is refined on
+its own. Runs before ``dep-reduction{engine_order=true}``, which needs the final order.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from nkic.dialects import bir
+from nkic.dialects.traits import IsControl, IsDma
+from nkic.passes.dma_optimization import Costs, cost_figures, replay_ns
+from nkic.passes.schedule_instructions import _reorder
+from nkic.target.costs import dependent_latency_ns
+from nkic.target.machine import TARGETS, Target, get_target
+
+_DMA = "dma"  # the resource key of the DMA queue pool
+
+
+def bottom_levels(durations: list[float], latency: list[float], succs: list[list[int]]) -> list[float]:
+    """Longest path from each instruction to the end: its duration, then its latency and the longest successor.
+    Instructions are in a topological order (every edge points forward)."""
+    level = [0.0] * len(durations)
+    for i in range(len(durations) - 1, -1, -1):
+        tail = max((level[s] for s in succs[i]), default=0.0)
+        level[i] = durations[i] + (latency[i] + tail if succs[i] else 0.0)
+    return level
+
+
+def refine(
+    insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int, costs: Costs
+) -> list[int]:
+    """The critical-path list order of one barrier-free stretch (indices into ``insts``); ``costs`` caches the
+    cost model's figures for the replays."""
+    index = {inst.inst_id: i for i, inst in enumerate(insts)}
+    preds = [[index[d] for _, d in inst.dep_list] for inst in insts]
+    succs: list[list[int]] = [[] for _ in insts]
+    for i, ps in enumerate(preds):
+        for p in ps:
+            succs[p].append(i)
+    dur = [cost_figures(inst, locs, target, costs)[1] for inst in insts]
+    res = [_DMA if inst.has_trait(IsDma) else inst.engine.data for inst in insts]
+    lat = [0.0 if r == _DMA else dependent_latency_ns(r, target) for r in res]
+    level = bottom_levels(dur, lat, succs)
+    free: dict[str, list[float]] = {r: [0.0] * (num_queues if r == _DMA else 1) for r in set(res)}
+    pending: dict[str, list[tuple[float, int]]] = {r: [] for r in free}  # (data ready, i)
+    available: dict[str, list[tuple[float, int]]] = {r: [] for r in free}  # (-bottom level, i)
+    waiting = [len(p) for p in preds]
+    ready_at = [0.0] * len(insts)
+    for i, w in enumerate(waiting):
+        if w == 0:
+            heapq.heappush(pending[res[i]], (0.0, i))
+    order: list[int] = []
+    while len(order) < len(insts):
+        best: tuple[float, str] | None = None
+        for r in free:  # the resource that decides next: free first, then data first
+            if not pending[r] and not available[r]:
+                continue
+            t = min(free[r])
+            if not available[r]:
+                t = max(t, pending[r][0][0])
+            if best is None or (t, r) < best:
+                best = (t, r)
+        if best is None:
+            raise PassFailedException("post-schedule: dependency edges form a cycle")
+        t, r = best
+        while pending[r] and pending[r][0][0] <= t:
+            _, i = heapq.heappop(pending[r])
+            heapq.heappush(available[r], (-level[i], i))
+        _, i = heapq.heappop(available[r])
+        slot = free[r].index(min(free[r]))
+        end = t + dur[i]
+        free[r][slot] = end
+        order.append(i)
+        for s in succs[i]:
+            ready_at[s] = max(ready_at[s], end + lat[i])
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                heapq.heappush(pending[res[s]], (ready_at[s], s))
+    return order
+
+
+def post_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
+    """Refine ``fn``'s order; True when the refined order replays faster and was kept."""
+    if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+        raise PassFailedException("post-schedule needs unrolled BIR (run bir-unroll first)")
+    locs = fn.memlocs()
+    costs: Costs = {}
+    before = list(fn.instructions())
+    new: list[bir.BirInst] = []
+    stretch: list[bir.BirInst] = []
+    for inst in [*before, None]:
+        if inst is None or inst.has_trait(IsControl):
+            new += [stretch[i] for i in refine(stretch, locs, target, num_queues, costs)] if stretch else []
+            new += [inst] if inst is not None else []
+            stretch = []
+        else:
+            stretch.append(inst)
+    if new == before:
+        return False
+    if replay_ns(new, locs, target, num_queues, costs) >= replay_ns(before, locs, target, num_queues, costs):
+        return False
+    _reorder(fn, new)
+    return True
+
+
+@dataclass(frozen=True)
+class PostSchedulePass(ModulePass):
+    name = "post-schedule"
+    target: str = "gen3"
+    num_queues: int = 4
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.target not in TARGETS:
+            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
+        if self.num_queues < 1:
+            raise PassFailedException("num_queues must be at least 1")
+        for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
+            post_schedule(fn, get_target(self.target), self.num_queues)
