@@ -107,9 +107,10 @@ class _Unroller:
     def try_roll(self, loop: bir.LoopOp, outer: list[str], values: tuple[range, ...]) -> bool:
         """Keep ``loop`` rolled if it qualifies (``loop_rolling.rollable``): the peeled first iteration, if needed,
         then the control sequence around one copy of the body whose scoped tensors are allocated once."""
-        if self.register is None:
-            return False
         depth = len(outer)
+        register = rolling.loop_register(self.register, depth)
+        if register is None:
+            return False
         peel = rolling.needs_peel(loop, depth, self.locs)
         if not rolling.rollable(loop, depth, values, self.locs, peel):
             return False
@@ -123,11 +124,11 @@ class _Unroller:
                 parent.insert_op_before(self.copy(op, names, depth, iterations[0]), loop)
             iterations = iterations[1:]
         self.grow(rolling.CONTROL_PER_LOOP + peel * len(loop.body.block.ops))
-        head, tail = rolling.loop_control(iterations, self.register)
+        head, tail = rolling.loop_control(iterations, register)
         parent.insert_op_before(head, loop)
         for op in list(loop.body.block.ops):  # moved out of the loop, not copied: the loop is erased below
             op.detach()
-            parent.insert_op_before(rolling.roll_operands(op, depth, iterations[0], self.register), loop)
+            parent.insert_op_before(rolling.roll_operands(op, depth, iterations[0], register), loop)
         parent.insert_op_before(tail, loop)
         for loc in scoped:  # one allocation for every rolled iteration (fresh per iteration of an enclosing loop)
             _rescope(loc, outer)

@@ -48,6 +48,7 @@ ROLL_ENV = "NKIC_ROLL_LOOPS"
 CONTROL_PER_LOOP = 2  # counted_loop_begin, counted_loop_end
 _LOOKBACK = 128  # ops before a loop searched for matmuls that already wrote its PSUM tile
 _MAX_OUTER_COMBOS = 4096  # enclosing iteration values checked for the partition rule; beyond, the loop unrolls
+_COUNTED = frozenset({"counted_loop_begin", "counted_loop_end"})
 _REGISTER_FIELDS = ("dst_reg", "src0_reg", "src1_reg", "cond_reg", "src_reg", "iv_reg")
 
 
@@ -104,10 +105,12 @@ def rollable(
     if loop.kind.data not in ("affine", "sequential") or loop.step.value.data <= 0 or len(values) - peel < 2:
         return False
     body = list(loop.body.block.ops)
-    if not body or not all(isinstance(op, bir.BirInst) and not op.has_trait(IsControl) for op in body):
+    if not body or not all(isinstance(op, bir.BirInst) and _may_nest(op) for op in body):
         return False
     for inst in body:
         assert isinstance(inst, bir.BirInst)
+        if inst.has_trait(IsControl):
+            continue
         accumulates = inst.has_trait(AccumulatesDst)
         for role, name, ap in _operands(inst):
             if _coeff(ap, depth) == 0:
@@ -118,6 +121,13 @@ def rollable(
             if loc.mem in ("sbuf", "psum") and not _stays_in_partitions(loc, ap, depth, values, outer):
                 return False
     return True
+
+
+def _may_nest(op: bir.BirInst) -> bool:
+    """An instruction a rolled body may hold: any non-control one, or the counted-loop control of an inner rolled
+    loop (its own register, one level deeper). A runtime loop or register instruction keeps the loop unrolled: its
+    registers are the kernel's, and their values may carry from one iteration to the next."""
+    return not op.has_trait(IsControl) or op.OPNAME in _COUNTED
 
 
 def needs_peel(loop: bir.LoopOp, depth: int, locs: dict[str, bir.MemLocOp]) -> bool:
@@ -170,7 +180,8 @@ def _covered(name: str, ap: AccessPatternAttr, depth: int, earlier: list[bir.Bir
 
 
 def free_register(fn: bir.FunctionOp) -> int | None:
-    """A register no instruction of ``fn`` uses (the rolled loops' counter), or None when none is left."""
+    """The first register after every one ``fn`` uses, or None when none is left: a rolled loop at nesting depth
+    ``d`` counts in register ``free_register + d`` (``loop_register``), so nested rolled loops never share one."""
     used = 0
     for inst in fn.instructions():
         for name in _REGISTER_FIELDS:
@@ -182,6 +193,13 @@ def free_register(fn: bir.FunctionOp) -> int | None:
             if ap.dyn_kind.data == "reg":
                 used = max(used, ap.dyn_reg.data)
     return used + 1 if used + 1 < NUM_REGISTERS else None
+
+
+def loop_register(base: int | None, depth: int) -> int | None:
+    """The counter of a rolled loop at nesting ``depth`` (0: outermost): one register per level, siblings share."""
+    if base is None or base + depth >= NUM_REGISTERS:
+        return None
+    return base + depth
 
 
 def control(opname: str, **fields: int | str) -> bir.BirInst:
