@@ -74,14 +74,20 @@ def flash_attention(q, k, v, scale=1.0, causal_mask=True, sliding_window=0):
 
 
 @nki.jit
-def flash_attention_rolled(q, k, v, scale=1.0, causal_mask=True, sliding_window=0):
-    """``flash_attention`` with the unmasked KV tiles of each (Q group, section) in ``nl.affine_range`` loops (the
-    masked tiles first, as plain Python loops), so that a compiler keeping loops rolled emits each uniform run of
-    tiles once: the program grows as O(S) instead of O(S²). The same numbers in another summation order."""
-    return _attention(q, k, v, scale, causal_mask, sliding_window, rolled=True)
+def flash_attention_rolled(q, k, v, scale=1.0, causal_mask=True, sliding_window=0, unroll_tiles=False):
+    """``flash_attention`` written for a compiler that keeps loops rolled: the program grows as O(S) instead of
+    O(S²). The same numbers in another summation order.
+
+    Causal attention whose seqlen is a multiple of the section size (no window, seqlen_q == seqlen_kv) is written
+    as loops with constant bounds (``_uniform_causal``): a loop over query groups per KV section, a loop over the
+    sections for the diagonal band, and inside them loops over KV tiles: ``nl.affine_range`` (rolled too: the
+    smallest program) or, with ``unroll_tiles``, ``nl.static_range`` (each group's tiles unrolled: a larger program
+    whose tiles pipeline across the engines). Other shapes keep the first form: the unmasked KV tiles of each
+    (Q group, section) in an ``nl.affine_range`` loop, the masked tiles first, as plain Python loops."""
+    return _attention(q, k, v, scale, causal_mask, sliding_window, rolled=True, unroll_tiles=unroll_tiles)
 
 
-def _attention(q, k, v, scale, causal_mask, sliding_window, rolled):
+def _attention(q, k, v, scale, causal_mask, sliding_window, rolled, unroll_tiles=False):
     bs, seqlen_q, d = q.shape
     bs_kv, seqlen_kv, d_kv = k.shape
     assert v.shape == k.shape and d_kv == d, "k and v must be (bs_kv, seqlen_kv, d) like q's d"
@@ -98,7 +104,7 @@ def _attention(q, k, v, scale, causal_mask, sliding_window, rolled):
     sec_size = SECTION_SIZE if seqlen_kv > SECTION_THRESHOLD else seqlen_kv
     if rolled and causal and not window and seqlen_q == seqlen_kv and seqlen_kv % sec_size == 0 \
             and sec_size % KV_TILE == 0:
-        return _uniform_causal(q, k, v, out, sec_size, scale)
+        return _uniform_causal(q, k, v, out, sec_size, scale, nl.static_range if unroll_tiles else nl.affine_range)
     sections = [(s0, min(sec_size, seqlen_kv - s0)) for s0 in range(0, seqlen_kv, sec_size)]
     # The masked value: FLOAT32_MIN, divided by scale when scale > 1 so that ×scale stays finite (a row with no key
     # in a section would otherwise get max = -inf and exp(-inf + inf) = NaN).
@@ -383,7 +389,7 @@ def _uniform_run(tiles):
 # inner), so every loop rolls.
 
 
-def _uniform_causal(q, k, v, out, sec, scale):
+def _uniform_causal(q, k, v, out, sec, scale, tile_range):
     bs, seqlen, d = q.shape
     bs_kv = k.shape[0]
     dt, f32 = q.dtype, nl.float32
@@ -392,7 +398,7 @@ def _uniform_causal(q, k, v, out, sec, scale):
     q_per_kv = bs // bs_kv
     on_false = FLOAT32_MIN / max(1.0, float(scale))
     scratch = nl.ndarray((bs, seqlen, d), dtype=f32, buffer=nl.hbm, name="o_partial") if n_sec > 1 else None
-    ctx = dict(q=q, out=out, scratch=scratch, d=d, dt=dt, scale=scale, on_false=on_false)
+    ctx = dict(q=q, out=out, scratch=scratch, d=d, dt=dt, scale=scale, on_false=on_false, tile_range=tile_range)
     for kb in range(bs_kv):
         batches = range(kb * q_per_kv, (kb + 1) * q_per_kv)
         # running (negated max, sum) of every group, one column each, resident in SBUF over both phases
@@ -471,7 +477,7 @@ def _uniform_group(ctx, k_t, v_sb, stats, b, g, n_full, diag, first, last):
             reduce_res=partial_max[:, 0],
         )  # fmt: skip
     if n_full:
-        for r in nl.affine_range(n_full):
+        for r in ctx["tile_range"](n_full):
             c0 = r * KV_TILE
             s_psum = nl.ndarray((Q_GROUP, KV_TILE), dtype=f32, buffer=nl.psum, name="qk_psum")
             nisa.nc_matmul(s_psum, stationary=q_t, moving=k_t[:, c0 : c0 + KV_TILE])
@@ -501,7 +507,7 @@ def _uniform_group(ctx, k_t, v_sb, stats, b, g, n_full, diag, first, last):
         m, j = diag
         _exp_tile(scores, sums, run_neg_max, o_psum, v_sb, m, 0, j + 1, dt)
     if n_full:
-        for r in nl.affine_range(n_full):
+        for r in ctx["tile_range"](n_full):
             _exp_tile(scores, sums, run_neg_max, o_psum, v_sb, r, j0 + r, BLOCKS, dt)
 
     # -- running sum and output accumulator ----------------------------------------------------------------------

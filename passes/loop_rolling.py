@@ -45,6 +45,8 @@ from nkic.target.instructions import NUM_REGISTERS
 from nkic.target.vocab import dtype_size
 
 ROLL_ENV = "NKIC_ROLL_LOOPS"
+INTERLEAVE_ENV = "NKIC_ROLL_INTERLEAVE"
+INTERLEAVE = 1  # consecutive iterations per rolled body when not told (see interleave_factor)
 CONTROL_PER_LOOP = 2  # counted_loop_begin, counted_loop_end
 _LOOKBACK = 128  # ops before a loop searched for matmuls that already wrote its PSUM tile
 _MAX_OUTER_COMBOS = 4096  # enclosing iteration values checked for the partition rule; beyond, the loop unrolls
@@ -55,6 +57,21 @@ _REGISTER_FIELDS = ("dst_reg", "src0_reg", "src1_reg", "cond_reg", "src_reg", "i
 def roll_default() -> bool:
     """Whether the compiler keeps loops rolled when not told: ``NKIC_ROLL_LOOPS=1`` (off by default)."""
     return os.environ.get(ROLL_ENV, "") not in ("", "0")
+
+
+def interleave_default() -> int:
+    """Iterations per rolled body when the pass is not told: ``NKIC_ROLL_INTERLEAVE=N`` or ``INTERLEAVE``."""
+    value = os.environ.get(INTERLEAVE_ENV, "")
+    return max(1, int(value)) if value.strip().isdigit() else INTERLEAVE
+
+
+def interleave_factor(wanted: int, body: Sequence[Operation], trips: int) -> int:
+    """How many consecutive iterations one rolled body holds: ``wanted``, but 1 when the body holds an inner
+    loop's control (its barriers would separate the copies anyway), and at most half the trips (a loop keeps at
+    least two rolled iterations). The copies share one barrier-free stretch, so the scheduler overlaps them."""
+    if any(isinstance(op, bir.BirInst) and op.has_trait(IsControl) for op in body):
+        return 1
+    return max(1, min(wanted, trips // 2))
 
 
 def _coeff(ap: AccessPatternAttr, depth: int) -> int:
