@@ -38,6 +38,10 @@ BLOCKS = KV_TILE // KV_BLOCK
 SECTION_THRESHOLD = 10 * 1024  # above this many KV positions, process KV in sections ...
 SECTION_SIZE = 8 * 1024  # ... of this many positions
 FLOAT32_MIN = -3.4028235e38
+# The section of flash_attention_rolled's uniform causal form: its diagonal band's body holds 4·section/512 group
+# bodies, its other loops run over section-wide KV, and sections are merged through HBM (measured at 8K: 2048 is
+# faster than one section both unrolled and rolled; bench/README.md)
+ROLLED_SECTION = 2048
 
 
 def _cdiv(a, b):
@@ -102,9 +106,10 @@ def _attention(q, k, v, scale, causal_mask, sliding_window, rolled, unroll_tiles
     q_per_kv = bs // bs_kv
     n_groups = _cdiv(seqlen_q, Q_GROUP)
     sec_size = SECTION_SIZE if seqlen_kv > SECTION_THRESHOLD else seqlen_kv
-    if rolled and causal and not window and seqlen_q == seqlen_kv and seqlen_kv % sec_size == 0 \
-            and sec_size % KV_TILE == 0:
-        return _uniform_causal(q, k, v, out, sec_size, scale, nl.static_range if unroll_tiles else nl.affine_range)
+    uniform = min(seqlen_kv, ROLLED_SECTION)
+    if rolled and causal and not window and seqlen_q == seqlen_kv and seqlen_kv % uniform == 0 \
+            and uniform % KV_TILE == 0:
+        return _uniform_causal(q, k, v, out, uniform, scale, nl.static_range if unroll_tiles else nl.affine_range)
     sections = [(s0, min(sec_size, seqlen_kv - s0)) for s0 in range(0, seqlen_kv, sec_size)]
     # The masked value: FLOAT32_MIN, divided by scale when scale > 1 so that ×scale stays finite (a row with no key
     # in a section would otherwise get max = -inf and exp(-inf + inf) = NaN).

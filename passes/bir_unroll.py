@@ -9,8 +9,8 @@ addresses. Instructions are renumbered in program order.
 With ``roll=true`` (``NKIC_ROLL_LOOPS=1``, ``compile_module(roll_loops=True)``, ``nkic compile --roll-loops``) a
 loop that ``loop_rolling.rollable`` accepts is not expanded: it becomes one body between runtime-loop control
 instructions, its index a register (see ``passes/loop_rolling.py`` and ARCHITECTURE.md "Rolled loops"). Loops are
-still visited innermost first, so only a loop whose inner loops all unrolled can roll, and an outer loop unrolls
-around a rolled one (copying its control instructions).
+still visited innermost first: an outer loop around a rolled one rolls too when it qualifies (its own register),
+else it unrolls around it (copying its control instructions).
 """
 
 from __future__ import annotations

@@ -13,8 +13,11 @@ pass: allocated once, analysed, scheduled and given semaphores once, and each it
 at zero.
 
 What rolls (``rollable``): an ``affine``/``sequential`` loop with a positive step and at least two iterations left
-to roll, whose body holds only instructions (its inner loops, if any, were unrolled first; no control instruction,
-so no runtime loop and no other rolled loop inside), where every operand that moves with the loop
+to roll, whose body holds instructions and, at most, the counted-loop control of inner loops that rolled already
+(loops are visited innermost first; a runtime loop or register instruction keeps it unrolled). Rolled loops nest:
+the loop at depth ``d`` counts in register ``free_register + d`` (``loop_register``), so an inner loop's counter
+restarts at its ``counted_loop_begin`` while the outer one's keeps its value. Every operand that moves with the
+loop
 
 * is not already dynamic (an access pattern has one run-time term);
 * on chip, stays inside the same partitions over the whole loop (the register term moves a byte address within a
@@ -26,6 +29,11 @@ The first iteration is *peeled* (emitted unrolled before the loop) when an accum
 the implicit rule writes a PSUM tensor that is not fresh per iteration and that no earlier instruction of the
 enclosing block (among the 128 ops before the loop) has already written: the peeled copy's matmul then overwrites and the rolled one accumulates, as in
 the unrolled program.
+
+*Interleaving* (``interleave_factor``; ``NKIC_ROLL_INTERLEAVE=N``, ``bir-unroll{interleave=N}``, 1 by default): a
+barrier-free body may hold N consecutive iterations, each with its own copies of the body's tensors, the counter
+stepping N·step (the iterations N does not divide are emitted before the loop). The copies are one stretch, so the
+scheduler overlaps them: a barrier every N iterations instead of every one.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ from nkic.target.vocab import dtype_size
 ROLL_ENV = "NKIC_ROLL_LOOPS"
 INTERLEAVE_ENV = "NKIC_ROLL_INTERLEAVE"
 INTERLEAVE = 1  # consecutive iterations per rolled body when not told (see interleave_factor)
+INTERLEAVE_BUDGET = 1024  # instructions an interleaved body may hold (a larger body has parallel work enough)
 CONTROL_PER_LOOP = 2  # counted_loop_begin, counted_loop_end
 _LOOKBACK = 128  # ops before a loop searched for matmuls that already wrote its PSUM tile
 _MAX_OUTER_COMBOS = 4096  # enclosing iteration values checked for the partition rule; beyond, the loop unrolls
@@ -67,11 +76,11 @@ def interleave_default() -> int:
 
 def interleave_factor(wanted: int, body: Sequence[Operation], trips: int) -> int:
     """How many consecutive iterations one rolled body holds: ``wanted``, but 1 when the body holds an inner
-    loop's control (its barriers would separate the copies anyway), and at most half the trips (a loop keeps at
-    least two rolled iterations). The copies share one barrier-free stretch, so the scheduler overlaps them."""
+    loop's control (its barriers would separate the copies anyway), at most half the trips (a loop keeps at
+    least two rolled iterations) and at most ``INTERLEAVE_BUDGET`` instructions in all. The copies share one barrier-free stretch, so the scheduler overlaps them."""
     if any(isinstance(op, bir.BirInst) and op.has_trait(IsControl) for op in body):
         return 1
-    return max(1, min(wanted, trips // 2))
+    return max(1, min(wanted, trips // 2, INTERLEAVE_BUDGET // max(1, len(body))))
 
 
 def _coeff(ap: AccessPatternAttr, depth: int) -> int:
