@@ -5,13 +5,14 @@
 * ``unrolled``: the bundled ``flash_attention`` (its KV tile loops are Python loops: unrolled at trace time);
 * ``rolled-off``: ``flash_attention_rolled`` (the unmasked KV tiles in ``nl.affine_range``) with every loop
   unrolled by the backend (the default, ``roll_loops=False``);
-* ``rolled``: the same kernel with ``roll_loops=True``: its group, section and KV tile loops roll (nested);
-* ``rolled-tiles``: ``flash_attention_rolled(unroll_tiles=True)`` with ``roll_loops=True``: the KV tile loops are
-  ``nl.static_range`` (unrolled), the group and section loops roll.
+* ``rolled``: the same kernel with ``roll_loops=True``: its group and section loops roll (its KV tile loops are
+  ``nl.static_range``: ``unroll_tiles=True``, the default);
+* ``rolled-nested``: ``flash_attention_rolled(unroll_tiles=False)`` with ``roll_loops=True``: the KV tile loops are
+  ``nl.affine_range`` too, rolled inside the group and section loops.
 
 ``--interleave N`` compiles with ``NKIC_ROLL_INTERLEAVE=N`` (N consecutive iterations per rolled body).
 
-``python bench/rolled.py --check 8k [rolled|rolled-tiles] [--interleave N]`` instead simulates the rolled attention
+``python bench/rolled.py --check 8k [rolled|rolled-nested] [--interleave N]`` instead simulates the rolled attention
 at that size and compares it with a float64 numpy reference and with the same kernel unrolled (too slow for
 ``make test``, which checks 2K).
 
@@ -49,7 +50,7 @@ def run_one(case: str) -> dict[str, Any]:
     kernel = flash_attention if form == "unrolled" else flash_attention_rolled
     spec = TensorSpec((1, SIZES[size], 128), "bfloat16")
     t0, c0 = time.perf_counter(), time.process_time()
-    extra = {"unroll_tiles": True} if form == "rolled-tiles" else {}
+    extra = {"unroll_tiles": False} if form == "rolled-nested" else {}
     traced = kernel.trace(spec, spec, spec, scale=128**-0.5, **extra)
     trace_s = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -77,7 +78,7 @@ def check(size: str, form: str = "rolled") -> None:
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((1, s, 128)).astype(ml_dtypes.bfloat16) for _ in range(3))
     scale = 128**-0.5
-    kwargs = {"scale": scale, "unroll_tiles": form == "rolled-tiles"}
+    kwargs = {"scale": scale, "unroll_tiles": form != "rolled-nested"}
     names = [n for n, _, _ in flash_attention_rolled.trace(q, k, v, **kwargs).inputs]
     outs = {}
     for roll in (True, False):

@@ -78,16 +78,17 @@ def flash_attention(q, k, v, scale=1.0, causal_mask=True, sliding_window=0):
 
 
 @nki.jit
-def flash_attention_rolled(q, k, v, scale=1.0, causal_mask=True, sliding_window=0, unroll_tiles=False):
+def flash_attention_rolled(q, k, v, scale=1.0, causal_mask=True, sliding_window=0, unroll_tiles=True):
     """``flash_attention`` written for a compiler that keeps loops rolled: the program grows as O(S) instead of
     O(S²). The same numbers in another summation order.
 
     Causal attention whose seqlen is a multiple of the section size (no window, seqlen_q == seqlen_kv) is written
     as loops with constant bounds (``_uniform_causal``): a loop over query groups per KV section, a loop over the
-    sections for the diagonal band, and inside them loops over KV tiles: ``nl.affine_range`` (rolled too: the
-    smallest program) or, with ``unroll_tiles``, ``nl.static_range`` (each group's tiles unrolled: a larger program
-    whose tiles pipeline across the engines). Other shapes keep the first form: the unmasked KV tiles of each
-    (Q group, section) in an ``nl.affine_range`` loop, the masked tiles first, as plain Python loops."""
+    sections for the diagonal band, and inside them loops over KV tiles: with ``unroll_tiles`` (the default)
+    ``nl.static_range`` (each group's tiles unrolled, so they pipeline across the engines; at 64K the program is
+    hardly larger), else ``nl.affine_range`` (rolled too, nested in the group loops: the smallest program, and the
+    slowest). Other shapes keep the first form: the unmasked KV tiles of each (Q group, section) in an
+    ``nl.affine_range`` loop, the masked tiles first, as plain Python loops."""
     return _attention(q, k, v, scale, causal_mask, sliding_window, rolled=True, unroll_tiles=unroll_tiles)
 
 
