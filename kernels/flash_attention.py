@@ -39,9 +39,10 @@ SECTION_THRESHOLD = 10 * 1024  # above this many KV positions, process KV in sec
 SECTION_SIZE = 8 * 1024  # ... of this many positions
 FLOAT32_MIN = -3.4028235e38
 # The section of flash_attention_rolled's uniform causal form: its diagonal band's body holds 4·section/512 group
-# bodies, its other loops run over section-wide KV, and sections are merged through HBM (measured at 8K: 2048 is
-# faster than one section both unrolled and rolled; bench/README.md)
-ROLLED_SECTION = 2048
+# bodies, its other loops run over section-wide KV, and sections are merged through HBM. Measured at 8K rolled: 4096
+# is faster than 2048 (fewer, longer group iterations, each ending at a barrier), with a larger band body
+# (bench/README.md)
+ROLLED_SECTION = 4096
 
 
 def _cdiv(a, b):
