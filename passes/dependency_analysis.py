@@ -51,7 +51,9 @@ def footprint_chunks(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]
     return _footprints(inst, role, locs)[1]
 
 
-def _footprints(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]) -> tuple[list[Chunk], list[Chunk], RegClass | None]:
+def _footprints(
+    inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]
+) -> tuple[list[Chunk], list[Chunk], RegClass | None]:
     """The operand's chunks at its static address, the chunks it may touch (its whole tensor when its address is
     known at run time only), and for a register-offset operand its class (register, byte scale)."""
     name, ap = inst.ref(role), inst.ap(role)

@@ -77,7 +77,8 @@ def interleave_default() -> int:
 def interleave_factor(wanted: int, body: Sequence[Operation], trips: int) -> int:
     """How many consecutive iterations one rolled body holds: ``wanted``, but 1 when the body holds an inner
     loop's control (its barriers would separate the copies anyway), at most half the trips (a loop keeps at
-    least two rolled iterations) and at most ``INTERLEAVE_BUDGET`` instructions in all. The copies share one barrier-free stretch, so the scheduler overlaps them."""
+    least two rolled iterations) and at most ``INTERLEAVE_BUDGET`` instructions in all. The copies share one
+    barrier-free stretch, so the scheduler overlaps them."""
     if any(isinstance(op, bir.BirInst) and op.has_trait(IsControl) for op in body):
         return 1
     return max(1, min(wanted, trips // 2, INTERLEAVE_BUDGET // max(1, len(body))))
