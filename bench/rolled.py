@@ -5,10 +5,16 @@
 * ``unrolled``: the bundled ``flash_attention`` (its KV tile loops are Python loops: unrolled at trace time);
 * ``rolled-off``: ``flash_attention_rolled`` (the unmasked KV tiles in ``nl.affine_range``) with every loop
   unrolled by the backend (the default, ``roll_loops=False``);
-* ``rolled``: the same kernel with ``roll_loops=True``: each uniform run of KV tiles stays one loop body.
+* ``rolled``: the same kernel with ``roll_loops=True``: its group and section loops roll (its KV tile loops are
+  ``nl.static_range``: ``unroll_tiles=True``, the default);
+* ``rolled-nested``: ``flash_attention_rolled(unroll_tiles=False)`` with ``roll_loops=True``: the KV tile loops are
+  ``nl.affine_range`` too, rolled inside the group and section loops.
 
-``python bench/rolled.py --check 8k`` instead simulates the rolled attention at that size and compares it with a
-float64 numpy reference and with the same kernel unrolled (too slow for ``make test``, which checks 2K).
+``--interleave N`` compiles with ``NKIC_ROLL_INTERLEAVE=N`` (N consecutive iterations per rolled body).
+
+``python bench/rolled.py --check 8k [rolled|rolled-nested] [--interleave N]`` instead simulates the rolled attention
+at that size and compares it with a float64 numpy reference and with the same kernel unrolled (too slow for
+``make test``, which checks 2K).
 
 Default: ``unrolled-4k rolled-off-4k rolled-4k rolled-16k rolled-64k``. Each case runs in a fresh interpreter (its
 own peak RSS, no warm caches). Only the compiler runs. CPU is the process time of trace + compile; "instr." counts
@@ -30,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT.parent))  # run from a checkout without install
 
-SIZES = {"1k": 1024, "2k": 2048, "4k": 4096, "8k": 8192, "16k": 16384, "64k": 65536}
+SIZES = {"1k": 1024, "2k": 2048, "4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536}
 DEFAULT = ["unrolled-4k", "rolled-off-4k", "rolled-4k", "rolled-16k", "rolled-64k"]
 
 
@@ -44,10 +50,11 @@ def run_one(case: str) -> dict[str, Any]:
     kernel = flash_attention if form == "unrolled" else flash_attention_rolled
     spec = TensorSpec((1, SIZES[size], 128), "bfloat16")
     t0, c0 = time.perf_counter(), time.process_time()
-    traced = kernel.trace(spec, spec, spec, scale=128**-0.5)
+    extra = {"unroll_tiles": False} if form == "rolled-nested" else {}
+    traced = kernel.trace(spec, spec, spec, scale=128**-0.5, **extra)
     trace_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    compiled = compile_traced(traced, roll_loops=form == "rolled")
+    compiled = compile_traced(traced, roll_loops=form.startswith("rolled") and form != "rolled-off")
     compile_s = time.perf_counter() - t0
     cpu_s = time.process_time() - c0
     neff = read_neff(compiled.neff)
@@ -59,7 +66,7 @@ def run_one(case: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def check(size: str) -> None:
+def check(size: str, form: str = "rolled") -> None:
     """Rolled attention at ``size`` against numpy and against the unrolled program (simulated)."""
     import ml_dtypes
     import numpy as np
@@ -71,11 +78,12 @@ def check(size: str) -> None:
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((1, s, 128)).astype(ml_dtypes.bfloat16) for _ in range(3))
     scale = 128**-0.5
-    names = [n for n, _, _ in flash_attention_rolled.trace(q, k, v, scale=scale).inputs]
+    kwargs = {"scale": scale, "unroll_tiles": form != "rolled-nested"}
+    names = [n for n, _, _ in flash_attention_rolled.trace(q, k, v, **kwargs).inputs]
     outs = {}
     for roll in (True, False):
         c0 = time.process_time()
-        neff = compile_kernel(flash_attention_rolled, (q, k, v), {"scale": scale}, roll_loops=roll).neff
+        neff = compile_kernel(flash_attention_rolled, (q, k, v), kwargs, roll_loops=roll).neff
         c1 = time.process_time()
         result = run_neff(neff, dict(zip(names, (q, k, v))))
         (outs[roll],) = result.outputs.values()
@@ -94,8 +102,12 @@ def check(size: str) -> None:
 
 
 def main(argv: list[str]) -> None:
+    if "--interleave" in argv:  # N consecutive iterations per rolled body, in this process and the cases'
+        at = argv.index("--interleave")
+        os.environ["NKIC_ROLL_INTERLEAVE"] = argv[at + 1]
+        argv = argv[:at] + argv[at + 2 :]
     if argv[:1] == ["--check"]:
-        check(argv[1] if len(argv) > 1 else "8k")
+        check(argv[1] if len(argv) > 1 else "8k", argv[2] if len(argv) > 2 else "rolled")
         return
     if argv[:1] == ["--one"]:
         print(json.dumps(run_one(argv[1])))

@@ -38,6 +38,11 @@ BLOCKS = KV_TILE // KV_BLOCK
 SECTION_THRESHOLD = 10 * 1024  # above this many KV positions, process KV in sections ...
 SECTION_SIZE = 8 * 1024  # ... of this many positions
 FLOAT32_MIN = -3.4028235e38
+# The section of flash_attention_rolled's uniform causal form: its diagonal band's body holds 4·section/512 group
+# bodies, its other loops run over section-wide KV, and sections are merged through HBM. Measured at 8K rolled: 4096
+# is faster than 2048 (fewer, longer group iterations, each ending at a barrier), with a larger band body
+# (bench/README.md)
+ROLLED_SECTION = 4096
 
 
 def _cdiv(a, b):
@@ -74,14 +79,21 @@ def flash_attention(q, k, v, scale=1.0, causal_mask=True, sliding_window=0):
 
 
 @nki.jit
-def flash_attention_rolled(q, k, v, scale=1.0, causal_mask=True, sliding_window=0):
-    """``flash_attention`` with the unmasked KV tiles of each (Q group, section) in ``nl.affine_range`` loops (the
-    masked tiles first, as plain Python loops), so that a compiler keeping loops rolled emits each uniform run of
-    tiles once: the program grows as O(S) instead of O(S²). The same numbers in another summation order."""
-    return _attention(q, k, v, scale, causal_mask, sliding_window, rolled=True)
+def flash_attention_rolled(q, k, v, scale=1.0, causal_mask=True, sliding_window=0, unroll_tiles=True):
+    """``flash_attention`` written for a compiler that keeps loops rolled: the program grows as O(S) instead of
+    O(S²). The same numbers in another summation order.
+
+    Causal attention whose seqlen is a multiple of the section size (no window, seqlen_q == seqlen_kv) is written
+    as loops with constant bounds (``_uniform_causal``): a loop over query groups per KV section, a loop over the
+    sections for the diagonal band, and inside them loops over KV tiles: with ``unroll_tiles`` (the default)
+    ``nl.static_range`` (each group's tiles unrolled, so they pipeline across the engines; at 64K the program is
+    hardly larger), else ``nl.affine_range`` (rolled too, nested in the group loops: the smallest program, and the
+    slowest). Other shapes keep the first form: the unmasked KV tiles of each (Q group, section) in an
+    ``nl.affine_range`` loop, the masked tiles first, as plain Python loops."""
+    return _attention(q, k, v, scale, causal_mask, sliding_window, rolled=True, unroll_tiles=unroll_tiles)
 
 
-def _attention(q, k, v, scale, causal_mask, sliding_window, rolled):
+def _attention(q, k, v, scale, causal_mask, sliding_window, rolled, unroll_tiles=False):
     bs, seqlen_q, d = q.shape
     bs_kv, seqlen_kv, d_kv = k.shape
     assert v.shape == k.shape and d_kv == d, "k and v must be (bs_kv, seqlen_kv, d) like q's d"
@@ -96,6 +108,10 @@ def _attention(q, k, v, scale, causal_mask, sliding_window, rolled):
     q_per_kv = bs // bs_kv
     n_groups = _cdiv(seqlen_q, Q_GROUP)
     sec_size = SECTION_SIZE if seqlen_kv > SECTION_THRESHOLD else seqlen_kv
+    uniform = min(seqlen_kv, ROLLED_SECTION)
+    if rolled and causal and not window and seqlen_q == seqlen_kv and seqlen_kv % uniform == 0 \
+            and uniform % KV_TILE == 0:
+        return _uniform_causal(q, k, v, out, uniform, scale, nl.static_range if unroll_tiles else nl.affine_range)
     sections = [(s0, min(sec_size, seqlen_kv - s0)) for s0 in range(0, seqlen_kv, sec_size)]
     # The masked value: FLOAT32_MIN, divided by scale when scale > 1 so that ×scale stays finite (a row with no key
     # in a section would otherwise get max = -inf and exp(-inf + inf) = NaN).
@@ -360,3 +376,184 @@ def _uniform_run(tiles):
         return tiles, []
     rest = [tile for i, tile in enumerate(tiles) if i not in longest]
     return rest, (tiles[longest[0]][0], len(rest), len(longest))
+
+
+# -- the rolled causal kernel with uniform loops ------------------------------------------------------------------
+# Causal attention is a triangle of (Q group, KV tile) pairs: a loop over groups whose inner loop runs over "the
+# tiles below the diagonal" has a trip count that depends on the group, which a counted loop cannot express. With
+# seqlen a multiple of the section size, the triangle splits into rectangles whose loops have constant bounds:
+#
+# * phase 1, section by section (a Python loop: seqlen / section of them): every group wholly below section si
+#   (groups G·(si+1) … n_groups-1, G = section / 128) sees all T = section / 512 tiles of it unmasked. A rolled loop
+#   over those groups, around rolled loops over the T tiles;
+# * phase 2, the diagonal band: group g = G·si + 4m + j (m < T, j < 4) sees in its own section si the m full tiles
+#   0 … m-1 and the diagonal tile m masked with q - k = 128·j + p - i: the same for every si. A rolled loop over the
+#   sections si ≥ 1 (section 0, every group's first, is the same body once before it), around one body per (m, j),
+#   each with a rolled loop over its m full tiles.
+#
+# The program grows as seqlen / section (phase 1) plus a constant (phase 2's body: 4·T group bodies); every
+# operand moves with one loop only (a group's rows and statistics with the outer loop, a tile's columns with the
+# inner), so every loop rolls.
+
+
+def _uniform_causal(q, k, v, out, sec, scale, tile_range):
+    bs, seqlen, d = q.shape
+    bs_kv = k.shape[0]
+    dt, f32 = q.dtype, nl.float32
+    n_groups, n_sec = seqlen // Q_GROUP, seqlen // sec
+    groups_per_sec, tiles = sec // Q_GROUP, sec // KV_TILE
+    q_per_kv = bs // bs_kv
+    on_false = FLOAT32_MIN / max(1.0, float(scale))
+    scratch = nl.ndarray((bs, seqlen, d), dtype=f32, buffer=nl.hbm, name="o_partial") if n_sec > 1 else None
+    ctx = dict(q=q, out=out, scratch=scratch, d=d, dt=dt, scale=scale, on_false=on_false, tile_range=tile_range)
+    for kb in range(bs_kv):
+        batches = range(kb * q_per_kv, (kb + 1) * q_per_kv)
+        # running (negated max, sum) of every group, one column each, resident in SBUF over both phases
+        stats = {
+            b: (nl.ndarray((Q_GROUP, n_groups), dtype=f32, buffer=nl.sbuf, name=f"neg_max_b{b}"),
+                nl.ndarray((Q_GROUP, n_groups), dtype=f32, buffer=nl.sbuf, name=f"sum_b{b}"))
+            for b in batches
+        }  # fmt: skip
+        for si in range(n_sec - 1):  # phase 1
+            k_t = nl.ndarray((d, sec), dtype=dt, buffer=nl.sbuf, name="kT")
+            v_sb = nl.ndarray((KV_BLOCK, sec // KV_BLOCK, d), dtype=dt, buffer=nl.sbuf, name="v")
+            _load_kv(k, v, k_t, v_sb, kb, si * sec, sec, seqlen, d, [True] * tiles)
+            g0 = groups_per_sec * (si + 1)
+            for b in batches:
+                for gi in nl.affine_range(n_groups - g0):
+                    _uniform_group(ctx, k_t, v_sb, stats[b], b, g0 + gi, tiles, None, si == 0, False)
+        _diagonal_band(ctx, k, v, stats, batches, kb, 0, sec)  # phase 2: section 0 ...
+        if n_sec > 1:
+            for s in nl.affine_range(n_sec - 1):  # ... then every other section's band, one body
+                _diagonal_band(ctx, k, v, stats, batches, kb, s + 1, sec)
+    return out
+
+
+def _diagonal_band(ctx, k, v, stats, batches, kb, si, sec):
+    """The groups whose diagonal lies in section ``si`` (an int or a loop index): load the section's K/V, then each
+    group's diagonal tile and the full tiles before it; the group's last section (normalise and store)."""
+    d, dt = ctx["d"], ctx["dt"]
+    s0 = si * sec
+    k_t = nl.ndarray((d, sec), dtype=dt, buffer=nl.sbuf, name="kT_band")
+    v_sb = nl.ndarray((KV_BLOCK, sec // KV_BLOCK, d), dtype=dt, buffer=nl.sbuf, name="v_band")
+    chunk = min(sec, 4 * KV_TILE)  # a few large DMAs (their source moves with the section loop only)
+    base = kb * k.shape[1] * d
+    for c in range(0, sec, chunk):
+        nisa.dma_transpose(dst=k_t[:, c : c + chunk], src=k[kb, s0 + c : s0 + c + chunk, :])
+        nisa.dma_copy(
+            dst=v_sb[:, c // KV_BLOCK : (c + chunk) // KV_BLOCK, :],
+            src=v.ap(pattern=[[d, KV_BLOCK], [KV_BLOCK * d, chunk // KV_BLOCK], [1, d]], offset=base + (s0 + c) * d),
+        )  # fmt: skip
+    first = isinstance(si, int) and si == 0
+    for b in batches:
+        for m in range(sec // KV_TILE):
+            for j in range(BLOCKS):
+                g = si * (sec // Q_GROUP) + BLOCKS * m + j
+                _uniform_group(ctx, k_t, v_sb, stats[b], b, g, m, (m, j), first, True)
+
+
+def _uniform_group(ctx, k_t, v_sb, stats, b, g, n_full, diag, first, last):
+    """Q group ``g`` (an int or an affine expression of loop indices) against one section held in ``k_t``/``v_sb``:
+    ``diag`` = (m, j) is the diagonal tile m, masked to keep ``128·j + p - i >= 0`` (listed first, so the rolled
+    run's matmuls accumulate onto it), then the ``n_full`` unmasked tiles 0 … n_full-1 in a rolled loop."""
+    q, out, scratch, d, dt, scale = ctx["q"], ctx["out"], ctx["scratch"], ctx["d"], ctx["dt"], ctx["scale"]
+    f32 = nl.float32
+    slen = k_t.shape[1]
+    q0 = g * Q_GROUP
+    n_kept = n_full + (diag is not None)
+    j0 = int(diag is not None)  # the run's first column among the kept tiles
+    q_t = nl.ndarray((d, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="qT_group")
+    nisa.dma_transpose(dst=q_t, src=q[b, q0 : q0 + Q_GROUP, :])
+
+    # -- MM1, mask, scale + partial row max ------------------------------------------------------------------
+    scores = nl.ndarray((Q_GROUP, slen), dtype=f32, buffer=nl.sbuf, name="scores")
+    partial_max = nl.ndarray((Q_GROUP, n_kept), dtype=f32, buffer=nl.sbuf, name="partial_max")
+    if diag is not None:
+        m, j = diag
+        c0 = m * KV_TILE
+        s_psum = nl.ndarray((Q_GROUP, KV_TILE), dtype=f32, buffer=nl.psum, name="qk_psum")
+        nisa.nc_matmul(s_psum, stationary=q_t, moving=k_t[:, c0 : c0 + KV_TILE])
+        s_tile = scores[:, c0 : c0 + KV_TILE]
+        nisa.tensor_copy(dst=s_tile, src=s_psum)
+        nisa.affine_select(
+            dst=s_tile, pattern=[[-1, KV_TILE]], channel_multiplier=1, on_true_tile=s_tile,
+            on_false_value=ctx["on_false"], cmp_op=nl.greater_equal, offset=Q_GROUP * j,
+        )  # fmt: skip
+        nisa.tensor_scalar_reduce(
+            dst=s_tile, data=s_tile, op0=nl.multiply, operand0=float(scale), reduce_op=nl.maximum,
+            reduce_res=partial_max[:, 0],
+        )  # fmt: skip
+    if n_full:
+        for r in ctx["tile_range"](n_full):
+            c0 = r * KV_TILE
+            s_psum = nl.ndarray((Q_GROUP, KV_TILE), dtype=f32, buffer=nl.psum, name="qk_psum")
+            nisa.nc_matmul(s_psum, stationary=q_t, moving=k_t[:, c0 : c0 + KV_TILE])
+            nisa.tensor_scalar_reduce(
+                dst=scores[:, c0 : c0 + KV_TILE], data=s_psum, op0=nl.multiply, operand0=float(scale),
+                reduce_op=nl.maximum, reduce_res=partial_max[:, j0 + r],
+            )  # fmt: skip
+
+    # -- negated section max, running max and α ------------------------------------------------------------------
+    run_neg_max, run_sum = stats[0][:, g : g + 1], stats[1][:, g : g + 1]
+    alpha = None
+    if first:
+        nisa.tensor_reduce(dst=run_neg_max, op=nl.maximum, data=partial_max, axis=1, negate=True)
+    else:
+        sec_neg_max = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="sec_neg_max")
+        nisa.tensor_reduce(dst=sec_neg_max, op=nl.maximum, data=partial_max, axis=1, negate=True)
+        prev_neg_max = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="prev_neg_max")
+        nisa.tensor_copy(dst=prev_neg_max, src=run_neg_max)
+        nisa.tensor_tensor(dst=run_neg_max, data1=prev_neg_max, data2=sec_neg_max, op=nl.minimum)
+        alpha = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="alpha")
+        nisa.activation(dst=alpha, op=nl.exp, data=prev_neg_max, bias=run_neg_max, scale=-1.0)
+
+    # -- exp + row sum, PE transpose, MM2 -------------------------------------------------------------------------
+    sums = nl.ndarray((Q_GROUP, n_kept), dtype=f32, buffer=nl.sbuf, name="exp_partial_sum")
+    o_psum = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.psum, name="pv_psum")
+    if diag is not None:
+        m, j = diag
+        _exp_tile(scores, sums, run_neg_max, o_psum, v_sb, m, 0, j + 1, dt)
+    if n_full:
+        for r in ctx["tile_range"](n_full):
+            _exp_tile(scores, sums, run_neg_max, o_psum, v_sb, r, j0 + r, BLOCKS, dt)
+
+    # -- running sum and output accumulator ----------------------------------------------------------------------
+    o_acc = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_acc")
+    if first:
+        nisa.tensor_reduce(dst=run_sum, op=nl.add, data=sums, axis=1)
+        nisa.tensor_copy(dst=o_acc, src=o_psum)
+    else:
+        l_sec = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="sec_sum")
+        nisa.tensor_reduce(dst=l_sec, op=nl.add, data=sums, axis=1)
+        nisa.tensor_scalar(dst=run_sum, data=run_sum, op0=nl.multiply, operand0=alpha, op1=nl.add, operand1=l_sec)
+        o_prev = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_prev")
+        nisa.dma_copy(dst=o_prev, src=scratch[b, q0 : q0 + Q_GROUP, :])
+        nisa.scalar_tensor_tensor(dst=o_acc, data=o_prev, op0=nl.multiply, operand0=alpha, op1=nl.add,
+                                  operand1=o_psum)  # fmt: skip
+    if not last:
+        nisa.dma_copy(dst=scratch[b, q0 : q0 + Q_GROUP, :], src=o_acc)
+        return
+    inv = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="inv_sum")
+    nisa.reciprocal(dst=inv, data=run_sum)
+    o_fin = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_final")
+    nisa.activation(dst=o_fin, op=nl.copy, data=o_acc, scale=inv)
+    nisa.dma_copy(dst=out[b, q0 : q0 + Q_GROUP, :], src=o_fin)
+
+
+def _exp_tile(scores, sums, neg_max, o_psum, v_sb, t, col, n_blocks, dt):
+    """exp(S - m) of tile ``t`` of the section with its row sum in column ``col`` of ``sums``; its first
+    ``n_blocks`` 128-column blocks transposed on the PE and multiplied by V into ``o_psum``."""
+    f32 = nl.float32
+    c0 = t * KV_TILE
+    e = nl.ndarray((Q_GROUP, KV_TILE), dtype=dt, buffer=nl.sbuf, name="exp")
+    nisa.activation(
+        dst=e, op=nl.exp, data=scores[:, c0 : c0 + KV_TILE], bias=neg_max, scale=1.0,
+        reduce_op=nl.add, reduce_res=sums[:, col], reduce_cmd=nisa.reduce_cmd.reset_reduce,
+    )  # fmt: skip
+    e_psum = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=f32, buffer=nl.psum, name="expT_psum")
+    for i in range(n_blocks):
+        nisa.nc_transpose(dst=e_psum[:, i, :], data=e[:, i * KV_BLOCK : (i + 1) * KV_BLOCK])
+    e_t = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="expT")
+    nisa.tensor_copy(dst=e_t[:, :n_blocks, :], src=e_psum[:, :n_blocks, :])
+    for i in range(n_blocks):
+        nisa.nc_matmul(o_psum, stationary=e_t[:, i, :], moving=v_sb[:, t * BLOCKS + i, :])

@@ -9,8 +9,8 @@ addresses. Instructions are renumbered in program order.
 With ``roll=true`` (``NKIC_ROLL_LOOPS=1``, ``compile_module(roll_loops=True)``, ``nkic compile --roll-loops``) a
 loop that ``loop_rolling.rollable`` accepts is not expanded: it becomes one body between runtime-loop control
 instructions, its index a register (see ``passes/loop_rolling.py`` and ARCHITECTURE.md "Rolled loops"). Loops are
-still visited innermost first, so only a loop whose inner loops all unrolled can roll, and an outer loop unrolls
-around a rolled one (copying its control instructions).
+still visited innermost first: an outer loop around a rolled one rolls too when it qualifies (its own register),
+else it unrolls around it (copying its control instructions).
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ def _fold_iv(ap: AccessPatternAttr, depth: int, value: int) -> AccessPatternAttr
 
 
 class _Unroller:
-    def __init__(self, fn: bir.FunctionOp, roll: bool = False, limit: int = 0):
+    def __init__(self, fn: bir.FunctionOp, roll: bool = False, limit: int = 0, interleave: int = 1):
         self.fn = fn
+        self.interleave = interleave
         self.locs = fn.memlocs()
         self.register = rolling.free_register(fn) if roll else None
         self.rolled = 0
@@ -105,29 +106,39 @@ class _Unroller:
         loop.erase()
 
     def try_roll(self, loop: bir.LoopOp, outer: list[str], values: tuple[range, ...]) -> bool:
-        """Keep ``loop`` rolled if it qualifies (``loop_rolling.rollable``): the peeled first iteration, if needed,
-        then the control sequence around one copy of the body whose scoped tensors are allocated once."""
-        if self.register is None:
-            return False
+        """Keep ``loop`` rolled if it qualifies (``loop_rolling.rollable``): the iterations emitted before the loop
+        (the first one if the implicit accumulate needs it, then what the interleave factor leaves over), then the
+        control sequence around ``factor`` copies of the body (consecutive iterations, each with its own scoped
+        tensors, allocated once for every rolled iteration)."""
         depth = len(outer)
+        register = rolling.loop_register(self.register, depth)
+        if register is None:
+            return False
         peel = rolling.needs_peel(loop, depth, self.locs)
         if not rolling.rollable(loop, depth, values, self.locs, peel):
             return False
         parent = loop.parent_block()
         assert parent is not None
         scoped = self.scoped(loop.axis.data)
-        iterations = loop.iterations
-        if peel:
-            names = self.fresh_copies(scoped, iterations[0], outer)
-            for op in loop.body.block.ops:
-                parent.insert_op_before(self.copy(op, names, depth, iterations[0]), loop)
-            iterations = iterations[1:]
-        self.grow(rolling.CONTROL_PER_LOOP + peel * len(loop.body.block.ops))
-        head, tail = rolling.loop_control(iterations, self.register)
+        body = list(loop.body.block.ops)
+        factor = rolling.interleave_factor(self.interleave, body, len(loop.iterations) - peel)
+        lead = peel + (len(loop.iterations) - peel) % factor
+        for v in loop.iterations[:lead]:
+            names = self.fresh_copies(scoped, v, outer)
+            for op in body:
+                parent.insert_op_before(self.copy(op, names, depth, v), loop)
+        iterations = loop.iterations[lead:]
+        self.grow(rolling.CONTROL_PER_LOOP + (lead + factor - 1) * len(body))
+        counter = range(iterations.start, iterations.stop, iterations.step * factor)
+        head, tail = rolling.loop_control(counter, register)
         parent.insert_op_before(head, loop)
-        for op in list(loop.body.block.ops):  # moved out of the loop, not copied: the loop is erased below
-            op.detach()
-            parent.insert_op_before(rolling.roll_operands(op, depth, iterations[0], self.register), loop)
+        copies = [self.renamed(body, self.fresh_copies(scoped, f"u{u}", outer)) for u in range(1, factor)]
+        for u, ops in enumerate([body, *copies]):  # copy 0 is the body itself, moved out of the loop erased below
+            first = iterations[0] + u * iterations.step
+            for op in ops:
+                if op.parent is not None:
+                    op.detach()
+                parent.insert_op_before(rolling.roll_operands(op, depth, first, register), loop)
         parent.insert_op_before(tail, loop)
         for loc in scoped:  # one allocation for every rolled iteration (fresh per iteration of an enclosing loop)
             _rescope(loc, outer)
@@ -138,6 +149,17 @@ class _Unroller:
         loop.erase()
         self.rolled += 1
         return True
+
+    @staticmethod
+    def renamed(body: list[Operation], names: dict[str, str]) -> list[Operation]:
+        """Clones of ``body`` whose operands name the tensors ``names`` maps to (an interleaved copy's own)."""
+        ops = []
+        for op in body:
+            assert isinstance(op, bir.BirInst)
+            new = op.clone()
+            new.properties["refs"] = names_attr([names.get(r, r) for r in op.ref_names])
+            ops.append(new)
+        return ops
 
     @staticmethod
     def copy(op: Operation, names: dict[str, str], depth: int, value: int) -> Operation:
@@ -181,6 +203,7 @@ class BirUnrollPass(ModulePass):
     name = "bir-unroll"
     max_instructions: int = 0
     roll: bool = False
+    interleave: int = 0  # iterations per rolled body (0: NKIC_ROLL_INTERLEAVE or loop_rolling.INTERLEAVE)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         limit = self.max_instructions if self.max_instructions > 0 else max_instructions()
@@ -193,7 +216,8 @@ class BirUnrollPass(ModulePass):
                     f"@{fn.sym_name.data} unrolls to {count} instructions, over the limit of {limit}: raise it with "
                     f"{INSTRUCTIONS_VAR}=N or bir-unroll{{max-instructions=N}}"
                 )
-            _Unroller(fn, self.roll, limit if self.roll else 0).block(fn.body.block, [])
+            interleave = self.interleave if self.interleave > 0 else rolling.interleave_default()
+            _Unroller(fn, self.roll, limit if self.roll else 0, interleave).block(fn.body.block, [])
             for inst in fn.instructions():
                 inst.properties.pop("deps", None)
             renumber(fn)

@@ -11,6 +11,10 @@ reads them; ``reset*``/``reduce``/``load_reduce`` write them) and whatever a dec
 position in the core's sendrecv sequence) is one per core, whatever the engine. A reader depends on the last writer
 (flow), a writer on the readers since (anti) and on the last writer (output).
 
+A register-offset operand (a rolled loop's ``+ c*r``) may touch its whole tensor, except that inside one stretch
+between control instructions (where registers do not change) operands moving with the same register by the same
+byte scale keep their static footprints when they are the only ones touching those bytes (``_stretch_footprints``).
+
 A control instruction (register or loop, ``IsControl``) is a barrier every engine reaches together: it orders
 everything before it before everything after it, so it has no edges and the tables start afresh after it.
 
@@ -39,15 +43,57 @@ from nkic.target.vocab import dtype_size
 CHUNK = {"sbuf": 64, "psum": 512, "hbm": 4096}
 
 
-def footprint_chunks(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]) -> list[tuple[str, str, int]]:
+Chunk = tuple[str, str, int]
+RegClass = tuple[int, int]  # (register, bytes the address moves per unit of it)
+
+
+def footprint_chunks(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]) -> list[Chunk]:
+    return _footprints(inst, role, locs)[1]
+
+
+def _footprints(
+    inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]
+) -> tuple[list[Chunk], list[Chunk], RegClass | None]:
+    """The operand's chunks at its static address, the chunks it may touch (its whole tensor when its address is
+    known at run time only), and for a register-offset operand its class (register, byte scale)."""
     name, ap = inst.ref(role), inst.ap(role)
     assert name is not None and ap is not None
-    p = place(locs[name], ap, inst, role)
+    loc = locs[name]
+    p = place(loc, ap, inst, role)
     lo, hi = p.byte_span()
-    if ap.is_dynamic:  # the address is known at run time only: the operand may touch its whole tensor
-        lo, hi = _whole(locs[name], p)
     c = CHUNK[p.memory]
-    return [(p.memory, p.var, k) for k in range(lo // c, (hi - 1) // c + 1)]
+    precise = [(p.memory, p.var, k) for k in range(lo // c, (hi - 1) // c + 1)]
+    if not ap.is_dynamic:
+        return precise, precise, None
+    lo, hi = _whole(loc, p)  # the address is known at run time only: the operand may touch its whole tensor
+    whole = [(p.memory, p.var, k) for k in range(lo // c, (hi - 1) // c + 1)]
+    cls = None
+    if ap.dyn_kind.data == "reg":
+        cls = (ap.dyn_reg.data, ap.dyn_scale.data * dtype_size(ap.operand_dtype(loc.dtype.data)))
+    return precise, whole, cls
+
+
+def _stretch_footprints(
+    insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp]
+) -> dict[int, list[tuple[str, list[Chunk]]]]:
+    """Each operand's chunks in one barrier-free stretch. Registers change only at control instructions, so
+    within a stretch two operands offset by the same register with the same byte scale move together: when every
+    operand that may touch the bytes of a register-offset operand's tensor is of that one class (a rolled loop's
+    body, where iteration copies or groups address one tensor through the loop's counter), their static addresses
+    alone decide whether they overlap. Otherwise the operand keeps its whole tensor."""
+    found = {inst.inst_id: [(role, *_footprints(inst, role, locs)) for role in inst.role_names] for inst in insts}
+    classes: dict[Chunk, set[RegClass | None]] = {}
+    for ops in found.values():
+        for _, _, whole, cls in ops:
+            for k in whole:
+                classes.setdefault(k, set()).add(cls)
+    result: dict[int, list[tuple[str, list[Chunk]]]] = {}
+    for me, ops in found.items():
+        result[me] = [
+            (role, precise if cls is not None and all(classes[k] == {cls} for k in whole) else whole)
+            for role, precise, whole, cls in ops
+        ]
+    return result
 
 
 def _whole(loc: bir.MemLocOp, p: Placement) -> tuple[int, int]:
@@ -130,15 +176,17 @@ def analyse(fn: bir.FunctionOp) -> None:
     late: dict[int, dict[int, str]] = {}
     tagged: dict[str, int] = {}  # explicit-ordering tag -> the latest instruction carrying it
     insts = list(fn.instructions())
-    for inst in insts:
+    footprints: dict[int, list[tuple[str, list[Chunk]]]] = {}
+    for i, inst in enumerate(insts):
         if inst.has_trait(IsControl):
             writer, readers, state, tagged = {}, {}, _StateOrder(), {}
             all_edges[inst.inst_id] = {}
             continue
+        if inst.inst_id not in footprints:  # the start of a stretch: its operands, all at once
+            footprints = _stretch_footprints(_stretch(insts, i), locs)
         reads: set[tuple[str, str, int]] = set()
         writes: set[tuple[str, str, int]] = set()
-        for role in inst.role_names:
-            chunks = footprint_chunks(inst, role, locs)
+        for role, chunks in footprints[inst.inst_id]:
             (writes if role in inst.SPEC.write_roles else reads).update(chunks)
             if role == "dst" and reads_dst(inst):
                 reads.update(chunks)
@@ -172,6 +220,14 @@ def analyse(fn: bir.FunctionOp) -> None:
             inst.properties["deps"] = bir.deps_attr((k, i) for i, k in sorted(edges.items()))
         else:
             inst.properties.pop("deps", None)
+
+
+def _stretch(insts: list[bir.BirInst], start: int) -> list[bir.BirInst]:
+    """The instructions from ``start`` up to the next control instruction."""
+    end = start
+    while end < len(insts) and not insts[end].has_trait(IsControl):
+        end += 1
+    return insts[start:end]
 
 
 def _after(inst: bir.BirInst) -> list[str]:

@@ -13,8 +13,11 @@ pass: allocated once, analysed, scheduled and given semaphores once, and each it
 at zero.
 
 What rolls (``rollable``): an ``affine``/``sequential`` loop with a positive step and at least two iterations left
-to roll, whose body holds only instructions (its inner loops, if any, were unrolled first; no control instruction,
-so no runtime loop and no other rolled loop inside), where every operand that moves with the loop
+to roll, whose body holds instructions and, at most, the counted-loop control of inner loops that rolled already
+(loops are visited innermost first; a runtime loop or register instruction keeps it unrolled). Rolled loops nest:
+the loop at depth ``d`` counts in register ``free_register + d`` (``loop_register``), so an inner loop's counter
+restarts at its ``counted_loop_begin`` while the outer one's keeps its value. Every operand that moves with the
+loop
 
 * is not already dynamic (an access pattern has one run-time term);
 * on chip, stays inside the same partitions over the whole loop (the register term moves a byte address within a
@@ -26,6 +29,11 @@ The first iteration is *peeled* (emitted unrolled before the loop) when an accum
 the implicit rule writes a PSUM tensor that is not fresh per iteration and that no earlier instruction of the
 enclosing block (among the 128 ops before the loop) has already written: the peeled copy's matmul then overwrites and the rolled one accumulates, as in
 the unrolled program.
+
+*Interleaving* (``interleave_factor``; ``NKIC_ROLL_INTERLEAVE=N``, ``bir-unroll{interleave=N}``, 1 by default): a
+barrier-free body may hold N consecutive iterations, each with its own copies of the body's tensors, the counter
+stepping N·step (the iterations N does not divide are emitted before the loop). The copies are one stretch, so the
+scheduler overlaps them: a barrier every N iterations instead of every one.
 """
 
 from __future__ import annotations
@@ -45,15 +53,35 @@ from nkic.target.instructions import NUM_REGISTERS
 from nkic.target.vocab import dtype_size
 
 ROLL_ENV = "NKIC_ROLL_LOOPS"
+INTERLEAVE_ENV = "NKIC_ROLL_INTERLEAVE"
+INTERLEAVE = 1  # consecutive iterations per rolled body when not told (see interleave_factor)
+INTERLEAVE_BUDGET = 1024  # instructions an interleaved body may hold (a larger body has parallel work enough)
 CONTROL_PER_LOOP = 2  # counted_loop_begin, counted_loop_end
 _LOOKBACK = 128  # ops before a loop searched for matmuls that already wrote its PSUM tile
 _MAX_OUTER_COMBOS = 4096  # enclosing iteration values checked for the partition rule; beyond, the loop unrolls
+_COUNTED = frozenset({"counted_loop_begin", "counted_loop_end"})
 _REGISTER_FIELDS = ("dst_reg", "src0_reg", "src1_reg", "cond_reg", "src_reg", "iv_reg")
 
 
 def roll_default() -> bool:
     """Whether the compiler keeps loops rolled when not told: ``NKIC_ROLL_LOOPS=1`` (off by default)."""
     return os.environ.get(ROLL_ENV, "") not in ("", "0")
+
+
+def interleave_default() -> int:
+    """Iterations per rolled body when the pass is not told: ``NKIC_ROLL_INTERLEAVE=N`` or ``INTERLEAVE``."""
+    value = os.environ.get(INTERLEAVE_ENV, "")
+    return max(1, int(value)) if value.strip().isdigit() else INTERLEAVE
+
+
+def interleave_factor(wanted: int, body: Sequence[Operation], trips: int) -> int:
+    """How many consecutive iterations one rolled body holds: ``wanted``, but 1 when the body holds an inner
+    loop's control (its barriers would separate the copies anyway), at most half the trips (a loop keeps at
+    least two rolled iterations) and at most ``INTERLEAVE_BUDGET`` instructions in all. The copies share one
+    barrier-free stretch, so the scheduler overlaps them."""
+    if any(isinstance(op, bir.BirInst) and op.has_trait(IsControl) for op in body):
+        return 1
+    return max(1, min(wanted, trips // 2, INTERLEAVE_BUDGET // max(1, len(body))))
 
 
 def _coeff(ap: AccessPatternAttr, depth: int) -> int:
@@ -104,10 +132,12 @@ def rollable(
     if loop.kind.data not in ("affine", "sequential") or loop.step.value.data <= 0 or len(values) - peel < 2:
         return False
     body = list(loop.body.block.ops)
-    if not body or not all(isinstance(op, bir.BirInst) and not op.has_trait(IsControl) for op in body):
+    if not body or not all(isinstance(op, bir.BirInst) and _may_nest(op) for op in body):
         return False
     for inst in body:
         assert isinstance(inst, bir.BirInst)
+        if inst.has_trait(IsControl):
+            continue
         accumulates = inst.has_trait(AccumulatesDst)
         for role, name, ap in _operands(inst):
             if _coeff(ap, depth) == 0:
@@ -118,6 +148,13 @@ def rollable(
             if loc.mem in ("sbuf", "psum") and not _stays_in_partitions(loc, ap, depth, values, outer):
                 return False
     return True
+
+
+def _may_nest(op: bir.BirInst) -> bool:
+    """An instruction a rolled body may hold: any non-control one, or the counted-loop control of an inner rolled
+    loop (its own register, one level deeper). A runtime loop or register instruction keeps the loop unrolled: its
+    registers are the kernel's, and their values may carry from one iteration to the next."""
+    return not op.has_trait(IsControl) or op.OPNAME in _COUNTED
 
 
 def needs_peel(loop: bir.LoopOp, depth: int, locs: dict[str, bir.MemLocOp]) -> bool:
@@ -170,7 +207,8 @@ def _covered(name: str, ap: AccessPatternAttr, depth: int, earlier: list[bir.Bir
 
 
 def free_register(fn: bir.FunctionOp) -> int | None:
-    """A register no instruction of ``fn`` uses (the rolled loops' counter), or None when none is left."""
+    """The first register after every one ``fn`` uses, or None when none is left: a rolled loop at nesting depth
+    ``d`` counts in register ``free_register + d`` (``loop_register``), so nested rolled loops never share one."""
     used = 0
     for inst in fn.instructions():
         for name in _REGISTER_FIELDS:
@@ -182,6 +220,13 @@ def free_register(fn: bir.FunctionOp) -> int | None:
             if ap.dyn_kind.data == "reg":
                 used = max(used, ap.dyn_reg.data)
     return used + 1 if used + 1 < NUM_REGISTERS else None
+
+
+def loop_register(base: int | None, depth: int) -> int | None:
+    """The counter of a rolled loop at nesting ``depth`` (0: outermost): one register per level, siblings share."""
+    if base is None or base + depth >= NUM_REGISTERS:
+        return None
+    return base + depth
 
 
 def control(opname: str, **fields: int | str) -> bir.BirInst:

@@ -72,6 +72,7 @@ DEFAULT_MAX_EVENTS = 10_000_000
 _FILL_BYTE = 0xFF
 _TRACK_LABELS = {e.name: e.label for e in ENGINES}
 _ENGINE_IDS = {e.name: e.code for e in ENGINES}
+_LOOP_CLOSERS = {end: begin for begin, end in LOOP_OPCODE_PAIRS.items()}  # closer -> its opener
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1880,11 +1881,11 @@ def simulate_in_order(neff: Neff, inputs: Mapping[str, object], *, target: str =
         for i, ins in enumerate(order):
             if ins.opcode in ("SENDRECV", "CORE_BARRIER"):
                 raise SimulationError(f"in-order execution cannot run {ins.opcode} (inst_id {ins.inst_id})")
-            if ins.opcode == "LOOP_BEGIN":
+            if ins.opcode in LOOP_OPCODE_PAIRS:  # runtime and counted (rolled) loops, nested
                 opened.append(i)
-            elif ins.opcode == "LOOP_END":
-                if not opened:
-                    raise SimulationError(f"LOOP_END (inst_id {ins.inst_id}) without a LOOP_BEGIN")
+            elif ins.opcode in _LOOP_CLOSERS:
+                if not opened or order[opened[-1]].opcode != _LOOP_CLOSERS[ins.opcode]:
+                    raise SimulationError(f"{ins.opcode} (inst_id {ins.inst_id}) without a {_LOOP_CLOSERS[ins.opcode]}")
                 begin = opened.pop()
                 partner[begin], partner[i] = i, begin
         pc = steps = 0

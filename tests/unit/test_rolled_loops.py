@@ -182,6 +182,55 @@ def test_inner_loop_rolls_inside_an_unrolled_outer_loop() -> None:
     assert flat["ACTIVATE"] == 8
 
 
+@nki.jit
+def nested_rolls(a):
+    """Each 128-row tile loaded (moves with i), exp'd in 64-column chunks (move with j), stored (moves with i): every
+    operand moves with one loop only, so both loops roll, the inner one inside the outer."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // 128):
+        t = nl.ndarray((128, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[i * 128 : (i + 1) * 128, :])
+        u = nl.ndarray((128, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        for j in nl.affine_range(a.shape[1] // 64):
+            nisa.activation(dst=u[:, j * 64 : (j + 1) * 64], op=nl.exp, data=t[:, j * 64 : (j + 1) * 64])
+        nisa.dma_copy(dst=out[i * 128 : (i + 1) * 128, :], src=u)
+    return out
+
+
+def test_rolled_loops_nest_with_a_register_each() -> None:
+    """The outer loop rolls around the rolled inner one: 2 counted loops (in 5 streams), the exp once; the in-order
+    simulation (BIR's sequential meaning, which follows counted loops) agrees with the concurrent one."""
+    from nkic.runtime.simulator import simulate_in_order
+
+    a = np.random.default_rng(5).standard_normal((4 * 128, 256)).astype(np.float32)
+    out, rolled, flat = _both(nested_rolls, (a,))
+    np.testing.assert_allclose(out, np.exp(a), rtol=1e-5)
+    assert rolled["COUNTED_LOOP_BEGIN"] == 2 * 5 and rolled["ACTIVATE"] == 1 and rolled["DMA_COPY"] == 2
+    assert flat["ACTIVATE"] == 16
+    neff = read_neff(compile_kernel(nested_rolls, (a,), {}, roll_loops=True).neff)
+    (name, _, _), = nested_rolls.trace(a).inputs
+    (in_order,) = simulate_in_order(neff, {name: a}).values()
+    np.testing.assert_array_equal(in_order, out)
+    counters = {i.imm("iv_reg") for sg in neff.subgraphs for s in sg.engines.values() for i in s
+                if i.opcode == "COUNTED_LOOP_BEGIN"}  # fmt: skip
+    assert len(counters) == 2  # one register per nesting level
+
+
+@pytest.mark.parametrize("rows", [8, 7])
+def test_interleaved_iterations_share_a_rolled_body(monkeypatch: pytest.MonkeyPatch, rows: int) -> None:
+    """NKIC_ROLL_INTERLEAVE=2: two iterations per rolled body (their own tiles), the counter stepping by 2; with 7
+    iterations the first is emitted before the loop. Same bytes as unrolled."""
+    monkeypatch.setenv("NKIC_ROLL_INTERLEAVE", "2")
+    a = np.random.default_rng(7).standard_normal((rows * 128, 64)).astype(np.float32)
+    out, rolled, _ = _both(scale_rows, (a,))
+    np.testing.assert_array_equal(out, a * 2 + 1)
+    assert rolled["TENSOR_SCALAR_PTR"] + rolled["TENSOR_SCALAR"] == 2 + rows % 2
+    neff = read_neff(compile_kernel(scale_rows, (a,), {}, roll_loops=True).neff)
+    (end,) = {(i.imm("step"), i.imm("bound")) for sg in neff.subgraphs for s in sg.engines.values() for i in s
+              if i.opcode == "COUNTED_LOOP_END"}  # fmt: skip
+    assert end == (2, rows - rows % 2)
+
+
 def test_rolled_neff_is_deterministic_and_the_env_variable_turns_rolling_on(monkeypatch: pytest.MonkeyPatch) -> None:
     from nkic.driver import compile_traced
 
@@ -196,7 +245,8 @@ def test_rolled_neff_is_deterministic_and_the_env_variable_turns_rolling_on(monk
 
 
 def test_rolled_attention_matches_numpy_and_the_unrolled_program_at_2k() -> None:
-    """Causal bf16 d128 attention at 2K with the unmasked KV tiles of every Q group in rolled loops."""
+    """Causal bf16 d128 attention at 2K (one section: the diagonal band's groups) with the full KV tiles of every Q
+    group in rolled loops (``unroll_tiles=False``; unrolled, nothing is left to roll at this size)."""
     from nkic.kernels.flash_attention import flash_attention_rolled
 
     from .test_flash_attention import BF16_TOL, attention_ref, rel_err
@@ -204,9 +254,34 @@ def test_rolled_attention_matches_numpy_and_the_unrolled_program_at_2k() -> None
     rng = np.random.default_rng(4)
     q, k, v = (rng.standard_normal((1, 2048, 128)).astype(ml_dtypes.bfloat16) for _ in range(3))
     scale = 128**-0.5
-    out, rolled, flat = _both(flash_attention_rolled, (q, k, v), scale=scale)
+    out, rolled, flat = _both(flash_attention_rolled, (q, k, v), scale=scale, unroll_tiles=False)
     assert rel_err(out, attention_ref(q, k, v, scale, True, 0)) < BF16_TOL
     assert rolled["COUNTED_LOOP_BEGIN"] > 0 and rolled["MATMUL"] < flat["MATMUL"]
+
+
+@pytest.mark.parametrize(("unroll_tiles", "seqlen", "section", "loops"), [(False, 2048, 1024, 3), (True, 1536, 512, 3)])
+def test_rolled_attention_uniform_loops(
+    monkeypatch: pytest.MonkeyPatch, unroll_tiles: bool, seqlen: int, section: int, loops: int
+) -> None:
+    """The uniform causal form at a small scale. 1024-wide sections of 2048 positions: section 0's K/V load loop
+    rolls, and its group loop rolls
+    around its rolled KV-tile loop (nested). 512-wide sections of 1536 with ``unroll_tiles`` and two interleaved
+    iterations per body: the group loops of sections 0 and 1 and the diagonal band's loop over sections 1 and 2.
+    Checked against numpy here (the unrolled program's compile would double the time); ``bench/rolled.py --check``
+    compares the bytes with the unrolled program at 8K, where every loop of this form rolls, nested."""
+    import nkic.kernels.flash_attention as fa
+
+    from .test_flash_attention import BF16_TOL, attention_ref, rel_err
+
+    monkeypatch.setattr(fa, "ROLLED_SECTION", section)
+    monkeypatch.setattr(fa.flash_attention_rolled, "cache", {})
+    if unroll_tiles:
+        monkeypatch.setenv("NKIC_ROLL_INTERLEAVE", "2")
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((1, seqlen, 128)).astype(ml_dtypes.bfloat16) for _ in range(3))
+    out, rolled, _ = _run(fa.flash_attention_rolled, (q, k, v), True, scale=128**-0.5, unroll_tiles=unroll_tiles)
+    assert rel_err(out, attention_ref(q, k, v, 128**-0.5, True, 0)) < BF16_TOL
+    assert rolled["COUNTED_LOOP_BEGIN"] == loops * 5
 
 
 def test_rolled_attention_sections_at_small_scale(monkeypatch: pytest.MonkeyPatch) -> None:
