@@ -208,6 +208,17 @@ def compile_traced(traced: TracedKernel, *, dump_dir: str | Path | None = None, 
         )
 
 
+def _variant(roll_loops: bool) -> str:
+    """The cache key's name for the compiler settings that change code and are not kernel options: rolling, and the
+    iterations per rolled body (``NKIC_ROLL_INTERLEAVE``), which changes a rolled program's bytes."""
+    from nkic.passes.loop_rolling import interleave_default
+
+    if not roll_loops:
+        return ""
+    n = interleave_default()
+    return "roll-loops" if n == 1 else f"roll-loops-interleave-{n}"
+
+
 def compile_kernel(
     kernel: Kernel,
     args: tuple[Any, ...] = (),
@@ -233,7 +244,7 @@ def compile_kernel(
     t0 = time.perf_counter()
     if directory is not None:
         try:
-            digest = cache.key(kernel, args, kwargs, "roll-loops" if kw["roll_loops"] else "")
+            digest = cache.key(kernel, args, kwargs, _variant(kw["roll_loops"]))
             if kw.get("debug_info"):  # the same code, other bytes: its own entry
                 digest = hashlib.sha256(f"{digest}\0debug-info".encode()).hexdigest()
         except (cache.Uncacheable, OSError):  # no reproducible key (or an unreadable source): compile uncached

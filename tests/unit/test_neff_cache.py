@@ -134,6 +134,16 @@ def test_miss_when_an_option_changes(tmp_path: Path, kernel_dir: Path, change: d
     _miss_after(tmp_path, kernel_dir, lambda k: k.with_options(**change))
 
 
+def test_rolling_settings_key_their_own_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rolling, and the iterations per rolled body, change a rolled program's bytes: each names its own entry."""
+    from nkic.driver import _variant
+
+    monkeypatch.delenv("NKIC_ROLL_INTERLEAVE", raising=False)
+    assert _variant(False) == "" and _variant(True) == "roll-loops"
+    monkeypatch.setenv("NKIC_ROLL_INTERLEAVE", "4")
+    assert _variant(True) == "roll-loops-interleave-4" and _variant(False) == ""
+
+
 def test_miss_when_the_nkic_version_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel_dir: Path
 ) -> None:
