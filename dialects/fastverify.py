@@ -65,12 +65,18 @@ def compile_constraint(constr: AttrConstraint[Any]) -> Check:
         names = tuple(f for f, _ in base.get_irdl_definition().parameters)
         if len(names) != len(params):
             return _generic(constr)
-        pairs = tuple(zip(names, params))
         # the exact class: a subclass might declare other parameters (OpDef.verify then decides)
+        if len(names) == 2:  # IntegerAttr, FloatAttr, DenseArrayBase: unrolled (the hot case)
+            (n0, n1), (p0, p1) = names, params
+            return lambda a: type(a) is base and p0(getattr(a, n0)) and p1(getattr(a, n1))
+        pairs = tuple(zip(names, params))
         return lambda a: type(a) is base and all(p(getattr(a, n)) for n, p in pairs)
     if kind is ArrayOfConstraint:
         elems = constr.elem_range_constraint  # type: ignore[attr-defined]
         if type(elems) is RangeOf:
+            if type(elems.constr) is BaseAttr:
+                elem_base = elems.constr.attr
+                return lambda a: isinstance(a, ArrayAttr) and all(isinstance(x, elem_base) for x in a.data)
             elem = compile_constraint(elems.constr)
             return lambda a: isinstance(a, ArrayAttr) and all(elem(x) for x in a.data)
     return _generic(constr)

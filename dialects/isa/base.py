@@ -67,6 +67,7 @@ from nkic.target.machine import ENGINE_BY_NAME, MAX_PSUM_BYTES, MAX_SBUF_BYTES, 
 from nkic.target.vocab import DTYPES, ISA_MEMORIES, dtype_size
 
 MEMORIES = ISA_MEMORIES.names
+_DTYPE_NAMES = tuple(DTYPES)
 # Static per-partition bounds; the simulator's target may be smaller, but no target is larger.
 CAPACITY: dict[str, int] = {"sbuf": MAX_SBUF_BYTES, "psum": MAX_PSUM_BYTES}
 MAX_PAIRS = 5  # partition pair + at most 4 free dims (operand table entry)
@@ -126,7 +127,7 @@ class IsaLocAttr(ParametrizedAttribute):
 
     def verify(self) -> None:
         check_member("memory", self.mem, MEMORIES)
-        check_member("dtype", self.dt, tuple(DTYPES))
+        check_member("dtype", self.dt, _DTYPE_NAMES)
         if not 0 <= self.addr <= U32_MAX:
             raise VerifyException(f"address {self.addr:#x} does not fit in 32 bits")
         if self.mem in ("sbuf", "psum") and not 0 <= self.start < NUM_PARTITIONS:
