@@ -91,7 +91,7 @@ def cost_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str | 
     dma-optimization each price every instruction. A memo entry is used only while every property the record can
     read is the very same (immutable) attribute object and every operand's memory and dtype are unchanged."""
     engine = engine or inst.engine.data
-    key = (tuple(v for k, v in inst.properties.items() if k not in _NOT_COSTED),
+    key = (tuple((k, v) for k, v in inst.properties.items() if k not in _NOT_COSTED),
            tuple((m.memory, m.dtype) for m in (locs[r] for r in inst.ref_names)))  # fmt: skip
     memo: dict[str, tuple[Any, Instr]] = inst.__dict__.setdefault("_nkic_cost_memo", {})
     hit = memo.get(engine)
@@ -103,9 +103,9 @@ def cost_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str | 
 
 
 def _same(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
-    """Identity of the property attributes, equality of the memlocs' (memory, dtype) attribute pairs."""
+    """Same property names with the very same attributes, equal memlocs' (memory, dtype) attribute pairs."""
     (pa, la), (pb, lb) = a, b
-    return len(pa) == len(pb) and all(x is y for x, y in zip(pa, pb)) and la == lb
+    return len(pa) == len(pb) and all(x[1] is y[1] and x[0] == y[0] for x, y in zip(pa, pb)) and la == lb
 
 
 def _cost_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str) -> Instr:
