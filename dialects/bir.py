@@ -63,6 +63,7 @@ from nkic.dialects.common import (
 )
 from nkic.target.machine import MAX_HBM_BYTES, MAX_PSUM_BYTES, MAX_SBUF_BYTES, NUM_PARTITIONS
 from nkic.target.vocab import DTYPES, ON_CHIP, dtype_size
+from nkic.dialects.fastverify import fast_verify
 from nkic.dialects.inst import RoleOperandOp
 
 DEP_KINDS = ("flow", "output", "anti", "ordered")
@@ -438,7 +439,7 @@ def _bir_op(opname: str) -> type[BirInst]:
             "__doc__": f"BIR form of ``nisa.{opname}``.",
         },
     )
-    return irdl_op_definition(cls)
+    return fast_verify(irdl_op_definition(cls))
 
 
 INSTRUCTION_OPS: dict[str, type[BirInst]] = {n: _bir_op(n) for n in fields.INSTRUCTION_FIELDS}

@@ -367,11 +367,22 @@ def i64_attr(value: int) -> "IntegerAttr[I64]":
     return IntegerAttr(value, i64)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+_DENSE: dict[int, tuple["DenseArrayBase", tuple[int, ...]]] = {}
+
+
 def dense_ints(attr: "DenseArrayBase") -> tuple[int, ...]:
-    """The values of an integer dense array (a memloc's shape or address), decoded once per distinct attribute:
-    passes read every operand's memloc address and shape, and ``get_values`` unpacks the bytes each time."""
-    return tuple(int(v) for v in attr.get_values())
+    """The values of an integer dense array (a memloc's shape or address), decoded once per attribute object:
+    passes read every operand's memloc address and shape, and ``get_values`` unpacks the bytes each time. Keyed by
+    identity (the entry holds the attribute, so its id is not reused while cached): hashing a DenseArrayBase walks
+    its parameters in Python and cost more than the decoding."""
+    hit = _DENSE.get(id(attr))
+    if hit is not None and hit[0] is attr:
+        return hit[1]
+    values = tuple(int(v) for v in attr.get_values())
+    if len(_DENSE) >= 1 << 16:
+        _DENSE.clear()
+    _DENSE[id(attr)] = (attr, values)
+    return values
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -436,8 +447,36 @@ def ap_indices(offset: int, pairs: Sequence[tuple[int, int]]) -> np.ndarray:
 
 
 def attr_of(value: object) -> "Attribute":
-    """A Python field value as a property attribute: bool -> i1, int -> i64, float -> f32, str -> string."""
-    from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, f32, i1, i64
+    """A Python field value as a property attribute: bool -> i1, int -> i64, float -> f32, str -> string.
+    Plain values get shared attributes (bir-to-isa builds every instruction's fields)."""
+    kind = type(value)
+    if kind is str:
+        return _string_attr(value)  # type: ignore[arg-type]
+    if kind is int:
+        return _i64_cached(value)  # type: ignore[arg-type]
+    if kind is bool:
+        return _bool_cached(value)  # type: ignore[arg-type]
+    if kind is float and value != 0.0:  # 0.0 == -0.0 as a cache key, but they are different fields
+        return _f32_cached(value)  # type: ignore[arg-type]
+    return _attr_of(value)
+
+
+@functools.lru_cache(maxsize=2)
+def _bool_cached(value: bool) -> "Attribute":
+    from xdsl.dialects.builtin import IntegerAttr, i1
+
+    return IntegerAttr(int(value), i1)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _f32_cached(value: float) -> "Attribute":
+    from xdsl.dialects.builtin import FloatAttr, f32
+
+    return FloatAttr(value, f32)
+
+
+def _attr_of(value: object) -> "Attribute":
+    from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f32, i1
     from xdsl.ir import Attribute
 
     if isinstance(value, Attribute):

@@ -62,6 +62,7 @@ from nkic.dialects.common import (
     int_attr,
     string_attr,
 )
+from nkic.dialects.fastverify import fast_verify
 from nkic.dialects.inst import RoleOperandOp
 from nkic.target.machine import MAX_PSUM_BYTES, NUM_PARTITIONS
 from nkic.target.vocab import ON_CHIP, dtype_size
@@ -440,7 +441,7 @@ def _penguin_op(opname: str) -> type[PenguinInst]:
             "__doc__": f"The traced ``nisa.{opname}`` instruction.",
         },
     )
-    return irdl_op_definition(cls)
+    return fast_verify(irdl_op_definition(cls))
 
 
 INSTRUCTION_OPS: dict[str, type[PenguinInst]] = {n: _penguin_op(n) for n in fields.INSTRUCTION_FIELDS}

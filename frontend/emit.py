@@ -7,6 +7,7 @@ whose ``penguin.kernel_node`` calls it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,7 +16,6 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     FunctionType,
-    IntegerAttr,
     ModuleOp,
     StringAttr,
     f32,
@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from nkic.dialects import penguin
-from nkic.dialects.common import AccessPatternAttr, attr_of, element_type, i64_attr, names_attr
+from nkic.dialects.common import AccessPatternAttr, attr_of, element_type, i64_attr, names_attr, string_attr
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,31 @@ def _pattern_attr(pattern: Sequence[Sequence[int]], offset: int = 0) -> AccessPa
 _BY_KIND = {
     "axes": lambda v: DenseArrayBase.from_list(i64, [int(a) for a in v]),
     "int": lambda v: i64_attr(int(v)),
-    "f32": lambda v: FloatAttr(float(v), f32),
-    "value": lambda v: FloatAttr(float(v), f32) if isinstance(v, float) else IntegerAttr(int(v), i64),
+    "f32": lambda v: _f32(float(v)),
+    "value": lambda v: _f32(float(v)) if isinstance(v, float) else i64_attr(int(v)),
 }
+
+
+def _f32(value: float) -> FloatAttr:
+    """``FloatAttr(value, f32)``, shared except for zeros (0.0 and -0.0 are one cache key, not one attribute)."""
+    return _f32_cached(value) if value != 0.0 else FloatAttr(value, f32)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _f32_cached(value: float) -> FloatAttr:
+    return FloatAttr(value, f32)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _tensor_type(buffer: str, shape: tuple[int, ...], dtype: str) -> penguin.TensorType:
+    """One type attribute per (memory, shape, dtype): a loop body allocates the same tile types over and over, and
+    a TensorType verifies (dtype lookup, bounds) when built."""
+    return penguin.TensorType(buffer, shape, element_type(dtype))
+
+
+@functools.lru_cache(maxsize=None)
+def _field_kinds(cls: type) -> dict[str, str]:
+    return {f.name: f.kind for f in cls.SPEC.fields}  # type: ignore[attr-defined]
 
 
 class PenguinEmitter:
@@ -101,7 +123,7 @@ class PenguinEmitter:
         loc: Loc,
         data: bytes | None = None,
     ) -> SSAValue:
-        op = penguin.AllocOp(name, penguin.TensorType(buffer, shape, element_type(dtype)), address, str(loc), data)
+        op = penguin.AllocOp(name, _tensor_type(buffer, tuple(shape), dtype), address, str(loc), data)
         self._blocks[-1].add_op(op)
         op.result.name_hint = _ssa_name(name)
         return op.result
@@ -117,11 +139,11 @@ class PenguinEmitter:
                     for o in (operands[r] for r in roles)
                 ]
             ),
-            "loc": StringAttr(str(loc)),
+            "loc": string_attr(str(loc)),
         }
         if loc.call:
-            props["call"] = StringAttr(loc.call)
-        kinds = {f.name: f.kind for f in cls.SPEC.fields}
+            props["call"] = string_attr(loc.call)
+        kinds = _field_kinds(cls)
         for k, v in attrs.items():
             if v is None:
                 continue

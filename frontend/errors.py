@@ -22,6 +22,16 @@ _LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for 
 
 
 def _is_internal(filename: str) -> bool:
+    if os.path.isabs(filename):  # its absolute form does not depend on the working directory: ask once per file
+        return _is_internal_abs(filename)
+    path = os.path.abspath(filename)
+    return path.startswith(_FRONTEND_DIR) or path.startswith(_LIBRARY_DIRS)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_internal_abs(filename: str) -> bool:
+    """``_is_internal`` of an absolute file name: every recorded instruction walks the stack (~5 frames) to the
+    user's frame, and ``abspath`` normalises the name each time."""
     path = os.path.abspath(filename)
     return path.startswith(_FRONTEND_DIR) or path.startswith(_LIBRARY_DIRS)
 

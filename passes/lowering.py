@@ -79,8 +79,36 @@ def _cost_operand(loc: bir.MemLocOp, ap: AccessPatternAttr) -> Operand:
     return Operand(loc.mem, dtype, _fit([(1, nparts), *free], 1))
 
 
+# Properties the cost record never reads: they change from pass to pass (renumbering, edges, semaphores) while the
+# record stays the same. The engine is part of the memo key.
+_NOT_COSTED = frozenset(("id", "deps", "waits", "signal", "engine"))
+
+
 def cost_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str | None = None) -> Instr:
-    """The ISA record of ``inst`` on ``engine`` (default: its own) with placeholder addresses."""
+    """The ISA record of ``inst`` on ``engine`` (default: its own) with placeholder addresses.
+
+    Memoised on the instruction, per engine: assign-engines, pre-schedule, schedule-instructions and
+    dma-optimization each price every instruction. A memo entry is used only while every property the record can
+    read is the very same (immutable) attribute object and every operand's memory and dtype are unchanged."""
+    engine = engine or inst.engine.data
+    key = (tuple((k, v) for k, v in inst.properties.items() if k not in _NOT_COSTED),
+           tuple((m.memory, m.dtype) for m in (locs[r] for r in inst.ref_names)))  # fmt: skip
+    memo: dict[str, tuple[Any, Instr]] = inst.__dict__.setdefault("_nkic_cost_memo", {})
+    hit = memo.get(engine)
+    if hit is not None and _same(hit[0], key):
+        return hit[1]
+    record = _cost_record(inst, locs, engine)
+    memo[engine] = (key, record)
+    return record
+
+
+def _same(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
+    """Same property names with the very same attributes, equal memlocs' (memory, dtype) attribute pairs."""
+    (pa, la), (pb, lb) = a, b
+    return len(pa) == len(pb) and all(x[1] is y[1] and x[0] == y[0] for x, y in zip(pa, pb)) and la == lb
+
+
+def _cost_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str) -> Instr:
     spec: InstrSpec = inst.SPEC
     operands: dict[str, Operand] = {}
     for role, ref, ap in zip(inst.role_names, inst.ref_names, inst.aps.data):
@@ -89,4 +117,4 @@ def cost_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str | 
     fields = isa_fields(inst)
     imms, flags = encode_fields(spec.isa, fields.get, lambda slot: slot in operands)
     slots = spec.isa.slots
-    return Instr(spec.opcode, engine or inst.engine.data, tuple(operands.get(s) for s in slots), imms, flags)
+    return Instr(spec.opcode, engine, tuple(operands.get(s) for s in slots), imms, flags)

@@ -10,14 +10,18 @@ then follows the scheduled order, so the live ranges it sees are the ones the en
 
 Interleaving keeps more tensors live at once, so the scheduler tracks what is live (a tensor from its first
 instruction to its last) and starts a new tensor only while SBUF stays under 85% and PSUM under its bank count
-(each tile counted as whole banks); when nothing ready fits, the earliest instruction in program order goes.
+(each tile counted as whole banks); when nothing ready fits, the one that overshoots the budgets least goes
+(finishing work rather than starting new tensors), the earliest in program order among equals.
 Functions with runtime loops (control instructions) keep their order. It needs engines (run ``assign-engines``
 first; an ``unassigned`` instruction is planned on the first engine its operands allow).
 """
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, i64
@@ -65,11 +69,8 @@ def _footprint(m: bir.MemLocOp, target: Target) -> tuple[str, float]:
 
 def _order(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[int]:
     """A list schedule (earliest start first, like ``schedule-instructions``) that never has more on-chip tensors
-    live than the budgets allow; when nothing ready fits, the earliest instruction in program order goes."""
-    locs = {}
-    for inst in insts:
-        for name in inst.ref_names:
-            locs.setdefault(name, None)
+    live than the budgets allow; when nothing ready fits, the one that overshoots them least (then the earliest in
+    program order) goes."""
     fn_locs = insts[0].parent_op().memlocs() if insts else {}  # type: ignore[union-attr]
     index = {inst.inst_id: i for i, inst in enumerate(insts)}
     preds = [[index[d] for _, d in inst.dep_list] for inst in insts]
@@ -77,10 +78,10 @@ def _order(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[in
     for i, ps in enumerate(preds):
         for p in ps:
             succs[p].append(i)
-    tracked = {n: _footprint(fn_locs[n], target) for n in locs if fn_locs[n].mem in ("sbuf", "psum")}
+    names_of, tracked = _tracked_names(insts, fn_locs, target)
     uses: dict[str, int] = {}
-    for inst in insts:
-        for n in set(inst.ref_names) & tracked.keys():
+    for names in names_of:
+        for n in names:
             uses[n] = uses.get(n, 0) + 1
     budget, live = _budgets(target), {"sbuf": 0.0, "psum": 0.0}
     started: set[str] = set()
@@ -88,50 +89,56 @@ def _order(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[in
     finish = [0.0] * len(insts)
     engine_free: dict[str, float] = {}
     queue_free = [0.0] * num_queues
-    ready = {i for i in range(len(insts)) if waiting[i] == 0}
-    order: list[int] = []
-
-    names_of = [[n for n in dict.fromkeys(inst.ref_names) if n in tracked] for inst in insts]
     is_dma = [inst.has_trait(IsDma) for inst in insts]
-    engine_of = [inst.engine.data for inst in insts]
-    data_ready: dict[int, float] = {i: 0.0 for i in ready}
+    # the resource class of an instruction: its engine, or "" for the DMA queues (their earliest free one)
+    resource = ["" if is_dma[i] else inst.engine.data for i, inst in enumerate(insts)]
+    ready = _Ready(resource)
+    waiters: dict[str, list[int]] = {}  # a tensor not yet started -> the ready instructions that would start it
 
-    def growth(i: int) -> dict[str, float]:
-        grow = {"sbuf": 0.0, "psum": 0.0}
+    def grow(i: int) -> tuple[float, float]:
+        """What starting ``i`` adds to the live (SBUF, PSUM) footprints."""
+        g = {"sbuf": 0.0, "psum": 0.0}
         for n in names_of[i]:
             if n not in started:
                 mem, size = tracked[n]
-                grow[mem] += size
-        return grow
+                g[mem] += size
+        return g["sbuf"], g["psum"]
 
-    def fits(i: int) -> bool:
-        return all(live[m] + g <= budget[m] for m, g in growth(i).items())
+    def fits(g: tuple[float, float]) -> bool:
+        return live["sbuf"] + g[0] <= budget["sbuf"] and live["psum"] + g[1] <= budget["psum"]
 
-    def overflow(i: int) -> float:
-        """How far past the budgets starting ``i`` goes, as a fraction of each budget (summed)."""
-        return sum(max(0.0, live[m] + g - budget[m]) / budget[m] for m, g in growth(i).items())
+    def overflow(g: tuple[float, float]) -> float:
+        """How far past the budgets starting with growth ``g`` goes, as a fraction of each budget (summed)."""
+        return max(0.0, live["sbuf"] + g[0] - budget["sbuf"]) / budget["sbuf"] + \
+            max(0.0, live["psum"] + g[1] - budget["psum"]) / budget["psum"]
 
-    def start_at(i: int) -> float:
-        res = min(queue_free) if is_dma[i] else engine_free.get(engine_of[i], 0.0)
-        return max(data_ready[i], res)
+    def make_ready(i: int, data_ready: float) -> None:
+        for n in names_of[i]:
+            if n not in started:
+                waiters.setdefault(n, []).append(i)
+        ready.add(i, data_ready, grow(i))
 
+    for i in range(len(insts)):
+        if waiting[i] == 0:
+            make_ready(i, 0.0)
+    order: list[int] = []
     while ready:
-        fitting = [i for i in ready if fits(i)]
-        # nothing fits: the instruction that overshoots the budgets least (finishing work rather than starting new
-        # tensors), then the earliest in program order
-        i = min(fitting, key=lambda k: (start_at(k), k)) if fitting else min(ready, key=lambda k: (overflow(k), k))
-        ready.remove(i)
-        t = start_at(i)
+        i = ready.take(fits, overflow)
+        t = ready.start(i)
         finish[i] = t + duration_ns(insts[i], fn_locs, target)
         if is_dma[i]:
             queue_free[queue_free.index(min(queue_free))] = finish[i]
+            ready.free_at("", min(queue_free))
         else:
-            engine_free[engine_of[i]] = finish[i]
+            engine_free[resource[i]] = finish[i]
+            ready.free_at(resource[i], finish[i])
         for n in names_of[i]:
             mem, size = tracked[n]
             if n not in started:
                 started.add(n)
                 live[mem] += size
+                for w in waiters.pop(n, ()):
+                    ready.regroup(w, grow(w))  # its growth shrank: it now ranks among cheaper starts
             uses[n] -= 1
             if uses[n] == 0:
                 live[mem] -= size
@@ -139,11 +146,125 @@ def _order(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[in
         for s_ in succs[i]:
             waiting[s_] -= 1
             if waiting[s_] == 0:
-                ready.add(s_)
-                data_ready[s_] = max([finish[p] for p in preds[s_]], default=0.0)
+                make_ready(s_, max([finish[p] for p in preds[s_]], default=0.0))
     if len(order) != len(insts):
         raise PassFailedException("pre-schedule: dependency edges form a cycle")
     return order
+
+
+def _tracked_names(insts: list[bir.BirInst], fn_locs: dict[str, bir.MemLocOp], target: Target
+                   ) -> tuple[list[list[str]], dict[str, tuple[str, float]]]:  # fmt: skip
+    """Each instruction's distinct on-chip memlocs (first-use order), and each such memloc's (memory, footprint)."""
+    tracked: dict[str, tuple[str, float]] = {}
+    names_of = []
+    for inst in insts:
+        names = []
+        for n in dict.fromkeys(inst.ref_names):
+            if n not in tracked:
+                m = fn_locs[n]
+                if m.mem not in ("sbuf", "psum"):
+                    continue
+                tracked[n] = _footprint(m, target)
+            names.append(n)
+        names_of.append(names)
+    return names_of, tracked
+
+
+class _Ready:
+    """The ready instructions, so that ``take`` finds the best-ranked one that fits the memory budgets without
+    testing them all: rank is ``(start, index)``, start = ``max(data ready, resource free)``.
+
+    Instructions are grouped by their growth (what starting them adds to the live SBUF and PSUM bytes; tile sizes
+    are few, so groups are few): a whole group fits or not. Within a group, per resource (an engine, or "" for the
+    DMA queues), a heap of those whose data is ready by the time the resource is free (their start is the
+    resource's free time: they rank by index) and a heap of the later ones (by data-ready time, then index). A
+    resource's free time never decreases (an instruction finishes after it starts), so an instruction only moves
+    from the second heap to the first; a growth only shrinks (tensors start, never unstart), so an instruction
+    only moves to a cheaper group. Stale heap entries (taken, or moved to another group) are dropped lazily."""
+
+    def __init__(self, resource: list[str]) -> None:
+        self.resource = resource
+        self.data_ready = [0.0] * len(resource)
+        self.taken = [False] * len(resource)
+        self.group_of: list[tuple[float, float] | None] = [None] * len(resource)
+        self.free: dict[str, float] = {}
+        # growth -> resource -> (heap of indices ready by the free time, heap of (data ready, index) after it)
+        self.groups: dict[tuple[float, float], dict[str, tuple[list[int], list[tuple[float, int]]]]] = {}
+        self.lowest: dict[tuple[float, float], list[int]] = {}  # growth -> its indices, for "the earliest" among them
+        self.count = 0
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def start(self, i: int) -> float:
+        return max(self.data_ready[i], self.free.get(self.resource[i], 0.0))
+
+    def add(self, i: int, data_ready: float, growth: tuple[float, float]) -> None:
+        self.count += 1
+        self.data_ready[i] = data_ready
+        self.regroup(i, growth)
+
+    def regroup(self, i: int, growth: tuple[float, float]) -> None:
+        if self.taken[i] or self.group_of[i] == growth:
+            return
+        self.group_of[i] = growth
+        heapq.heappush(self.lowest.setdefault(growth, []), i)
+        res = self.resource[i]
+        now, later = self.groups.setdefault(growth, {}).setdefault(res, ([], []))
+        if self.data_ready[i] <= self.free.get(res, 0.0):
+            heapq.heappush(now, i)
+        else:
+            heapq.heappush(later, (self.data_ready[i], i))
+
+    def free_at(self, res: str, t: float) -> None:
+        if t < self.free.get(res, 0.0):
+            raise PassFailedException("pre-schedule: a resource's free time went back (negative duration)")
+        self.free[res] = t
+        for per_res in self.groups.values():
+            heaps = per_res.get(res)
+            if heaps is None:
+                continue
+            now, later = heaps
+            while later and later[0][0] <= t:
+                heapq.heappush(now, heapq.heappop(later)[1])
+
+    def _lowest(self, growth: tuple[float, float]) -> int | None:
+        """The lowest index still ready with this growth (dropping stale entries), or None."""
+        heap = self.lowest[growth]
+        while heap and not self._live(heap[0], growth):
+            heapq.heappop(heap)
+        return heap[0] if heap else None
+
+    def _live(self, i: int, growth: tuple[float, float]) -> bool:
+        return not self.taken[i] and self.group_of[i] == growth
+
+    def take(self, fits: Callable[[tuple[float, float]], bool], overflow: Callable[[tuple[float, float]], float]
+             ) -> int:  # fmt: skip
+        """Remove and return the best-ranked instruction whose growth ``fits``; if none fits, the lowest index of
+        those whose growth overshoots least."""
+        best: tuple[tuple[float, int], list[Any]] | None = None
+        for growth, per_res in self.groups.items():
+            if not fits(growth):
+                continue
+            for res, (now, later) in per_res.items():
+                while now and not self._live(now[0], growth):
+                    heapq.heappop(now)
+                while later and not self._live(later[0][1], growth):
+                    heapq.heappop(later)
+                if now:
+                    key = (self.free.get(res, 0.0), now[0])
+                    if best is None or key < best[0]:
+                        best = (key, now)
+                if later and (best is None or later[0] < best[0]):
+                    best = (later[0], later)
+        if best is not None:
+            heapq.heappop(best[1])
+            found = best[0][1]
+        else:
+            found = min((overflow(g), self._lowest(g)) for g in self.lowest if self._lowest(g) is not None)[1]
+        self.taken[found] = True
+        self.count -= 1
+        return found
 
 
 def pre_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:

@@ -68,11 +68,14 @@ def _schedule_segment(fn: bir.FunctionOp, insts: list[bir.BirInst], locs: dict[s
     queue_free = [0.0] * num_queues
     ready: list[tuple[float, int]] = []
 
+    # per instruction, looked up once (the loop below re-ranks up to 16 candidates per step)
+    is_dma = [inst.has_trait(IsDma) for inst in insts]
+    engine = [inst.engine.data for inst in insts]
+
     def resource_free(i: int) -> float:
-        inst = insts[i]
-        if inst.has_trait(IsDma):
+        if is_dma[i]:
             return min(queue_free)
-        return engine_free.get(inst.engine.data, 0.0)
+        return engine_free.get(engine[i], 0.0)
 
     def push(i: int) -> None:
         earliest = max([finish[p] for p in preds[i]], default=0.0)
@@ -92,11 +95,11 @@ def _schedule_segment(fn: bir.FunctionOp, insts: list[bir.BirInst], locs: dict[s
         t, i = best
         start = max(t, resource_free(i))
         finish[i] = start + duration_ns(insts[i], locs, target)
-        if insts[i].has_trait(IsDma):
+        if is_dma[i]:
             q = queue_free.index(min(queue_free))
             queue_free[q] = finish[i]
         else:
-            engine_free[insts[i].engine.data] = finish[i]
+            engine_free[engine[i]] = finish[i]
         order.append(i)
         for s in succs[i]:
             waiting[s] -= 1

@@ -15,6 +15,7 @@ properties equal to their encoding default (``scale = 1.0``, ``bias = 0.0``, fal
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from collections.abc import Mapping, Sequence
@@ -67,6 +68,7 @@ from nkic.target.machine import ENGINE_BY_NAME, MAX_PSUM_BYTES, MAX_SBUF_BYTES, 
 from nkic.target.vocab import DTYPES, ISA_MEMORIES, dtype_size
 
 MEMORIES = ISA_MEMORIES.names
+_DTYPE_NAMES = tuple(DTYPES)
 # Static per-partition bounds; the simulator's target may be smaller, but no target is larger.
 CAPACITY: dict[str, int] = {"sbuf": MAX_SBUF_BYTES, "psum": MAX_PSUM_BYTES}
 MAX_PAIRS = 5  # partition pair + at most 4 free dims (operand table entry)
@@ -100,7 +102,9 @@ class IsaLocAttr(ParametrizedAttribute):
 
     @classmethod
     def of(cls, op: Operand) -> IsaLocAttr:
-        return cls(op.memory, op.dtype, op.start_partition, op.address, op.var_id)
+        if cls is not IsaLocAttr:
+            return cls(op.memory, op.dtype, op.start_partition, op.address, op.var_id)
+        return _shared_loc(op.memory, op.dtype, op.start_partition, op.address, op.var_id)
 
     @property
     def mem(self) -> str:
@@ -124,7 +128,7 @@ class IsaLocAttr(ParametrizedAttribute):
 
     def verify(self) -> None:
         check_member("memory", self.mem, MEMORIES)
-        check_member("dtype", self.dt, tuple(DTYPES))
+        check_member("dtype", self.dt, _DTYPE_NAMES)
         if not 0 <= self.addr <= U32_MAX:
             raise VerifyException(f"address {self.addr:#x} does not fit in 32 bits")
         if self.mem in ("sbuf", "psum") and not 0 <= self.start < NUM_PARTITIONS:
@@ -145,6 +149,13 @@ class IsaLocAttr(ParametrizedAttribute):
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string("<" + loc_str(self) + ">")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _shared_loc(memory: str, dtype: str, start_partition: int, address: int, var_id: int) -> IsaLocAttr:
+    """One verified attribute per location: bir-to-isa places ~3 operands per instruction over a few thousand
+    distinct locations (attributes are immutable, so sharing them is safe)."""
+    return IsaLocAttr(memory, dtype, start_partition, address, var_id)
 
 
 def loc_str(loc: IsaLocAttr) -> str:
@@ -243,6 +254,12 @@ def byte_range(loc: IsaLocAttr, ap: AccessPatternAttr) -> tuple[int, int]:
     return loc.addr + size * lo, loc.addr + size * (hi + 1)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _static_ap(pattern: tuple[tuple[int, int], ...]) -> AccessPatternAttr:
+    """One shared attribute per static ISA pattern (offset 0, no loop terms): few distinct ones per kernel."""
+    return AccessPatternAttr(0, pattern)
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # The instruction base
 # ------------------------------------------------------------------------------------------------------------------
@@ -311,7 +328,7 @@ class IsaInst(RoleOperandOp):
     def _ap_of(cls, op: Operand) -> AccessPatternAttr:
         """The operand's pattern; a dynamic term names its index operand by slot (or its register)."""
         if not op.dyn:
-            return AccessPatternAttr(0, op.pattern)
+            return _static_ap(op.pattern)
         if op.dyn == "reg":
             return AccessPatternAttr(0, op.pattern, dyn=("reg", "", op.dyn_ref, op.dyn_scale))
         if op.dyn_ref >= len(cls.ROLES):
@@ -386,8 +403,26 @@ class IsaInst(RoleOperandOp):
 
     # -- encoding -----------------------------------------------------------------------------------
     def to_instr(self, strings: StringTable | None = None) -> Instr:
-        """The record; ``str`` immediates are interned in ``strings``, the NEFF's table (a fresh one if None)."""
-        imms, flags = encode_fields(self.SPEC, self.field, self.has, StringTable() if strings is None else strings)
+        """The record; ``str`` immediates are interned in ``strings``, the NEFF's table (a fresh one if None).
+
+        Memoised (the verifier checks its encoding, then the NEFF writer encodes it): it is a function of the
+        properties alone, so the memo is used only while they are the very same attributes. A record with ``str``
+        immediates depends on the table too, so it is never memoised."""
+        if any(imm.kind == "str" for imm in self.IMMS):
+            return self._to_instr(StringTable() if strings is None else strings)
+        props = self.properties
+        memo = self.__dict__.get("_nkic_instr")
+        if memo is not None:
+            keys, values, instr = memo
+            if len(values) == len(props) and all(a is b for a, b in zip(values, props.values())) and \
+                    keys == tuple(props):
+                return instr
+        instr = self._to_instr(None)
+        self.__dict__["_nkic_instr"] = (tuple(props), tuple(props.values()), instr)
+        return instr
+
+    def _to_instr(self, strings: StringTable | None) -> Instr:
+        imms, flags = encode_fields(self.SPEC, self.field, self.has, strings)
         return Instr(
             opcode=self.MNEMONIC,
             engine=self.ENGINE,

@@ -15,6 +15,7 @@ from xdsl.ir import Attribute, Dialect
 from xdsl.irdl import irdl_op_definition, opt_prop_def
 from xdsl.utils.exceptions import VerifyException
 
+from nkic.dialects.fastverify import fast_verify
 from nkic.dialects.isa.base import IsaInst, byte_range, imm_prop_def
 from nkic.target.instructions import (
     INSTRUCTIONS,
@@ -259,7 +260,7 @@ def _op_class(spec: OpSpec, engine: str) -> type[IsaInst]:
     }  # fmt: skip
     body.update({imm.prop: imm_prop_def(imm) for imm in spec.imms})
     body.update({f: opt_prop_def(BoolAttr) for f in spec.flags if f not in spec.derived_flags})
-    return irdl_op_definition(type(_camel(engine) + _camel(spec.key) + "Op", (base,), body))
+    return fast_verify(irdl_op_definition(type(_camel(engine) + _camel(spec.key) + "Op", (base,), body)))
 
 
 ISA_OPS: dict[tuple[str, str], type[IsaInst]] = {
