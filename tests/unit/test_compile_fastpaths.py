@@ -105,19 +105,25 @@ def _scan_order(insts: list[bir.BirInst], budget: dict[str, float]) -> list[int]
     while len(order) < len(insts):
         ready = [i for i in range(len(insts)) if not done[i] and all(done[p] for p in preds[i])]
 
-        def fits(i: int) -> bool:
+        def growth(i: int) -> dict[str, float]:
             grow = {"sbuf": 0.0, "psum": 0.0}
             for n in names[i]:
                 if n not in started:
                     grow[size[n][0]] += size[n][1]
-            return all(live[m] + g <= budget[m] for m, g in grow.items())
+            return grow
+
+        def fits(i: int) -> bool:
+            return all(live[m] + g <= budget[m] for m, g in growth(i).items())
+
+        def overflow(i: int) -> float:
+            return sum(max(0.0, live[m] + g - budget[m]) / budget[m] for m, g in growth(i).items())
 
         def start(i: int) -> float:
             free = min(queues) if insts[i].has_trait(IsDma) else engine_free.get(insts[i].engine.data, 0.0)
             return max(max([finish[p] for p in preds[i]], default=0.0), free)
 
         fitting = [i for i in ready if fits(i)]
-        i = min(fitting, key=lambda k: (start(k), k)) if fitting else min(ready)
+        i = min(fitting, key=lambda k: (start(k), k)) if fitting else min(ready, key=lambda k: (overflow(k), k))
         finish[i] = start(i) + duration_ns(insts[i], locs, target)
         if insts[i].has_trait(IsDma):
             queues[queues.index(min(queues))] = finish[i]
