@@ -2,7 +2,10 @@
 
 Runs after allocation, so tensors that share addresses (reused memory) are ordered too. Each operand's footprint
 is its partition-independent byte span, tracked in chunks (64 B in SBUF — the allocation alignment, so distinct small tiles never share one — 512 B in PSUM, 4 KiB in HBM): a coarse
-chunk can only add an edge, never lose one. For every chunk we keep the last writer and the readers since.
+chunk can only add an edge, never lose one. For every chunk we keep the last writer and the readers since; an
+operand's chunks are one interval (the span's), so the tables are kept per memory variable as sorted intervals of
+chunks with the same state (``_Intervals``): the cost of an operand is the number of intervals it overlaps, not the
+number of chunks it spans (a 128-row tile of a wide HBM tensor spans hundreds of 4 KiB chunks).
 
 State inside an engine is ordered the same way, per (engine, state): the accumulator registers (``reduce_cmd``: an
 instruction that continues an accumulation — ``reduce`` / ``load_reduce``, or ``idle`` with a ``reduce_res`` —
@@ -22,6 +25,7 @@ already ordered by that barrier, so it adds no edge.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -39,7 +43,11 @@ from nkic.target.vocab import dtype_size
 CHUNK = {"sbuf": 64, "psum": 512, "hbm": 4096}
 
 
-def footprint_chunks(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]) -> list[tuple[str, str, int]]:
+Footprint = tuple[tuple[str, str], int, int]  # ((memory, variable), first chunk, last chunk + 1)
+
+
+def footprint(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]) -> Footprint:
+    """The chunks an operand touches: those of its byte span (of its whole tensor if the address is dynamic)."""
     name, ap = inst.ref(role), inst.ap(role)
     assert name is not None and ap is not None
     p = place(locs[name], ap, inst, role)
@@ -47,7 +55,13 @@ def footprint_chunks(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]
     if ap.is_dynamic:  # the address is known at run time only: the operand may touch its whole tensor
         lo, hi = _whole(locs[name], p)
     c = CHUNK[p.memory]
-    return [(p.memory, p.var, k) for k in range(lo // c, (hi - 1) // c + 1)]
+    return (p.memory, p.var), lo // c, (hi - 1) // c + 1
+
+
+def footprint_chunks(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]) -> list[tuple[str, str, int]]:
+    """The operand's chunks one by one (the reference the interval tables must agree with)."""
+    (memory, var), lo, hi = footprint(inst, role, locs)
+    return [(memory, var, k) for k in range(lo, hi)]
 
 
 def _whole(loc: bir.MemLocOp, p: Placement) -> tuple[int, int]:
@@ -121,10 +135,109 @@ class _StateOrder:
         return edges
 
 
+class _Intervals:
+    """The last writer and the readers since, for every chunk of one memory variable, as maximal runs of chunks
+    with the same state: ``starts[j]`` is where run ``j`` begins (run 0 begins at chunk 0, the last run never ends).
+    Splitting a run copies its readers; a write merges the runs it covers into one."""
+
+    __slots__ = ("starts", "writer", "readers")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = [0]
+        self.writer: list[int | None] = [None]
+        self.readers: list[list[int]] = [[]]
+
+    def _cut(self, x: int) -> int:
+        """Make a run begin at chunk ``x``; its index."""
+        j = bisect_right(self.starts, x) - 1
+        if self.starts[j] == x:
+            return j
+        self.starts.insert(j + 1, x)
+        self.writer.insert(j + 1, self.writer[j])
+        self.readers.insert(j + 1, list(self.readers[j]))
+        return j + 1
+
+    def runs(self, lo: int, hi: int) -> range:
+        """The runs overlapping chunks [lo, hi)."""
+        starts = self.starts
+        return range(bisect_right(starts, lo) - 1, bisect_left(starts, hi))
+
+    def read(self, lo: int, hi: int, me: int) -> None:
+        j, k = self._cut(lo), self._cut(hi)
+        for rs in self.readers[j:k]:
+            if not rs or rs[-1] != me:  # once per instruction, as with a set of chunks
+                rs.append(me)
+
+    def write(self, lo: int, hi: int, me: int) -> None:
+        j, k = self._cut(lo), self._cut(hi)
+        self.starts[j + 1 : k] = []
+        self.writer[j:k] = [me]
+        self.readers[j:k] = [[]]
+
+
+Access = tuple[list[Footprint], list[Footprint]]  # (chunks read, chunks written)
+
+
+class _ChunkTables:
+    """The flow/output/anti edges of a sequence of instructions from the chunks each reads and writes."""
+
+    def __init__(self) -> None:
+        self.vars: dict[tuple[str, str], _Intervals] = {}
+
+    def edges(self, me: int, reads: list[Footprint], writes: list[Footprint], edges: dict[int, str]) -> None:
+        """Add ``me``'s edges to ``edges`` (kinds already there stay): flow on the last writer of a chunk it reads,
+        output on the last writer of a chunk it writes, anti on the readers since; an instruction that would get
+        output on one chunk and anti on another gets output."""
+        for key, lo, hi in reads:
+            t = self.vars.get(key)
+            if t is not None:
+                for j in t.runs(lo, hi):
+                    w = t.writer[j]
+                    if w is not None:
+                        edges.setdefault(w, "flow")
+        anti: list[list[int]] = []
+        for key, lo, hi in writes:
+            t = self.vars.get(key)
+            if t is not None:
+                for j in t.runs(lo, hi):
+                    w = t.writer[j]
+                    if w is not None:
+                        edges.setdefault(w, "output")
+                    anti.append(t.readers[j])
+        for rs in anti:
+            for r in rs:
+                if r != me:
+                    edges.setdefault(r, "anti")
+
+    def record(self, me: int, reads: list[Footprint], writes: list[Footprint]) -> None:
+        for key, lo, hi in reads:
+            t = self.vars.get(key)
+            if t is None:
+                t = self.vars[key] = _Intervals()
+            t.read(lo, hi, me)
+        for key, lo, hi in writes:
+            t = self.vars.get(key)
+            if t is None:
+                t = self.vars[key] = _Intervals()
+            t.write(lo, hi, me)
+
+
+def accesses(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> Access:
+    """The chunk intervals ``inst`` reads and writes (``dst`` is read too when the instruction accumulates into it)."""
+    reads: list[Footprint] = []
+    writes: list[Footprint] = []
+    write_roles = inst.SPEC.write_roles
+    for role in inst.role_names:
+        f = footprint(inst, role, locs)
+        (writes if role in write_roles else reads).append(f)
+        if role == "dst" and reads_dst(inst):
+            reads.append(f)
+    return reads, writes
+
+
 def analyse(fn: bir.FunctionOp) -> None:
     locs = fn.memlocs()
-    writer: dict[tuple[str, str, int], int] = {}
-    readers: dict[tuple[str, str, int], list[int]] = {}
+    chunks = _ChunkTables()
     state = _StateOrder()
     all_edges: dict[int, dict[int, str]] = {}
     late: dict[int, dict[int, str]] = {}
@@ -132,37 +245,19 @@ def analyse(fn: bir.FunctionOp) -> None:
     insts = list(fn.instructions())
     for inst in insts:
         if inst.has_trait(IsControl):
-            writer, readers, state, tagged = {}, {}, _StateOrder(), {}
+            chunks, state, tagged = _ChunkTables(), _StateOrder(), {}
             all_edges[inst.inst_id] = {}
             continue
-        reads: set[tuple[str, str, int]] = set()
-        writes: set[tuple[str, str, int]] = set()
-        for role in inst.role_names:
-            chunks = footprint_chunks(inst, role, locs)
-            (writes if role in inst.SPEC.write_roles else reads).update(chunks)
-            if role == "dst" and reads_dst(inst):
-                reads.update(chunks)
-        edges = {d: k for d, k in state.edges(inst, late).items() if d != inst.inst_id}
-        for c in reads:
-            if c in writer:
-                edges.setdefault(writer[c], "flow")
-        for c in writes:
-            if c in writer:
-                edges.setdefault(writer[c], "output")
-            for r in readers.get(c, ()):
-                if r != inst.inst_id:
-                    edges.setdefault(r, "anti")
         me = inst.inst_id
+        reads, writes = accesses(inst, locs)
+        edges = {d: k for d, k in state.edges(inst, late).items() if d != me}
+        chunks.edges(me, reads, writes, edges)
         for tag in _after(inst):
             if tag in tagged:
                 edges.setdefault(tagged[tag], "ordered")
         if inst.tag is not None:
             tagged[inst.tag.data] = me
-        for c in reads:
-            readers.setdefault(c, []).append(me)
-        for c in writes:
-            writer[c] = me
-            readers[c] = []
+        chunks.record(me, reads, writes)
         all_edges[me] = edges
     for inst in insts:
         edges = all_edges[inst.inst_id]
