@@ -15,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects.common import dense_i64_attr
 from nkic.target.instructions import LOOP_PAIRS
 from nkic.target.machine import TARGETS, get_target
 
@@ -122,4 +123,4 @@ class AllocateMemoryPass(ModulePass):
                 )
             live[mem].append((last, off, off + size))
             cursor[mem] = off + size if self.policy == "rotate" else 0
-            loc.properties["address"] = DenseArrayBase.from_list(i64, [0, off])
+            loc.properties["address"] = dense_i64_attr((0, off))
