@@ -178,17 +178,35 @@ class _Intervals:
 Access = tuple[list[Footprint], list[Footprint]]  # (chunks read, chunks written)
 
 
+PAGE_BITS = 12  # a table covers 4096 chunks: a run list stays short (inserting into it is a copy of the list)
+
+
+def _pages(spans: list[Footprint]) -> list[tuple[tuple[str, str, int], int, int]]:
+    """``spans`` cut at page boundaries, each piece keyed by (memory, variable, page). A chunk is in one page, so
+    per-page tables give the same last writer and readers per chunk as one table per variable; pages keep each
+    table short where a variable is large and finely cut (``pre-schedule`` gives every tile a private address)."""
+    out = []
+    for (memory, var), lo, hi in spans:
+        first, last = lo >> PAGE_BITS, (hi - 1) >> PAGE_BITS
+        if first == last:
+            out.append(((memory, var, first), lo, hi))
+            continue
+        for page in range(first, last + 1):
+            out.append(((memory, var, page), max(lo, page << PAGE_BITS), min(hi, (page + 1) << PAGE_BITS)))
+    return out
+
+
 class _ChunkTables:
     """The flow/output/anti edges of a sequence of instructions from the chunks each reads and writes."""
 
     def __init__(self) -> None:
-        self.vars: dict[tuple[str, str], _Intervals] = {}
+        self.vars: dict[tuple[str, str, int], _Intervals] = {}
 
     def edges(self, me: int, reads: list[Footprint], writes: list[Footprint], edges: dict[int, str]) -> None:
         """Add ``me``'s edges to ``edges`` (kinds already there stay): flow on the last writer of a chunk it reads,
         output on the last writer of a chunk it writes, anti on the readers since; an instruction that would get
         output on one chunk and anti on another gets output."""
-        for key, lo, hi in reads:
+        for key, lo, hi in _pages(reads):
             t = self.vars.get(key)
             if t is not None:
                 for j in t.runs(lo, hi):
@@ -196,7 +214,7 @@ class _ChunkTables:
                     if w is not None:
                         edges.setdefault(w, "flow")
         anti: list[list[int]] = []
-        for key, lo, hi in writes:
+        for key, lo, hi in _pages(writes):
             t = self.vars.get(key)
             if t is not None:
                 for j in t.runs(lo, hi):
@@ -210,12 +228,12 @@ class _ChunkTables:
                     edges.setdefault(r, "anti")
 
     def record(self, me: int, reads: list[Footprint], writes: list[Footprint]) -> None:
-        for key, lo, hi in reads:
+        for key, lo, hi in _pages(reads):
             t = self.vars.get(key)
             if t is None:
                 t = self.vars[key] = _Intervals()
             t.read(lo, hi, me)
-        for key, lo, hi in writes:
+        for key, lo, hi in _pages(writes):
             t = self.vars.get(key)
             if t is None:
                 t = self.vars[key] = _Intervals()

@@ -15,6 +15,7 @@ from nkic.frontend import TensorSpec
 from nkic.kernels.flash_attention import flash_attention
 from nkic.kernels.matmul import matmul
 from nkic.library import RESOLVER
+from nkic.passes import dependency_analysis as da
 from nkic.passes.dependency_analysis import DependencyAnalysisPass, _ChunkTables, accesses, footprint_chunks
 from nkic.passes.pipelines import backend, frontend_lowering
 from nkic.passes.resolver import use_resolver
@@ -56,12 +57,17 @@ def test_interval_tables_give_the_chunk_tables_edges(seq: list[tuple[list, list]
         return {(key, k) for key, lo, hi in spans for k in range(lo, hi)}
 
     want = _reference([(chunks(r), chunks(w)) for r, w in seq])
-    tables = _ChunkTables()
-    for me, (reads, writes) in enumerate(seq):
-        got: dict[int, str] = {}
-        tables.edges(me, reads, writes, got)
-        tables.record(me, reads, writes)
-        assert got == want[me], f"instruction {me}"
+    for bits in (da.PAGE_BITS, 2):  # the real pages, and pages of 4 chunks (spans cross page boundaries)
+        saved, da.PAGE_BITS = da.PAGE_BITS, bits
+        try:
+            tables = _ChunkTables()
+            for me, (reads, writes) in enumerate(seq):
+                got: dict[int, str] = {}
+                tables.edges(me, reads, writes, got)
+                tables.record(me, reads, writes)
+                assert got == want[me], f"instruction {me}, pages of {1 << bits} chunks"
+        finally:
+            da.PAGE_BITS = saved
 
 
 def _before_dependency_analysis(traced: object) -> ModuleOp:
