@@ -392,11 +392,22 @@ def dense_i64_attr(values: Sequence[int]) -> "DenseArrayBase":
     return DenseArrayBase.from_list(i64, list(key))
 
 
-@functools.lru_cache(maxsize=1 << 16)
+_DENSE: dict[int, tuple["DenseArrayBase", tuple[int, ...]]] = {}
+
+
 def dense_ints(attr: "DenseArrayBase") -> tuple[int, ...]:
-    """The values of an integer dense array (a memloc's shape or address), decoded once per distinct attribute:
-    passes read every operand's memloc address and shape, and ``get_values`` unpacks the bytes each time."""
-    return tuple(int(v) for v in attr.get_values())
+    """The values of an integer dense array (a memloc's shape or address), decoded once per attribute object:
+    passes read every operand's memloc address and shape, and ``get_values`` unpacks the bytes each time. Keyed by
+    identity (hashing the attribute hashed its bytes on every call; shapes and addresses are shared attributes,
+    ``dense_i64_attr``); an entry holds its attribute, so its id stays its own."""
+    hit = _DENSE.get(id(attr))
+    if hit is not None and hit[0] is attr:
+        return hit[1]
+    values = tuple(int(v) for v in attr.get_values())
+    if len(_DENSE) >= 1 << 16:
+        _DENSE.clear()
+    _DENSE[id(attr)] = (attr, values)
+    return values
 
 
 @functools.lru_cache(maxsize=1 << 14)
