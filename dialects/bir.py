@@ -56,6 +56,7 @@ from nkic.dialects.common import (
     MEMORIES,
     check_member,
     constant_bytes,
+    dense_i64_attr,
     dense_ints,
     int_attr,
     parse_i64,
@@ -99,6 +100,12 @@ class DepAttr(ParametrizedAttribute):
 
 @functools.lru_cache(maxsize=1 << 18)
 def _dep_cached(kind: str, on: int) -> DepAttr:
+    if kind in DEP_KINDS and on >= 0:
+        # DepAttr(kind, on) less xDSL's generic parameter verification (~20 us): its own check holds here
+        attr = DepAttr.__new__(DepAttr)
+        object.__setattr__(attr, "kind", string_attr(kind))
+        object.__setattr__(attr, "on", int_attr(on))
+        return attr
     return DepAttr(kind, on)
 
 
@@ -234,12 +241,12 @@ class MemLocOp(IRDLOperation):
         props: dict[str, Attribute] = {
             "sym_name": StringAttr(name),
             "memory": string_attr(memory),
-            "shape": DenseArrayBase.from_list(i64, list(shape)),
+            "shape": dense_i64_attr(shape),
             "dtype": string_attr(dtype),
             "kind": string_attr(kind),
         }
         if address is not None:
-            props["address"] = DenseArrayBase.from_list(i64, list(address))
+            props["address"] = dense_i64_attr(address)
         super().__init__(properties=props)
 
     @property

@@ -354,6 +354,13 @@ def names_attr(names: Sequence[str]) -> ArrayAttr[StringAttr]:
 def _i64_cached(value: int) -> "IntegerAttr[I64]":
     from xdsl.dialects.builtin import IntegerAttr, i64
 
+    if 0 <= value < 1 << 63:
+        # What IntegerAttr(value, i64) verifies (parameter kinds, the value in range, no normalisation) holds
+        # here by construction; xDSL's generic verification cost ~25 us for every new instruction id.
+        attr = IntegerAttr.__new__(IntegerAttr)
+        object.__setattr__(attr, "value", _int_attr(value))
+        object.__setattr__(attr, "type", i64)
+        return attr
     return IntegerAttr(value, i64)
 
 
@@ -365,6 +372,24 @@ def i64_attr(value: int) -> "IntegerAttr[I64]":
     from xdsl.dialects.builtin import IntegerAttr, i64
 
     return IntegerAttr(value, i64)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _dense_i64_cached(values: tuple[int, ...]) -> "DenseArrayBase":
+    from xdsl.dialects.builtin import DenseArrayBase, i64
+
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def dense_i64_attr(values: Sequence[int]) -> "DenseArrayBase":
+    """``DenseArrayBase.from_list(i64, values)``, shared for plain ints (memloc shapes and addresses: the same few
+    values for thousands of tiles, each built and verified again, ~50 us)."""
+    key = tuple(values)
+    if all(type(v) is int for v in key):
+        return _dense_i64_cached(key)
+    from xdsl.dialects.builtin import DenseArrayBase, i64
+
+    return DenseArrayBase.from_list(i64, list(key))
 
 
 _DENSE: dict[int, tuple["DenseArrayBase", tuple[int, ...]]] = {}

@@ -32,11 +32,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects.common import dense_i64_attr
 from nkic.target.instructions import LOOP_PAIRS
 from nkic.target.machine import TARGETS, get_target
 
@@ -170,7 +171,7 @@ class AllocateMemoryPass(ModulePass):
         todo.sort(key=lambda m: ranges[m.sym_name.data][0])
         placed = _place_with_fallback(self.policy, todo, ranges, fixed, capacity, target.psum_bank_bytes)
         for loc, off in zip(todo, placed):
-            loc.properties["address"] = DenseArrayBase.from_list(i64, [0, off])
+            loc.properties["address"] = dense_i64_attr((0, off))
 
 
 def _place_with_fallback(

@@ -2,7 +2,10 @@
 
 Runs after allocation, so tensors that share addresses (reused memory) are ordered too. Each operand's footprint
 is its partition-independent byte span, tracked in chunks (64 B in SBUF — the allocation alignment, so distinct small tiles never share one — 512 B in PSUM, 4 KiB in HBM): a coarse
-chunk can only add an edge, never lose one. For every chunk we keep the last writer and the readers since.
+chunk can only add an edge, never lose one. For every chunk we keep the last writer and the readers since; an
+operand's chunks are one interval (the span's), so the tables are kept per memory variable as sorted intervals of
+chunks with the same state (``_Intervals``): the cost of an operand is the number of intervals it overlaps, not the
+number of chunks it spans (a 128-row tile of a wide HBM tensor spans hundreds of 4 KiB chunks).
 
 State inside an engine is ordered the same way, per (engine, state): the accumulator registers (``reduce_cmd``: an
 instruction that continues an accumulation — ``reduce`` / ``load_reduce``, or ``idle`` with a ``reduce_res`` —
@@ -26,6 +29,7 @@ already ordered by that barrier, so it adds no edge.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -43,17 +47,18 @@ from nkic.target.vocab import dtype_size
 CHUNK = {"sbuf": 64, "psum": 512, "hbm": 4096}
 
 
-Chunk = tuple[str, str, int]
+Footprint = tuple[tuple[str, str], int, int]  # ((memory, variable), first chunk, last chunk + 1)
 RegClass = tuple[int, int]  # (register, bytes the address moves per unit of it)
 
 
-def footprint_chunks(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]) -> list[Chunk]:
+def footprint(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]) -> Footprint:
+    """The chunks an operand may touch: those of its byte span (of its whole tensor if the address is dynamic)."""
     return _footprints(inst, role, locs)[1]
 
 
 def _footprints(
     inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]
-) -> tuple[list[Chunk], list[Chunk], RegClass | None]:
+) -> tuple[Footprint, Footprint, RegClass | None]:
     """The operand's chunks at its static address, the chunks it may touch (its whole tensor when its address is
     known at run time only), and for a register-offset operand its class (register, byte scale)."""
     name, ap = inst.ref(role), inst.ap(role)
@@ -62,38 +67,44 @@ def _footprints(
     p = place(loc, ap, inst, role)
     lo, hi = p.byte_span()
     c = CHUNK[p.memory]
-    precise = [(p.memory, p.var, k) for k in range(lo // c, (hi - 1) // c + 1)]
+    precise = ((p.memory, p.var), lo // c, (hi - 1) // c + 1)
     if not ap.is_dynamic:
         return precise, precise, None
     lo, hi = _whole(loc, p)  # the address is known at run time only: the operand may touch its whole tensor
-    whole = [(p.memory, p.var, k) for k in range(lo // c, (hi - 1) // c + 1)]
+    whole = ((p.memory, p.var), lo // c, (hi - 1) // c + 1)
     cls = None
     if ap.dyn_kind.data == "reg":
         cls = (ap.dyn_reg.data, ap.dyn_scale.data * dtype_size(ap.operand_dtype(loc.dtype.data)))
     return precise, whole, cls
 
 
-def _stretch_footprints(
-    insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp]
-) -> dict[int, list[tuple[str, list[Chunk]]]]:
-    """Each operand's chunks in one barrier-free stretch. Registers change only at control instructions, so
-    within a stretch two operands offset by the same register with the same byte scale move together: when every
-    operand that may touch the bytes of a register-offset operand's tensor is of that one class (a rolled loop's
-    body, where iteration copies or groups address one tensor through the loop's counter), their static addresses
-    alone decide whether they overlap. Otherwise the operand keeps its whole tensor."""
-    found = {inst.inst_id: [(role, *_footprints(inst, role, locs)) for role in inst.role_names] for inst in insts}
-    classes: dict[Chunk, set[RegClass | None]] = {}
+def _stretch_footprints(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp]) -> dict[int, list[Footprint]]:
+    """Each operand's chunks (in role order) in one barrier-free stretch. Registers change only at control
+    instructions, so within a stretch two operands offset by the same register with the same byte scale move
+    together: when every operand that may touch the bytes of a register-offset operand's tensor is of that one class
+    (a rolled loop's body, where iteration copies or groups address one tensor through the loop's counter), their
+    static addresses alone decide whether they overlap. Otherwise the operand keeps its whole tensor."""
+    found = {inst.inst_id: [_footprints(inst, role, locs) for role in inst.role_names] for inst in insts}
+    spans: dict[tuple[str, str], list[tuple[int, int, RegClass | None]]] = {}
     for ops in found.values():
-        for _, _, whole, cls in ops:
-            for k in whole:
-                classes.setdefault(k, set()).add(cls)
-    result: dict[int, list[tuple[str, list[Chunk]]]] = {}
-    for me, ops in found.items():
-        result[me] = [
-            (role, precise if cls is not None and all(classes[k] == {cls} for k in whole) else whole)
-            for role, precise, whole, cls in ops
-        ]
-    return result
+        for _, (var, lo, hi), cls in ops:
+            spans.setdefault(var, []).append((lo, hi, cls))
+
+    def alone(whole: Footprint, cls: RegClass) -> bool:
+        """No operand of another class may touch a chunk of ``whole``."""
+        var, lo, hi = whole
+        return all(c == cls or h <= lo or l >= hi for l, h, c in spans[var])
+
+    return {
+        me: [precise if cls is not None and alone(whole, cls) else whole for precise, whole, cls in ops]
+        for me, ops in found.items()
+    }
+
+
+def footprint_chunks(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]) -> list[tuple[str, str, int]]:
+    """The operand's chunks one by one (the reference the interval tables must agree with)."""
+    (memory, var), lo, hi = footprint(inst, role, locs)
+    return [(memory, var, k) for k in range(lo, hi)]
 
 
 def _whole(loc: bir.MemLocOp, p: Placement) -> tuple[int, int]:
@@ -167,50 +178,151 @@ class _StateOrder:
         return edges
 
 
+class _Intervals:
+    """The last writer and the readers since, for every chunk of one memory variable, as maximal runs of chunks
+    with the same state: ``starts[j]`` is where run ``j`` begins (run 0 begins at chunk 0, the last run never ends).
+    Splitting a run copies its readers; a write merges the runs it covers into one."""
+
+    __slots__ = ("starts", "writer", "readers")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = [0]
+        self.writer: list[int | None] = [None]
+        self.readers: list[list[int]] = [[]]
+
+    def _cut(self, x: int) -> int:
+        """Make a run begin at chunk ``x``; its index."""
+        j = bisect_right(self.starts, x) - 1
+        if self.starts[j] == x:
+            return j
+        self.starts.insert(j + 1, x)
+        self.writer.insert(j + 1, self.writer[j])
+        self.readers.insert(j + 1, list(self.readers[j]))
+        return j + 1
+
+    def runs(self, lo: int, hi: int) -> range:
+        """The runs overlapping chunks [lo, hi)."""
+        starts = self.starts
+        return range(bisect_right(starts, lo) - 1, bisect_left(starts, hi))
+
+    def read(self, lo: int, hi: int, me: int) -> None:
+        j, k = self._cut(lo), self._cut(hi)
+        for rs in self.readers[j:k]:
+            if not rs or rs[-1] != me:  # once per instruction, as with a set of chunks
+                rs.append(me)
+
+    def write(self, lo: int, hi: int, me: int) -> None:
+        j, k = self._cut(lo), self._cut(hi)
+        self.starts[j + 1 : k] = []
+        self.writer[j:k] = [me]
+        self.readers[j:k] = [[]]
+
+
+Access = tuple[list[Footprint], list[Footprint]]  # (chunks read, chunks written)
+
+
+PAGE_BITS = 12  # a table covers 4096 chunks: a run list stays short (inserting into it is a copy of the list)
+
+
+def _pages(spans: list[Footprint]) -> list[tuple[tuple[str, str, int], int, int]]:
+    """``spans`` cut at page boundaries, each piece keyed by (memory, variable, page). A chunk is in one page, so
+    per-page tables give the same last writer and readers per chunk as one table per variable; pages keep each
+    table short where a variable is large and finely cut (``pre-schedule`` gives every tile a private address)."""
+    out = []
+    for (memory, var), lo, hi in spans:
+        first, last = lo >> PAGE_BITS, (hi - 1) >> PAGE_BITS
+        if first == last:
+            out.append(((memory, var, first), lo, hi))
+            continue
+        for page in range(first, last + 1):
+            out.append(((memory, var, page), max(lo, page << PAGE_BITS), min(hi, (page + 1) << PAGE_BITS)))
+    return out
+
+
+class _ChunkTables:
+    """The flow/output/anti edges of a sequence of instructions from the chunks each reads and writes."""
+
+    def __init__(self) -> None:
+        self.vars: dict[tuple[str, str, int], _Intervals] = {}
+
+    def edges(self, me: int, reads: list[Footprint], writes: list[Footprint], edges: dict[int, str]) -> None:
+        """Add ``me``'s edges to ``edges`` (kinds already there stay): flow on the last writer of a chunk it reads,
+        output on the last writer of a chunk it writes, anti on the readers since; an instruction that would get
+        output on one chunk and anti on another gets output."""
+        for key, lo, hi in _pages(reads):
+            t = self.vars.get(key)
+            if t is not None:
+                for j in t.runs(lo, hi):
+                    w = t.writer[j]
+                    if w is not None:
+                        edges.setdefault(w, "flow")
+        anti: list[list[int]] = []
+        for key, lo, hi in _pages(writes):
+            t = self.vars.get(key)
+            if t is not None:
+                for j in t.runs(lo, hi):
+                    w = t.writer[j]
+                    if w is not None:
+                        edges.setdefault(w, "output")
+                    anti.append(t.readers[j])
+        for rs in anti:
+            for r in rs:
+                if r != me:
+                    edges.setdefault(r, "anti")
+
+    def record(self, me: int, reads: list[Footprint], writes: list[Footprint]) -> None:
+        for key, lo, hi in _pages(reads):
+            t = self.vars.get(key)
+            if t is None:
+                t = self.vars[key] = _Intervals()
+            t.read(lo, hi, me)
+        for key, lo, hi in _pages(writes):
+            t = self.vars.get(key)
+            if t is None:
+                t = self.vars[key] = _Intervals()
+            t.write(lo, hi, me)
+
+
+def accesses(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], chosen: list[Footprint] | None = None) -> Access:
+    """The chunk intervals ``inst`` reads and writes (``dst`` is read too when the instruction accumulates into it);
+    ``chosen``: its operands' footprints in role order (``_stretch_footprints``), else each one's ``footprint``."""
+    reads: list[Footprint] = []
+    writes: list[Footprint] = []
+    write_roles = inst.SPEC.write_roles
+    for k, role in enumerate(inst.role_names):
+        f = footprint(inst, role, locs) if chosen is None else chosen[k]
+        (writes if role in write_roles else reads).append(f)
+        if role == "dst" and reads_dst(inst):
+            reads.append(f)
+    return reads, writes
+
+
 def analyse(fn: bir.FunctionOp) -> None:
     locs = fn.memlocs()
-    writer: dict[tuple[str, str, int], int] = {}
-    readers: dict[tuple[str, str, int], list[int]] = {}
+    chunks = _ChunkTables()
     state = _StateOrder()
     all_edges: dict[int, dict[int, str]] = {}
     late: dict[int, dict[int, str]] = {}
     tagged: dict[str, int] = {}  # explicit-ordering tag -> the latest instruction carrying it
     insts = list(fn.instructions())
-    footprints: dict[int, list[tuple[str, list[Chunk]]]] = {}
+    footprints: dict[int, list[Footprint]] = {}
     for i, inst in enumerate(insts):
         if inst.has_trait(IsControl):
-            writer, readers, state, tagged = {}, {}, _StateOrder(), {}
+            chunks, state, tagged = _ChunkTables(), _StateOrder(), {}
             all_edges[inst.inst_id] = {}
             continue
-        if inst.inst_id not in footprints:  # the start of a stretch: its operands, all at once
-            footprints = _stretch_footprints(_stretch(insts, i), locs)
-        reads: set[tuple[str, str, int]] = set()
-        writes: set[tuple[str, str, int]] = set()
-        for role, chunks in footprints[inst.inst_id]:
-            (writes if role in inst.SPEC.write_roles else reads).update(chunks)
-            if role == "dst" and reads_dst(inst):
-                reads.update(chunks)
-        edges = {d: k for d, k in state.edges(inst, late).items() if d != inst.inst_id}
-        for c in reads:
-            if c in writer:
-                edges.setdefault(writer[c], "flow")
-        for c in writes:
-            if c in writer:
-                edges.setdefault(writer[c], "output")
-            for r in readers.get(c, ()):
-                if r != inst.inst_id:
-                    edges.setdefault(r, "anti")
         me = inst.inst_id
+        if me not in footprints:  # the start of a stretch: its operands, all at once
+            footprints = _stretch_footprints(_stretch(insts, i), locs)
+        reads, writes = accesses(inst, locs, footprints[me])
+        edges = {d: k for d, k in state.edges(inst, late).items() if d != me}
+        chunks.edges(me, reads, writes, edges)
         for tag in _after(inst):
             if tag in tagged:
                 edges.setdefault(tagged[tag], "ordered")
         if inst.tag is not None:
             tagged[inst.tag.data] = me
-        for c in reads:
-            readers.setdefault(c, []).append(me)
-        for c in writes:
-            writer[c] = me
-            readers[c] = []
+        chunks.record(me, reads, writes)
         all_edges[me] = edges
     for inst in insts:
         edges = all_edges[inst.inst_id]

@@ -6,6 +6,7 @@ caller, instruction ids are shifted to stay unique; the IT55 and (once unused) t
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -24,11 +25,14 @@ class InlineNkiKernelPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         functions = {f.sym_name.data: f for f in op.ops if isinstance(f, bir.FunctionOp)}
         inlined: set[str] = set()
-        for call in [c for c in op.walk() if isinstance(c, bir.NkiKernelOp)]:
+        calls = [c for c in op.walk() if isinstance(c, bir.NkiKernelOp)]
+        count = Counter(c.func.root_reference.data for c in calls)
+        for call in calls:
             callee = functions.get(call.func.root_reference.data)
             if callee is None:
                 raise PassFailedException(f"bir.nki_kernel calls unknown function @{call.func.root_reference.data}")
-            inline_function(call, callee, call.arg_map, call.out_map)
+            # a function called once is removed below: its ops can move instead of being cloned
+            inline_function(call, callee, call.arg_map, call.out_map, move=count[callee.sym_name.data] == 1)
             inlined.add(callee.sym_name.data)
         still_called = {c.func.root_reference.data for c in op.walk() if isinstance(c, bir.NkiKernelOp)}
         for name in inlined - still_called:

@@ -20,14 +20,21 @@ def _check_binding(kernel: bir.MemLocOp, caller: bir.MemLocOp | None, what: str)
         )
 
 
-def _renamed(op: Operation, names: dict[str, str], id_base: int) -> Operation:
-    new = op.clone()
+def _take(op: Operation) -> Operation:
+    op.detach()
+    return op
+
+
+def _renamed(op: Operation, names: dict[str, str], id_base: int, move: bool = False) -> Operation:
+    """``op`` (a clone of it, unless ``move``) with its memloc references renamed and its ids shifted."""
+    new = _take(op) if move else op.clone()
     for o in new.walk():
         if isinstance(o, bir.BirInst):
             o.properties["refs"] = names_attr([names[r] for r in o.ref_names])
-            o.properties["id"] = i64_attr(o.inst_id + id_base)
-            if o.deps is not None:
-                o.properties["deps"] = bir.deps_attr((k, i + id_base) for k, i in o.dep_list)
+            if id_base:
+                o.properties["id"] = i64_attr(o.inst_id + id_base)
+                if o.deps is not None:
+                    o.properties["deps"] = bir.deps_attr((k, i + id_base) for k, i in o.dep_list)
     return new
 
 
@@ -41,9 +48,11 @@ def _shared_base(callee: bir.FunctionOp) -> str:
 
 
 def inline_function(
-    call: Operation, callee: bir.FunctionOp, arg_map: dict[str, str], out_map: dict[str, str]
+    call: Operation, callee: bir.FunctionOp, arg_map: dict[str, str], out_map: dict[str, str], move: bool = False
 ) -> None:
-    """Replace ``call`` (inside a bir.function) by the body of ``callee`` with its parameters rebound."""
+    """Replace ``call`` (inside a bir.function) by the body of ``callee`` with its parameters rebound. With
+    ``move`` (the callee's only call, the callee dropped afterwards) its ops are moved rather than cloned: a
+    100k-instruction kernel's clone cost more than everything else the inlining does."""
     caller = bir.function_of(call)
     caller_locs = caller.memlocs()
     names: dict[str, str] = {}
@@ -66,13 +75,13 @@ def inline_function(
         while fresh in caller_locs:
             fresh, i = f"{base}.{name}_{i}", i + 1
         names[name] = fresh
-        clone = loc.clone()
+        clone = _take(loc) if move else loc.clone()
         clone.properties["sym_name"] = StringAttr(fresh)
         new_locs.append(clone)
         caller_locs[fresh] = clone
     id_base = 1 + max((i.inst_id for i in caller.instructions()), default=-1)
     body = [
-        _renamed(op, names, id_base) for op in callee.body.block.ops if not isinstance(op, bir.MemLocOp)
+        _renamed(op, names, id_base, move) for op in list(callee.body.block.ops) if not isinstance(op, bir.MemLocOp)
     ]
     block = call.parent_block()
     assert block is not None

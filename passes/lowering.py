@@ -8,6 +8,7 @@ it has physical operands.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr
@@ -72,11 +73,17 @@ def _fit(pairs: list[tuple[int, int]], keep: int) -> tuple[tuple[int, int], ...]
 
 
 def _cost_operand(loc: bir.MemLocOp, ap: AccessPatternAttr) -> Operand:
-    dtype = ap.operand_dtype(loc.dtype.data)
-    if loc.mem in HBM_MEMORIES:
+    return _cost_operand_of(loc.mem, loc.dtype.data, ap)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _cost_operand_of(mem: str, loc_dtype: str, ap: AccessPatternAttr) -> Operand:
+    """Shared (an ``Operand`` is immutable): several passes price every instruction, mostly on a few tile shapes."""
+    dtype = ap.operand_dtype(loc_dtype)
+    if mem in HBM_MEMORIES:
         return Operand("hbm", dtype, _fit(list(ap.pairs), 1))
     (_, nparts), *free = ap.pairs
-    return Operand(loc.mem, dtype, _fit([(1, nparts), *free], 1))
+    return Operand(mem, dtype, _fit([(1, nparts), *free], 1))
 
 
 # Properties the cost record never reads: they change from pass to pass (renumbering, edges, semaphores) while the

@@ -7,6 +7,7 @@ order gives each matmul an explicit ``accumulate`` the hardware executes directl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,14 +40,35 @@ class ResolvePsumAccumulatePass(ModulePass):
                 continue
             name, ap = inst.ref("dst"), inst.ap("dst")
             assert name is not None and ap is not None
-            flags = written.setdefault(name, np.zeros(int(np.prod(locs[name].dims)), dtype=bool))
-            idx = ap_indices(ap.offset_value, ap.pairs).ravel()
+            flags = written.get(name)
+            if flags is None:
+                flags = written[name] = np.zeros(int(np.prod(locs[name].dims)), dtype=bool)
+            view = _strided(flags, ap.offset_value, ap.pairs)
+            idx = ap_indices(ap.offset_value, ap.pairs).ravel() if view is None else None
+            hit = view if view is not None else flags[idx]
             if inst.accumulate is None:
-                hit = flags[idx]
                 if hit.any() and not hit.all():
                     raise PassFailedException(
                         f"matmul {inst.inst_id} ({inst.loc.data if inst.loc else '?'}) writes PSUM '{name}' "
                         "partly over earlier matmul results; pass accumulate=True/False explicitly"
                     )
-                inst.properties["accumulate"] = BoolAttr.from_bool(bool(hit.all()))
-            flags[idx] = True
+                inst.properties["accumulate"] = _BOOL[bool(hit.all())]
+            if view is not None:
+                view[...] = True
+            else:
+                flags[idx] = True
+
+
+_BOOL = {b: BoolAttr.from_bool(b) for b in (False, True)}  # shared: attributes are immutable
+
+
+def _strided(flags: np.ndarray, offset: int, pairs: Sequence[tuple[int, int]]) -> np.ndarray | None:
+    """The elements of ``flags`` an access pattern touches as a writable strided view shaped like the pattern (a
+    matmul's 128 x 512 tile is one view, not 64K gathered indices); None when a step is negative or the pattern
+    leaves ``flags`` (then it is gathered by index, which raises as indexing does)."""
+    if offset < 0 or any(step < 0 or num < 1 for step, num in pairs):
+        return None
+    if offset + sum(step * (num - 1) for step, num in pairs) >= flags.size:
+        return None
+    return np.lib.stride_tricks.as_strided(flags[offset:], shape=[n for _, n in pairs],
+                                           strides=[s * flags.itemsize for s, _ in pairs])  # fmt: skip

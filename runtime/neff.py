@@ -171,30 +171,38 @@ class _NotPlain(Exception):
 _encode_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 
 
-def _dump_into(obj: object, out: list[str], newline: str) -> None:
-    """Append the indent=1 JSON of ``obj``; ``newline`` is a newline and the current indentation."""
+def _scalar(obj: object) -> str | None:
+    """The JSON of a str, int, bool or None (what most values are); None for anything else."""
     t = type(obj)
     if t is str:
-        out.append(_encode_str(obj))
-    elif t is int:
-        out.append(int.__repr__(obj))  # type: ignore[arg-type]
-    elif t is bool:
-        out.append("true" if obj else "false")
-    elif obj is None:
-        out.append("null")
-    elif t is float:
-        if obj != obj or obj in (math.inf, -math.inf):  # json.dumps(allow_nan=False) raises: let it
-            raise _NotPlain
-        out.append(float.__repr__(obj))  # type: ignore[arg-type]
-    elif t is list or t is tuple:
+        return _encode_str(obj)
+    if t is int:
+        return int.__repr__(obj)  # type: ignore[arg-type]
+    if t is bool:
+        return "true" if obj else "false"
+    if obj is None:
+        return "null"
+    return None
+
+
+def _dump_into(obj: object, out: list[str], newline: str) -> None:
+    """Append the indent=1 JSON of ``obj``; ``newline`` is a newline and the current indentation. Scalar items of
+    a list or dict are written in its loop, not by a call each (they are most of an engine member's values)."""
+    t = type(obj)
+    if t is list or t is tuple:
         if not obj:
             out.append("[]")
             return
         inner = newline + " "
+        sep = "," + inner
         out.append("[")
         for i, item in enumerate(obj):  # type: ignore[arg-type]
-            out.append(inner if i == 0 else "," + inner)
-            _dump_into(item, out, inner)
+            text = _scalar(item)
+            if text is not None:
+                out.append((inner if i == 0 else sep) + text)
+            else:
+                out.append(inner if i == 0 else sep)
+                _dump_into(item, out, inner)
         out.append(newline + "]")
     elif t is dict:
         if not obj:
@@ -203,13 +211,28 @@ def _dump_into(obj: object, out: list[str], newline: str) -> None:
         if any(type(k) is not str for k in obj):  # type: ignore[union-attr]
             raise _NotPlain
         inner = newline + " "
+        sep = "," + inner
         out.append("{")
         for i, key in enumerate(sorted(obj)):  # type: ignore[arg-type]
-            out.append((inner if i == 0 else "," + inner) + _encode_str(key) + ": ")
-            _dump_into(obj[key], out, inner)  # type: ignore[index]
+            head = (inner if i == 0 else sep) + _encode_str(key) + ": "
+            value = obj[key]  # type: ignore[index]
+            text = _scalar(value)
+            if text is not None:
+                out.append(head + text)
+            else:
+                out.append(head)
+                _dump_into(value, out, inner)
         out.append(newline + "}")
     else:
-        raise _NotPlain
+        text = _scalar(obj)
+        if text is not None:
+            out.append(text)
+        elif t is float:
+            if obj != obj or obj in (math.inf, -math.inf):  # json.dumps(allow_nan=False) raises: let it
+                raise _NotPlain
+            out.append(float.__repr__(obj))  # type: ignore[arg-type]
+        else:
+            raise _NotPlain
 
 
 def _const_member(var_id: int) -> str:
