@@ -1,6 +1,6 @@
 """The compile-time fast paths give the slow paths' answers: the compiled IRDL check (same verdict, same
-diagnostic), the memoised cost and ISA records (recomputed when a property changes) and pre-schedule's ranked ready
-set (the same order as testing every ready instruction, also when the memory budget binds)."""
+diagnostic), the memoised cost and ISA records (recomputed when a property changes); pre-schedule's ranked ready set is checked in
+test_pre_schedule_order.py."""
 
 from __future__ import annotations
 
@@ -15,15 +15,11 @@ from nkic.driver import make_context
 from nkic.kernels.flash_attention import flash_attention
 from nkic.library import RESOLVER
 from nkic.passes import pre_schedule as ps
-from nkic.passes.dependency_analysis import analyse
 from nkic.passes.lowering import cost_record
 from nkic.passes.pipelines import backend, frontend_lowering
 from nkic.passes.resolver import use_resolver
-from nkic.passes.schedule_instructions import duration_ns
 from nkic.target.isa import Operand
-from nkic.target.machine import get_target
 from nkic.frontend import TensorSpec
-from nkic.dialects.traits import IsDma
 
 ActActivateOp = ISA_OPS[("act", "activate")]
 ROW = ((1, 128), (1, 512))
@@ -73,6 +69,18 @@ def test_isa_record_follows_property_changes() -> None:
     assert op.to_instr() is first  # memoised
     op.properties["id"] = i64_attr(7)
     assert op.to_instr().inst_id == 7
+
+
+def _module_before_pre_schedule(seqlen: int) -> object:
+    s = TensorSpec((1, seqlen, 128), "bfloat16")
+    module = flash_attention.trace(s, s, s, scale=0.088).module.clone()
+    ctx = make_context()
+    with use_resolver(RESOLVER):
+        for p in (*frontend_lowering(), *backend()):
+            if isinstance(p, ps.PreSchedulePass):
+                return module
+            p.apply(ctx, module)
+    raise AssertionError("no pre-schedule pass")
 
 
 def test_cost_record_follows_property_changes() -> None:
