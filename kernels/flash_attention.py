@@ -317,11 +317,11 @@ def _group_section(
     l_run = run_sum[:nq]
     o_acc = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_acc")
     if first:
-        nisa.tensor_reduce(dst=l_run, op=nl.add, data=sums[:nq, :n_kept], axis=1)
+        nisa.tensor_reduce(dst=l_run, op=nl.add, data=sums[:nq, : len(chunks)], axis=1)
         nisa.tensor_copy(dst=o_acc[:nq], src=o_psum[:nq, :])
     else:
         l_sec = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="sec_sum")
-        nisa.tensor_reduce(dst=l_sec[:nq], op=nl.add, data=sums[:nq, :n_kept], axis=1)
+        nisa.tensor_reduce(dst=l_sec[:nq], op=nl.add, data=sums[:nq, : len(chunks)], axis=1)
         # l = α·l + l_section
         nisa.tensor_scalar(dst=l_run, data=l_run, op0=nl.multiply, operand0=alpha[:nq], op1=nl.add,
                            operand1=l_sec[:nq])  # fmt: skip
@@ -376,8 +376,9 @@ def _uniform_run(tiles):
 #   which takes work off PE, ACT and DVE and gives it to the otherwise idle DMA queues.
 
 DMA_TRANSPOSE_EVERY = 3  # every 3rd kept KV tile (2-byte dtypes) transposes Pᵀ by DMA; 0: never
-DMA_TRANSPOSE_FROM = 0.3  # ... from this fraction of the groups on (the loads hold the DMA queues before)
-MAX_ON_POOL_EVERY = 4  # every n-th kept tile: ACT scales it out of PSUM, GpSimd takes the max; 0: never
+DMA_TRANSPOSE_FROM = 0.25  # ... from this fraction of the groups on (the loads hold the DMA queues before)
+MAX_ON_POOL_EVERY = 3  # every n-th kept tile: ACT scales it out of PSUM, GpSimd takes the max; 0: never
+EXP_CHUNK = 2  # kept tiles per exp instruction (and per chunk DMA transpose)
 COPY_ON_ACT_EVERY = 4  # every n-th PE-transposed tile copies Pᵀ out of PSUM on ACT instead of DVE; 0: never
 
 
@@ -417,7 +418,7 @@ def _attention_pipelined(q, k, v, scale, causal_mask, sliding_window):
         scratch = nl.ndarray((bs, seqlen_q, d), dtype=nl.float32, buffer=nl.hbm, name="o_partial")
 
     cfg = {"d": d, "dt": dt, "scale": float(scale), "on_false": on_false, "window": window, "seqlen_q": seqlen_q,
-           "dma_t": dt in (nl.bfloat16, nl.float16) and DMA_TRANSPOSE_EVERY > 0, "count": 0, "tiles": 0,
+           "dma_t": dt in (nl.bfloat16, nl.float16) and DMA_TRANSPOSE_EVERY > 0, "count": 0, "tiles": 0, "copies": 0,
            "dma_from": int(n_groups * DMA_TRANSPOSE_FROM)}  # fmt: skip
     for kb in range(bs_kv):
         batches = list(range(kb * q_per_kv, (kb + 1) * q_per_kv))
@@ -488,12 +489,17 @@ def _scores_stage(q_g, k_t, run_neg_max, b, g, si, s0, tiles, active, cfg):
     first = si == active[0]
     n_kept = len(tiles)
     partial_max = nl.ndarray((Q_GROUP, n_kept), dtype=f32, buffer=nl.sbuf, name="partial_max")
-    scores = []
+    chunks = _chunks(tiles)
+    scores = []  # per tile: (its chunk's scores buffer, its first column there)
+    for chunk in chunks:
+        buf = nl.ndarray((Q_GROUP, len(chunk) * KV_TILE), dtype=f32, buffer=nl.sbuf, name="scores")
+        scores += [(buf, i * KV_TILE) for i in range(len(chunk))]
     for j, (t, k0, nk, kind) in enumerate(tiles):
         c0 = k0 - s0
         s_psum = nl.ndarray((Q_GROUP, KV_TILE), dtype=f32, buffer=nl.psum, name="qk_psum")
         nisa.nc_matmul(s_psum[:nq, :nk], stationary=q_g[:, :nq], moving=k_t[:, c0 : c0 + nk])
-        s = nl.ndarray((Q_GROUP, KV_TILE), dtype=f32, buffer=nl.sbuf, name="scores")
+        buf, off = scores[j]
+        s = buf[:, off : off + KV_TILE]
         src = s_psum[:nq, :nk]
         cfg["tiles"] += 1
         on_pool = MAX_ON_POOL_EVERY > 0 and cfg["tiles"] % MAX_ON_POOL_EVERY == 0
@@ -522,7 +528,6 @@ def _scores_stage(q_g, k_t, run_neg_max, b, g, si, s0, tiles, active, cfg):
                 dst=s[:nq, :nk], data=src, op0=nl.multiply, operand0=cfg["scale"], reduce_op=nl.maximum,
                 reduce_res=partial_max[:nq, j],
             )  # fmt: skip
-        scores.append(s)
 
     neg_max = run_neg_max[:nq]
     alpha = None
@@ -536,7 +541,7 @@ def _scores_stage(q_g, k_t, run_neg_max, b, g, si, s0, tiles, active, cfg):
         nisa.tensor_tensor(dst=neg_max, data1=prev_neg_max[:nq], data2=sec_neg_max[:nq], op=nl.minimum)
         alpha = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="alpha")
         nisa.activation(dst=alpha[:nq], op=nl.exp, data=prev_neg_max[:nq], bias=neg_max, scale=-1.0)
-    return {"b": b, "g": g, "si": si, "s0": s0, "tiles": tiles, "active": active, "scores": scores,
+    return {"b": b, "g": g, "si": si, "s0": s0, "tiles": tiles, "active": active, "scores": scores, "chunks": chunks,
             "neg_max": neg_max, "alpha": alpha, "q0": q0, "nq": nq}  # fmt: skip
 
 
@@ -546,51 +551,47 @@ def _softmax_stage(st, out, scratch, v_sb, run_sum, cfg):
     d, dt = cfg["d"], cfg["dt"]
     b, g, si, tiles, q0, nq = st["b"], st["g"], st["si"], st["tiles"], st["q0"], st["nq"]
     first, last = si == st["active"][0], si == st["active"][-1]
-    n_kept = len(tiles)
-    sums = nl.ndarray((Q_GROUP, n_kept), dtype=f32, buffer=nl.sbuf, name="exp_partial_sum")
+    chunks = st["chunks"]
+    sums = nl.ndarray((Q_GROUP, len(chunks)), dtype=f32, buffer=nl.sbuf, name="exp_partial_sum")
     o_psum = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.psum, name="pv_psum")
-    for j, (t, k0, nk, kind) in enumerate(tiles):
-        e = nl.ndarray((Q_GROUP, KV_TILE), dtype=dt, buffer=nl.sbuf, name="exp")
+    for ci, chunk in enumerate(chunks):
+        # one exp (+ row sum) over the chunk's tiles: one instruction's fixed cost instead of one per tile
+        buf = st["scores"][chunk[0]][0]
+        ncols = (len(chunk) - 1) * KV_TILE + tiles[chunk[-1]][2]
+        e = nl.ndarray((Q_GROUP, len(chunk) * KV_TILE), dtype=dt, buffer=nl.sbuf, name="exp")
         nisa.activation(
-            dst=e[:nq, :nk], op=nl.exp, data=st["scores"][j][:nq, :nk], bias=st["neg_max"], scale=1.0,
-            reduce_op=nl.add, reduce_res=sums[:nq, j], reduce_cmd=nisa.reduce_cmd.reset_reduce,
+            dst=e[:nq, :ncols], op=nl.exp, data=buf[:nq, :ncols], bias=st["neg_max"], scale=1.0,
+            reduce_op=nl.add, reduce_res=sums[:nq, ci], reduce_cmd=nisa.reduce_cmd.reset_reduce,
         )  # fmt: skip
-        blocks = _kept_blocks(q0, nq, k0, nk, kind)
-        lo, hi = blocks[0], blocks[-1] + 1
-        full_hi = min(hi, nk // KV_BLOCK)
-        rest = nk - full_hi * KV_BLOCK if hi > full_hi else 0
-        e_t = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="expT")
         cfg["count"] += 1
-        if cfg["dma_t"] and g >= cfg["dma_from"] and cfg["count"] % DMA_TRANSPOSE_EVERY == 0:
-            e3 = e.reshape((Q_GROUP, BLOCKS, KV_BLOCK))
-            if full_hi > lo:
-                nisa.dma_transpose(dst=e_t[:, lo:full_hi, :nq], src=e3[:nq, lo:full_hi, :])
-            if rest:
-                c = full_hi * KV_BLOCK
-                nisa.dma_transpose(dst=e_t[:rest, full_hi, :nq], src=e[:nq, c : c + rest])
-        else:
-            e_psum = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.psum, name="expT_psum")
-            for i in blocks:
+        use_dma = cfg["dma_t"] and g >= cfg["dma_from"] and cfg["count"] % DMA_TRANSPOSE_EVERY == 0
+        kept = [_kept_blocks(q0, nq, tiles[j][1], tiles[j][2], tiles[j][3]) for j in chunk]
+        whole = all(tiles[j][2] == KV_TILE and len(kb) == BLOCKS for j, kb in zip(chunk, kept))
+        if use_dma and whole:  # the chunk's Pᵀ in one DMA: [q, blocks, k] -> [k, blocks, q]
+            nb = len(chunk) * BLOCKS
+            e_t = nl.ndarray((KV_BLOCK, nb, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="expT")
+            nisa.dma_transpose(dst=e_t[:, :, :nq], src=e.reshape((Q_GROUP, nb, KV_BLOCK))[:nq])
+            for pos, j in enumerate(chunk):
+                t = tiles[j][0]
+                for i in range(BLOCKS):
+                    nisa.nc_matmul(o_psum[:nq, :], stationary=e_t[:, pos * BLOCKS + i, :nq],
+                                   moving=v_sb[:, t * BLOCKS + i, :])  # fmt: skip
+            continue
+        for pos, j in enumerate(chunk):
+            t, k0, nk, kind = tiles[j]
+            et = _transpose_p(e[:, pos * KV_TILE : (pos + 1) * KV_TILE], kept[pos], nq, nk, dt, use_dma, cfg)
+            for i in kept[pos]:
                 kbk = min(KV_BLOCK, nk - i * KV_BLOCK)
-                nisa.nc_transpose(dst=e_psum[:kbk, i, :nq], data=e[:nq, i * KV_BLOCK : i * KV_BLOCK + kbk])
-            on_act = COPY_ON_ACT_EVERY > 0 and cfg["count"] % COPY_ON_ACT_EVERY == 0
-            eng = nisa.engine.scalar if on_act else nisa.engine.vector
-            if full_hi > lo:
-                nisa.tensor_copy(dst=e_t[:, lo:full_hi, :nq], src=e_psum[:, lo:full_hi, :nq], engine=eng)
-            if rest:
-                nisa.tensor_copy(dst=e_t[:rest, full_hi, :nq], src=e_psum[:rest, full_hi, :nq], engine=eng)
-        for i in blocks:
-            kbk = min(KV_BLOCK, nk - i * KV_BLOCK)
-            nisa.nc_matmul(o_psum[:nq, :], stationary=e_t[:kbk, i, :nq], moving=v_sb[:kbk, t * BLOCKS + i, :])
+                nisa.nc_matmul(o_psum[:nq, :], stationary=et[:kbk, i, :nq], moving=v_sb[:kbk, t * BLOCKS + i, :])
 
     l_run = run_sum[b, g][:nq]
     if first:
-        nisa.tensor_reduce(dst=l_run, op=nl.add, data=sums[:nq, :n_kept], axis=1)
+        nisa.tensor_reduce(dst=l_run, op=nl.add, data=sums[:nq, : len(chunks)], axis=1)
         o_acc = o_psum
     else:
         alpha = st["alpha"]
         l_sec = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="sec_sum")
-        nisa.tensor_reduce(dst=l_sec[:nq], op=nl.add, data=sums[:nq, :n_kept], axis=1)
+        nisa.tensor_reduce(dst=l_sec[:nq], op=nl.add, data=sums[:nq, : len(chunks)], axis=1)
         nisa.tensor_scalar(dst=l_run, data=l_run, op0=nl.multiply, operand0=alpha[:nq], op1=nl.add,
                            operand1=l_sec[:nq])  # fmt: skip
         o_prev = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_prev")
@@ -614,3 +615,45 @@ def _softmax_stage(st, out, scratch, v_sb, run_sum, cfg):
     o_fin = nl.ndarray((Q_GROUP, d), dtype=dt, buffer=nl.sbuf, name="o_final")
     nisa.activation(dst=o_fin[:nq], op=nl.copy, data=o_acc[:nq], scale=inv[:nq])
     nisa.dma_copy(dst=out[b, q0 : q0 + nq, :], src=o_fin[:nq])
+
+
+def _chunks(tiles):
+    """Runs of up to ``EXP_CHUNK`` consecutive kept tiles sharing one scores and one exp buffer; a ragged tile
+    (narrower than a KV tile) ends its run, so that a run's columns are contiguous."""
+    chunks, cur = [], []
+    for j, (_, _, nk, _) in enumerate(tiles):
+        cur.append(j)
+        if len(cur) == EXP_CHUNK or nk < KV_TILE:
+            chunks.append(cur)
+            cur = []
+    if cur:
+        chunks.append(cur)
+    return chunks
+
+
+def _transpose_p(e, blocks, nq, nk, dt, use_dma, cfg):
+    """Pᵀ of one exp tile ``e`` [q, 512] as [k, block, q]: by DMA, or by PE transposes to PSUM plus one copy."""
+    lo, hi = blocks[0], blocks[-1] + 1
+    full_hi = min(hi, nk // KV_BLOCK)
+    rest = nk - full_hi * KV_BLOCK if hi > full_hi else 0
+    e_t = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="expT")
+    if use_dma:
+        e3 = e.reshape((Q_GROUP, BLOCKS, KV_BLOCK))
+        if full_hi > lo:
+            nisa.dma_transpose(dst=e_t[:, lo:full_hi, :nq], src=e3[:nq, lo:full_hi, :])
+        if rest:
+            c = full_hi * KV_BLOCK
+            nisa.dma_transpose(dst=e_t[:rest, full_hi, :nq], src=e[:nq, c : c + rest])
+        return e_t
+    e_psum = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.psum, name="expT_psum")
+    for i in blocks:
+        kbk = min(KV_BLOCK, nk - i * KV_BLOCK)
+        nisa.nc_transpose(dst=e_psum[:kbk, i, :nq], data=e[:nq, i * KV_BLOCK : i * KV_BLOCK + kbk])
+    cfg["copies"] += 1
+    on_act = COPY_ON_ACT_EVERY > 0 and cfg["copies"] % COPY_ON_ACT_EVERY == 0
+    eng = nisa.engine.scalar if on_act else nisa.engine.vector
+    if full_hi > lo:
+        nisa.tensor_copy(dst=e_t[:, lo:full_hi, :nq], src=e_psum[:, lo:full_hi, :nq], engine=eng)
+    if rest:
+        nisa.tensor_copy(dst=e_t[:rest, full_hi, :nq], src=e_psum[:rest, full_hi, :nq], engine=eng)
+    return e_t
