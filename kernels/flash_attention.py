@@ -377,7 +377,7 @@ def _uniform_run(tiles):
 
 DMA_TRANSPOSE_EVERY = 3  # every 3rd kept KV tile (2-byte dtypes) transposes Pᵀ by DMA; 0: never
 DMA_TRANSPOSE_FROM = 0.25  # ... from this fraction of the groups on (the loads hold the DMA queues before)
-MAX_ON_POOL_EVERY = 3  # every n-th kept tile: ACT scales it out of PSUM, GpSimd takes the max; 0: never
+MAX_ON_POOL_EVERY = 4  # every n-th kept tile: ACT scales it out of PSUM, GpSimd takes the max; 0: never
 EXP_CHUNK = 2  # kept tiles per exp instruction (and per chunk DMA transpose)
 COPY_ON_ACT_EVERY = 4  # every n-th PE-transposed tile copies Pᵀ out of PSUM on ACT instead of DVE; 0: never
 
@@ -501,9 +501,11 @@ def _scores_stage(q_g, k_t, run_neg_max, b, g, si, s0, tiles, active, cfg):
         buf, off = scores[j]
         s = buf[:, off : off + KV_TILE]
         src = s_psum[:nq, :nk]
-        cfg["tiles"] += 1
-        on_pool = MAX_ON_POOL_EVERY > 0 and cfg["tiles"] % MAX_ON_POOL_EVERY == 0
-        # on_pool: ACT scales the tile out of PSUM and GpSimd takes its max (the masked value is then scaled first)
+        masked = kind["causal"] or kind["window"]
+        cfg["tiles"] += 0 if masked else 1
+        on_pool = masked or (MAX_ON_POOL_EVERY > 0 and cfg["tiles"] % MAX_ON_POOL_EVERY == 0)
+        # on_pool: ACT scales the tile out of PSUM and GpSimd takes its max (the masked value is then scaled first);
+        # always for a masked tile, which needs an SBUF copy for affine_select (GpSimd) anyway
         on_false = cfg["on_false"] * cfg["scale"] if on_pool else cfg["on_false"]
         if on_pool:
             nisa.activation(dst=s[:nq, :nk], op=nl.copy, data=src, scale=cfg["scale"])
