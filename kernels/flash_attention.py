@@ -317,11 +317,11 @@ def _group_section(
     l_run = run_sum[:nq]
     o_acc = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_acc")
     if first:
-        nisa.tensor_reduce(dst=l_run, op=nl.add, data=sums[:nq, : len(chunks)], axis=1)
+        nisa.tensor_reduce(dst=l_run, op=nl.add, data=sums[:nq, :n_kept], axis=1)
         nisa.tensor_copy(dst=o_acc[:nq], src=o_psum[:nq, :])
     else:
         l_sec = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="sec_sum")
-        nisa.tensor_reduce(dst=l_sec[:nq], op=nl.add, data=sums[:nq, : len(chunks)], axis=1)
+        nisa.tensor_reduce(dst=l_sec[:nq], op=nl.add, data=sums[:nq, :n_kept], axis=1)
         # l = α·l + l_section
         nisa.tensor_scalar(dst=l_run, data=l_run, op0=nl.multiply, operand0=alpha[:nq], op1=nl.add,
                            operand1=l_sec[:nq])  # fmt: skip
@@ -339,8 +339,7 @@ def _group_section(
     # -- normalise and store --------------------------------------------------------------------------------------
     inv = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="inv_sum")
     nisa.reciprocal(dst=inv[:nq], data=l_run)
-    # normalised straight into the output dtype: the store moves half the bytes of an fp32 tile
-    o_fin = nl.ndarray((Q_GROUP, d), dtype=dt, buffer=nl.sbuf, name="o_final")
+    o_fin = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_final")
     nisa.activation(dst=o_fin[:nq], op=nl.copy, data=o_acc[:nq], scale=inv[:nq])
     nisa.dma_copy(dst=out[b, q0 : q0 + nq, :], src=o_fin[:nq])
 
