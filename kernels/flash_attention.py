@@ -24,6 +24,12 @@ The online-softmax algorithm of nki-library's ``attention_cte`` kernel, re-deriv
 
 Every skip / diagonal / ragged decision is a Python-level (trace-time) choice, so those loops are plain ``range``;
 the uniform K/V loads are ``nl.affine_range`` loops.
+
+That is ``flash_attention_rolled`` (in program order, one group after the other). ``flash_attention`` runs the same
+algorithm software-pipelined for the engines (``_attention_pipelined``, below): private buffers per group and tile,
+the next group's scores stage emitted before this group's softmax stage, the exp over chunks of tiles, Pᵀ through
+bf16 PSUM or by DMA, and some tiles' max on GpSimd, the masked tiles scaled by ScalarE out of PSUM. The numbers are
+the same up to the order of the partial sums.
 """
 
 from nkic import api as nki
@@ -371,10 +377,15 @@ def _uniform_run(tiles):
 #   group comes before the softmax stage (exp + sum, transposes, MM2, normalise) of the current one;
 # * loads are issued in the order the groups first need them (K/V tile t and Q group g interleaved);
 # * Pᵀ: the PE transposes land in PSUM in the exp tile's dtype (the ISA requires dst dtype == data dtype), so the
-#   PSUM → SBUF copy is a 2-byte copy; some tiles are transposed by one DMA instead (``DMA_TRANSPOSE_EVERY``),
-#   which takes work off PE, ACT and DVE and gives it to the otherwise idle DMA queues.
+#   PSUM → SBUF copy is a 2-byte copy (VectorE fast mode); some chunks are transposed by one DMA instead
+#   (``DMA_TRANSPOSE_EVERY``), which takes work off PE, ACT and DVE and gives it to the otherwise idle DMA queues;
+# * the row max: VectorE's tensor_scalar_reduce straight from PSUM, or (masked tiles, and every
+#   ``MAX_ON_POOL_EVERY``-th tile) ScalarE's scaled copy out of PSUM with GpSimd's tensor_reduce, which puts the
+#   idle GpSimd to work and balances ScalarE against VectorE;
+# * the exp and its row sum run over ``EXP_CHUNK`` tiles at once (one instruction's fixed cost per chunk).
+# The constants below were tuned on the calibrated timeline model at 4K and 8K (bench/README.md).
 
-DMA_TRANSPOSE_EVERY = 3  # every 3rd kept KV tile (2-byte dtypes) transposes Pᵀ by DMA; 0: never
+DMA_TRANSPOSE_EVERY = 3  # every 3rd chunk (2-byte dtypes) transposes Pᵀ by DMA; 0: never
 DMA_TRANSPOSE_FROM = 0.25  # ... from this fraction of the groups on (the loads hold the DMA queues before)
 MAX_ON_POOL_EVERY = 4  # every n-th kept tile: ACT scales it out of PSUM, GpSimd takes the max; 0: never
 EXP_CHUNK = 2  # kept tiles per exp instruction (and per chunk DMA transpose)
