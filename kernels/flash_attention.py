@@ -24,6 +24,12 @@ The online-softmax algorithm of nki-library's ``attention_cte`` kernel, re-deriv
 
 Every skip / diagonal / ragged decision is a Python-level (trace-time) choice, so those loops are plain ``range``;
 the uniform K/V loads are ``nl.affine_range`` loops.
+
+That is ``flash_attention_rolled`` (in program order, one group after the other). ``flash_attention`` runs the same
+algorithm software-pipelined for the engines (``_attention_pipelined``, below): private buffers per group and tile,
+the next group's scores stage emitted before this group's softmax stage, the exp over chunks of tiles, Pᵀ through
+bf16 PSUM or by DMA, and some tiles' max on GpSimd, the masked tiles scaled by ScalarE out of PSUM. The numbers are
+the same up to the order of the partial sums.
 """
 
 from nkic import api as nki
@@ -75,7 +81,7 @@ def _kept_blocks(q0, nq, k0, nk, kind):
 
 @nki.jit
 def flash_attention(q, k, v, scale=1.0, causal_mask=True, sliding_window=0):
-    return _attention(q, k, v, scale, causal_mask, sliding_window, rolled=False)
+    return _attention_pipelined(q, k, v, scale, causal_mask, sliding_window)
 
 
 @nki.jit
@@ -557,3 +563,304 @@ def _exp_tile(scores, sums, neg_max, o_psum, v_sb, t, col, n_blocks, dt):
     nisa.tensor_copy(dst=e_t[:, :n_blocks, :], src=e_psum[:, :n_blocks, :])
     for i in range(n_blocks):
         nisa.nc_matmul(o_psum, stationary=e_t[:, i, :], moving=v_sb[:, t * BLOCKS + i, :])
+# -- the software-pipelined kernel (``flash_attention``) ----------------------------------------------------------
+#
+# The same algorithm, arranged so that the engines overlap across query groups:
+# * every per-group, per-tile tensor is its own allocation (scores, exp, transposed exp, PSUM tiles), so nothing
+#   but the data chains one group to the next;
+# * the program is emitted software-pipelined: the scores stage (MM1, mask, scale + partial max) of the next
+#   group comes before the softmax stage (exp + sum, transposes, MM2, normalise) of the current one;
+# * loads are issued in the order the groups first need them (K/V tile t and Q group g interleaved);
+# * Pᵀ: the PE transposes land in PSUM in the exp tile's dtype (the ISA requires dst dtype == data dtype), so the
+#   PSUM → SBUF copy is a 2-byte copy (VectorE fast mode); some chunks are transposed by one DMA instead
+#   (``DMA_TRANSPOSE_EVERY``), which takes work off PE, ACT and DVE and gives it to the otherwise idle DMA queues;
+# * the row max: VectorE's tensor_scalar_reduce straight from PSUM, or (masked tiles, and every
+#   ``MAX_ON_POOL_EVERY``-th tile) ScalarE's scaled copy out of PSUM with GpSimd's tensor_reduce, which puts the
+#   idle GpSimd to work and balances ScalarE against VectorE;
+# * the exp and its row sum run over ``EXP_CHUNK`` tiles at once (one instruction's fixed cost per chunk).
+# The constants below were tuned on the calibrated timeline model at 4K and 8K (bench/README.md).
+
+DMA_TRANSPOSE_EVERY = 3  # every 3rd chunk (2-byte dtypes) transposes Pᵀ by DMA; 0: never
+DMA_TRANSPOSE_FROM = 0.25  # ... from this fraction of the groups on (the loads hold the DMA queues before)
+MAX_ON_POOL_EVERY = 4  # every n-th kept tile: ACT scales it out of PSUM, GpSimd takes the max; 0: never
+EXP_CHUNK = 2  # kept tiles per exp instruction (and per chunk DMA transpose)
+COPY_ON_ACT_EVERY = 4  # every n-th PE-transposed tile copies Pᵀ out of PSUM on ACT instead of DVE; 0: never
+
+
+def _attention_pipelined(q, k, v, scale, causal_mask, sliding_window):
+    bs, seqlen_q, d = q.shape
+    bs_kv, seqlen_kv, d_kv = k.shape
+    assert v.shape == k.shape and d_kv == d, "k and v must be (bs_kv, seqlen_kv, d) like q's d"
+    assert d <= 128, "head dim must be at most 128"
+    assert bs % bs_kv == 0, "bs must be a multiple of bs_kv (GQA)"
+    window = int(sliding_window or 0)
+    causal = bool(causal_mask)
+    dt = q.dtype
+    out = nl.ndarray((bs, seqlen_q, d), dtype=dt, buffer=nl.shared_hbm, name="out")
+
+    q_per_kv = bs // bs_kv
+    n_groups = _cdiv(seqlen_q, Q_GROUP)
+    sec_size = SECTION_SIZE if seqlen_kv > SECTION_THRESHOLD else seqlen_kv
+    sections = [(s0, min(sec_size, seqlen_kv - s0)) for s0 in range(0, seqlen_kv, sec_size)]
+    on_false = FLOAT32_MIN / max(1.0, float(scale))
+
+    plan = {}
+    for g in range(n_groups):
+        q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
+        for si, (s0, slen) in enumerate(sections):
+            tiles = []
+            for t in range(_cdiv(slen, KV_TILE)):
+                k0, nk = s0 + t * KV_TILE, min(KV_TILE, slen - t * KV_TILE)
+                kind = _tile_kind(q0, nq, k0, nk, causal, window)
+                if kind is not None:
+                    tiles.append((t, k0, nk, kind))
+            plan[g, si] = tiles
+    active = {g: [si for si in range(len(sections)) if plan[g, si]] for g in range(n_groups)}
+    assert all(active.values()), "every query group must see at least one key"
+
+    scratch = None
+    if any(len(a) > 1 for a in active.values()):
+        scratch = nl.ndarray((bs, seqlen_q, d), dtype=nl.float32, buffer=nl.hbm, name="o_partial")
+
+    cfg = {"d": d, "dt": dt, "scale": float(scale), "on_false": on_false, "window": window, "seqlen_q": seqlen_q,
+           "dma_t": dt in (nl.bfloat16, nl.float16) and DMA_TRANSPOSE_EVERY > 0, "count": 0, "tiles": 0, "copies": 0,
+           "dma_from": int(n_groups * DMA_TRANSPOSE_FROM)}  # fmt: skip
+    for kb in range(bs_kv):
+        batches = list(range(kb * q_per_kv, (kb + 1) * q_per_kv))
+        run_neg_max = {}
+        run_sum = {}
+        for b in batches:
+            for g in range(n_groups):
+                run_neg_max[b, g] = nl.ndarray((Q_GROUP, 1), dtype=nl.float32, buffer=nl.sbuf, name=f"neg_max_b{b}_g{g}")
+                run_sum[b, g] = nl.ndarray((Q_GROUP, 1), dtype=nl.float32, buffer=nl.sbuf, name=f"sum_b{b}_g{g}")
+
+        for si, (s0, slen) in enumerate(sections):
+            groups = [g for g in range(n_groups) if si in active[g]]
+            if not groups:
+                continue
+            n_blocks = _cdiv(slen, KV_BLOCK)
+            k_t = nl.ndarray((d, slen), dtype=dt, buffer=nl.sbuf, name="kT")
+            v_sb = nl.ndarray((KV_BLOCK, n_blocks, d), dtype=dt, buffer=nl.sbuf, name="v")
+            q_t = {b: nl.ndarray((d, n_groups, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="qT") for b in batches}
+            _load_in_order(q, k, v, q_t, k_t, v_sb, kb, batches, groups, plan, si, s0, slen, seqlen_q, seqlen_kv, d)
+
+            pending = None
+            for b in batches:
+                for g in groups:
+                    st = _scores_stage(q_t[b][:, g, :], k_t, run_neg_max[b, g], b, g, si, s0, plan[g, si],
+                                       active[g], cfg)  # fmt: skip
+                    if pending is not None:
+                        _softmax_stage(*pending)
+                    pending = (st, out, scratch, v_sb, run_sum, cfg)
+            _softmax_stage(*pending)
+    return out
+
+
+def _load_in_order(q, k, v, q_t, k_t, v_sb, kb, batches, groups, plan, si, s0, slen, seqlen_q, seqlen_kv, d):
+    """Q group and K/V tile loads, in the order the groups first use them (a tile before the group needing it)."""
+    first_use = {}
+    for g in groups:
+        for t, _, _, _ in plan[g, si]:
+            first_use.setdefault(t, g)
+    events = [((0, g, 0), ("kv", t)) for t, g in first_use.items()]
+    events += [((i, g, 1), ("q", b, g)) for i, b in enumerate(batches) for g in groups]
+    base = kb * seqlen_kv * d + s0 * d
+    for _, ev in sorted(events, key=lambda e: e[0]):
+        if ev[0] == "q":
+            _, b, g = ev
+            q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
+            nisa.dma_transpose(dst=q_t[b][:, g, :nq], src=q[b, q0 : q0 + nq, :])
+            continue
+        t = ev[1]
+        k0, nk = t * KV_TILE, min(KV_TILE, slen - t * KV_TILE)
+        nisa.dma_transpose(dst=k_t[:, k0 : k0 + nk], src=k[kb, s0 + k0 : s0 + k0 + nk, :])
+        full, rest = nk // KV_BLOCK, nk % KV_BLOCK
+        if full:
+            nisa.dma_copy(
+                dst=v_sb[:, t * BLOCKS : t * BLOCKS + full, :],
+                src=v.ap(pattern=[[d, KV_BLOCK], [KV_BLOCK * d, full], [1, d]], offset=base + k0 * d),
+            )
+        if rest:
+            nisa.dma_copy(
+                dst=v_sb[:rest, t * BLOCKS + full, :],
+                src=v.ap(pattern=[[d, rest], [1, d]], offset=base + (k0 + full * KV_BLOCK) * d),
+            )
+
+
+def _scores_stage(q_g, k_t, run_neg_max, b, g, si, s0, tiles, active, cfg):
+    """MM1, mask, scale + partial row max of every kept tile, then the negated (running) max and α."""
+    f32 = nl.float32
+    q0, nq = g * Q_GROUP, min(Q_GROUP, cfg["seqlen_q"] - g * Q_GROUP)
+    first = si == active[0]
+    n_kept = len(tiles)
+    partial_max = nl.ndarray((Q_GROUP, n_kept), dtype=f32, buffer=nl.sbuf, name="partial_max")
+    chunks = _chunks(tiles)
+    scores = []  # per tile: (its chunk's scores buffer, its first column there)
+    for chunk in chunks:
+        buf = nl.ndarray((Q_GROUP, len(chunk) * KV_TILE), dtype=f32, buffer=nl.sbuf, name="scores")
+        scores += [(buf, i * KV_TILE) for i in range(len(chunk))]
+    for j, (t, k0, nk, kind) in enumerate(tiles):
+        c0 = k0 - s0
+        s_psum = nl.ndarray((Q_GROUP, KV_TILE), dtype=f32, buffer=nl.psum, name="qk_psum")
+        nisa.nc_matmul(s_psum[:nq, :nk], stationary=q_g[:, :nq], moving=k_t[:, c0 : c0 + nk])
+        buf, off = scores[j]
+        s = buf[:, off : off + KV_TILE]
+        src = s_psum[:nq, :nk]
+        masked = kind["causal"] or kind["window"]
+        cfg["tiles"] += 0 if masked else 1
+        on_pool = masked or (MAX_ON_POOL_EVERY > 0 and cfg["tiles"] % MAX_ON_POOL_EVERY == 0)
+        # on_pool: ACT scales the tile out of PSUM and GpSimd takes its max (the masked value is then scaled first);
+        # always for a masked tile, which needs an SBUF copy for affine_select (GpSimd) anyway
+        on_false = cfg["on_false"] * cfg["scale"] if on_pool else cfg["on_false"]
+        if on_pool:
+            nisa.activation(dst=s[:nq, :nk], op=nl.copy, data=src, scale=cfg["scale"])
+        elif kind["causal"] or kind["window"]:
+            nisa.tensor_copy(dst=s[:nq, :nk], src=src)
+        if on_pool or kind["causal"] or kind["window"]:
+            src = s[:nq, :nk]
+        if kind["causal"]:
+            nisa.affine_select(
+                dst=s[:nq, :nk], pattern=[[-1, nk]], channel_multiplier=1, on_true_tile=s[:nq, :nk],
+                on_false_value=on_false, cmp_op=nl.greater_equal, offset=q0 - k0,
+            )  # fmt: skip
+        if kind["window"]:
+            nisa.affine_select(
+                dst=s[:nq, :nk], pattern=[[1, nk]], channel_multiplier=-1, on_true_tile=s[:nq, :nk],
+                on_false_value=on_false, cmp_op=nl.greater_equal, offset=cfg["window"] - 1 - q0 + k0,
+            )  # fmt: skip
+        if on_pool:
+            nisa.tensor_reduce(dst=partial_max[:nq, j], op=nl.maximum, data=src, axis=1)
+        else:
+            nisa.tensor_scalar_reduce(
+                dst=s[:nq, :nk], data=src, op0=nl.multiply, operand0=cfg["scale"], reduce_op=nl.maximum,
+                reduce_res=partial_max[:nq, j],
+            )  # fmt: skip
+
+    neg_max = run_neg_max[:nq]
+    alpha = None
+    if first:
+        nisa.tensor_reduce(dst=neg_max, op=nl.maximum, data=partial_max[:nq, :n_kept], axis=1, negate=True)
+    else:
+        sec_neg_max = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="sec_neg_max")
+        nisa.tensor_reduce(dst=sec_neg_max[:nq], op=nl.maximum, data=partial_max[:nq, :n_kept], axis=1, negate=True)
+        prev_neg_max = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="prev_neg_max")
+        nisa.tensor_copy(dst=prev_neg_max[:nq], src=neg_max)
+        nisa.tensor_tensor(dst=neg_max, data1=prev_neg_max[:nq], data2=sec_neg_max[:nq], op=nl.minimum)
+        alpha = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="alpha")
+        nisa.activation(dst=alpha[:nq], op=nl.exp, data=prev_neg_max[:nq], bias=neg_max, scale=-1.0)
+    return {"b": b, "g": g, "si": si, "s0": s0, "tiles": tiles, "active": active, "scores": scores, "chunks": chunks,
+            "neg_max": neg_max, "alpha": alpha, "q0": q0, "nq": nq}  # fmt: skip
+
+
+def _softmax_stage(st, out, scratch, v_sb, run_sum, cfg):
+    """exp + row sum per tile, Pᵀ (PE or DMA), MM2 into one PSUM bank, then merge / normalise and store."""
+    f32 = nl.float32
+    d, dt = cfg["d"], cfg["dt"]
+    b, g, si, tiles, q0, nq = st["b"], st["g"], st["si"], st["tiles"], st["q0"], st["nq"]
+    first, last = si == st["active"][0], si == st["active"][-1]
+    chunks = st["chunks"]
+    sums = nl.ndarray((Q_GROUP, len(chunks)), dtype=f32, buffer=nl.sbuf, name="exp_partial_sum")
+    o_psum = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.psum, name="pv_psum")
+    for ci, chunk in enumerate(chunks):
+        # one exp (+ row sum) over the chunk's tiles: one instruction's fixed cost instead of one per tile
+        buf = st["scores"][chunk[0]][0]
+        ncols = (len(chunk) - 1) * KV_TILE + tiles[chunk[-1]][2]
+        e = nl.ndarray((Q_GROUP, len(chunk) * KV_TILE), dtype=dt, buffer=nl.sbuf, name="exp")
+        nisa.activation(
+            dst=e[:nq, :ncols], op=nl.exp, data=buf[:nq, :ncols], bias=st["neg_max"], scale=1.0,
+            reduce_op=nl.add, reduce_res=sums[:nq, ci], reduce_cmd=nisa.reduce_cmd.reset_reduce,
+        )  # fmt: skip
+        cfg["count"] += 1
+        use_dma = cfg["dma_t"] and g >= cfg["dma_from"] and cfg["count"] % DMA_TRANSPOSE_EVERY == 0
+        kept = [_kept_blocks(q0, nq, tiles[j][1], tiles[j][2], tiles[j][3]) for j in chunk]
+        whole = all(tiles[j][2] == KV_TILE and len(kb) == BLOCKS for j, kb in zip(chunk, kept))
+        if use_dma and whole:  # the chunk's Pᵀ in one DMA: [q, blocks, k] -> [k, blocks, q]
+            nb = len(chunk) * BLOCKS
+            e_t = nl.ndarray((KV_BLOCK, nb, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="expT")
+            nisa.dma_transpose(dst=e_t[:, :, :nq], src=e.reshape((Q_GROUP, nb, KV_BLOCK))[:nq])
+            for pos, j in enumerate(chunk):
+                t = tiles[j][0]
+                for i in range(BLOCKS):
+                    nisa.nc_matmul(o_psum[:nq, :], stationary=e_t[:, pos * BLOCKS + i, :nq],
+                                   moving=v_sb[:, t * BLOCKS + i, :])  # fmt: skip
+            continue
+        for pos, j in enumerate(chunk):
+            t, k0, nk, kind = tiles[j]
+            et = _transpose_p(e[:, pos * KV_TILE : (pos + 1) * KV_TILE], kept[pos], nq, nk, dt, use_dma, cfg)
+            for i in kept[pos]:
+                kbk = min(KV_BLOCK, nk - i * KV_BLOCK)
+                nisa.nc_matmul(o_psum[:nq, :], stationary=et[:kbk, i, :nq], moving=v_sb[:kbk, t * BLOCKS + i, :])
+
+    l_run = run_sum[b, g][:nq]
+    if first:
+        nisa.tensor_reduce(dst=l_run, op=nl.add, data=sums[:nq, : len(chunks)], axis=1)
+        o_acc = o_psum
+    else:
+        alpha = st["alpha"]
+        l_sec = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="sec_sum")
+        nisa.tensor_reduce(dst=l_sec[:nq], op=nl.add, data=sums[:nq, : len(chunks)], axis=1)
+        nisa.tensor_scalar(dst=l_run, data=l_run, op0=nl.multiply, operand0=alpha[:nq], op1=nl.add,
+                           operand1=l_sec[:nq])  # fmt: skip
+        o_prev = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_prev")
+        nisa.dma_copy(dst=o_prev[:nq], src=scratch[b, q0 : q0 + nq, :])
+        o_acc = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_acc")
+        nisa.scalar_tensor_tensor(
+            dst=o_acc[:nq], data=o_prev[:nq], op0=nl.multiply, operand0=alpha[:nq], op1=nl.add,
+            operand1=o_psum[:nq, :],
+        )  # fmt: skip
+
+    if not last:
+        if first:  # the section's O leaves PSUM for the HBM scratch
+            o_sb = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_acc")
+            nisa.tensor_copy(dst=o_sb[:nq], src=o_psum[:nq, :])
+            o_acc = o_sb
+        nisa.dma_copy(dst=scratch[b, q0 : q0 + nq, :], src=o_acc[:nq])
+        return
+    inv = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="inv_sum")
+    nisa.reciprocal(dst=inv[:nq], data=l_run)
+    # normalised straight into the output dtype: the store moves half the bytes of an fp32 tile
+    o_fin = nl.ndarray((Q_GROUP, d), dtype=dt, buffer=nl.sbuf, name="o_final")
+    nisa.activation(dst=o_fin[:nq], op=nl.copy, data=o_acc[:nq], scale=inv[:nq])
+    nisa.dma_copy(dst=out[b, q0 : q0 + nq, :], src=o_fin[:nq])
+
+
+def _chunks(tiles):
+    """Runs of up to ``EXP_CHUNK`` consecutive kept tiles sharing one scores and one exp buffer; a ragged tile
+    (narrower than a KV tile) ends its run, so that a run's columns are contiguous."""
+    chunks, cur = [], []
+    for j, (_, _, nk, _) in enumerate(tiles):
+        cur.append(j)
+        if len(cur) == EXP_CHUNK or nk < KV_TILE:
+            chunks.append(cur)
+            cur = []
+    if cur:
+        chunks.append(cur)
+    return chunks
+
+
+def _transpose_p(e, blocks, nq, nk, dt, use_dma, cfg):
+    """Pᵀ of one exp tile ``e`` [q, 512] as [k, block, q]: by DMA, or by PE transposes to PSUM plus one copy."""
+    lo, hi = blocks[0], blocks[-1] + 1
+    full_hi = min(hi, nk // KV_BLOCK)
+    rest = nk - full_hi * KV_BLOCK if hi > full_hi else 0
+    e_t = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="expT")
+    if use_dma:
+        e3 = e.reshape((Q_GROUP, BLOCKS, KV_BLOCK))
+        if full_hi > lo:
+            nisa.dma_transpose(dst=e_t[:, lo:full_hi, :nq], src=e3[:nq, lo:full_hi, :])
+        if rest:
+            c = full_hi * KV_BLOCK
+            nisa.dma_transpose(dst=e_t[:rest, full_hi, :nq], src=e[:nq, c : c + rest])
+        return e_t
+    e_psum = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.psum, name="expT_psum")
+    for i in blocks:
+        kbk = min(KV_BLOCK, nk - i * KV_BLOCK)
+        nisa.nc_transpose(dst=e_psum[:kbk, i, :nq], data=e[:nq, i * KV_BLOCK : i * KV_BLOCK + kbk])
+    cfg["copies"] += 1
+    on_act = COPY_ON_ACT_EVERY > 0 and cfg["copies"] % COPY_ON_ACT_EVERY == 0
+    eng = nisa.engine.scalar if on_act else nisa.engine.vector
+    if full_hi > lo:
+        nisa.tensor_copy(dst=e_t[:, lo:full_hi, :nq], src=e_psum[:, lo:full_hi, :nq], engine=eng)
+    if rest:
+        nisa.tensor_copy(dst=e_t[:rest, full_hi, :nq], src=e_psum[:rest, full_hi, :nq], engine=eng)
+    return e_t

@@ -131,7 +131,7 @@ def _prop(op: object, key: str) -> object:
 
 
 def test_penguin_ir_signature_ops() -> None:
-    module = _trace(512, 512, scale=0.125)
+    module = _trace(1024, 1024, scale=0.125)  # groups 4-7 see an unmasked tile: the TensorScalarReduce path
     reduces = _ops(module, "tensor_reduce")
     assert any(_prop(r, "negate") and _prop(r, "op") == "maximum" for r in reduces)
     exps = [a for a in _ops(module, "activation") if _prop(a, "func") == "exp"]
@@ -142,7 +142,12 @@ def test_penguin_ir_signature_ops() -> None:
     assert all(_prop(s, "channel_multiplier") == 1 for s in selects)
     tsr = _ops(module, "tensor_scalar_reduce")
     assert tsr and all(_prop(t, "op0") == "multiply" and _prop(t, "reduce_op") == "maximum" for t in tsr)
-    assert {_prop(t, "operand0") for t in tsr} == {0.125}  # the scale is folded in here
+    assert {_prop(t, "operand0") for t in tsr} == {0.125}  # the scale is folded in here ...
+    # ... or, for masked tiles and every MAX_ON_POOL_EVERY-th tile, into ScalarE's copy out of PSUM, whose max
+    # GpSimd takes
+    copies = [a for a in _ops(module, "activation") if _prop(a, "func") == "copy" and not a.has("scale")]
+    assert copies and {_prop(a, "scale") for a in copies} == {0.125}
+    assert any(_prop(r, "op") == "maximum" and not _prop(r, "negate") for r in reduces)
 
 
 def test_causal_compute_skipping_reduces_matmuls() -> None:
