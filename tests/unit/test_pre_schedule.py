@@ -33,7 +33,8 @@ def _compile(pre: bool, stop_at_alloc: bool = False) -> bytes | ModuleOp:
     module = flash_attention.trace(Q, K, V, scale=0.088).module.clone()
     ctx = make_context()
     with use_resolver(RESOLVER):
-        for p in (*frontend_lowering(), *backend()):
+        # without post-schedule, which would otherwise recover much of the interleaving on its own
+        for p in (*frontend_lowering(), *backend(post_schedule=False)):
             if isinstance(p, ps.PreSchedulePass) and not pre:
                 continue
             if stop_at_alloc and isinstance(p, AllocateMemoryPass):
