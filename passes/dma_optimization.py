@@ -40,6 +40,7 @@ from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.lowering import cost_record
 from nkic.passes.schedule_instructions import _reorder, duration_ns
 from nkic.target.costs import instr_ns
+from nkic.target.isa import MAX_FREE_DIMS
 from nkic.target.machine import NUM_DMA_QUEUES, TARGETS, Target, get_target
 
 
@@ -156,6 +157,12 @@ def _row_elems(loc: bir.MemLocOp) -> int:
     return math.prod(loc.dims[1:])
 
 
+def _encodable(group: _Group) -> bool:
+    """The merged transfer adds a dimension to each pattern: each must still have at most ``MAX_FREE_DIMS`` free
+    dimensions, the most an ISA operand encodes."""
+    return all(len(ap.pairs) <= MAX_FREE_DIMS for ap in group.head.aps.data)
+
+
 def _stays_in_rows(group: _Group, locs: dict[str, bir.MemLocOp]) -> bool:
     """On chip, the new dimension must stay inside each partition's row (a step across partitions is not a free
     dimension): every member's free elements lie in the same partitions as the first one's."""
@@ -200,7 +207,7 @@ def coalesce(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs |
             step = tuple(a - b for a, b in zip(group.offsets(inst), group.offsets(group.members[-1])))
             group.step = step  # type: ignore[assignment]
             group.members.append(inst)
-            if _stays_in_rows(group, locs) and _cheaper(group, locs, target):
+            if _encodable(group) and _stays_in_rows(group, locs) and _cheaper(group, locs, target):
                 continue
             group.members.pop()
             if len(group.members) == 1:

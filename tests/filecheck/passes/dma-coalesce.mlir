@@ -47,3 +47,19 @@ builtin.module {
     bir.dma_copy dst @b[512 : [1024, 128], [1, 512]], src @in[65536 : [512, 128], [1, 512]] {id = 2 : i64, engine = "sp", deps = [#bir.dep<anti, 1>]}
   }
 }
+
+// -----
+
+// Patterns that already have four free dimensions: the merged transfer would need a fifth, more than an ISA operand
+// encodes, so the two loads stay apart (with one queue they would merge otherwise).
+// CHECK: bir.dma_copy dst @b[0 : [1536, 128], [256, 2], [64, 4], [16, 4], [1, 16]]{{.*}} {id = 0 : i64
+// CHECK-NEXT: bir.dma_copy dst @b[512 : [1536, 128], [256, 2], [64, 4], [16, 4], [1, 16]]{{.*}} {id = 1 : i64
+
+builtin.module {
+  bir.function @f attributes {inputs = ["in"], outputs = []} {
+    bir.memloc @in : shared_hbm [384, 512] float32 {kind = "input"}
+    bir.memloc @b : sbuf [128, 1536] float32 {address = array<i64: 0, 0>}
+    bir.dma_copy dst @b[0 : [1536, 128], [256, 2], [64, 4], [16, 4], [1, 16]], src @in[0 : [512, 128], [256, 2], [64, 4], [16, 4], [1, 16]] {id = 0 : i64, engine = "sp"}
+    bir.dma_copy dst @b[512 : [1536, 128], [256, 2], [64, 4], [16, 4], [1, 16]], src @in[65536 : [512, 128], [256, 2], [64, 4], [16, 4], [1, 16]] {id = 1 : i64, engine = "sp"}
+  }
+}
