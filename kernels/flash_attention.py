@@ -55,6 +55,24 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
+def _section_plan(n_groups, seqlen_q, sections, causal, window):
+    """Per (group, section): the kept KV tiles ``(t, k0, nk, kind)``; per group: the sections with any compute."""
+    plan = {}
+    for g in range(n_groups):
+        q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
+        for si, (s0, slen) in enumerate(sections):
+            tiles = []
+            for t in range(_cdiv(slen, KV_TILE)):
+                k0, nk = s0 + t * KV_TILE, min(KV_TILE, slen - t * KV_TILE)
+                kind = _tile_kind(q0, nq, k0, nk, causal, window)
+                if kind is not None:
+                    tiles.append((t, k0, nk, kind))
+            plan[g, si] = tiles
+    active = {g: [si for si in range(len(sections)) if plan[g, si]] for g in range(n_groups)}
+    assert all(active.values()), "every query group must see at least one key"
+    return plan, active
+
+
 def _tile_kind(q0, nq, k0, nk, causal, window):
     """Trace-time classification of the (q group, KV tile) pair: None (skip) or the masks it needs."""
     q_last, k_last = q0 + nq - 1, k0 + nk - 1
@@ -123,20 +141,7 @@ def _attention(q, k, v, scale, causal_mask, sliding_window, rolled, unroll_tiles
     # in a section would otherwise get max = -inf and exp(-inf + inf) = NaN).
     on_false = FLOAT32_MIN / max(1.0, float(scale))
 
-    # Per group: the kept KV tiles of each section, and which sections have any compute at all.
-    plan = {}
-    for g in range(n_groups):
-        q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
-        for si, (s0, slen) in enumerate(sections):
-            tiles = []
-            for t in range(_cdiv(slen, KV_TILE)):
-                k0, nk = s0 + t * KV_TILE, min(KV_TILE, slen - t * KV_TILE)
-                kind = _tile_kind(q0, nq, k0, nk, causal, window)
-                if kind is not None:
-                    tiles.append((t, k0, nk, kind))
-            plan[g, si] = tiles
-    active = {g: [si for si in range(len(sections)) if plan[g, si]] for g in range(n_groups)}
-    assert all(active.values()), "every query group must see at least one key"
+    plan, active = _section_plan(n_groups, seqlen_q, sections, causal, window)
 
     scratch = None
     if any(len(a) > 1 for a in active.values()):
@@ -604,19 +609,7 @@ def _attention_pipelined(q, k, v, scale, causal_mask, sliding_window):
     sections = [(s0, min(sec_size, seqlen_kv - s0)) for s0 in range(0, seqlen_kv, sec_size)]
     on_false = FLOAT32_MIN / max(1.0, float(scale))
 
-    plan = {}
-    for g in range(n_groups):
-        q0, nq = g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP)
-        for si, (s0, slen) in enumerate(sections):
-            tiles = []
-            for t in range(_cdiv(slen, KV_TILE)):
-                k0, nk = s0 + t * KV_TILE, min(KV_TILE, slen - t * KV_TILE)
-                kind = _tile_kind(q0, nq, k0, nk, causal, window)
-                if kind is not None:
-                    tiles.append((t, k0, nk, kind))
-            plan[g, si] = tiles
-    active = {g: [si for si in range(len(sections)) if plan[g, si]] for g in range(n_groups)}
-    assert all(active.values()), "every query group must see at least one key"
+    plan, active = _section_plan(n_groups, seqlen_q, sections, causal, window)
 
     scratch = None
     if any(len(a) > 1 for a in active.values()):
