@@ -30,9 +30,9 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.dialects import bir
 from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.dma_optimization import Costs, cost_figures, replay_ns
-from nkic.passes.schedule_instructions import _reorder
+from nkic.passes.schedule_instructions import _reorder, check_options
 from nkic.target.costs import dependent_latency_ns
-from nkic.target.machine import TARGETS, Target, get_target
+from nkic.target.machine import Target, get_target
 
 _DMA = "dma"  # the resource key of the DMA queue pool
 
@@ -141,9 +141,6 @@ class PostSchedulePass(ModulePass):
     num_queues: int = 4
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.target not in TARGETS:
-            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
-        if self.num_queues < 1:
-            raise PassFailedException("num_queues must be at least 1")
+        check_options(self.target, self.num_queues)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             post_schedule(fn, get_target(self.target), self.num_queues)

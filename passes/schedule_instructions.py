@@ -124,6 +124,14 @@ def _reorder(fn: bir.FunctionOp, new_order: list[bir.BirInst]) -> None:
             )
 
 
+def check_options(target: str, num_queues: int) -> None:
+    """The options of a pass that plans on ``target`` with ``num_queues`` DMA queues."""
+    if target not in TARGETS:
+        raise PassFailedException(f"unknown target '{target}' (expected {', '.join(TARGETS)})")
+    if num_queues < 1:
+        raise PassFailedException("num_queues must be at least 1")
+
+
 @dataclass(frozen=True)
 class ScheduleInstructionsPass(ModulePass):
     name = "schedule-instructions"
@@ -131,9 +139,6 @@ class ScheduleInstructionsPass(ModulePass):
     num_queues: int = 4  # the DMA queues insert-semaphores will spread transfers over
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.target not in TARGETS:
-            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
-        if self.num_queues < 1:
-            raise PassFailedException("num_queues must be at least 1")
+        check_options(self.target, self.num_queues)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             schedule(fn, get_target(self.target), self.num_queues)
