@@ -33,12 +33,13 @@ def frontend_lowering(kernel_format: str = "bir") -> tuple[ModulePass, ...]:
 def backend(
     target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate", metrics: bool = False,
     roll_loops: bool = False, *, post_schedule: bool = True,
-    coalesce_dma: bool = True,
+    coalesce_dma: bool = True, dma_transpose: bool = False,
 ) -> tuple[ModulePass, ...]:
     """The backend passes; ``metrics`` adds ``print-metrics`` before ``bir-to-isa`` (``nkic compile --metrics``),
     ``roll_loops`` keeps qualifying loops rolled (ARCHITECTURE.md "Rolled loops"); ``post_schedule=False`` leaves
     out ``post-schedule``, ``coalesce_dma=False`` ``dma-optimization``'s coalescing (bench/README.md "Schedule-aware
-    allocation" measures both)."""
+    allocation" measures both); ``dma_transpose=True`` adds ``dma-transpose`` after ``assign-engines`` (PE transposes
+    plus their PSUM copy become DMA transposes where the loads favour it; off by default, bench/README.md)."""
     from nkic.passes.allocate_memory import AllocateMemoryPass
     from nkic.passes.assign_engines import AssignEnginesPass
     from nkic.passes.bir_to_isa import BirToIsaPass
@@ -47,6 +48,7 @@ def backend(
     from nkic.passes.dep_reduction import DepReductionPass
     from nkic.passes.dependency_analysis import DependencyAnalysisPass
     from nkic.passes.dma_optimization import DmaOptimizationPass
+    from nkic.passes.dma_transpose import DmaTransposePass
     from nkic.passes.insert_semaphores import InsertSemaphoresPass
     from nkic.passes.isa_verify import IsaVerifyPass
     from nkic.passes.post_schedule import PostSchedulePass
@@ -60,6 +62,8 @@ def backend(
         ResolvePsumAccumulatePass(),
         # engines first, so that pre-schedule plans on them; then allocation follows the scheduled order
         AssignEnginesPass(target=target),
+        # on the data flow alone, before any order or allocation exists
+        *((DmaTransposePass(target=target, num_queues=num_queues),) if dma_transpose else ()),
         PreSchedulePass(target=target, num_queues=num_queues, policy=alloc_policy),
         AllocateMemoryPass(target=target, policy=alloc_policy),
         DependencyAnalysisPass(),
