@@ -19,18 +19,24 @@ When the transposes' sources and destinations step uniformly (the flash-attentio
 group becomes ONE 3-D DMA transpose ``[q, blocks, k] -> [k, blocks, q]`` (one descriptor's fixed cost); otherwise
 one 2-D DMA transpose per PE transpose.
 
-**When.** The decision is per group against the cost model (``target/costs.py``), on the static per-engine busy
-estimate ``print-metrics`` computes (:func:`nkic.passes.print_metrics.metrics`): PE loses the transposes' time,
-the copy's engine the copy's, the DMA queues (together, ``num_queues`` of them) gain the DMA transposes' time
-(each at least the ~1.3 µs fixed cost, SBUF→SBUF transposes at half the DMA efficiency). A group is rewritten
-only when the busiest of those loads (PE, DVE, ACT, Pool, SP and the DMA queues' total divided by ``num_queues``)
-goes down: the work moves off a bottleneck onto engines with room. Groups are taken in program order, the
-loads updated after each.
+**When.** The decision is per group against the cost model (``target/costs.py``), in two steps. First the static
+per-engine busy estimate ``print-metrics`` computes (:func:`nkic.passes.print_metrics.metrics`), plus the core's
+shared DMA bandwidth (the timeline's ``dma_transfer`` work over ``dma_core_bytes_per_ns``, which print-metrics
+does not count): PE loses the transposes' time, the copy's engine the copy's, the DMA queues gain the DMA
+transposes' time (each at least the ~1.3 µs fixed cost; SBUF→SBUF transposes at half the DMA efficiency). The
+group qualifies only when the busiest of those loads (an engine, the queues' total over ``num_queues``, the core's
+DMA bandwidth) goes down: the work moves off a bottleneck onto engines with room. Then ``dma-optimization``'s
+replay of the program order with the group rewritten must finish strictly earlier (the DMA's latency, the queues
+being FIFO). Groups are taken in program order, the loads and the replay updated after each.
 
 The pass runs on flat BIR right after ``assign-engines`` (engines known) and before ``pre-schedule``: only the
 data flow matters there (``dependency-analysis`` recomputes every edge later). Edges on a removed instruction
-become edges on the DMA transposes replacing it. Off by default in ``backend()`` (``dma_transpose=True`` turns
-it on); bench/README.md "DMA transposes by pass" gives the measurement.
+become edges on the DMA transposes replacing it. Only ``tensor_copy`` copies are matched (an ``activation`` copy
+is left alone). Off by default in ``backend()`` (``dma_transpose=True`` turns it on): on the bundled flash
+attention, whose kernel already moves every 3rd chunk's Pᵀ to the DMA queues by hand, it slows the simulated run
+(4K 136.2 → 138.9 µs, 8K 425.3 → 472.9 µs); on the same kernel without its hand-placed DMA transposes it helps at
+4K (127.0 → 119.9 µs) and not at 8K (445.8 → 456.9 µs): the static loads and the program-order replay do not see
+what pre-schedule and allocation make of the order (bench/README.md "DMA transposes by pass").
 """
 
 from __future__ import annotations
