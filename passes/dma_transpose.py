@@ -29,19 +29,22 @@ DMA bandwidth) goes down: the work moves off a bottleneck onto engines with room
 replay of the program order with the group rewritten must finish strictly earlier (the DMA's latency, the queues
 being FIFO). Groups are taken in program order, the loads and the replay updated after each.
 
-The pass runs on flat BIR right after ``assign-engines`` (engines known) and before ``pre-schedule``: only the
-data flow matters there (``dependency-analysis`` recomputes every edge later). Edges on a removed instruction
-become edges on the DMA transposes replacing it. Only ``tensor_copy`` copies are matched (an ``activation`` copy
-is left alone). Off by default in ``backend()`` (``dma_transpose=True`` turns it on): on the bundled flash
-attention, whose kernel already moves every 3rd chunk's Pᵀ to the DMA queues by hand, it slows the simulated run
-(4K 136.2 → 138.9 µs, 8K 425.3 → 472.9 µs); on the same kernel without its hand-placed DMA transposes it helps at
-4K (127.0 → 119.9 µs) and not at 8K (445.8 → 456.9 µs): the static loads and the program-order replay do not see
-what pre-schedule and allocation make of the order (bench/README.md "DMA transposes by pass").
+The pass runs on flat BIR before allocation, where only the data flow matters (``dependency-analysis``
+recomputes every edge later). In ``backend(dma_transpose=True)`` it runs right after ``pre-schedule`` with
+``scheduled=true``: the replay then sees the planned order, with the data-flow edges computed as pre-schedule does
+(private virtual addresses) and taken off again. Without ``scheduled`` (``nkic-opt -p dma-transpose``) it uses the
+edges it finds, e.g. right after ``assign-engines``. Edges on a removed instruction become edges on the DMA
+transposes replacing it. Only ``tensor_copy`` copies are matched (an ``activation`` copy is left alone).
+
+Off by default (bench/README.md "DMA transposes by pass"): on the bundled flash attention, whose kernel already
+moves every 3rd chunk's Pᵀ to the DMA queues by hand, it gives 4K 136.2 → 135.7 µs and 8K 425.3 → 437.2 µs; on
+the kernel without its hand-placed DMA transposes 4K 127.0 → 125.9 µs, 8K 445.8 → 447.7 µs. Neither estimate sees
+allocation's reuse edges or the timeline's DMA effects well enough to gain at 8K.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -308,6 +311,7 @@ class DmaTransposePass(ModulePass):
     target: str = "gen3"
     num_queues: int = 4
     force: bool = False
+    scheduled: bool = False  # after pre-schedule: the edges are gone; the data flow's are computed for the replay
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.target not in TARGETS:
@@ -315,4 +319,24 @@ class DmaTransposePass(ModulePass):
         if not 1 <= self.num_queues <= NUM_DMA_QUEUES:
             raise PassFailedException(f"num_queues must be 1..{NUM_DMA_QUEUES}")
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
-            rewrite(fn, get_target(self.target), self.num_queues, self.force)
+            if self.scheduled:
+                _with_data_edges(fn, lambda f: rewrite(f, get_target(self.target), self.num_queues, self.force))
+            else:
+                rewrite(fn, get_target(self.target), self.num_queues, self.force)
+
+
+def _with_data_edges(fn: bir.FunctionOp, body: Callable[[bir.FunctionOp], object]) -> None:
+    """Run ``body`` with the data-flow edges on ``fn`` (private virtual addresses, as pre-schedule computes them),
+    then take the edges and addresses off again."""
+    from nkic.passes.dependency_analysis import analyse
+    from nkic.passes.pre_schedule import _virtual_addresses
+
+    virtual = _virtual_addresses(fn)
+    try:
+        analyse(fn)
+        body(fn)
+    finally:
+        for m in virtual:
+            m.properties.pop("address", None)
+        for inst in fn.instructions():
+            inst.properties.pop("deps", None)

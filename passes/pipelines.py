@@ -2,7 +2,7 @@
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
 * ``nkic-backend``: bir-unroll (``roll_loops=true`` keeps qualifying loops rolled), resolve-psum-accumulate,
-  assign-engines, (dma-transpose, opt-in), pre-schedule, allocate-memory, dependency-analysis, schedule-instructions, post-schedule,
+  assign-engines, pre-schedule, (dma-transpose, opt-in), allocate-memory, dependency-analysis, schedule-instructions, post-schedule,
   dep-reduction{engine_order=true}, dma-optimization, insert-semaphores, bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
 """
@@ -38,8 +38,8 @@ def backend(
     """The backend passes; ``metrics`` adds ``print-metrics`` before ``bir-to-isa`` (``nkic compile --metrics``),
     ``roll_loops`` keeps qualifying loops rolled (ARCHITECTURE.md "Rolled loops"); ``post_schedule=False`` leaves
     out ``post-schedule``, ``coalesce_dma=False`` ``dma-optimization``'s coalescing (bench/README.md "Schedule-aware
-    allocation" measures both); ``dma_transpose=True`` adds ``dma-transpose`` after ``assign-engines`` (PE transposes
-    plus their PSUM copy become DMA transposes where the loads favour it; off by default, bench/README.md)."""
+    allocation" measures both); ``dma_transpose=True`` adds ``dma-transpose`` after ``pre-schedule`` (PE transposes
+    plus their PSUM copy become DMA transposes where the cost model favours it; off by default, bench/README.md)."""
     from nkic.passes.allocate_memory import AllocateMemoryPass
     from nkic.passes.assign_engines import AssignEnginesPass
     from nkic.passes.bir_to_isa import BirToIsaPass
@@ -62,9 +62,9 @@ def backend(
         ResolvePsumAccumulatePass(),
         # engines first, so that pre-schedule plans on them; then allocation follows the scheduled order
         AssignEnginesPass(target=target),
-        # on the data flow alone, before any order or allocation exists
-        *((DmaTransposePass(target=target, num_queues=num_queues),) if dma_transpose else ()),
         PreSchedulePass(target=target, num_queues=num_queues, policy=alloc_policy),
+        # on the data flow and the planned order, before allocation
+        *((DmaTransposePass(target=target, num_queues=num_queues, scheduled=True),) if dma_transpose else ()),
         AllocateMemoryPass(target=target, policy=alloc_policy),
         DependencyAnalysisPass(),
         ScheduleInstructionsPass(target=target, num_queues=num_queues),

@@ -5,6 +5,7 @@ policy (lru, rotate, stack), and every variant's dependency graph passes ``bir-v
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -76,7 +77,7 @@ def _compile(traced: Any, options: dict[str, Any]) -> tuple[bytes, int]:
     with use_resolver(RESOLVER):
         for p in (*frontend_lowering(), *backend(num_queues=num_queues, **opts)):
             if force and isinstance(p, DmaTransposePass):
-                p = DmaTransposePass(num_queues=num_queues, force=True)
+                p = dataclasses.replace(p, force=True)
             p.apply(ctx, module)
             if isinstance(p, DmaOptimizationPass):
                 fns = [f for f in module.ops if isinstance(f, bir.FunctionOp)]

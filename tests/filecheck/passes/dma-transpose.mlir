@@ -1,5 +1,6 @@
 // RUN: nkic-opt %s -p 'dma-transpose{force=true}' --split-input-file | filecheck %s
 // RUN: nkic-opt %s -p dma-transpose --split-input-file | filecheck %s --check-prefix=COST
+// RUN: nkic-opt %s -p 'dma-transpose{scheduled=true}' --split-input-file | filecheck %s --check-prefix=COST
 
 // PE is busy with 16 matmuls ahead of the two transposes (in engine order), DMA is idle: the transposes and the copy
 // become ONE 3-D DMA transpose [q, 2, k] -> [k, 2, q] (the blocks step uniformly on both sides), in the copy's
