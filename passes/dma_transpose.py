@@ -4,7 +4,7 @@ A group ``T1..Tn: P[..] ← transpose(E[..])`` (PE), ``C: S ← tensor_copy(P)``
 ``S[..] ← dma_transpose(E[..])`` SBUF→SBUF, placed where ``C`` was, when all of this holds, so that S ends up bit
 for bit as before (a transpose and a same-dtype copy are both plain moves of the bits):
 
-* ``C`` is a plain ``tensor_copy`` (no option) from P (PSUM) to S (SBUF) with the same dtype, the same static
+* ``C`` is a plain ``tensor_copy`` (no option, predicate or ``depends_on`` tag; nor on the transposes) from P (PSUM) to S (SBUF) with the same dtype, the same static
   access pattern on both sides, and P and S have the same shape; so the
   element a transpose wrote at offset x of P lands at offset x of S, and each transpose's pattern on P is its
   pattern on S (every element a transpose writes must be among those the copy reads: a dead write on P would
@@ -112,6 +112,8 @@ def _candidate(copy: bir.BirInst, at: int, insts: list[bir.BirInst], uses: dict[
         t = insts[i]
         if i > at or t.OPNAME != "transpose" or t.engine.data != "pe" or t.ref("dst") != src or _reads(t, src):
             return []
+        if set(t.properties) - _COPY_PROPS:
+            return []  # an option, a predicate or a depends_on tag: not a plain transpose
         data = t.ref("data")
         assert data is not None
         e = locs[data]

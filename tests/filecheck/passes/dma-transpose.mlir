@@ -146,3 +146,28 @@ builtin.module {
     bir.dma_copy dst @out[0 : [256, 128], [1, 256]], src @s[0 : [256, 128], [1, 256]] {id = 4 : i64, engine = "sp", deps = [#bir.dep<flow, 3>]}
   }
 }
+
+// -----
+
+// The memset rewrites @e's second block between the transposes and the copy: a DMA at the copy's place would read
+// the new values; nothing changes even when forced.
+// CHECK-LABEL: bir.function @source_overwritten
+// CHECK: bir.transpose dst @p[0 :
+// CHECK-NOT: bir.dma_transpose
+
+builtin.module {
+  bir.function @source_overwritten attributes {inputs = ["in", "w"], outputs = ["out"]} {
+    bir.memloc @in : shared_hbm [128, 256] bfloat16 {kind = "input"}
+    bir.memloc @w : shared_hbm [128, 512] float32 {kind = "input"}
+    bir.memloc @out : shared_hbm [128, 2, 128] bfloat16 {kind = "output"}
+    bir.memloc @e : sbuf [128, 256] bfloat16
+    bir.memloc @p : psum [128, 2, 128] bfloat16
+    bir.memloc @s : sbuf [128, 2, 128] bfloat16
+    bir.dma_copy dst @e[0 : [256, 128], [1, 256]], src @in[0 : [256, 128], [1, 256]] {id = 0 : i64, engine = "sp"}
+    bir.transpose dst @p[0 : [256, 128], [1, 128]], data @e[0 : [256, 128], [1, 128]] {id = 1 : i64, engine = "pe", deps = [#bir.dep<flow, 0>]}
+    bir.transpose dst @p[128 : [256, 128], [1, 128]], data @e[128 : [256, 128], [1, 128]] {id = 2 : i64, engine = "pe", deps = [#bir.dep<flow, 0>, #bir.dep<output, 1>]}
+    bir.memset dst @e[128 : [256, 128], [1, 128]] {id = 5 : i64, engine = "dve", value = 0.0 : f32, deps = [#bir.dep<anti, 2>]}
+    bir.tensor_copy dst @s[0 : [256, 128], [1, 256]], src @p[0 : [256, 128], [1, 256]] {id = 3 : i64, engine = "dve", deps = [#bir.dep<flow, 2>]}
+    bir.dma_copy dst @out[0 : [256, 128], [1, 256]], src @s[0 : [256, 128], [1, 256]] {id = 4 : i64, engine = "sp", deps = [#bir.dep<flow, 3>]}
+  }
+}
