@@ -57,7 +57,7 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
 from nkic.dialects.traits import IsDma
-from nkic.passes.dma_optimization import replay_ns
+from nkic.passes.dma_optimization import Costs, replay_ns
 from nkic.passes.lowering import cost_record
 from nkic.passes.print_metrics import metrics
 from nkic.passes.schedule_instructions import duration_ns
@@ -227,7 +227,8 @@ def rewrite(fn: bir.FunctionOp, target: Target, num_queues: int, force: bool = F
     load: dict[str, float] | None = None
     next_id = max((i.inst_id for i in insts), default=-1) + 1
     groups: list[_Group] = []
-    order, costs = insts, {}  # type: ignore[var-annotated]
+    order = insts
+    costs: Costs = {}  # the replays' per-instruction figures
     end = 0.0
     for at, copy in enumerate(insts):
         ts = _candidate(copy, at, insts, uses, locs)
