@@ -4,11 +4,11 @@ A group ``T1..Tn: P[..] ← transpose(E[..])`` (PE), ``C: S ← tensor_copy(P)``
 ``S[..] ← dma_transpose(E[..])`` SBUF→SBUF, placed where ``C`` was, when all of this holds, so that S ends up bit
 for bit as before (a transpose and a same-dtype copy are both plain moves of the bits):
 
-* ``C`` is a plain ``tensor_copy`` (no option, predicate or ``depends_on`` tag; nor on the transposes) from P (PSUM) to S (SBUF) with the same dtype, the same static
-  access pattern on both sides, and P and S have the same shape; so the
-  element a transpose wrote at offset x of P lands at offset x of S, and each transpose's pattern on P is its
-  pattern on S (every element a transpose writes must be among those the copy reads: a dead write on P would
-  land on S);
+* ``C`` is a plain ``tensor_copy`` (no option, predicate or ``depends_on`` tag; nor are the transposes) from P
+  (PSUM) to S (SBUF) with the same dtype, the same static access pattern on both sides, and P and S have the same
+  shape; so the element a transpose wrote at offset x of P lands at offset x of S, and each transpose's pattern on
+  P is its pattern on S (every element a transpose writes must be among those the copy reads: a dead write on P
+  would land on S);
 * every other instruction naming P is a ``transpose`` on PE that writes P before ``C``; P is internal;
 * the dtype is 2 bytes (the documented DMA-transpose limit, ``nki.isa.dma_transpose``), each transpose is 2-D
   with static view-less patterns, its source E in SBUF with P's dtype and at most 128 source columns
@@ -26,8 +26,9 @@ does not count): PE loses the transposes' time, the copy's engine the copy's, th
 transposes' time (each at least the ~1.3 µs fixed cost; SBUF→SBUF transposes at half the DMA efficiency). The
 group qualifies only when the busiest of those loads (an engine, the queues' total over ``num_queues``, the core's
 DMA bandwidth) goes down: the work moves off a bottleneck onto engines with room. Then ``dma-optimization``'s
-replay of the program order with the group rewritten must finish strictly earlier (the DMA's latency, the queues
-being FIFO). Groups are taken in program order, the loads and the replay updated after each.
+replay of the order (the planned one with ``scheduled``) with the group rewritten must finish strictly earlier
+(the DMA's latency, the queues being FIFO). Groups are taken in order, the loads and the replay updated after
+each.
 
 The pass runs on flat BIR before allocation, where only the data flow matters (``dependency-analysis``
 recomputes every edge later). In ``backend(dma_transpose=True)`` it runs right after ``pre-schedule`` with

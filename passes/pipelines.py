@@ -2,8 +2,9 @@
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
 * ``nkic-backend``: bir-unroll (``roll_loops=true`` keeps qualifying loops rolled), resolve-psum-accumulate,
-  assign-engines, pre-schedule, (dma-transpose, opt-in), allocate-memory, dependency-analysis, schedule-instructions, post-schedule,
-  dep-reduction{engine_order=true}, dma-optimization, insert-semaphores, bir-verify, bir-to-isa, isa-verify;
+  assign-engines, pre-schedule, (dma-transpose, opt-in), allocate-memory, dependency-analysis,
+  schedule-instructions, post-schedule, dep-reduction{engine_order=true}, dma-optimization, insert-semaphores,
+  bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
 """
 
