@@ -35,7 +35,7 @@ recomputes every edge later). In ``backend(dma_transpose=True)`` it runs right a
 ``scheduled=true``: the replay then sees the planned order, with the data-flow edges computed as pre-schedule does
 (private virtual addresses) and taken off again. Without ``scheduled`` (``nkic-opt -p dma-transpose``) it uses the
 edges it finds, e.g. right after ``assign-engines``. Edges on a removed instruction become edges on the DMA
-transposes replacing it. Only ``tensor_copy`` copies are matched (an ``activation`` copy is left alone).
+transposes replacing it. Only ``tensor_copy`` copies are matched, on whichever engine (an ``activation`` copy is left alone).
 
 Off by default (bench/README.md "DMA transposes by pass"): on the bundled flash attention, whose kernel already
 moves every 3rd chunk's Pᵀ to the DMA queues by hand, it gives 4K 136.2 → 135.7 µs and 8K 425.3 → 437.2 µs; on
