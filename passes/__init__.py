@@ -24,6 +24,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "dep-reduction": ("dep_reduction", "DepReductionPass"),
     "dma-optimization": ("dma_optimization", "DmaOptimizationPass"),
     "tensorcopy-accel": ("tensorcopy_accel", "TensorcopyAccelPass"),
+    "dma-transpose": ("dma_transpose", "DmaTransposePass"),
     "insert-semaphores": ("insert_semaphores", "InsertSemaphoresPass"),
     "print-metrics": ("print_metrics", "PrintMetricsPass"),
     "bir-to-isa": ("bir_to_isa", "BirToIsaPass"),

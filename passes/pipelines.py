@@ -2,8 +2,9 @@
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
 * ``nkic-backend``: bir-unroll (``roll_loops=true`` keeps qualifying loops rolled), resolve-psum-accumulate,
-  assign-engines, pre-schedule, allocate-memory, dependency-analysis, schedule-instructions, post-schedule,
-  dep-reduction{engine_order=true}, dma-optimization, insert-semaphores, bir-verify, bir-to-isa, isa-verify;
+  assign-engines, pre-schedule, (dma-transpose, opt-in), allocate-memory, dependency-analysis,
+  schedule-instructions, post-schedule, dep-reduction{engine_order=true}, dma-optimization, insert-semaphores,
+  bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
 """
 
@@ -33,12 +34,13 @@ def frontend_lowering(kernel_format: str = "bir") -> tuple[ModulePass, ...]:
 def backend(
     target: str = "gen3", num_queues: int = 4, alloc_policy: str = "rotate", metrics: bool = False,
     roll_loops: bool = False, *, post_schedule: bool = True,
-    coalesce_dma: bool = True,
+    coalesce_dma: bool = True, dma_transpose: bool = False,
 ) -> tuple[ModulePass, ...]:
     """The backend passes; ``metrics`` adds ``print-metrics`` before ``bir-to-isa`` (``nkic compile --metrics``),
     ``roll_loops`` keeps qualifying loops rolled (ARCHITECTURE.md "Rolled loops"); ``post_schedule=False`` leaves
     out ``post-schedule``, ``coalesce_dma=False`` ``dma-optimization``'s coalescing (bench/README.md "Schedule-aware
-    allocation" measures both)."""
+    allocation" measures both); ``dma_transpose=True`` adds ``dma-transpose`` after ``pre-schedule`` (PE transposes
+    plus their PSUM copy become DMA transposes where the cost model favours it; off by default, bench/README.md)."""
     from nkic.passes.allocate_memory import AllocateMemoryPass
     from nkic.passes.assign_engines import AssignEnginesPass
     from nkic.passes.bir_to_isa import BirToIsaPass
@@ -47,6 +49,7 @@ def backend(
     from nkic.passes.dep_reduction import DepReductionPass
     from nkic.passes.dependency_analysis import DependencyAnalysisPass
     from nkic.passes.dma_optimization import DmaOptimizationPass
+    from nkic.passes.dma_transpose import DmaTransposePass
     from nkic.passes.insert_semaphores import InsertSemaphoresPass
     from nkic.passes.isa_verify import IsaVerifyPass
     from nkic.passes.post_schedule import PostSchedulePass
@@ -61,6 +64,8 @@ def backend(
         # engines first, so that pre-schedule plans on them; then allocation follows the scheduled order
         AssignEnginesPass(target=target),
         PreSchedulePass(target=target, num_queues=num_queues, policy=alloc_policy),
+        # on the data flow and the planned order, before allocation
+        *((DmaTransposePass(target=target, num_queues=num_queues, scheduled=True),) if dma_transpose else ()),
         AllocateMemoryPass(target=target, policy=alloc_policy),
         DependencyAnalysisPass(),
         ScheduleInstructionsPass(target=target, num_queues=num_queues),

@@ -1,9 +1,11 @@
 """The backend's optional transformations never change what a kernel computes: on every bundled kernel the
-simulated outputs are bit-identical with and without ``post-schedule``, ``dma-optimization``'s coalescing and each
-``allocate-memory`` policy (lru, rotate, stack), and every variant's dependency graph passes ``bir-verify``."""
+simulated outputs are bit-identical with and without ``post-schedule``, ``dma-optimization``'s coalescing,
+``dma-transpose`` (forced on every qualifying group, whatever the cost model says) and each ``allocate-memory``
+policy (lru, rotate, stack), and every variant's dependency graph passes ``bir-verify``."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +23,7 @@ from nkic.kernels.softmax import softmax
 from nkic.kernels.tensor_add import tensor_add, tensor_add_spmd
 from nkic.library import RESOLVER
 from nkic.passes.dma_optimization import DmaOptimizationPass
+from nkic.passes.dma_transpose import DmaTransposePass
 from nkic.passes.pipelines import backend, frontend_lowering
 from nkic.passes.resolver import use_resolver
 from nkic.runtime.neff import write_neff
@@ -57,6 +60,7 @@ VARIANTS: list[dict[str, Any]] = [
     {"post_schedule": False, "coalesce_dma": True, "num_queues": 1},  # one queue: transfers queue up, merges pay
     {"alloc_policy": "lru"},
     {"alloc_policy": "stack"},
+    {"dma_transpose": "force"},  # every qualifying PE transpose group becomes a DMA transpose
 ]
 
 
@@ -66,9 +70,14 @@ def _compile(traced: Any, options: dict[str, Any]) -> tuple[bytes, int]:
     ctx = make_context()
     opts = dict(options)
     num_queues = opts.pop("num_queues", 4)
+    force = opts.get("dma_transpose") == "force"
+    if force:
+        opts["dma_transpose"] = True
     dmas = 0
     with use_resolver(RESOLVER):
         for p in (*frontend_lowering(), *backend(num_queues=num_queues, **opts)):
+            if force and isinstance(p, DmaTransposePass):
+                p = dataclasses.replace(p, force=True)
             p.apply(ctx, module)
             if isinstance(p, DmaOptimizationPass):
                 fns = [f for f in module.ops if isinstance(f, bir.FunctionOp)]
@@ -107,3 +116,11 @@ def test_coalescing_merges_the_blocked_matmul_loads() -> None:
     _, separate = _compile(traced, {"coalesce_dma": False, "num_queues": 1})
     _, merged = _compile(traced, {"coalesce_dma": True, "num_queues": 1})
     assert merged < separate
+
+
+def test_dma_transpose_rewrites_the_attention_transposes() -> None:
+    """The check above is not vacuous for dma-transpose: forced, the bf16 attention's Pᵀ transposes become DMAs."""
+    traced = CASES["attention_causal_bf16"]()
+    _, plain = _compile(traced, {})
+    _, forced = _compile(traced, {"dma_transpose": "force"})
+    assert forced > plain
