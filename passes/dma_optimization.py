@@ -38,10 +38,10 @@ from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
 from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.lowering import cost_record
-from nkic.passes.schedule_instructions import _reorder, duration_ns
+from nkic.passes.schedule_instructions import _reorder, check_options, duration_ns
 from nkic.target.costs import instr_ns
 from nkic.target.isa import MAX_FREE_DIMS
-from nkic.target.machine import NUM_DMA_QUEUES, TARGETS, Target, get_target
+from nkic.target.machine import NUM_DMA_QUEUES, Target, get_target
 
 
 def assign_queues(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs | None = None) -> float:
@@ -273,10 +273,7 @@ class DmaOptimizationPass(ModulePass):
     coalesce: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.target not in TARGETS:
-            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
-        if not 1 <= self.num_queues <= NUM_DMA_QUEUES:
-            raise PassFailedException(f"num_queues must be 1..{NUM_DMA_QUEUES}")
+        check_options(self.target, self.num_queues, NUM_DMA_QUEUES)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             costs: Costs = {}
             if self.coalesce:

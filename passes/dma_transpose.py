@@ -61,10 +61,10 @@ from nkic.dialects.traits import IsDma
 from nkic.passes.dma_optimization import Costs, replay_ns
 from nkic.passes.lowering import cost_record
 from nkic.passes.print_metrics import metrics
-from nkic.passes.schedule_instructions import duration_ns
+from nkic.passes.schedule_instructions import check_options, duration_ns
 from nkic.passes.tensorcopy_accel import _reads, _writes
 from nkic.target.costs import dma_core_bytes_per_ns, dma_transfer
-from nkic.target.machine import NUM_DMA_QUEUES, TARGETS, Target, get_target
+from nkic.target.machine import NUM_DMA_QUEUES, Target, get_target
 from nkic.target.vocab import dtype_size
 
 MAX_DMA_TRANSPOSE_COLS = 128  # nki.isa.dma_transpose: src.shape[-1] <= 128
@@ -318,10 +318,7 @@ class DmaTransposePass(ModulePass):
     scheduled: bool = False  # after pre-schedule: the edges are gone; the data flow's are computed for the replay
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.target not in TARGETS:
-            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
-        if not 1 <= self.num_queues <= NUM_DMA_QUEUES:
-            raise PassFailedException(f"num_queues must be 1..{NUM_DMA_QUEUES}")
+        check_options(self.target, self.num_queues, NUM_DMA_QUEUES)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             if self.scheduled:
                 _with_data_edges(fn, lambda f: rewrite(f, get_target(self.target), self.num_queues, self.force))

@@ -124,12 +124,14 @@ def _reorder(fn: bir.FunctionOp, new_order: list[bir.BirInst]) -> None:
             )
 
 
-def check_options(target: str, num_queues: int) -> None:
-    """The options of a pass that plans on ``target`` with ``num_queues`` DMA queues."""
+def check_options(target: str, num_queues: int, max_queues: int | None = None) -> None:
+    """The options of a pass that plans on ``target`` with ``num_queues`` DMA queues (at most ``max_queues``)."""
     if target not in TARGETS:
         raise PassFailedException(f"unknown target '{target}' (expected {', '.join(TARGETS)})")
     if num_queues < 1:
         raise PassFailedException("num_queues must be at least 1")
+    if max_queues is not None and num_queues > max_queues:
+        raise PassFailedException(f"num_queues must be 1..{max_queues}")
 
 
 @dataclass(frozen=True)
