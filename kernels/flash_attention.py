@@ -55,6 +55,24 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
+def _running_max(run_neg_max, partial_max, nq, n_kept, first):
+    """The section's negated row max folded into the running one (``run_neg_max``, updated in place) and, after
+    the first section, α = exp(m_old - m_new) = exp(-(-m_old) + (-m_new)) for rescaling; returns (neg_max, α)."""
+    f32 = nl.float32
+    neg_max = run_neg_max[:nq]
+    if first:
+        nisa.tensor_reduce(dst=neg_max, op=nl.maximum, data=partial_max[:nq, :n_kept], axis=1, negate=True)
+        return neg_max, None
+    sec_neg_max = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="sec_neg_max")
+    nisa.tensor_reduce(dst=sec_neg_max[:nq], op=nl.maximum, data=partial_max[:nq, :n_kept], axis=1, negate=True)
+    prev_neg_max = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="prev_neg_max")
+    nisa.tensor_copy(dst=prev_neg_max[:nq], src=neg_max)
+    nisa.tensor_tensor(dst=neg_max, data1=prev_neg_max[:nq], data2=sec_neg_max[:nq], op=nl.minimum)
+    alpha = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="alpha")
+    nisa.activation(dst=alpha[:nq], op=nl.exp, data=prev_neg_max[:nq], bias=neg_max, scale=-1.0)
+    return neg_max, alpha
+
+
 def _section_plan(n_groups, seqlen_q, sections, causal, window):
     """Per (group, section): the kept KV tiles ``(t, k0, nk, kind)``; per group: the sections with any compute."""
     plan = {}
@@ -281,19 +299,7 @@ def _group_section(
             )  # fmt: skip
 
     # -- negated section max, running max and α ----------------------------------------------------------------
-    neg_max = run_neg_max[:nq]
-    alpha = None
-    if first:
-        nisa.tensor_reduce(dst=neg_max, op=nl.maximum, data=partial_max[:nq, :n_kept], axis=1, negate=True)
-    else:
-        sec_neg_max = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="sec_neg_max")
-        nisa.tensor_reduce(dst=sec_neg_max[:nq], op=nl.maximum, data=partial_max[:nq, :n_kept], axis=1, negate=True)
-        prev_neg_max = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="prev_neg_max")
-        nisa.tensor_copy(dst=prev_neg_max[:nq], src=neg_max)
-        nisa.tensor_tensor(dst=neg_max, data1=prev_neg_max[:nq], data2=sec_neg_max[:nq], op=nl.minimum)
-        # α = exp(m_old - m_new) = exp(-(-m_old) + (-m_new))
-        alpha = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="alpha")
-        nisa.activation(dst=alpha[:nq], op=nl.exp, data=prev_neg_max[:nq], bias=neg_max, scale=-1.0)
+    neg_max, alpha = _running_max(run_neg_max, partial_max, nq, n_kept, first)
 
     # -- exp + row sum in one activation, PE transpose, MM2 ----------------------------------------------------
     sums = nl.ndarray((Q_GROUP, n_kept), dtype=f32, buffer=nl.sbuf, name="exp_partial_sum")
@@ -729,18 +735,7 @@ def _scores_stage(q_g, k_t, run_neg_max, b, g, si, s0, tiles, active, cfg):
                 reduce_res=partial_max[:nq, j],
             )  # fmt: skip
 
-    neg_max = run_neg_max[:nq]
-    alpha = None
-    if first:
-        nisa.tensor_reduce(dst=neg_max, op=nl.maximum, data=partial_max[:nq, :n_kept], axis=1, negate=True)
-    else:
-        sec_neg_max = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="sec_neg_max")
-        nisa.tensor_reduce(dst=sec_neg_max[:nq], op=nl.maximum, data=partial_max[:nq, :n_kept], axis=1, negate=True)
-        prev_neg_max = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="prev_neg_max")
-        nisa.tensor_copy(dst=prev_neg_max[:nq], src=neg_max)
-        nisa.tensor_tensor(dst=neg_max, data1=prev_neg_max[:nq], data2=sec_neg_max[:nq], op=nl.minimum)
-        alpha = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="alpha")
-        nisa.activation(dst=alpha[:nq], op=nl.exp, data=prev_neg_max[:nq], bias=neg_max, scale=-1.0)
+    neg_max, alpha = _running_max(run_neg_max, partial_max, nq, n_kept, first)
     return {"b": b, "g": g, "si": si, "s0": s0, "tiles": tiles, "active": active, "scores": scores, "chunks": chunks,
             "neg_max": neg_max, "alpha": alpha, "q0": q0, "nq": nq}  # fmt: skip
 
