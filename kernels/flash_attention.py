@@ -230,19 +230,7 @@ def _load_kv(k, v, k_t, v_sb, kb, s0, slen, seqlen_kv, d, needed):
     for t in range(first, _cdiv(slen, KV_TILE)):
         if not needed[t]:
             continue
-        k0, nk = t * KV_TILE, min(KV_TILE, slen - t * KV_TILE)
-        nisa.dma_transpose(dst=k_t[:, k0 : k0 + nk], src=k[kb, s0 + k0 : s0 + k0 + nk, :])
-        full, rest = nk // KV_BLOCK, nk % KV_BLOCK
-        if full:
-            nisa.dma_copy(
-                dst=v_sb[:, t * BLOCKS : t * BLOCKS + full, :],
-                src=v.ap(pattern=[[d, KV_BLOCK], [KV_BLOCK * d, full], [1, d]], offset=base + k0 * d),
-            )
-        if rest:
-            nisa.dma_copy(
-                dst=v_sb[:rest, t * BLOCKS + full, :],
-                src=v.ap(pattern=[[d, rest], [1, d]], offset=base + (k0 + full * KV_BLOCK) * d),
-            )
+        _load_kv_tile(k, v, k_t, v_sb, kb, s0, slen, d, base, t)
 
 
 def _group_section(
@@ -655,6 +643,24 @@ def _attention_pipelined(q, k, v, scale, causal_mask, sliding_window):
     return out
 
 
+def _load_kv_tile(k, v, k_t, v_sb, kb, s0, slen, d, base, t):
+    """DMA tile ``t`` of the section at ``s0``: its Kᵀ columns, and its V rows as full 128-row blocks plus the rest
+    (``base``: the section's first V element)."""
+    k0, nk = t * KV_TILE, min(KV_TILE, slen - t * KV_TILE)
+    nisa.dma_transpose(dst=k_t[:, k0 : k0 + nk], src=k[kb, s0 + k0 : s0 + k0 + nk, :])
+    full, rest = nk // KV_BLOCK, nk % KV_BLOCK
+    if full:
+        nisa.dma_copy(
+            dst=v_sb[:, t * BLOCKS : t * BLOCKS + full, :],
+            src=v.ap(pattern=[[d, KV_BLOCK], [KV_BLOCK * d, full], [1, d]], offset=base + k0 * d),
+        )
+    if rest:
+        nisa.dma_copy(
+            dst=v_sb[:rest, t * BLOCKS + full, :],
+            src=v.ap(pattern=[[d, rest], [1, d]], offset=base + (k0 + full * KV_BLOCK) * d),
+        )
+
+
 def _load_in_order(q, k, v, q_t, k_t, v_sb, kb, batches, groups, plan, si, s0, slen, seqlen_q, seqlen_kv, d):
     """Q group and K/V tile loads, in the order the groups first use them (a tile before the group needing it)."""
     first_use = {}
@@ -671,19 +677,7 @@ def _load_in_order(q, k, v, q_t, k_t, v_sb, kb, batches, groups, plan, si, s0, s
             nisa.dma_transpose(dst=q_t[b][:, g, :nq], src=q[b, q0 : q0 + nq, :])
             continue
         t = ev[1]
-        k0, nk = t * KV_TILE, min(KV_TILE, slen - t * KV_TILE)
-        nisa.dma_transpose(dst=k_t[:, k0 : k0 + nk], src=k[kb, s0 + k0 : s0 + k0 + nk, :])
-        full, rest = nk // KV_BLOCK, nk % KV_BLOCK
-        if full:
-            nisa.dma_copy(
-                dst=v_sb[:, t * BLOCKS : t * BLOCKS + full, :],
-                src=v.ap(pattern=[[d, KV_BLOCK], [KV_BLOCK * d, full], [1, d]], offset=base + k0 * d),
-            )
-        if rest:
-            nisa.dma_copy(
-                dst=v_sb[:rest, t * BLOCKS + full, :],
-                src=v.ap(pattern=[[d, rest], [1, d]], offset=base + (k0 + full * KV_BLOCK) * d),
-            )
+        _load_kv_tile(k, v, k_t, v_sb, kb, s0, slen, d, base, t)
 
 
 def _scores_stage(q_g, k_t, run_neg_max, b, g, si, s0, tiles, active, cfg):
