@@ -358,9 +358,15 @@ def _group_section(
         nisa.dma_copy(dst=scratch[b, q0 : q0 + nq, :], src=o_acc[:nq])
         return
     # -- normalise and store --------------------------------------------------------------------------------------
-    inv = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="inv_sum")
+    _normalise_store(out, o_acc, l_run, b, q0, nq, d, f32)
+
+
+def _normalise_store(out, o_acc, l_run, b, q0, nq, d, dtype):
+    """O / Σ for the group's rows (the reciprocal of the row sums as ACT's per-partition scale), as ``dtype``,
+    stored to ``out``."""
+    inv = nl.ndarray((Q_GROUP, 1), dtype=nl.float32, buffer=nl.sbuf, name="inv_sum")
     nisa.reciprocal(dst=inv[:nq], data=l_run)
-    o_fin = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_final")
+    o_fin = nl.ndarray((Q_GROUP, d), dtype=dtype, buffer=nl.sbuf, name="o_final")
     nisa.activation(dst=o_fin[:nq], op=nl.copy, data=o_acc[:nq], scale=inv[:nq])
     nisa.dma_copy(dst=out[b, q0 : q0 + nq, :], src=o_fin[:nq])
 
@@ -538,11 +544,7 @@ def _uniform_group(ctx, k_t, v_sb, stats, b, g, n_full, diag, first, last):
     if not last:
         nisa.dma_copy(dst=scratch[b, q0 : q0 + Q_GROUP, :], src=o_acc)
         return
-    inv = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="inv_sum")
-    nisa.reciprocal(dst=inv, data=run_sum)
-    o_fin = nl.ndarray((Q_GROUP, d), dtype=f32, buffer=nl.sbuf, name="o_final")
-    nisa.activation(dst=o_fin, op=nl.copy, data=o_acc, scale=inv)
-    nisa.dma_copy(dst=out[b, q0 : q0 + Q_GROUP, :], src=o_fin)
+    _normalise_store(out, o_acc, run_sum, b, q0, Q_GROUP, d, f32)
 
 
 def _exp_tile(scores, sums, neg_max, o_psum, v_sb, t, col, n_blocks, dt):
@@ -798,12 +800,8 @@ def _softmax_stage(st, out, scratch, v_sb, run_sum, cfg):
             o_acc = o_sb
         nisa.dma_copy(dst=scratch[b, q0 : q0 + nq, :], src=o_acc[:nq])
         return
-    inv = nl.ndarray((Q_GROUP, 1), dtype=f32, buffer=nl.sbuf, name="inv_sum")
-    nisa.reciprocal(dst=inv[:nq], data=l_run)
     # normalised straight into the output dtype: the store moves half the bytes of an fp32 tile
-    o_fin = nl.ndarray((Q_GROUP, d), dtype=dt, buffer=nl.sbuf, name="o_final")
-    nisa.activation(dst=o_fin[:nq], op=nl.copy, data=o_acc[:nq], scale=inv[:nq])
-    nisa.dma_copy(dst=out[b, q0 : q0 + nq, :], src=o_fin[:nq])
+    _normalise_store(out, o_acc, l_run, b, q0, nq, d, dt)
 
 
 def _chunks(tiles):
