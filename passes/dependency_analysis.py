@@ -85,6 +85,8 @@ def _stretch_footprints(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp])
     (a rolled loop's body, where iteration copies or groups address one tensor through the loop's counter), their
     static addresses alone decide whether they overlap. Otherwise the operand keeps its whole tensor."""
     found = {inst.inst_id: [_footprints(inst, role, locs) for role in inst.role_names] for inst in insts}
+    if all(cls is None for ops in found.values() for _, _, cls in ops):  # no register operand (unrolled code)
+        return {me: [whole for _, whole, _ in ops] for me, ops in found.items()}
     spans: dict[tuple[str, str], list[tuple[int, int, RegClass | None]]] = {}
     for ops in found.values():
         for _, (var, lo, hi), cls in ops:
