@@ -45,13 +45,11 @@ def stretches(fn: bir.FunctionOp) -> Iterator[list[bir.BirInst]]:
         yield segment
 
 
-def _preds(insts: list[bir.BirInst], engine_order: bool) -> tuple[list[list[int]], list[int]]:
-    """Per instruction (by position): its explicit predecessors' positions, and its implicit engine-order
-    predecessor's position (-1 for none)."""
+def earlier_deps(insts: list[bir.BirInst]) -> list[list[int]]:
+    """Per instruction of a barrier-free stretch: the positions of its dependencies, each of which must be an
+    earlier instruction of the stretch (what dependency-analysis produces; hand-written IR may say otherwise)."""
     index = {inst.inst_id: i for i, inst in enumerate(insts)}
-    explicit: list[list[int]] = []
-    chain: list[int] = []
-    last_on: dict[str, int] = {}
+    out = []
     for i, inst in enumerate(insts):
         try:
             ps = [index[d] for _, d in inst.dep_list]
@@ -60,7 +58,17 @@ def _preds(insts: list[bir.BirInst], engine_order: bool) -> tuple[list[list[int]
                                       "in the same barrier-free stretch") from None  # fmt: skip
         if any(p >= i for p in ps):
             raise PassFailedException(f"instruction {inst.inst_id} depends on a later instruction")
-        explicit.append(ps)
+        out.append(ps)
+    return out
+
+
+def _preds(insts: list[bir.BirInst], engine_order: bool) -> tuple[list[list[int]], list[int]]:
+    """Per instruction (by position): its explicit predecessors' positions, and its implicit engine-order
+    predecessor's position (-1 for none)."""
+    explicit = earlier_deps(insts)
+    chain: list[int] = []
+    last_on: dict[str, int] = {}
+    for i, inst in enumerate(insts):
         prev = -1
         if engine_order and not inst.has_trait(IsDma):
             prev = last_on.get(inst.engine.data, -1)

@@ -29,6 +29,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.traits import IsControl, IsDma
+from nkic.passes.dep_reduction import earlier_deps
 from nkic.passes.dma_optimization import Costs, cost_figures, replay_ns
 from nkic.passes.schedule_instructions import _reorder, check_options
 from nkic.target.costs import dependent_latency_ns
@@ -47,23 +48,12 @@ def bottom_levels(durations: list[float], latency: list[float], succs: list[list
     return level
 
 
-def _earlier(index: dict[int, int], inst: bir.BirInst, i: int, dep: int) -> int:
-    """The position of ``inst``'s dependency ``dep``, which must be an earlier instruction of the same stretch (what
-    dependency-analysis produces; hand-written IR may say otherwise)."""
-    j = index.get(dep)
-    if j is None or j >= i:
-        raise PassFailedException(f"post-schedule: instruction {inst.inst_id} depends on {dep}, which is not an "
-                                  "earlier instruction between the same control instructions")  # fmt: skip
-    return j
-
-
 def refine(
     insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int, costs: Costs
 ) -> list[int]:
     """The critical-path list order of one barrier-free stretch (indices into ``insts``); ``costs`` caches the
     cost model's figures for the replays."""
-    index = {inst.inst_id: i for i, inst in enumerate(insts)}
-    preds = [[_earlier(index, inst, i, d) for _, d in inst.dep_list] for i, inst in enumerate(insts)]
+    preds = earlier_deps(insts)
     succs: list[list[int]] = [[] for _ in insts]
     for i, ps in enumerate(preds):
         for p in ps:
