@@ -6,40 +6,43 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
-# After a pause, a full collection runs when the oldest generation has grown past (1 + FULL_RATIO) times its size after
-# the previous full collection (and past FULL_MIN objects): CPython's own kind of rule for its oldest generation, so
-# the cost stays amortised O(1) per object and dropped results cannot pile up without bound.
-FULL_MIN = 100_000
+# A full collection runs at the start of a pause when the objects the collector does not scan (the frozen ones, below)
+# have grown past (1 + FULL_RATIO) times the tracked objects left after the previous full collection, and past
+# FULL_MIN objects: CPython's own kind of rule for its oldest generation, so the cost stays amortised O(1) per object
+# and dropped results cannot pile up without bound. At the start, not the end: a process that compiles once (the CLI,
+# a benchmark) never pays for a collection whose garbage dies with it anyway. FULL_MIN is about 1.7 times what a
+# 16K-attention trace and compile leave (2.4M objects, 435 MB peak RSS either way).
+FULL_MIN = 4_000_000
 FULL_RATIO = 1.0
-_live = -1  # objects in the oldest generation after the last full collection (-1: not measured yet)
+_live = 0  # tracked objects after the last full collection
 
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
-    """Python's cyclic collector off for the duration; a young collection at the end, a full one now and then.
+    """Python's cyclic collector off for the duration; at the end everything is frozen, now and then collected.
 
-    A compile builds and drops IR objects by the hundred thousand; each full collection re-scans every live object,
+    A compile builds and drops IR objects by the hundred thousand; each collection re-scans the objects it covers,
     which made compile time super-linear in the program size (at 8K attention: ~1M tracked objects and 11 full
-    collections of 0.5-0.8 s). Reference counting still frees everything acyclic at once. The objects created while
-    the collector is off all stay in generation 0, so the young collection at the end scans just them and the
-    previous pause's survivors (linear in the allocations) and frees the cycles the pause dropped. What the caller
-    drops later (a compile's result module) has moved to the oldest generation, which automatic collections seldom
-    reach when most allocation happens with the collector off: the FULL_MIN / FULL_RATIO rule above collects it, so
-    memory stays bounded across any number of compiles. Nested uses are free (only the outermost one acts); a
-    collector the caller disabled stays disabled."""
+    collections of 0.5-0.8 s). Reference counting still frees everything acyclic at once. At the end, ``gc.freeze``
+    moves every tracked object to the permanent generation (O(1)), so the collections that run automatically once the
+    collector is back on scan only what the caller allocates afterwards, not the pause's survivors (a young
+    collection of those cost ~0.7 s per pause at 16K attention, and 16K's trace and compile are two pauses). The
+    cycles a pause dropped (and what the caller drops later of its results) wait in the permanent generation until
+    the FULL_MIN / FULL_RATIO rule above unfreezes and collects everything, so memory stays bounded across any number
+    of compiles; ``gc.collect()`` alone does not reach them. Nested uses are free (only the outermost one acts); a
+    collector the caller disabled stays disabled, and then nothing is frozen either (a program that uses
+    ``gc.freeze`` itself keeps control by disabling the collector around nkic)."""
     global _live
     if not gc.isenabled():
         yield
         return
-    if _live < 0:
-        _live = len(gc.get_objects(2))
+    if gc.get_freeze_count() > max(FULL_MIN, (1 + FULL_RATIO) * _live):
+        gc.unfreeze()
+        gc.collect()
+        _live = len(gc.get_objects())
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
         gc.enable()
-        gc.collect(1)  # the pause's own objects (generation 0) and the survivors of earlier pauses (generation 1)
-        old = len(gc.get_objects(2))
-        if old > max(FULL_MIN, (1 + FULL_RATIO) * _live):
-            gc.collect()
-            _live = len(gc.get_objects(2))
