@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from nkic.gcpause import gc_paused
@@ -76,8 +77,18 @@ def pipeline_passes(
 
 
 def count_ops(module: ModuleOp) -> int:
-    """Ops in the module, the module itself not counted."""
-    return sum(1 for _ in module.walk()) - 1
+    """Ops in the module, the module itself not counted. Runs after every stage: block by block rather than
+    through ``walk``'s nested generators, which took twice as long (~25 ms per stage at 16K attention)."""
+    n = 0
+    stack: list[Operation] = [module]
+    while stack:
+        for region in stack.pop().regions:
+            for block in region.blocks:
+                for op in block.ops:
+                    n += 1
+                    if op.regions:
+                        stack.append(op)
+    return n
 
 
 VERIFY_EACH_PASS_ENV = "NKIC_VERIFY_EACH_PASS"
