@@ -21,25 +21,34 @@ _FRONTEND_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (numpy, ml_dtypes))
 
 
+# Absolute file name -> whether it is internal. Every recorded instruction walks the stack (~5 frames) to the
+# user's frame: one dict lookup per frame instead of normalising the name each time. An absolute name's answer does
+# not depend on the working directory; a relative one is never stored here.
+_INTERNAL_ABS: dict[str, bool] = {}
+
+
 def _is_internal(filename: str) -> bool:
-    if os.path.isabs(filename):  # its absolute form does not depend on the working directory: ask once per file
-        return _is_internal_abs(filename)
+    known = _INTERNAL_ABS.get(filename)
+    if known is not None:
+        return known
     path = os.path.abspath(filename)
-    return path.startswith(_FRONTEND_DIR) or path.startswith(_LIBRARY_DIRS)
-
-
-@functools.lru_cache(maxsize=4096)
-def _is_internal_abs(filename: str) -> bool:
-    """``_is_internal`` of an absolute file name: every recorded instruction walks the stack (~5 frames) to the
-    user's frame, and ``abspath`` normalises the name each time."""
-    path = os.path.abspath(filename)
-    return path.startswith(_FRONTEND_DIR) or path.startswith(_LIBRARY_DIRS)
+    internal = path.startswith(_FRONTEND_DIR) or path.startswith(_LIBRARY_DIRS)
+    if os.path.isabs(filename) and len(_INTERNAL_ABS) < 4096:
+        _INTERNAL_ABS[filename] = internal
+    return internal
 
 
 def user_frame() -> FrameType | None:
     """The innermost frame outside the tracer and outside numpy, or None if there is none."""
     frame = sys._getframe(1)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    known = _INTERNAL_ABS.get
+    while frame is not None:
+        name = frame.f_code.co_filename
+        internal = known(name)
+        if internal is None:
+            internal = _is_internal(name)
+        if not internal:
+            break
         frame = frame.f_back
     return frame
 
