@@ -86,6 +86,24 @@ def _tensor_type(buffer: str, shape: tuple[int, ...], dtype: str) -> penguin.Ten
     return penguin.TensorType(buffer, shape, element_type(dtype))
 
 
+# An operand's access pattern as plain values: (offset, pairs, loop coefficients, view dtype, dynamic term).
+ApKey = tuple[int, tuple[tuple[int, int], ...], tuple[int, ...], str, tuple[str, str, int, int]]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _ap_attr(key: ApKey) -> AccessPatternAttr:
+    """One attribute per distinct access pattern: an unrolled loop body touches the same tile patterns (and often
+    the same offsets) over and over, and building a pattern normalises and verifies its values."""
+    const, pattern, coeffs, view, dyn = key
+    return AccessPatternAttr(const, pattern, coeffs, view, dyn)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _aps_attr(keys: tuple[ApKey, ...]) -> ArrayAttr[AccessPatternAttr]:
+    """The ``aps`` property of an instruction (its operands' patterns in role order), shared like ``_ap_attr``."""
+    return ArrayAttr([_ap_attr(k) for k in keys])
+
+
 @functools.lru_cache(maxsize=None)
 def _field_kinds(cls: type) -> dict[str, str]:
     return {f.name: f.kind for f in cls.SPEC.fields}  # type: ignore[attr-defined]
@@ -133,12 +151,8 @@ class PenguinEmitter:
         roles = [r for r in cls.ROLES if r in operands]
         props: dict[str, Attribute] = {
             "roles": names_attr(roles),
-            "aps": penguin.ArrayAttr(
-                [
-                    AccessPatternAttr(o.offset.const, o.pattern, o.offset.coeffs, o.view, o.dyn)
-                    for o in (operands[r] for r in roles)
-                ]
-            ),
+            "aps": _aps_attr(tuple((o.offset.const, o.pattern, o.offset.coeffs, o.view, o.dyn)
+                                   for o in (operands[r] for r in roles))),  # fmt: skip
             "loc": string_attr(str(loc)),
         }
         if loc.call:
