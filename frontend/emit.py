@@ -143,7 +143,7 @@ class PenguinEmitter:
         loc: Loc,
         data: bytes | None = None,
     ) -> SSAValue:
-        op = penguin.AllocOp(name, _tensor_type(buffer, tuple(shape), dtype), address, str(loc), data)
+        op = _alloc_op(name, _tensor_type(buffer, tuple(shape), dtype), address, str(loc), data)
         self._blocks[-1].add_op(op)
         op.result.name_hint = _ssa_name(name)
         return op.result
@@ -226,6 +226,21 @@ class PenguinEmitter:
         return module
 
 
+def _alloc_op(
+    name: str, t: penguin.TensorType, address: tuple[int, int] | None, loc: str, data: bytes | None
+) -> penguin.AllocOp:
+    """``penguin.AllocOp(name, t, address, loc, data)``: the same properties, given to ``create`` (xDSL's generic
+    IRDL builder sorts operands, results, regions and successors by their definitions, most of the cost of building
+    one; an allocation has none but its result). The loc string attribute is shared, as a loop body repeats its lines."""
+    if data is not None:  # a constant: rare, and the constructor knows how its contents are stored
+        return penguin.AllocOp(name, t, address, loc, data)
+    props: dict[str, Attribute] = {"tensor_name": StringAttr(name)}
+    if address is not None:
+        props["address"] = DenseArrayBase.from_list(i64, list(address))
+    props["loc"] = string_attr(loc)
+    return penguin.AllocOp.create(result_types=[t], properties=props)
+
+
 def _ssa_name(name: str) -> str | None:
     cleaned = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     if not cleaned or cleaned[0].isdigit():
@@ -255,17 +270,18 @@ def _verify_op(op: Operation, depth: int, verified: set[_InstKey]) -> None:
     if type(op).verify is not Operation.verify:  # an op with a verify of its own: as module.verify() runs it
         op.verify()
         return
-    for operand in op.operands:
+    operands, successors = tuple(op.operands), op.successors
+    for operand in operands:
         if isinstance(operand, ErasedSSAValue):
             raise ValueError("Erased SSA value is used by the operation")
     block = op.parent
     region = None if block is None else block.parent
-    if op.successors:
+    if successors:
         if block is None or region is None:
             raise VerifyException(f"Operation {op.name} with block successors does not belong to a block or a region")
         if block.last_op is not op:
             raise VerifyException(f"Operation {op.name} with block successors must terminate its parent block")
-        for succ in op.successors:
+        for succ in successors:
             if succ.parent != block.parent:
                 raise VerifyException(f"Operation {op.name} is branching to a block of a different region")
     if block is not None and region is not None and block.last_op == op:
@@ -282,8 +298,7 @@ def _verify_op(op: Operation, depth: int, verified: set[_InstKey]) -> None:
         _verify_region(r, inner, verified)
     key = None
     if isinstance(op, penguin.PenguinInst):
-        key = (type(op), depth, len(op.results), len(op.regions), len(op.successors),
-               tuple(id(v.type) for v in op.operands), tuple((k, id(a)) for k, a in op.properties.items()),
+        key = (type(op), depth, len(op.results), len(op.regions), len(successors), tuple(id(v.type) for v in operands), tuple((k, id(a)) for k, a in op.properties.items()),
                tuple((k, id(a)) for k, a in op.attributes.items()))  # fmt: skip
         if key in verified:
             return
