@@ -949,17 +949,23 @@ def _excluded(module: str) -> bool:
 _API_PREFIX = {"isa": "nisa", "language": "nl", "collectives": "ncc"}
 
 
+_API_NAMES: dict[Any, str] = {}  # nki API function -> _api_name (asked on every outermost nki call)
+
+
 def _api_name(func: Any) -> str:
     """``nl.exp``, ``nisa.activation``: the name the user called an nki API function by."""
-    module = func.__module__.rsplit(".", 1)[-1]
-    return f"{_API_PREFIX.get(module, module)}.{func.__name__}"
+    name = _API_NAMES.get(func)
+    if name is None:
+        module = func.__module__.rsplit(".", 1)[-1]
+        name = _API_NAMES[func] = f"{_API_PREFIX.get(module, module)}.{func.__name__}"
+    return name
 
 
 _ISA_MODULE = "nkic.frontend.isa"  # the nisa instructions (a name, not an import: isa imports this module's users)
 
 
 def _has_empty_tensor(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    return any(isinstance(v, NkiTensor) and v.size == 0 for v in (*args, *kwargs.values()))
+    return any(isinstance(v, NkiTensor) and 0 in v.shape for v in (*args, *kwargs.values()))  # size 0, no product
 
 
 def has_nki_data(value: Any, _depth: int = 0) -> bool:
