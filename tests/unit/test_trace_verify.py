@@ -5,7 +5,7 @@ same diagnostic, also when the broken instruction repeats an earlier, valid one.
 from __future__ import annotations
 
 import pytest
-from xdsl.dialects.builtin import ArrayAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, i32
 from xdsl.utils.exceptions import VerifyException
 
 import nkic.frontend.isa as nisa
@@ -81,3 +81,43 @@ def test_loop_depth_counts() -> None:
     message = _error(verify_traced, module)
     assert message == _error(lambda m: m.verify(), module)
     assert "outside its loop" in message
+
+
+# -- penguin.alloc's compiled IRDL check (dialects/fastverify.py: one result of a base type) --------------------------
+def _alloc(mem: str = "sbuf", address: tuple[int, int] | None = None) -> penguin.AllocOp:
+    from nkic.dialects.common import element_type
+
+    return penguin.AllocOp("t", penguin.TensorType(mem, (128, 512), element_type("float32")), address, "k.py:3")
+
+
+def _irdl_message(op: penguin.AllocOp) -> str:
+    with pytest.raises(VerifyException) as e:
+        op.get_irdl_definition().verify(op)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("bad", [
+    ("tensor_name", IntegerAttr(1, i32)),  # wrong base
+    ("address", StringAttr("0, 0")),
+    ("nonsense", StringAttr("x")),  # undeclared property
+])  # fmt: skip
+def test_alloc_compiled_check_keeps_xdsl_diagnostics(bad: tuple[str, object]) -> None:
+    op = _alloc()
+    op.verify_()  # a well-formed allocation passes the compiled check
+    name, value = bad
+    op.properties[name] = value  # type: ignore[assignment]
+    want = _irdl_message(op)
+    with pytest.raises(VerifyException) as got:
+        op.verify_()
+    assert str(got.value) == want
+
+
+def test_alloc_result_type_and_own_verifier() -> None:
+    op = penguin.AllocOp.create(result_types=[StringAttr("not a tensor type")],
+                                properties={"tensor_name": StringAttr("t")})  # fmt: skip
+    want = _irdl_message(op)
+    with pytest.raises(VerifyException) as got:
+        op.verify_()
+    assert str(got.value) == want
+    with pytest.raises(VerifyException, match="only sbuf and psum tensors take an explicit address"):
+        _alloc("shared_hbm", (0, 0)).verify_()  # the op's own check still runs after the compiled one
