@@ -7,7 +7,6 @@ code the user called) are skipped, so the location is the kernel line that made 
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import sysconfig
@@ -53,11 +52,23 @@ def user_frame() -> FrameType | None:
     return frame
 
 
-@functools.lru_cache(maxsize=4096)
+# id(code) -> (code, the 1-based start column of each of its code units). Keyed by identity, not by the code object:
+# a code object's hash is computed from its contents (bytecode, constants, names) on every lookup. The entry keeps
+# the code alive, so its id cannot be reused while the entry exists.
+_COLUMNS: dict[int, tuple[CodeType, tuple[int, ...]]] = {}
+
+
 def _columns(code: CodeType) -> tuple[int, ...]:
     """The 1-based start column of each code unit of ``code`` (0 when Python does not know it), built once per code
     object: a kernel line asks for its column on every instruction it records."""
-    return tuple(col + 1 if col is not None else 0 for _, _, col, _ in code.co_positions())
+    entry = _COLUMNS.get(id(code))
+    if entry is not None and entry[0] is code:
+        return entry[1]
+    columns = tuple(col + 1 if col is not None else 0 for _, _, col, _ in code.co_positions())
+    if len(_COLUMNS) >= 4096:
+        _COLUMNS.clear()
+    _COLUMNS[id(code)] = (code, columns)
+    return columns
 
 
 def frame_column(frame: FrameType) -> int:
