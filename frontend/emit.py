@@ -26,7 +26,15 @@ from xdsl.traits import IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import penguin
-from nkic.dialects.common import AccessPatternAttr, attr_of, element_type, i64_attr, names_attr, string_attr
+from nkic.dialects.common import (
+    AccessPatternAttr,
+    attr_of,
+    dense_i64_attr,
+    element_type,
+    i64_attr,
+    names_attr,
+    string_attr,
+)
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,7 @@ def _pattern_attr(pattern: Sequence[Sequence[int]], offset: int = 0) -> AccessPa
 # Attributes whose Python value needs a specific attribute form.
 # How a traced field value becomes a property, by the field's kind in the instruction declaration.
 _BY_KIND = {
-    "axes": lambda v: DenseArrayBase.from_list(i64, [int(a) for a in v]),
+    "axes": lambda v: dense_i64_attr([int(a) for a in v]),  # shared: the same few axes on every reduce
     "int": lambda v: i64_attr(int(v)),
     "f32": lambda v: _f32(float(v)),
     "value": lambda v: _f32(float(v)) if isinstance(v, float) else i64_attr(int(v)),
