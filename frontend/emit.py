@@ -239,7 +239,8 @@ def _alloc_op(
 ) -> penguin.AllocOp:
     """``penguin.AllocOp(name, t, address, loc, data)``: the same properties, given to ``create`` (xDSL's generic
     IRDL builder sorts operands, results, regions and successors by their definitions, most of the cost of building
-    one; an allocation has none but its result). The loc string attribute is shared, as a loop body repeats its lines."""
+    one; an allocation has none but its result). The loc string attribute is shared: a loop body repeats its
+    lines."""
     if data is not None:  # a constant: rare, and the constructor knows how its contents are stored
         return penguin.AllocOp(name, t, address, loc, data)
     props: dict[str, Attribute] = {"tensor_name": StringAttr(name)}
@@ -306,8 +307,10 @@ def _verify_op(op: Operation, depth: int, verified: set[_InstKey]) -> None:
         _verify_region(r, inner, verified)
     key = None
     if isinstance(op, penguin.PenguinInst):
-        key = (type(op), depth, len(op.results), len(op.regions), len(successors), tuple(id(v.type) for v in operands), tuple((k, id(a)) for k, a in op.properties.items()),
-               tuple((k, id(a)) for k, a in op.attributes.items()))  # fmt: skip
+        props, attrs = op.properties, op.attributes
+        types = tuple([id(v.type) for v in operands])
+        key = (type(op), depth, len(op.results), len(op.regions), len(successors), types,
+               tuple(props), tuple(map(id, props.values())), tuple(attrs), tuple(map(id, attrs.values())))  # fmt: skip
         if key in verified:
             return
     try:

@@ -209,7 +209,7 @@ def _record(
 ) -> None:
     """Checks shared by every instruction, then one penguin instruction."""
     target = _target(ctx)
-    if not target.has(op):
+    if not _available(target, op):
         first = target.first_with(op)
         raise NkiError(
             f"nisa.{INSTRUCTIONS[op].nki_name or op} is not available on {target.name}",
@@ -243,6 +243,21 @@ def _record(
         if hinted is not None and not hinted.psum:
             raise NkiError(f"{op}: the {engine_name} engine cannot access PSUM ('{role}')")
     ctx.inst(op, given, attrs)
+
+
+# (nc_version, instruction) pairs Target.has said yes to (it depends on nothing else, and imports the declarations
+# on every call); a no is asked again (it is an error anyway, and a declaration may yet be added).
+_AVAILABLE: set[tuple[int, str]] = set()
+
+
+def _available(target: Target, op: str) -> bool:
+    key = (target.nc_version, op)
+    if key in _AVAILABLE:
+        return True
+    if target.has(op):
+        _AVAILABLE.add(key)
+        return True
+    return False
 
 
 # op -> its declared roles by name (InstrSpec.role searches the tuple; _record asks for every operand)
