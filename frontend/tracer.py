@@ -394,6 +394,7 @@ class TraceContext:
         self.rolled_sites: set[tuple[str, int, int]] = set()  # loops traced symbolically in this attempt
         self.loops: list[LoopVar] = []  # open symbolic loops, outermost first (index = loop depth)
         self._emitted: list[Any] = []  # every penguin instruction traced, in order (for NkiInstruction handles)
+        self._emitted_at: list[tuple[str, int]] = []  # the user's file and line of each of them
         self.concrete_depth = 0  # > 0 while a dont_trace helper runs
         self.live = False
         self._pid = 0
@@ -571,7 +572,7 @@ class TraceContext:
             finally:
                 self._api_call = outer
             if result is None and func.__module__ == _ISA_MODULE and len(self._emitted) > first:
-                return self._handle(func.__name__, self._emitted[first:])
+                return self._handle(func.__name__, first)
             return result
         if getattr(func, "__nki_dont_trace__", False):
             return self._call_concrete(func, args, kwargs)
@@ -710,12 +711,15 @@ class TraceContext:
             if role in writes:
                 t.storage.written = True
         self._emitted.append(self.emitter.inst(op, emitted, attrs, loc))
+        self._emitted_at.append((loc.file, loc.line))
 
-    def _handle(self, name: str, ops: list[Any]) -> NkiInstruction:
-        """The NkiInstruction of a nisa call that traced ``ops`` (its file:line names it in errors)."""
-        file, line, _ = user_location()
+    def _handle(self, name: str, first: int) -> NkiInstruction:
+        """The NkiInstruction of a nisa call that traced the instructions from ``first`` on (its file:line names it
+        in errors: the user's line the first of them recorded, which is the call's, as only nkic's frontend runs
+        between the call and its instructions)."""
+        file, line = self._emitted_at[first]
         what = f"nisa.{name} at {os.path.basename(file)}:{line}"
-        return NkiInstruction(self, ops, len(self._emitted), tuple(self.dynamic_loops), what)
+        return NkiInstruction(self, self._emitted[first:], len(self._emitted), tuple(self.dynamic_loops), what)
 
     def _operand(self, role: str, t: NkiTensor) -> Operand:
         if t.storage.owner is not self._owner:
