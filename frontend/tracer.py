@@ -718,8 +718,8 @@ class TraceContext:
         in errors: the user's line the first of them recorded, which is the call's, as only nkic's frontend runs
         between the call and its instructions)."""
         file, line = self._emitted_at[first]
-        what = f"nisa.{name} at {os.path.basename(file)}:{line}"
-        return NkiInstruction(self, self._emitted[first:], len(self._emitted), tuple(self.dynamic_loops), what)
+        return NkiInstruction(self, self._emitted[first:], len(self._emitted), tuple(self.dynamic_loops),
+                              (name, file, line))  # fmt: skip
 
     def _operand(self, role: str, t: NkiTensor) -> Operand:
         if t.storage.owner is not self._owner:
