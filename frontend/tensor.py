@@ -235,24 +235,30 @@ class NkiTensor:
 
     def _int_item(self, key: Any) -> NkiTensor | None:
         """``__getitem__`` of the common key, plain ints and slices of ints (``t[k * 128 : (k + 1) * 128, 0]``), the
-        same view by the same arithmetic with the slices resolved through a cache; None for any other key, and for
-        an int out of bounds or too many indices (the general path then says what is wrong)."""
+        same view by the same arithmetic with the slices resolved through a cache; None for any other key, for an
+        int out of bounds or too many indices, and on an indirect view (the general path then says what is wrong)."""
+        if self.dyn is not None:
+            return None
         keys = key if type(key) is tuple else (key,)
         pairs = self.pairs
-        if len(keys) > len(pairs):
+        n = len(keys)
+        if n > len(pairs):
             return None
         offset: IndexExpr | int = self.offset
         out: list[tuple[int, int]] = []
         int_dims: list[int] = []
-        for dim, k in enumerate(keys):
+        for dim in range(n):
+            k = keys[dim]
             step, num = pairs[dim]
             kind = type(k)
             if kind is slice:
                 a, b, c = k.start, k.stop, k.step
-                if (a is not None and type(a) is not int) or (b is not None and type(b) is not int) \
-                        or (c is not None and type(c) is not int):  # fmt: skip
+                if a is None and b is None and c is None:  # ``:``
+                    start, length, kstep = 0, num, 1
+                elif (a is None or type(a) is int) and (b is None or type(b) is int) and (c is None or type(c) is int):
+                    start, length, kstep = _int_slice(a, b, 1 if c is None else c, num, dim)
+                else:
                     return None
-                start, length, kstep = _int_slice(a, b, 1 if c is None else c, num, dim)
                 offset = offset + start * step
                 out.append((step * kstep, length))
             elif kind is int:
@@ -263,10 +269,21 @@ class NkiTensor:
                 int_dims.append(dim)
             else:
                 return None
-        for step, num in pairs[len(keys) :]:  # the dims the key leaves out: whole (``slice(None)``)
-            offset = offset + 0 * step
-            out.append((step, num))
-        return self._view(offset, _drop_int_dims(out, int_dims, self.on_chip))
+        if n < len(pairs):  # the dims the key leaves out: whole (``slice(None)``)
+            if type(offset) is not int:  # keep the general path's arithmetic on a symbolic offset
+                for step, _ in pairs[n:]:
+                    offset = offset + 0 * step
+            out.extend(pairs[n:])
+        # The pairs are ints already: the view is built without NkiTensor.__init__'s normalisation.
+        return NkiTensor._of_ints(self.storage, offset, _drop_int_dims(out, int_dims, self.on_chip), self.dtype)
+
+    @staticmethod
+    def _of_ints(storage: Storage, offset: IndexExpr | int, pairs: Pairs, dtype: str) -> NkiTensor:
+        """``NkiTensor(storage, offset, pairs, dtype)`` for a tuple of (int, int) pairs and a dtype (no dynamic
+        offset): the same attributes as ``__init__`` sets, without converting each entry again."""
+        t = NkiTensor.__new__(NkiTensor)
+        t.storage, t.offset, t.pairs, t.dtype, t.dyn = storage, offset, pairs, dtype, None
+        return t
 
     def _block_item(self, keys: list[Any]) -> NkiTensor:
         """Index a block tensor: int-indexed block dims drop, the rest index the tile(s) as usual."""
