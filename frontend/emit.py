@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Attribute, Block, ErasedSSAValue, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, ErasedSSAValue, Operation, OpResult, Region, SSAValue
 from xdsl.traits import IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
@@ -276,12 +276,16 @@ def verify_traced(module: ModuleOp) -> None:
 
 def _verify_op(op: Operation, depth: int, verified: set[_InstKey]) -> None:
     """``Operation.verify`` (xDSL 0.74) with the instruction verifier memoised; ``depth`` = enclosing loops."""
-    if type(op).verify is not Operation.verify:  # an op with a verify of its own: as module.verify() runs it
+    cls = type(op)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        kind = _KINDS[cls] = _kind(cls)
+    if kind == "own":  # an op with a verify of its own: as module.verify() runs it
         op.verify()
         return
     operands, successors = tuple(op.operands), op.successors
-    for operand in operands:
-        if isinstance(operand, ErasedSSAValue):
+    for operand in operands:  # (an SSA value's isinstance goes through ABCMeta: results and arguments skip it)
+        if type(operand) not in _LIVE_VALUES and isinstance(operand, ErasedSSAValue):
             raise ValueError("Erased SSA value is used by the operation")
     block = op.parent
     region = None if block is None else block.parent
@@ -302,11 +306,11 @@ def _verify_op(op: Operation, depth: int, verified: set[_InstKey]) -> None:
                 )
         elif len(region.blocks) > 1 and not op.has_trait(IsTerminator):
             raise VerifyException(f"Operation {op.name} terminates block in multi-block region but is not a terminator")
-    inner = 0 if isinstance(op, penguin.KernelOp) else depth + isinstance(op, penguin.LoopOp)  # as loop_depth counts
+    inner = 0 if kind == "kernel" else depth + (kind == "loop")  # as penguin.loop_depth counts
     for r in op.regions:
         _verify_region(r, inner, verified)
     key = None
-    if isinstance(op, penguin.PenguinInst):
+    if kind == "inst":
         props, attrs = op.properties, op.attributes
         types = tuple([id(v.type) for v in operands])
         key = (type(op), depth, len(op.results), len(op.regions), len(successors), types,
@@ -319,6 +323,21 @@ def _verify_op(op: Operation, depth: int, verified: set[_InstKey]) -> None:
         op.emit_error(f"Operation does not verify: {err}", err)
     if key is not None:
         verified.add(key)
+
+
+_LIVE_VALUES = (OpResult, BlockArgument)
+_KINDS: dict[type[Operation], str] = {}  # op class -> _kind (isinstance through the IR's ABCs is slow)
+
+
+def _kind(cls: type[Operation]) -> str:
+    """How ``_verify_op`` treats ops of ``cls``: "own" (it overrides ``verify``), "kernel", "loop", "inst" (an
+    instruction, whose own verifier is memoised) or "" (anything else)."""
+    if cls.verify is not Operation.verify:
+        return "own"
+    for base, kind in ((penguin.KernelOp, "kernel"), (penguin.LoopOp, "loop"), (penguin.PenguinInst, "inst")):
+        if issubclass(cls, base):
+            return kind
+    return ""
 
 
 def _verify_region(region: Region, depth: int, verified: set[_InstKey]) -> None:
