@@ -394,7 +394,7 @@ class TraceContext:
         self.rolled_sites: set[tuple[str, int, int]] = set()  # loops traced symbolically in this attempt
         self.loops: list[LoopVar] = []  # open symbolic loops, outermost first (index = loop depth)
         self._emitted: list[Any] = []  # every penguin instruction traced, in order (for NkiInstruction handles)
-        self._emitted_at: list[tuple[str, int]] = []  # the user's file and line of each of them
+        self._last_loc: Loc | None = None  # where the last of them was traced
         self.concrete_depth = 0  # > 0 while a dont_trace helper runs
         self.live = False
         self._pid = 0
@@ -711,15 +711,16 @@ class TraceContext:
             if role in writes:
                 t.storage.written = True
         self._emitted.append(self.emitter.inst(op, emitted, attrs, loc))
-        self._emitted_at.append((loc.file, loc.line))
+        self._last_loc = loc
 
     def _handle(self, name: str, first: int) -> NkiInstruction:
         """The NkiInstruction of a nisa call that traced the instructions from ``first`` on (its file:line names it
-        in errors: the user's line the first of them recorded, which is the call's, as only nkic's frontend runs
+        in errors: the user's line its last instruction recorded, which is the call's, as only nkic's frontend runs
         between the call and its instructions)."""
-        file, line = self._emitted_at[first]
+        loc = self._last_loc
+        assert loc is not None
         return NkiInstruction(self, self._emitted[first:], len(self._emitted), tuple(self.dynamic_loops),
-                              (name, file, line))  # fmt: skip
+                              (name, loc.file, loc.line))  # fmt: skip
 
     def _operand(self, role: str, t: NkiTensor) -> Operand:
         if t.storage.owner is not self._owner:
