@@ -283,7 +283,8 @@ def _verify_op(op: Operation, depth: int, verified: set[_InstKey]) -> None:
     if kind == "own":  # an op with a verify of its own: as module.verify() runs it
         op.verify()
         return
-    operands, successors = tuple(op.operands), op.successors
+    # The stored tuples behind ``op.operands`` / ``op.successors`` (each of those builds a view object per call).
+    operands, successors = op._operands, op._successors
     for operand in operands:  # (an SSA value's isinstance goes through ABCMeta: results and arguments skip it)
         if type(operand) not in _LIVE_VALUES and isinstance(operand, ErasedSSAValue):
             raise ValueError("Erased SSA value is used by the operation")
