@@ -258,9 +258,9 @@ def _ssa_name(name: str) -> str | None:
 
 
 # -- verification ----------------------------------------------------------------------------------------------------
-# The key of an instruction op's own verifier input: (class, loop depth, result/region/successor counts, its operand
-# types, properties and attributes by identity). Identities are only compared within one verify_traced call, while
-# every op (and so every attribute it holds) is alive.
+# The key of an instruction op's own verifier input: (class, loop depth, parent op class, result/region/successor
+# counts, its operand types, properties and attributes by identity). Identities are only compared within one
+# verify_traced call, while every op (and so every attribute it holds) is alive.
 _InstKey = tuple[object, ...]
 
 
@@ -268,9 +268,10 @@ def verify_traced(module: ModuleOp) -> None:
     """``module.verify()``: every check it makes, in its order, with its diagnostics, except that an instruction
     op's own verifier (``verify_``: its IRDL constraints, roles, fields and shape rules, memories, loop depth) runs
     once per distinct input. That verifier reads nothing but the op's class, operand types, properties, attributes
-    and loop depth, and attributes are immutable values: an unrolled loop body traces the same instruction with the
-    same (interned, see ``_ap_attr``) attributes over and over, so of the ~23k instructions of a 16K attention ~3.5k
-    are distinct. The structural checks (operands, terminators, parent links) still run for every op."""
+    and loop depth (its traits are markers; the parent's class is in the key too), and attributes are immutable: an
+    unrolled loop body traces the same instruction with the same (interned, see ``_ap_attr``) attributes over and
+    over, so of the ~23k instructions of a 16K attention ~3.5k are distinct. The structural checks (operands,
+    terminators, parent links) still run for every op."""
     _verify_op(module, 0, set())
 
 
@@ -314,7 +315,8 @@ def _verify_op(op: Operation, depth: int, verified: set[_InstKey]) -> None:
     if kind == "inst":
         props, attrs = op.properties, op.attributes
         types = tuple([id(v.type) for v in operands])
-        key = (type(op), depth, len(op.results), len(op.regions), len(successors), types,
+        parent = None if region is None else type(region.parent)  # (for a trait such as HasParent)
+        key = (type(op), depth, parent, len(op.results), len(op.regions), len(successors), types,
                tuple(props), tuple(map(id, props.values())), tuple(attrs), tuple(map(id, attrs.values())))  # fmt: skip
         if key in verified:
             return
