@@ -10,8 +10,8 @@ equality, an array of a base class, anything) become direct ``isinstance``/equal
 are verified by their own ``verify``. The compiled check only ever accepts what ``OpDef.verify`` accepts; when it
 rejects, ``OpDef.verify`` itself runs, so a malformed op gets exactly xDSL's diagnostic (or, if the compiled check
 was merely stricter, the op goes on as before). The op's own verifier runs afterwards either way, as before.
-Classes whose ``OpDef`` has shapes not covered (operands other than one variadic list of a base type, results,
-regions, successors, attribute definitions) keep xDSL's verifier.
+Classes whose ``OpDef`` has shapes not covered (operands other than one variadic list of a base type, results
+other than one of a base type, regions, successors, attribute definitions) keep xDSL's verifier.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ from typing import Any
 
 from xdsl.dialects.builtin import ArrayAttr, ArrayOfConstraint
 from xdsl.ir import Attribute
-from xdsl.irdl import IRDLOperation, OptPropertyDef, VarOperandDef
+from xdsl.irdl import IRDLOperation, OpDef, OptPropertyDef, ParsePropInAttrDict, ResultDef, VarOperandDef
 from xdsl.irdl.constraints import (
     AnyAttr,
     AttrConstraint,
     BaseAttr,
     EqAttrConstraint,
+    EqIntConstraint,
     ParamAttrConstraint,
+    RangeLengthConstraint,
     RangeOf,
     VerificationContext,
 )
@@ -85,7 +87,10 @@ def compile_constraint(constr: AttrConstraint[Any]) -> Check:
 def _plan(cls: type[IRDLOperation]) -> Callable[[IRDLOperation], bool] | None:
     """The compiled check of ``cls``'s OpDef (None: a shape this module does not cover)."""
     op_def = cls.get_irdl_definition()
-    if op_def.results or op_def.regions or op_def.successors or op_def.attributes:
+    if op_def.regions or op_def.successors or op_def.attributes:
+        return None
+    result_base = _single_result_base(op_def)
+    if op_def.results and result_base is None:
         return None
     operand_base: type[Attribute] | None = None
     if op_def.operands:
@@ -101,7 +106,12 @@ def _plan(cls: type[IRDLOperation]) -> Callable[[IRDLOperation], bool] | None:
     known = frozenset(op_def.properties)
 
     def accepts(op: IRDLOperation) -> bool:
-        if op.results or op.regions or op.successors:
+        if op.regions or op.successors:
+            return False
+        if result_base is None:
+            if op.results:
+                return False
+        elif len(op.results) != 1 or not isinstance(op.results[0].type, result_base):
             return False
         if operand_base is None:
             if op.operands:
@@ -119,6 +129,21 @@ def _plan(cls: type[IRDLOperation]) -> Callable[[IRDLOperation], bool] | None:
         return all(k in known for k in values)
 
     return accepts
+
+
+def _single_result_base(op_def: OpDef) -> type[Attribute] | None:
+    """The base type of the one result an op declares (``result_def(Base)``: exactly one result of that base), or
+    None for any other result list, or for options other than parsing properties from the attribute dictionary
+    (segment sizes would need their own check); a penguin allocation has such a result."""
+    if len(op_def.results) != 1 or any(type(o) is not ParsePropInAttrDict for o in op_def.options):
+        return None
+    rdef = op_def.results[0][1]
+    c = rdef.constr
+    if type(rdef) is not ResultDef or type(c) is not RangeLengthConstraint or type(c.constraint) is not RangeOf \
+            or type(c.constraint.constr) is not BaseAttr or type(c.length) is not EqIntConstraint \
+            or c.length.value != 1:  # fmt: skip
+        return None
+    return c.constraint.constr.attr  # type: ignore[no-any-return]
 
 
 def fast_verify(cls: type[IRDLOperation]) -> type[IRDLOperation]:

@@ -280,6 +280,7 @@ class ReturnOp(IRDLOperation):
         super().__init__(operands=[values])
 
 
+@fast_verify  # one per tensor a kernel allocates: the compiled IRDL check (same verdict and diagnostics)
 @irdl_op_definition
 class AllocOp(IRDLOperation):
     """``nl.ndarray``: a fresh tensor. ``address`` = ``(partition, byte offset)`` when the user placed it; ``data``

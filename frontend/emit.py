@@ -21,10 +21,20 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, ErasedSSAValue, Operation, OpResult, Region, SSAValue
+from xdsl.traits import IsTerminator, NoTerminator
+from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import penguin
-from nkic.dialects.common import AccessPatternAttr, attr_of, element_type, i64_attr, names_attr, string_attr
+from nkic.dialects.common import (
+    AccessPatternAttr,
+    attr_of,
+    dense_i64_attr,
+    element_type,
+    i64_attr,
+    names_attr,
+    string_attr,
+)
 
 
 @dataclass(frozen=True)
@@ -62,7 +72,7 @@ def _pattern_attr(pattern: Sequence[Sequence[int]], offset: int = 0) -> AccessPa
 # Attributes whose Python value needs a specific attribute form.
 # How a traced field value becomes a property, by the field's kind in the instruction declaration.
 _BY_KIND = {
-    "axes": lambda v: DenseArrayBase.from_list(i64, [int(a) for a in v]),
+    "axes": lambda v: dense_i64_attr([int(a) for a in v]),  # shared: the same few axes on every reduce
     "int": lambda v: i64_attr(int(v)),
     "f32": lambda v: _f32(float(v)),
     "value": lambda v: _f32(float(v)) if isinstance(v, float) else i64_attr(int(v)),
@@ -84,6 +94,24 @@ def _tensor_type(buffer: str, shape: tuple[int, ...], dtype: str) -> penguin.Ten
     """One type attribute per (memory, shape, dtype): a loop body allocates the same tile types over and over, and
     a TensorType verifies (dtype lookup, bounds) when built."""
     return penguin.TensorType(buffer, shape, element_type(dtype))
+
+
+# An operand's access pattern as plain values: (offset, pairs, loop coefficients, view dtype, dynamic term).
+ApKey = tuple[int, tuple[tuple[int, int], ...], tuple[int, ...], str, tuple[str, str, int, int]]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _ap_attr(key: ApKey) -> AccessPatternAttr:
+    """One attribute per distinct access pattern: an unrolled loop body touches the same tile patterns (and often
+    the same offsets) over and over, and building a pattern normalises and verifies its values."""
+    const, pattern, coeffs, view, dyn = key
+    return AccessPatternAttr(const, pattern, coeffs, view, dyn)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _aps_attr(keys: tuple[ApKey, ...]) -> ArrayAttr[AccessPatternAttr]:
+    """The ``aps`` property of an instruction (its operands' patterns in role order), shared like ``_ap_attr``."""
+    return ArrayAttr([_ap_attr(k) for k in keys])
 
 
 @functools.lru_cache(maxsize=None)
@@ -123,7 +151,7 @@ class PenguinEmitter:
         loc: Loc,
         data: bytes | None = None,
     ) -> SSAValue:
-        op = penguin.AllocOp(name, _tensor_type(buffer, tuple(shape), dtype), address, str(loc), data)
+        op = _alloc_op(name, _tensor_type(buffer, tuple(shape), dtype), address, str(loc), data)
         self._blocks[-1].add_op(op)
         op.result.name_hint = _ssa_name(name)
         return op.result
@@ -133,12 +161,8 @@ class PenguinEmitter:
         roles = [r for r in cls.ROLES if r in operands]
         props: dict[str, Attribute] = {
             "roles": names_attr(roles),
-            "aps": penguin.ArrayAttr(
-                [
-                    AccessPatternAttr(o.offset.const, o.pattern, o.offset.coeffs, o.view, o.dyn)
-                    for o in (operands[r] for r in roles)
-                ]
-            ),
+            "aps": _aps_attr(tuple((o.offset.const, o.pattern, o.offset.coeffs, o.view, o.dyn)
+                                   for o in (operands[r] for r in roles))),  # fmt: skip
             "loc": string_attr(str(loc)),
         }
         if loc.call:
@@ -206,8 +230,24 @@ class PenguinEmitter:
         )
         graph_block.add_ops([node, penguin.GraphReturnOp(node.outs)])
         module = ModuleOp([penguin.GraphOp("main", Region(graph_block)), kernel])
-        module.verify()
+        verify_traced(module)
         return module
+
+
+def _alloc_op(
+    name: str, t: penguin.TensorType, address: tuple[int, int] | None, loc: str, data: bytes | None
+) -> penguin.AllocOp:
+    """``penguin.AllocOp(name, t, address, loc, data)``: the same properties, given to ``create`` (xDSL's generic
+    IRDL builder sorts operands, results, regions and successors by their definitions, most of the cost of building
+    one; an allocation has none but its result). The loc string attribute is shared: a loop body repeats its
+    lines."""
+    if data is not None:  # a constant: rare, and the constructor knows how its contents are stored
+        return penguin.AllocOp(name, t, address, loc, data)
+    props: dict[str, Attribute] = {"tensor_name": StringAttr(name)}
+    if address is not None:
+        props["address"] = DenseArrayBase.from_list(i64, list(address))
+    props["loc"] = string_attr(loc)
+    return penguin.AllocOp.create(result_types=[t], properties=props)
 
 
 def _ssa_name(name: str) -> str | None:
@@ -215,3 +255,106 @@ def _ssa_name(name: str) -> str | None:
     if not cleaned or cleaned[0].isdigit():
         cleaned = "t" + cleaned
     return cleaned
+
+
+# -- verification ----------------------------------------------------------------------------------------------------
+# The key of an instruction op's own verifier input: (class, loop depth, parent op class, result/region/successor
+# counts, its operand types, properties and attributes by identity). Identities are only compared within one
+# verify_traced call, while every op (and so every attribute it holds) is alive.
+_InstKey = tuple[object, ...]
+
+
+def verify_traced(module: ModuleOp) -> None:
+    """``module.verify()``: every check it makes, in its order, with its diagnostics, except that an instruction
+    op's own verifier (``verify_``: its IRDL constraints, roles, fields and shape rules, memories, loop depth) runs
+    once per distinct input. That verifier reads nothing but the op's class, operand types, properties, attributes
+    and loop depth (its traits are markers; the parent's class is in the key too), and attributes are immutable: an
+    unrolled loop body traces the same instruction with the same (interned, see ``_ap_attr``) attributes over and
+    over, so of the ~23k instructions of a 16K attention ~3.5k are distinct. The structural checks (operands,
+    terminators, parent links) still run for every op."""
+    _verify_op(module, 0, set())
+
+
+def _verify_op(op: Operation, depth: int, verified: set[_InstKey]) -> None:
+    """``Operation.verify`` (xDSL 0.74) with the instruction verifier memoised; ``depth`` = enclosing loops."""
+    cls = type(op)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        kind = _KINDS[cls] = _kind(cls)
+    if kind == "own":  # an op with a verify of its own: as module.verify() runs it
+        op.verify()
+        return
+    # The stored tuples behind ``op.operands`` / ``op.successors`` (each of those builds a view object per call).
+    operands, successors = op._operands, op._successors
+    for operand in operands:  # (an SSA value's isinstance goes through ABCMeta: results and arguments skip it)
+        if type(operand) not in _LIVE_VALUES and isinstance(operand, ErasedSSAValue):
+            raise ValueError("Erased SSA value is used by the operation")
+    block = op.parent
+    region = None if block is None else block.parent
+    if successors:
+        if block is None or region is None:
+            raise VerifyException(f"Operation {op.name} with block successors does not belong to a block or a region")
+        if block.last_op is not op:
+            raise VerifyException(f"Operation {op.name} with block successors must terminate its parent block")
+        for succ in successors:
+            if succ.parent != block.parent:
+                raise VerifyException(f"Operation {op.name} is branching to a block of a different region")
+    if block is not None and region is not None and block.last_op == op:
+        if len(region.blocks) == 1:
+            parent = region.parent
+            if parent is not None and not parent.has_trait(NoTerminator) and not op.has_trait(IsTerminator):
+                raise VerifyException(
+                    f"Operation {op.name} terminates block in single-block region but is not a terminator"
+                )
+        elif len(region.blocks) > 1 and not op.has_trait(IsTerminator):
+            raise VerifyException(f"Operation {op.name} terminates block in multi-block region but is not a terminator")
+    inner = 0 if kind == "kernel" else depth + (kind == "loop")  # as penguin.loop_depth counts
+    for r in op.regions:
+        _verify_region(r, inner, verified)
+    key = None
+    if kind == "inst":
+        props, attrs = op.properties, op.attributes
+        types = tuple([id(v.type) for v in operands])
+        parent = None if region is None else type(region.parent)  # (for a trait such as HasParent)
+        key = (type(op), depth, parent, len(op.results), len(op.regions), len(successors), types,
+               tuple(props), tuple(map(id, props.values())), tuple(attrs), tuple(map(id, attrs.values())))  # fmt: skip
+        if key in verified:
+            return
+    try:
+        op.verify_()
+    except VerifyException as err:
+        op.emit_error(f"Operation does not verify: {err}", err)
+    if key is not None:
+        verified.add(key)
+
+
+_LIVE_VALUES = (OpResult, BlockArgument)
+_KINDS: dict[type[Operation], str] = {}  # op class -> _kind (isinstance through the IR's ABCs is slow)
+
+
+def _kind(cls: type[Operation]) -> str:
+    """How ``_verify_op`` treats ops of ``cls``: "own" (it overrides ``verify``), "kernel", "loop", "inst" (an
+    instruction, whose own verifier is memoised) or "" (anything else)."""
+    if cls.verify is not Operation.verify:
+        return "own"
+    for base, kind in ((penguin.KernelOp, "kernel"), (penguin.LoopOp, "loop"), (penguin.PenguinInst, "inst")):
+        if issubclass(cls, base):
+            return kind
+    return ""
+
+
+def _verify_region(region: Region, depth: int, verified: set[_InstKey]) -> None:
+    """``Region.verify`` and ``Block.verify`` (xDSL 0.74), nested ops through ``_verify_op``."""
+    for block in region.blocks:
+        for op in block.ops:
+            if op.parent != block:
+                raise ValueError("Parent pointer of operation does not refer to containing region")
+            _verify_op(op, depth, verified)
+        if len(block.ops) == 0:
+            parent = block.parent
+            if parent is not None and (parent_op := parent.parent) is not None:
+                if len(parent.blocks) == 1 and not parent_op.has_trait(NoTerminator):
+                    raise VerifyException(f"Operation {parent_op.name} contains empty block in single-block region "
+                                          "that expects at least a terminator")  # fmt: skip
+        if block.parent != region:
+            raise ValueError("Parent pointer of block does not refer to containing region")

@@ -7,7 +7,6 @@ code the user called) are skipped, so the location is the kernel line that made 
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import sysconfig
@@ -21,34 +20,55 @@ _FRONTEND_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (numpy, ml_dtypes))
 
 
+# Absolute file name -> whether it is internal. Every recorded instruction walks the stack (~5 frames) to the
+# user's frame: one dict lookup per frame instead of normalising the name each time. An absolute name's answer does
+# not depend on the working directory; a relative one is never stored here.
+_INTERNAL_ABS: dict[str, bool] = {}
+
+
 def _is_internal(filename: str) -> bool:
-    if os.path.isabs(filename):  # its absolute form does not depend on the working directory: ask once per file
-        return _is_internal_abs(filename)
+    known = _INTERNAL_ABS.get(filename)
+    if known is not None:
+        return known
     path = os.path.abspath(filename)
-    return path.startswith(_FRONTEND_DIR) or path.startswith(_LIBRARY_DIRS)
-
-
-@functools.lru_cache(maxsize=4096)
-def _is_internal_abs(filename: str) -> bool:
-    """``_is_internal`` of an absolute file name: every recorded instruction walks the stack (~5 frames) to the
-    user's frame, and ``abspath`` normalises the name each time."""
-    path = os.path.abspath(filename)
-    return path.startswith(_FRONTEND_DIR) or path.startswith(_LIBRARY_DIRS)
+    internal = path.startswith(_FRONTEND_DIR) or path.startswith(_LIBRARY_DIRS)
+    if os.path.isabs(filename) and len(_INTERNAL_ABS) < 4096:
+        _INTERNAL_ABS[filename] = internal
+    return internal
 
 
 def user_frame() -> FrameType | None:
     """The innermost frame outside the tracer and outside numpy, or None if there is none."""
     frame = sys._getframe(1)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    known = _INTERNAL_ABS.get
+    while frame is not None:
+        name = frame.f_code.co_filename
+        internal = known(name)
+        if internal is None:
+            internal = _is_internal(name)
+        if not internal:
+            break
         frame = frame.f_back
     return frame
 
 
-@functools.lru_cache(maxsize=4096)
+# id(code) -> (code, the 1-based start column of each of its code units). Keyed by identity, not by the code object:
+# a code object's hash is computed from its contents (bytecode, constants, names) on every lookup. The entry keeps
+# the code alive, so its id cannot be reused while the entry exists.
+_COLUMNS: dict[int, tuple[CodeType, tuple[int, ...]]] = {}
+
+
 def _columns(code: CodeType) -> tuple[int, ...]:
     """The 1-based start column of each code unit of ``code`` (0 when Python does not know it), built once per code
     object: a kernel line asks for its column on every instruction it records."""
-    return tuple(col + 1 if col is not None else 0 for _, _, col, _ in code.co_positions())
+    entry = _COLUMNS.get(id(code))
+    if entry is not None and entry[0] is code:
+        return entry[1]
+    columns = tuple(col + 1 if col is not None else 0 for _, _, col, _ in code.co_positions())
+    if len(_COLUMNS) >= 4096:
+        _COLUMNS.clear()
+    _COLUMNS[id(code)] = (code, columns)
+    return columns
 
 
 def frame_column(frame: FrameType) -> int:

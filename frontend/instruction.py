@@ -16,6 +16,7 @@ count: a consumer after such a loop waits for the producer's last iteration, one
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from nkic.frontend.errors import NkiError
@@ -24,15 +25,30 @@ from nkic.frontend.errors import NkiError
 class NkiInstruction:
     """Opaque handle to the instruction(s) one ``nisa`` call traced."""
 
-    def __init__(self, ctx: Any, ops: list[Any], serial: int, dynamic_scope: tuple[Any, ...], what: str):
+    def __init__(
+        self, ctx: Any, ops: list[Any], serial: int, dynamic_scope: tuple[Any, ...], what: str | tuple[str, str, int]
+    ):
         self._ctx = ctx
         self._owner = ctx._owner
         self._ops = ops
         self._serial = serial  # trace order of the call
         self._scope = dynamic_scope  # the open dynamic loops (by identity), outermost first
-        self._what = what
-        # Unique within the kernel, and apart from an inlined sub-kernel's tags (prefixed by the kernel's name).
-        self._tag = f"{ctx.kernel.name}.i{serial}"
+        # "nisa.x at file.py:3", or (x, file, line) to word so only if asked: every nisa call returns a handle, and
+        # most are dropped unread.
+        self._about = what
+
+    @property
+    def _what(self) -> str:
+        about = self._about
+        if isinstance(about, tuple):
+            name, file, line = about
+            about = self._about = f"nisa.{name} at {os.path.basename(file)}:{line}"
+        return about
+
+    @property
+    def _tag(self) -> str:
+        """Unique within the kernel, and apart from an inlined sub-kernel's tags (prefixed by the kernel's name)."""
+        return f"{self._ctx.kernel.name}.i{self._serial}"
 
     def __repr__(self) -> str:
         return f"NkiInstruction({self._what})"

@@ -209,39 +209,66 @@ def _record(
 ) -> None:
     """Checks shared by every instruction, then one penguin instruction."""
     target = _target(ctx)
-    if not target.has(op):
+    if not _available(target, op):
         first = target.first_with(op)
         raise NkiError(
             f"nisa.{INSTRUCTIONS[op].nki_name or op} is not available on {target.name}",
             f"it needs {first} or newer" if first else "",
         )
     spec = INSTRUCTIONS[op]
-    operands = _with_index_operands(ctx, op, operands)
+    if any(t is not None and t.dyn is not None for t in operands.values()):
+        operands = _with_index_operands(ctx, op, operands)
+    given = {r: t for r, t in operands.items() if t is not None}
     dst = operands.get("dst")
     bank = target.psum_bank_bytes
     _packed_operands(op, operands)
-    for role, t in operands.items():
-        if t is None:
-            continue
-        _declared_role(op, spec.role(role), t, dst)
+    roles = _role_table(op)
+    for role, t in given.items():
+        _declared_role(op, roles[role], t, dst)
     if spec.dims_rule is not None:
-        problem = dims_problem(spec, {r: (t.partitions, t.free_size) for r, t in operands.items() if t is not None})
+        problem = dims_problem(spec, {r: (t.partitions, t.free_size) for r, t in given.items()})
         if problem is not None:
             raise NkiError(problem)
-    for role, t in operands.items():
-        if t is None:
+    hinted = ENGINE_BY_NAME.get(ENGINE_OF_HINT.get(engine_name, ""))
+    for role, t in given.items():
+        if not t.storage.buffer == "psum":
             continue
         spans_banks = op in ("matmul", "matmul_mx") and role == "dst" and target.matmul_spans_banks
-        if t.buffer == "psum" and t.free_size * t.itemsize > bank and not spans_banks:
+        if t.free_size * t.itemsize > bank and not spans_banks:
             raise NkiError(
                 f"{op}: PSUM tile '{role}' needs {t.free_size * t.itemsize} bytes per partition, "
                 f"more than one {bank}-byte bank",
                 f"split the PSUM tile into bank-sized ({bank} bytes per partition) views",
             )
-        hinted = ENGINE_BY_NAME.get(ENGINE_OF_HINT.get(engine_name, ""))
-        if hinted is not None and not hinted.psum and t.buffer == "psum":
+        if hinted is not None and not hinted.psum:
             raise NkiError(f"{op}: the {engine_name} engine cannot access PSUM ('{role}')")
-    ctx.inst(op, {r: t for r, t in operands.items() if t is not None}, attrs)
+    ctx.inst(op, given, attrs)
+
+
+# (nc_version, instruction) pairs Target.has said yes to (it depends on nothing else, and imports the declarations
+# on every call); a no is asked again (it is an error anyway, and a declaration may yet be added).
+_AVAILABLE: set[tuple[int, str]] = set()
+
+
+def _available(target: Target, op: str) -> bool:
+    key = (target.nc_version, op)
+    if key in _AVAILABLE:
+        return True
+    if target.has(op):
+        _AVAILABLE.add(key)
+        return True
+    return False
+
+
+# op -> its declared roles by name (InstrSpec.role searches the tuple; _record asks for every operand)
+_ROLE_TABLES: dict[str, dict[str, Role]] = {}
+
+
+def _role_table(op: str) -> dict[str, Role]:
+    table = _ROLE_TABLES.get(op)
+    if table is None:
+        table = _ROLE_TABLES[op] = {r.name: r for r in INSTRUCTIONS[op].roles}
+    return table
 
 
 def _with_index_operands(ctx: Any, op: str, operands: dict[str, NkiTensor | None]) -> dict[str, NkiTensor | None]:

@@ -16,6 +16,7 @@ control flow error.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable, Sequence
@@ -120,9 +121,14 @@ class NkiTensor:
         self.dyn = dyn
 
     # -- properties -----------------------------------------------------------------------------------
+    _shape: tuple[int, ...] | None = None  # shape, computed on first use (``pairs`` is set once, in __init__)
+
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(n for _, n in self.pairs)
+        shape = self._shape
+        if shape is None:
+            shape = self._shape = tuple(n for _, n in self.pairs)
+        return shape
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -199,6 +205,10 @@ class NkiTensor:
     oob_note: str | None = None
 
     def __getitem__(self, key: Any) -> NkiTensor:
+        if not self.block_dims:
+            view = self._int_item(key)
+            if view is not None:
+                return view
         if _is_advanced(key):
             from nkic.frontend.grid import index_view  # grid imports this module
 
@@ -222,6 +232,58 @@ class NkiTensor:
                 pairs.append((step, 1))
                 int_dims.append(dim)
         return self._view(offset, _drop_int_dims(pairs, int_dims, self.on_chip))
+
+    def _int_item(self, key: Any) -> NkiTensor | None:
+        """``__getitem__`` of the common key, plain ints and slices of ints (``t[k * 128 : (k + 1) * 128, 0]``), the
+        same view by the same arithmetic with the slices resolved through a cache; None for any other key, for an
+        int out of bounds or too many indices, and on an indirect view (the general path then says what is wrong)."""
+        if self.dyn is not None:
+            return None
+        keys = key if type(key) is tuple else (key,)
+        pairs = self.pairs
+        n = len(keys)
+        if n > len(pairs):
+            return None
+        offset: IndexExpr | int = self.offset
+        out: list[tuple[int, int]] = []
+        int_dims: list[int] = []
+        for dim in range(n):
+            k = keys[dim]
+            step, num = pairs[dim]
+            kind = type(k)
+            if kind is slice:
+                a, b, c = k.start, k.stop, k.step
+                if a is None and b is None and c is None:  # ``:``
+                    start, length, kstep = 0, num, 1
+                elif (a is None or type(a) is int) and (b is None or type(b) is int) and (c is None or type(c) is int):
+                    start, length, kstep = _int_slice(a, b, 1 if c is None else c, num, dim)
+                else:
+                    return None
+                offset = offset + start * step
+                out.append((step * kstep, length))
+            elif kind is int:
+                if not -num <= k < num:
+                    return None
+                offset = offset + (k + num if k < 0 else k) * step
+                out.append((step, 1))
+                int_dims.append(dim)
+            else:
+                return None
+        if n < len(pairs):  # the dims the key leaves out: whole (``slice(None)``)
+            if type(offset) is not int:  # keep the general path's arithmetic on a symbolic offset
+                for step, _ in pairs[n:]:
+                    offset = offset + 0 * step
+            out.extend(pairs[n:])
+        # The pairs are ints already: the view is built without NkiTensor.__init__'s normalisation.
+        return NkiTensor._of_ints(self.storage, offset, _drop_int_dims(out, int_dims, self.on_chip), self.dtype)
+
+    @staticmethod
+    def _of_ints(storage: Storage, offset: IndexExpr | int, pairs: Pairs, dtype: str) -> NkiTensor:
+        """``NkiTensor(storage, offset, pairs, dtype)`` for a tuple of (int, int) pairs and a dtype (no dynamic
+        offset): the same attributes as ``__init__`` sets, without converting each entry again."""
+        t = NkiTensor.__new__(NkiTensor)
+        t.storage, t.offset, t.pairs, t.dtype, t.dyn = storage, offset, pairs, dtype, None
+        return t
 
     def _block_item(self, keys: list[Any]) -> NkiTensor:
         """Index a block tensor: int-indexed block dims drop, the rest index the tile(s) as usual."""
@@ -350,7 +412,7 @@ class NkiTensor:
         if self.dyn is not None and self.dyn.kind == "vector":
             static = NkiTensor(self.storage, self.offset, self.pairs[1:] or ((1, 1),), self.dtype)
         lo, hi = _flat_bounds(static)
-        total = NkiTensor(self.storage, 0, (), self.dtype).storage_elems()
+        total = self.storage_elems()
         if lo < 0 or hi >= total:
             note = f" ({self.oob_note}; mask= the elements outside)" if self.oob_note else ""
             return f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {total}{note}"
@@ -552,10 +614,19 @@ def _resolve_slice(k: slice, num: int, dim: int) -> tuple[IndexExpr | int, int, 
             raise NkiError(f"slice {k.start}:{k.stop} is out of bounds for dim {dim} of size {num}")
         return start, length, step
     bounds = [None if v is None else _static_int(v, "slice bound") for v in (k.start, k.stop)]
-    for v in bounds:
+    return _int_slice(bounds[0], bounds[1], step, num, dim)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _int_slice(start: int | None, stop: int | None, step: int, num: int, dim: int) -> tuple[int, int, int]:
+    """(start, length, step) of ``start:stop:step`` over a dim of size ``num``, all ints (an unrolled loop slices the
+    same few ranges over and over: cached)."""
+    if step == 0:
+        raise NkiError("slice step cannot be zero")
+    for v in (start, stop):
         if v is not None and not -num <= v <= num:
             raise NkiError(f"slice bound {v} is out of bounds for dim {dim} of size {num}")
-    start, stop, step = slice(bounds[0], bounds[1], step).indices(num)
+    start, stop, step = slice(start, stop, step).indices(num)
     return start, len(range(start, stop, step)), step  # length 0: an empty view, a no-op in any instruction
 
 

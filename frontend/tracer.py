@@ -394,6 +394,7 @@ class TraceContext:
         self.rolled_sites: set[tuple[str, int, int]] = set()  # loops traced symbolically in this attempt
         self.loops: list[LoopVar] = []  # open symbolic loops, outermost first (index = loop depth)
         self._emitted: list[Any] = []  # every penguin instruction traced, in order (for NkiInstruction handles)
+        self._last_loc: Loc | None = None  # where the last of them was traced
         self.concrete_depth = 0  # > 0 while a dont_trace helper runs
         self.live = False
         self._pid = 0
@@ -404,7 +405,6 @@ class TraceContext:
         self._shared_seen = 0
         self._constants: dict[str, Storage] = {}  # nl.shared_constant tensors of the program being traced
         self._site_counts: dict[tuple[str, int], int] = {}
-        self._signatures: dict[Any, inspect.Signature] = {}
         self._api_call = ""  # the outermost nki API function being called ("nl.softmax"), named on its instructions
         self.registers = 0  # virtual registers allocated in the program being traced (register 0 reads as zero)
         self.dynamic_loops: list[tuple[str, int]] = []  # open runtime loops (dynamic_range, ...): where they began
@@ -572,7 +572,7 @@ class TraceContext:
             finally:
                 self._api_call = outer
             if result is None and func.__module__ == _ISA_MODULE and len(self._emitted) > first:
-                return self._handle(func.__name__, self._emitted[first:])
+                return self._handle(func.__name__, first)
             return result
         if getattr(func, "__nki_dont_trace__", False):
             return self._call_concrete(func, args, kwargs)
@@ -584,13 +584,17 @@ class TraceContext:
         return self._inline(func, args, kwargs)
 
     def _check_call(self, func: Any, impl: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        sig = self._signatures.get(impl)
-        if sig is None:
-            sig = self._signatures[impl] = inspect.signature(impl)
+        binder = _BINDERS.get(impl)
+        if binder is None:
+            binder = _BINDERS[impl] = _binder(inspect.signature(impl))
         try:
-            sig.bind(self, *args, **kwargs)
-        except TypeError as e:
-            raise NkiError(f"bad call of {func.__module__.rsplit('.', 1)[-1]}.{func.__name__}: {e}") from None
+            binder(self, *args, **kwargs)  # Python's own binding: the same rules as Signature.bind, ~20x cheaper
+        except TypeError:
+            # The message is inspect's, as it always was (the fast binder only decides that the call is bad).
+            try:
+                inspect.signature(impl).bind(self, *args, **kwargs)
+            except TypeError as e:
+                raise NkiError(f"bad call of {func.__module__.rsplit('.', 1)[-1]}.{func.__name__}: {e}") from None
 
     def _call_concrete(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         args, kwargs = _concretize(args), _concretize(kwargs)
@@ -699,20 +703,24 @@ class TraceContext:
                            f"use fewer instructions, or raise the limit with {INSTRUCTIONS_VAR}=N")  # fmt: skip
         loc = Loc(*user_location(), call=self._api_call)
         emitted = {role: self._operand(role, t) for role, t in operands.items()}
-        spec = INSTRUCTIONS[op]
+        writes = _write_roles(op)
         for role, t in operands.items():
-            if not spec.role(role).write and not t.storage.written and t.buffer in ("sbuf", "psum"):
+            if role not in writes and not t.storage.written and t.buffer in ("sbuf", "psum"):
                 _warn_unwritten(op, role, t, loc)
         for role, t in operands.items():
-            if spec.role(role).write:
+            if role in writes:
                 t.storage.written = True
         self._emitted.append(self.emitter.inst(op, emitted, attrs, loc))
+        self._last_loc = loc
 
-    def _handle(self, name: str, ops: list[Any]) -> NkiInstruction:
-        """The NkiInstruction of a nisa call that traced ``ops`` (its file:line names it in errors)."""
-        file, line, _ = user_location()
-        what = f"nisa.{name} at {os.path.basename(file)}:{line}"
-        return NkiInstruction(self, ops, len(self._emitted), tuple(self.dynamic_loops), what)
+    def _handle(self, name: str, first: int) -> NkiInstruction:
+        """The NkiInstruction of a nisa call that traced the instructions from ``first`` on (its file:line names it
+        in errors: the user's line its last instruction recorded, which is the call's, as only nkic's frontend runs
+        between the call and its instructions)."""
+        loc = self._last_loc
+        assert loc is not None
+        return NkiInstruction(self, self._emitted[first:], len(self._emitted), tuple(self.dynamic_loops),
+                              (name, loc.file, loc.line))  # fmt: skip
 
     def _operand(self, role: str, t: NkiTensor) -> Operand:
         if t.storage.owner is not self._owner:
@@ -896,6 +904,46 @@ def _holds_scoped(value: Any, var: LoopVar, depth: int) -> bool:
 # ------------------------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _write_roles(op: str) -> frozenset[str]:
+    """The roles instruction ``op`` writes (looked up for every operand of every traced instruction)."""
+    return frozenset(r.name for r in INSTRUCTIONS[op].roles if r.write)
+
+
+# nki op implementation -> a no-op function with its parameter list (see _binder)
+_BINDERS: dict[Any, Callable[..., None]] = {}
+
+
+def _binder(sig: inspect.Signature) -> Callable[..., None]:
+    """A function that does nothing, with ``sig``'s parameters (names, kinds, which have defaults): calling it
+    raises TypeError exactly when ``sig.bind`` would, with the interpreter's argument binding instead of
+    ``Signature.bind``'s Python loop, which was ~10% of a large trace (every nki call is checked before it runs)."""
+    parts: list[str] = []
+    kinds = inspect.Parameter
+    positional_only = star = False
+    for p in sig.parameters.values():
+        if p.kind is not kinds.POSITIONAL_ONLY and positional_only:
+            parts.append("/")
+            positional_only = False
+        if p.kind is kinds.POSITIONAL_ONLY:
+            positional_only = True
+        if p.kind is kinds.VAR_POSITIONAL:
+            parts.append(f"*{p.name}")
+            star = True
+        elif p.kind is kinds.VAR_KEYWORD:
+            parts.append(f"**{p.name}")
+        else:
+            if p.kind is kinds.KEYWORD_ONLY and not star:
+                parts.append("*")
+                star = True
+            parts.append(p.name if p.default is inspect.Parameter.empty else f"{p.name}=None")
+    if positional_only:
+        parts.append("/")
+    namespace: dict[str, Any] = {}
+    exec(f"def bind({', '.join(parts)}):\n    pass\n", namespace)  # noqa: S102 -- names come from a signature
+    return namespace["bind"]  # type: ignore[no-any-return]
+
+
 _EXCLUDED = ("nkic.frontend", "numpy", "math", "ml_dtypes")
 
 
@@ -906,17 +954,23 @@ def _excluded(module: str) -> bool:
 _API_PREFIX = {"isa": "nisa", "language": "nl", "collectives": "ncc"}
 
 
+_API_NAMES: dict[Any, str] = {}  # nki API function -> _api_name (asked on every outermost nki call)
+
+
 def _api_name(func: Any) -> str:
     """``nl.exp``, ``nisa.activation``: the name the user called an nki API function by."""
-    module = func.__module__.rsplit(".", 1)[-1]
-    return f"{_API_PREFIX.get(module, module)}.{func.__name__}"
+    name = _API_NAMES.get(func)
+    if name is None:
+        module = func.__module__.rsplit(".", 1)[-1]
+        name = _API_NAMES[func] = f"{_API_PREFIX.get(module, module)}.{func.__name__}"
+    return name
 
 
 _ISA_MODULE = "nkic.frontend.isa"  # the nisa instructions (a name, not an import: isa imports this module's users)
 
 
 def _has_empty_tensor(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    return any(isinstance(v, NkiTensor) and v.size == 0 for v in (*args, *kwargs.values()))
+    return any(isinstance(v, NkiTensor) and 0 in v.shape for v in (*args, *kwargs.values()))  # size 0, no product
 
 
 def has_nki_data(value: Any, _depth: int = 0) -> bool:
