@@ -256,7 +256,7 @@ def make_klir_carrier(
 ) -> bir.NkiKlirKernelOp:
     """An IT56 holding ``fn`` as BIR JSON (FORM B), or ``kernel`` as an NKAB kernel-AST binary (FORM A)."""
     if fmt == "bir":
-        payload = bir_json.dumps(bir_json.function_to_json(fn))
+        payload = bir_json.function_text(fn)  # = dumps(function_to_json(fn)), without the document
         bir_json.remember_function(payload, fn)  # translate-nki-ast-to-bir takes it back (no rebuild)
     else:
         assert kernel is not None
