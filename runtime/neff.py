@@ -16,7 +16,7 @@ import struct
 import tarfile
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from nkic import __version__
 from nkic.runtime.encoding import (
@@ -341,8 +341,10 @@ class _ListingWriter:
     def __init__(self, var_names: Mapping[int, str]) -> None:
         self.var_names = var_names
         self.operands: dict[tuple[str, Operand], str] = {}  # (slot, operand) -> '"slot": {...}' at depth 4
+        self.templates: dict[tuple[object, ...], tuple[str, str] | tuple[()]] = {}  # see _operand
         self.imms: dict[tuple[str, tuple[int, ...], int], tuple[str, str]] = {}  # -> (flags, imms) at depth 3
         self.descs: dict[tuple[object, ...], str] = {}  # a transfer's descriptor at depth 3
+        self.desc_templates: dict[tuple[object, ...], tuple[list[str], list[int]] | None] = {}  # see _dma
 
     def listing(self, engine: str, instrs: list[Instr]) -> bytes:
         if instrs and tuple(sorted(to_json(instrs[:1], self.var_names)[0])) != _INSTR_KEYS:
@@ -381,20 +383,75 @@ class _ListingWriter:
         return "{" + _NL3 + ("," + _NL3).join(_KEY_HEADS[k] + v for k, v in zip(_INSTR_KEYS, values)) + _NL2 + "}"
 
     def _operand(self, slot: str, op: Operand) -> str:
-        key = (slot, op)
-        text = self.operands.get(key)
+        """``"slot": {...}``. The operands of a stream differ mostly in their address alone (7617 operands, 40
+        without the address, at 16K attention): the text is kept per operand less its address, with the address
+        put back in front (it is the first key), when ``_address_template`` has shown that only that line moves."""
+        key = (slot, *[getattr(op, f) for f in _OPERAND_FIELDS])
+        template = self.templates.get(key)
+        if template is None:
+            template = self.templates[key] = self._address_template(slot, op)
+        if template:
+            return f"{template[0]}{op.address}{template[1]}"
+        text = self.operands.get((slot, op))
         if text is None:
-            text = self.operands[key] = _encode_str(slot) + ": " + _text(operand_json(op, self.var_names), _NL4)
+            text = self.operands[(slot, op)] = self._operand_text(slot, op)
         return text
+
+    def _desc_text(self, ins: Instr, addresses: list[int | None]) -> str:
+        """The descriptor text of ``ins`` with its operands moved to ``addresses`` ("" if it has none)."""
+        ops = tuple(None if o is None else replace(o, address=a) for o, a in zip(ins.operands, addresses))
+        value = _dma_desc(replace(ins, operands=ops), self.var_names)
+        return "" if value is None else _text(value, _NL3)
+
+    def _desc_template(self, ins: Instr) -> tuple[list[str], list[int]] | None:
+        """(parts, operand index of each address between them) that give the descriptor text of every transfer
+        equal to ``ins`` but for its operands' addresses; None if no such template holds (checked: the descriptor
+        written from the template at the real and at other addresses is the one built from the instruction)."""
+        ops = ins.operands
+        marks = [None if o is None else _ADDRESS_MARK + 2 * i for i, o in enumerate(ops)]
+        text = self._desc_text(ins, marks)
+        if not text:
+            return None
+        found = re.split("(" + "|".join(str(m) for m in marks if m is not None) + ")", text)
+        parts, which = found[::2], [marks.index(int(m)) for m in found[1::2]]
+        for trial in ([None if o is None else o.address for o in ops], [None if m is None else m + 1 for m in marks]):
+            built = parts[0] + "".join(f"{trial[i]}{part}" for i, part in zip(which, parts[1:]))
+            if built != self._desc_text(ins, trial):
+                return None
+        return parts, which
+
+    def _operand_text(self, slot: str, op: Operand) -> str:
+        return _encode_str(slot) + ": " + _text(operand_json(op, self.var_names), _NL4)
+
+    def _address_template(self, slot: str, op: Operand) -> tuple[str, str] | tuple[()]:
+        """(head, tail) with ``head + str(address) + tail`` the text of ``op`` at any address, or () if the text
+        of ``op`` at another address is not that (no address, or another value that depends on it)."""
+        if type(op.address) is not int:
+            return ()
+        head = _encode_str(slot) + ": {" + _NL4 + ' "address": '
+        texts = [self._operand_text(slot, replace(op, address=a)) for a in (op.address, op.address + 1)]
+        tails = [t[len(head) + len(str(a)):] for t, a in zip(texts, (op.address, op.address + 1))]
+        if all(t.startswith(head + str(a)) for t, a in zip(texts, (op.address, op.address + 1))) and tails[0] == tails[1]:
+            return head, tails[0]
+        return ()
 
     def _dma(self, index: int, ins: Instr) -> str | None:
         if "dma" not in ins.spec.traits:
             return None
-        key = (ins.opcode, ins.imms, ins.flags, ins.operands)
-        desc = self.descs.get(key)
-        if desc is None:
-            value = _dma_desc(ins, self.var_names)
-            desc = self.descs[key] = "" if value is None else _text(value, _NL3)
+        key = (ins.opcode, ins.imms, ins.flags,
+               *[None if o is None else tuple(getattr(o, f) for f in _OPERAND_FIELDS) for o in ins.operands])  # fmt: skip
+        template = self.desc_templates.get(key)
+        if template is None:
+            template = self.desc_templates[key] = self._desc_template(ins)
+        if template is not None:  # the transfers of a stream differ mostly in their addresses alone, as operands
+            parts, which = template
+            desc = parts[0] + "".join(f"{ins.operands[i].address}{part}" for i, part in zip(which, parts[1:]))  # type: ignore[union-attr]
+        else:
+            full = (ins.opcode, ins.imms, ins.flags, ins.operands)
+            desc = self.descs.get(full)
+            if desc is None:
+                value = _dma_desc(ins, self.var_names)
+                desc = self.descs[full] = "" if value is None else _text(value, _NL3)
         if not desc:
             return None
         entry = _dma_entry(index, ins, None)
@@ -406,6 +463,8 @@ class _ListingWriter:
 
 
 _KEY_HEADS = {k: _encode_str(k) + ": " for k in _INSTR_KEYS}
+_ADDRESS_MARK = 987_654_321_987_654_321  # stand-in addresses, far from any other number of a descriptor
+_OPERAND_FIELDS = tuple(f.name for f in fields(Operand) if f.name != "address")
 
 
 def _scalar_text(obj: object) -> str:

@@ -8,6 +8,7 @@ streams: repeated and distinct operands, immediates, flags, semaphores, DMA tran
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -47,9 +48,11 @@ _NAMES = {0: "lhsT", 1: "rhs", 2: 'o"ut[1]'}
 
 @st.composite
 def _operands(draw: st.DrawFn) -> Operand:
-    memory = draw(st.sampled_from(["sbuf", "psum", "hbm"]))
+    memory = draw(st.sampled_from(["sbuf", "psum", "hbm", "none"]))
     dtype = draw(st.sampled_from(["bfloat16", "float32"]))
     pairs = draw(st.lists(st.tuples(st.integers(0, 4096), st.integers(1, 512)), min_size=1, max_size=3))
+    if memory == "none":  # an iota pattern: no address in its text
+        return Operand("none", dtype, tuple(pairs))
     if memory == "hbm":
         return Operand("hbm", dtype, tuple(pairs), address=draw(st.sampled_from([0, 256, 1 << 20])),
                        var_id=draw(st.integers(0, 3)))  # fmt: skip
@@ -84,7 +87,8 @@ def _instrs(draw: st.DrawFn) -> Instr:
 @settings(max_examples=25, deadline=None)
 @given(st.lists(_instrs(), max_size=8), st.sampled_from(list(ENGINE_MEMBERS)))
 def test_listing_writer_is_dumps_of_engine_json(instrs: list[Instr], engine: str) -> None:
-    stream = instrs + instrs[: len(instrs) // 2]  # repeats: the memoised pieces are reused
+    moved = [replace(i, operands=tuple(o and replace(o, address=o.address + 64) for o in i.operands)) for i in instrs]
+    stream = instrs + moved + instrs[: len(instrs) // 2]  # repeats, and the same at other addresses: memo, templates
     writer = _ListingWriter(_NAMES)
     for _ in range(2):  # a second stream through the same writer (the next subgraph) reuses its memos
         assert writer.listing(engine, stream) == _dumps(_engine_json(engine, stream, _NAMES))
