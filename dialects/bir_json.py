@@ -194,7 +194,8 @@ def _op_text(op: Operation, memo: dict[int, str], out: list[str]) -> None:
         key = _KEY_TEXT.get(k)
         if key is None:
             key = _KEY_TEXT[k] = _enc_str(k) + ":"
-        props.append(key + _attr_text(v, memo))
+        text = memo.get(id(v))  # a hit without a call: most attributes are shared
+        props.append(key + (text if text is not None else _attr_text(v, memo)))
     out.append('{"op":' + _enc_str(op.name) + ',"props":{' + ",".join(props) + "}")
     if op.regions:
         out.append(',"body":[')
@@ -218,7 +219,10 @@ def _attr_text(a: Attribute, memo: dict[int, str]) -> str:
         elif t is IntegerAttr and a.type is i64:  # type: ignore[attr-defined]
             text = int.__repr__(a.value.data)  # type: ignore[attr-defined]
         elif t is ArrayAttr:
-            text = "[" + ",".join([_attr_text(x, memo) for x in a.data]) + "]"  # type: ignore[attr-defined]
+            items = [memo.get(id(x)) for x in a.data]  # type: ignore[attr-defined]
+            if None in items:
+                items = [_attr_text(x, memo) for x in a.data]  # type: ignore[attr-defined]
+            text = "[" + ",".join(items) + "]"  # type: ignore[arg-type]
         elif t is AccessPatternAttr:  # equal patterns recur as distinct objects (each tile's): by value
             text = _AP_TEXT.get(a.data)  # type: ignore[attr-defined]
             if text is None:
