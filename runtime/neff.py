@@ -429,23 +429,26 @@ class _ListingWriter:
         if type(op.address) is not int:
             return ()
         head = _encode_str(slot) + ": {" + _NL4 + ' "address": '
-        texts = [self._operand_text(slot, replace(op, address=a)) for a in (op.address, op.address + 1)]
-        tails = [t[len(head) + len(str(a)):] for t, a in zip(texts, (op.address, op.address + 1))]
-        if all(t.startswith(head + str(a)) for t, a in zip(texts, (op.address, op.address + 1))) and tails[0] == tails[1]:
-            return head, tails[0]
-        return ()
+        tails = set()
+        for address in (op.address, op.address + 1):
+            text = self._operand_text(slot, replace(op, address=address))
+            if not text.startswith(f"{head}{address}"):
+                return ()
+            tails.add(text[len(f"{head}{address}") :])
+        return (head, tails.pop()) if len(tails) == 1 else ()
 
     def _dma(self, index: int, ins: Instr) -> str | None:
         if "dma" not in ins.spec.traits:
             return None
-        key = (ins.opcode, ins.imms, ins.flags,
-               *[None if o is None else tuple(getattr(o, f) for f in _OPERAND_FIELDS) for o in ins.operands])  # fmt: skip
+        where = [None if o is None else tuple(getattr(o, f) for f in _OPERAND_FIELDS) for o in ins.operands]
+        key = (ins.opcode, ins.imms, ins.flags, *where)  # the instruction less its operands' addresses
         template = self.desc_templates.get(key)
         if template is None:
             template = self.desc_templates[key] = self._desc_template(ins)
         if template is not None:  # the transfers of a stream differ mostly in their addresses alone, as operands
             parts, which = template
-            desc = parts[0] + "".join(f"{ins.operands[i].address}{part}" for i, part in zip(which, parts[1:]))  # type: ignore[union-attr]
+            addresses = [None if o is None else o.address for o in ins.operands]
+            desc = parts[0] + "".join(f"{addresses[i]}{part}" for i, part in zip(which, parts[1:]))
         else:
             full = (ins.opcode, ins.imms, ins.flags, ins.operands)
             desc = self.descs.get(full)
