@@ -7,6 +7,7 @@ order gives each matmul an explicit ``accumulate`` the hardware executes directl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,17 +44,18 @@ class ResolvePsumAccumulatePass(ModulePass):
             assert name is not None and ap is not None
             flags = written.get(name)
             if flags is None:
-                flags = written[name] = np.zeros(int(np.prod(locs[name].dims)), dtype=bool)
+                flags = written[name] = np.zeros(math.prod(locs[name].dims), dtype=bool)
             view = _strided(flags, ap.offset_value, ap.pairs)
             idx = ap_indices(ap.offset_value, ap.pairs).ravel() if view is None else None
-            hit = view if view is not None else flags[idx]
             if inst.accumulate is None:
-                if hit.any() and not hit.all():
+                hit = view if view is not None else flags[idx]
+                written_before = np.count_nonzero(hit)  # one reduction for "any" and "all"
+                if 0 < written_before < hit.size:
                     raise PassFailedException(
                         f"matmul {inst.inst_id} ({inst.loc.data if inst.loc else '?'}) writes PSUM '{name}' "
                         "partly over earlier matmul results; pass accumulate=True/False explicitly"
                     )
-                inst.properties["accumulate"] = _BOOL[bool(hit.all())]
+                inst.properties["accumulate"] = _BOOL[written_before == hit.size]
             if view is not None:
                 view[...] = True
             else:
