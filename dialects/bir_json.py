@@ -155,6 +155,86 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"))  # key order kept: the round trip preserves print order
 
 
+_enc_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+# json.dumps(value, separators=(",", ":")) through the C encoder directly (no per-call encoder set-up): the same
+# scalar encoders, key order kept, NaN allowed, no circular-reference check (attribute values have no cycles).
+_COMPACT = (
+    _c_make_encoder(None, json.JSONEncoder().default, _enc_str, None, ":", ",", False, False, True)
+    if _c_make_encoder is not None
+    else None
+)
+
+
+def _compact(value: Any) -> str:
+    if _COMPACT is None:
+        return dumps(value)
+    return "".join(_COMPACT(value, 0))
+
+
+def function_text(fn: bir.FunctionOp) -> str:
+    """``dumps(function_to_json(fn))``, written op by op without building the JSON document: the text of each
+    attribute object is written once and reused (an instruction's roles, engine, source location and dependency
+    edges are shared attributes), and strings, ints and arrays are written by their JSON encoders directly."""
+    out: list[str] = ['{"format":', _enc_str(FORMAT_VERSION), ","]
+    _op_text(fn, {}, out)
+    out[3] = out[3][1:]  # the function's own '{' was written as the document's
+    return "".join(out)
+
+
+_KEY_TEXT: dict[str, str] = {}
+_AP_TEXT: dict[tuple[Any, ...], str] = {}  # an access pattern's text by its (immutable) value; bounded
+
+
+def _op_text(op: Operation, memo: dict[int, str], out: list[str]) -> None:
+    if op.name not in _OPS:
+        raise BirJsonError(f"'{op.name}' is not a BIR op")
+    props = []
+    for k, v in op.properties.items():
+        key = _KEY_TEXT.get(k)
+        if key is None:
+            key = _KEY_TEXT[k] = _enc_str(k) + ":"
+        text = memo.get(id(v))  # a hit without a call: most attributes are shared
+        props.append(key + (text if text is not None else _attr_text(v, memo)))
+    out.append('{"op":' + _enc_str(op.name) + ',"props":{' + ",".join(props) + "}")
+    if op.regions:
+        out.append(',"body":[')
+        sep = ""
+        for child in op.regions[0].block.ops:
+            out.append(sep)
+            _op_text(child, memo, out)
+            sep = ","
+        out.append("]")
+    out.append("}")
+
+
+def _attr_text(a: Attribute, memo: dict[int, str]) -> str:
+    """The compact JSON of ``attr_to_json(a)``; memoised by identity (every attribute is held by the function being
+    written, so no id is reused while the memo lives)."""
+    text = memo.get(id(a))
+    if text is None:
+        t = type(a)  # the cases attr_to_json tries first, written without the intermediate value
+        if t is StringAttr:
+            text = _enc_str(a.data)  # type: ignore[attr-defined]
+        elif t is IntegerAttr and a.type is i64:  # type: ignore[attr-defined]
+            text = int.__repr__(a.value.data)  # type: ignore[attr-defined]
+        elif t is ArrayAttr:
+            items = [memo.get(id(x)) for x in a.data]  # type: ignore[attr-defined]
+            if None in items:
+                items = [_attr_text(x, memo) for x in a.data]  # type: ignore[attr-defined]
+            text = "[" + ",".join(items) + "]"  # type: ignore[arg-type]
+        elif t is AccessPatternAttr:  # equal patterns recur as distinct objects (each tile's): by value
+            text = _AP_TEXT.get(a.data)  # type: ignore[attr-defined]
+            if text is None:
+                text = _AP_TEXT[a.data] = _compact(_ap_json(a))  # type: ignore[arg-type, attr-defined]
+                if len(_AP_TEXT) > 1 << 16:
+                    _AP_TEXT.clear()
+        else:
+            text = _compact(attr_to_json(a))
+        memo[id(a)] = text
+    return text
+
+
 # Functions whose FORM B payload this process wrote, by the payload's SHA-256: ``translate-nki-ast-to-bir`` takes
 # the function back instead of parsing the payload and rebuilding every attribute (the round trip is lossless, so
 # the two are equal). A payload from anywhere else, or one whose function was already taken, is parsed. Bounded:

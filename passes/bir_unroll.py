@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
-from xdsl.ir import Block, Operation
+from xdsl.ir import Attribute, Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -156,19 +156,31 @@ class _Unroller:
         ops = []
         for op in body:
             assert isinstance(op, bir.BirInst)
-            new = op.clone()
-            new.properties["refs"] = names_attr([names.get(r, r) for r in op.ref_names])
-            ops.append(new)
+            props = dict(op.properties)
+            props["refs"] = names_attr([names.get(r, r) for r in op.ref_names])
+            ops.append(_clone_inst(op, props))
         return ops
 
     @staticmethod
     def copy(op: Operation, names: dict[str, str], depth: int, value: int) -> Operation:
         assert isinstance(op, bir.BirInst), "inner loops are unrolled first"
+        props = dict(op.properties)
+        props["aps"] = ArrayAttr([_fold_iv(ap, depth, value) for ap in op.aps.data])
+        props["refs"] = names_attr([names.get(r, r) for r in op.ref_names])
+        props.pop("deps", None)
+        return _clone_inst(op, props)
+
+
+def _clone_inst(op: bir.BirInst, props: dict[str, Attribute]) -> bir.BirInst:
+    """``op.clone()`` with ``props`` as its properties. An instruction has no operands, results, successors or
+    regions, so this is all ``clone`` does for it, less its walk over the two ops (for operands) and the property
+    updates made on the copy afterwards."""
+    if op.operands or op.results or op.regions or op.successors:  # not an instruction's shape: clone generically
         new = op.clone()
-        new.properties["aps"] = ArrayAttr([_fold_iv(ap, depth, value) for ap in op.aps.data])
-        new.properties["refs"] = names_attr([names.get(r, r) for r in op.ref_names])
-        new.properties.pop("deps", None)
+        new.properties.clear()
+        new.properties.update(props)
         return new
+    return type(op).create(properties=props, attributes=dict(op.attributes), location=op.location)
 
 
 def _rescope(loc: bir.MemLocOp, outer: list[str]) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -25,7 +26,7 @@ class InlineNkiKernelPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         functions = {f.sym_name.data: f for f in op.ops if isinstance(f, bir.FunctionOp)}
         inlined: set[str] = set()
-        calls = [c for c in op.walk() if isinstance(c, bir.NkiKernelOp)]
+        calls = _kernel_calls(op)
         count = Counter(c.func.root_reference.data for c in calls)
         for call in calls:
             callee = functions.get(call.func.root_reference.data)
@@ -34,7 +35,22 @@ class InlineNkiKernelPass(ModulePass):
             # a function called once is removed below: its ops can move instead of being cloned
             inline_function(call, callee, call.arg_map, call.out_map, move=count[callee.sym_name.data] == 1)
             inlined.add(callee.sym_name.data)
-        still_called = {c.func.root_reference.data for c in op.walk() if isinstance(c, bir.NkiKernelOp)}
+        still_called = {c.func.root_reference.data for c in _kernel_calls(op)}
         for name in inlined - still_called:
             functions[name].detach()
             functions[name].erase()
+
+
+def _kernel_calls(module: ModuleOp) -> list[bir.NkiKernelOp]:
+    """Every IT55 in ``module``, in ``walk`` order (pre-order), descending only into ops with regions: the kernel
+    functions' instructions (all but a few ops of the module) are looked at once, without walk's nested
+    generators."""
+    out: list[bir.NkiKernelOp] = []
+    stack: list[Operation] = list(reversed(list(module.ops)))
+    while stack:
+        o = stack.pop()
+        if isinstance(o, bir.NkiKernelOp):
+            out.append(o)
+        if o.regions:
+            stack.extend(reversed([c for r in o.regions for b in r.blocks for c in b.ops]))
+    return out

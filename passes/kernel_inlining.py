@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntegerAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException
 
@@ -25,12 +25,24 @@ def _take(op: Operation) -> Operation:
     return op
 
 
-def _renamed(op: Operation, names: dict[str, str], id_base: int, move: bool = False) -> Operation:
-    """``op`` (a clone of it, unless ``move``) with its memloc references renamed and its ids shifted."""
+def _renamed(
+    op: Operation, names: dict[str, str], id_base: int, move: bool = False,
+    refs_memo: dict[int, tuple[ArrayAttr[StringAttr], ArrayAttr[StringAttr]]] | None = None,
+) -> Operation:
+    """``op`` (a clone of it, unless ``move``) with its memloc references renamed and its ids shifted.
+    ``refs_memo`` (one per inlined call: ``names`` is fixed) maps a ``refs`` attribute, by identity, to its renamed
+    one: the attributes are shared (``names_attr``), so the loop body's instructions that read the same tiles
+    are renamed once."""
     new = _take(op) if move else op.clone()
-    for o in new.walk():
+    for o in new.walk() if new.regions else (new,):  # most ops are instructions without a region to walk
         if isinstance(o, bir.BirInst):
-            o.properties["refs"] = names_attr([names[r] for r in o.ref_names])
+            refs = o.refs
+            hit = refs_memo.get(id(refs)) if refs_memo is not None else None
+            if hit is None or hit[0] is not refs:  # the entry holds the attribute: its id cannot be reused
+                hit = (refs, names_attr([names[r.data] for r in refs.data]))
+                if refs_memo is not None:
+                    refs_memo[id(refs)] = hit
+            o.properties["refs"] = hit[1]
             if id_base:
                 o.properties["id"] = i64_attr(o.inst_id + id_base)
                 if o.deps is not None:
@@ -80,9 +92,9 @@ def inline_function(
         new_locs.append(clone)
         caller_locs[fresh] = clone
     id_base = 1 + max((i.inst_id for i in caller.instructions()), default=-1)
-    body = [
-        _renamed(op, names, id_base, move) for op in list(callee.body.block.ops) if not isinstance(op, bir.MemLocOp)
-    ]
+    refs_memo: dict[int, tuple[ArrayAttr[StringAttr], ArrayAttr[StringAttr]]] = {}
+    body = [_renamed(op, names, id_base, move, refs_memo) for op in list(callee.body.block.ops)
+            if not isinstance(op, bir.MemLocOp)]  # fmt: skip
     block = call.parent_block()
     assert block is not None
     first_non_loc = next((o for o in block.ops if not isinstance(o, bir.MemLocOp)), call)

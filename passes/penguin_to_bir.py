@@ -13,15 +13,15 @@ import json
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 import nkic
 from nkic.dialects import bir, bir_json, klir_binary, penguin
-from nkic.dialects.common import i64_attr, names_attr, string_attr
-from nkic.dialects.instructions import reads_dst
+from nkic.dialects.common import dense_i64_attr, i64_attr, names_attr, string_attr
+from nkic.dialects.traits import AccumulatesDst, ReadsDst
 from nkic.target.machine import ENGINE_OF_HINT, NUM_PARTITIONS
 from nkic.target.vocab import ON_CHIP
 
@@ -75,14 +75,17 @@ class _ProgramLowering:
         ret = block.last_op
         assert isinstance(ret, penguin.ReturnOp)
         self.outputs = {v: None for v in ret.values}
+        # The instructions go straight into the function's block (not into a scratch block, detached and moved
+        # one by one); the memlocs, known only at the end, are put in front of them.
         body = Block()
+        fn = bir.FunctionOp(self.fn_name, [], [], Region(body))
         self._lower_block(block, body, scope=None)
-        out_names = [self.names[v] for v in ret.values]
-        fn = bir.FunctionOp(self.fn_name, [self.names[a] for a in block.args], out_names)
-        ops = list(body.ops)
-        for o in ops:
-            o.detach()
-        fn.body.block.add_ops([*self.memlocs, *ops])
+        fn.properties["inputs"] = names_attr([self.names[a] for a in block.args])
+        fn.properties["outputs"] = names_attr([self.names[v] for v in ret.values])
+        if body.first_op is None:
+            body.add_ops(self.memlocs)
+        else:
+            body.insert_ops_before(self.memlocs, body.first_op)
         return fn
 
     def _declare(self, value: SSAValue, hint: str, kind: str, scope: str | None = None) -> None:
@@ -92,17 +95,26 @@ class _ProgramLowering:
         self.used.add(name)
         self.names[value] = name
         t = penguin.tensor_type(value)
-        loc = bir.MemLocOp(name, t.mem, t.dims, t.dtype, kind)
+        # bir.MemLocOp(name, t.mem, t.dims, t.dtype, kind) with shared attributes, less IRDL's generic builder
+        # (its argument lists): one memloc per tile of an unrolled kernel.
+        props: dict[str, Attribute] = {
+            "sym_name": StringAttr(name),
+            "memory": string_attr(t.mem),
+            "shape": dense_i64_attr(t.dims),
+            "dtype": string_attr(t.dtype),
+            "kind": string_attr(kind),
+        }
         alloc = value.owner
-        if isinstance(alloc, penguin.AllocOp) and alloc.address is not None:
-            loc.properties["address"] = alloc.address
-        if isinstance(alloc, penguin.AllocOp) and alloc.data is not None:
-            loc.properties["data"] = alloc.data
-        if isinstance(alloc, penguin.AllocOp) and alloc.loc is not None and t.mem in ON_CHIP:
-            loc.properties["loc"] = alloc.loc  # where a capacity error points (allocate-memory)
+        if isinstance(alloc, penguin.AllocOp):
+            if alloc.address is not None:
+                props["address"] = alloc.address
+            if alloc.data is not None:
+                props["data"] = alloc.data
+            if alloc.loc is not None and t.mem in ON_CHIP:
+                props["loc"] = alloc.loc  # where a capacity error points (allocate-memory)
         if scope is not None:
-            loc.properties["scope"] = StringAttr(scope)
-        self.memlocs.append(loc)
+            props["scope"] = StringAttr(scope)
+        self.memlocs.append(bir.MemLocOp.create(properties=props))
 
     def _lower_block(self, src: Block, dst: Block, scope: str | None) -> None:
         for op in src.ops:
@@ -125,19 +137,22 @@ class _ProgramLowering:
                 raise PassFailedException(f"penguin-to-bir cannot lower '{op.name}'")
 
     def _lower_inst(self, op: penguin.PenguinInst) -> bir.BirInst:
-        refs = [self.names[v] for v in op.tensors]
-        props: dict[str, Attribute] = {k: v for k, v in op.properties.items() if k != "engine"}
-        hint = op.properties.get("engine")
+        names = self.names
+        refs = [names[v] for v in op.operands]  # the tensors: an instruction's only operands
+        props = dict(op.properties)
+        hint = props.pop("engine", None)
         engine = ENGINE_OF_HINT.get(hint.data, "unassigned") if isinstance(hint, StringAttr) else "unassigned"
-        if op.SPEC.is_dma:
+        kind = _inst_kind(type(op))
+        if kind.is_dma:
             engine = ENGINE_OF_HINT["dma"]
         inst_id = self.next_id
         self.next_id += 1
-        write_roles = op.SPEC.write_roles
-        reads = {n for r, n in zip(op.role_names, refs) if r not in write_roles}
-        writes = {n for r, n in zip(op.role_names, refs) if r in write_roles}
-        if reads_dst(op):
-            reads.add(refs[op.role_names.index("dst")])
+        roles = props["roles"]
+        written = _written_roles(roles, kind.write_roles)
+        reads = {n for n, w in zip(refs, written) if not w}
+        writes = {n for n, w in zip(refs, written) if w}
+        if kind.reads_dst is not False and _reads_dst(kind, props):
+            reads.add(refs[[r.data for r in roles.data].index("dst")])
         edges = self.deps.edges(reads, writes)
         self.deps.record(inst_id, reads, writes)
         props.update(
@@ -147,7 +162,50 @@ class _ProgramLowering:
         )
         if edges:
             props["deps"] = bir.deps_attr(edges)
-        return bir.INSTRUCTION_OPS[op.OPNAME].create(properties=props)
+        return kind.bir_op.create(properties=props)
+
+
+@dataclass(frozen=True)
+class _InstKind:
+    """What lowering needs of a penguin instruction class, looked up once per class (not per instruction)."""
+
+    bir_op: type[bir.BirInst]
+    is_dma: bool
+    write_roles: frozenset[str]
+    reads_dst: bool | None  # True: always (ReadsDst); None: unless ``accumulate = 0`` (AccumulatesDst); False: never
+
+
+_KINDS: dict[type[penguin.PenguinInst], _InstKind] = {}
+
+
+def _inst_kind(cls: type[penguin.PenguinInst]) -> _InstKind:
+    kind = _KINDS.get(cls)
+    if kind is None:
+        reads: bool | None = True if cls.has_trait(ReadsDst) else None if cls.has_trait(AccumulatesDst) else False
+        kind = _KINDS[cls] = _InstKind(bir.INSTRUCTION_OPS[cls.OPNAME], cls.SPEC.is_dma,
+                                       frozenset(cls.SPEC.write_roles), reads)  # fmt: skip
+    return kind
+
+
+def _reads_dst(kind: _InstKind, props: dict[str, Attribute]) -> bool:
+    """``dialects.instructions.reads_dst`` from the class's traits looked up once: a predicated copy, or PSUM
+    accumulation unless ``accumulate = false``."""
+    if kind.reads_dst:
+        return True
+    acc = props.get("accumulate")
+    return not (isinstance(acc, IntegerAttr) and acc.value.data == 0)
+
+
+_WRITTEN: dict[tuple[int, frozenset[str]], tuple[ArrayAttr[StringAttr], tuple[bool, ...]]] = {}
+
+
+def _written_roles(roles: ArrayAttr[StringAttr], write_roles: frozenset[str]) -> tuple[bool, ...]:
+    """Whether each role is written, by the roles attribute (shared between instructions: names_attr)."""
+    key = (id(roles), write_roles)
+    hit = _WRITTEN.get(key)
+    if hit is None or hit[0] is not roles:  # the attribute is kept in the entry, so its id is not reused
+        hit = _WRITTEN[key] = (roles, tuple(r.data in write_roles for r in roles.data))
+    return hit[1]
 
 
 def _internal_kernel(node: penguin.KernelNodeOp) -> penguin.KernelOp:
@@ -163,9 +221,13 @@ def _internal_kernel(node: penguin.KernelNodeOp) -> penguin.KernelOp:
     return resolver_for(name, PenguinToBirPass.name).resolve_penguin(name, shapes, attrs)
 
 
-def _buf_shape(fn: bir.FunctionOp, memory: str) -> DenseArrayBase:
-    per_part = sum(m.bytes_per_partition for m in fn.memlocs().values() if m.mem == memory)
-    return DenseArrayBase.from_list(i64, [NUM_PARTITIONS, per_part])
+def _buf_shapes(fn: bir.FunctionOp) -> dict[str, DenseArrayBase]:
+    """The SBUF and PSUM buffer shapes of a carrier: every memloc's bytes per partition, summed per memory."""
+    per_part = {"sbuf": 0, "psum": 0}
+    for m in fn.memlocs().values():
+        if m.mem in per_part:
+            per_part[m.mem] += m.bytes_per_partition
+    return {mem: DenseArrayBase.from_list(i64, [NUM_PARTITIONS, n]) for mem, n in per_part.items()}
 
 
 def kernel_functions(kernel: penguin.KernelOp) -> list[bir.FunctionOp]:
@@ -194,11 +256,12 @@ def make_klir_carrier(
 ) -> bir.NkiKlirKernelOp:
     """An IT56 holding ``fn`` as BIR JSON (FORM B), or ``kernel`` as an NKAB kernel-AST binary (FORM A)."""
     if fmt == "bir":
-        payload = bir_json.dumps(bir_json.function_to_json(fn))
+        payload = bir_json.function_text(fn)  # = dumps(function_to_json(fn)), without the document
         bir_json.remember_function(payload, fn)  # translate-nki-ast-to-bir takes it back (no rebuild)
     else:
         assert kernel is not None
         payload = klir_binary.to_carrier_string(klir_binary.encode_kernel(kernel))
+    shapes = _buf_shapes(fn)
     props: dict[str, Attribute] = {
         "kernel_name": StringAttr(fn.sym_name.data),
         "kernel_format": StringAttr(fmt),
@@ -206,8 +269,8 @@ def make_klir_carrier(
         "func_args": bir.str_map(arg_map),
         "func_outs": bir.str_map(out_map),
         "grid": IntegerAttr(grid, i64),
-        "sb_buf_shape": _buf_shape(fn, "sbuf"),
-        "psum_buf_shape": _buf_shape(fn, "psum"),
+        "sb_buf_shape": shapes["sbuf"],
+        "psum_buf_shape": shapes["psum"],
         "nki_binary_version_identifier": StringAttr(NKI_BINARY_VERSION),
     }
     if grid > 1:

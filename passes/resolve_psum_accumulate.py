@@ -7,12 +7,14 @@ order gives each matmul an explicit ``accumulate`` the hardware executes directl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import BoolAttr, ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -27,7 +29,7 @@ class ResolvePsumAccumulatePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
-            if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+            if any(isinstance(o, bir.LoopOp) for o in _ops(fn)):
                 raise PassFailedException("resolve-psum-accumulate needs unrolled BIR (run bir-unroll first)")
             self.run_function(fn)
 
@@ -35,28 +37,47 @@ class ResolvePsumAccumulatePass(ModulePass):
     def run_function(fn: bir.FunctionOp) -> None:
         locs = fn.memlocs()
         written: dict[str, np.ndarray] = {}
-        for inst in fn.instructions():
-            if not inst.has_trait(AccumulatesDst):
+        for inst in _ops(fn):
+            if not isinstance(inst, bir.BirInst) or not _accumulates(type(inst)):
                 continue
             name, ap = inst.ref("dst"), inst.ap("dst")
             assert name is not None and ap is not None
             flags = written.get(name)
             if flags is None:
-                flags = written[name] = np.zeros(int(np.prod(locs[name].dims)), dtype=bool)
+                flags = written[name] = np.zeros(math.prod(locs[name].dims), dtype=bool)
             view = _strided(flags, ap.offset_value, ap.pairs)
             idx = ap_indices(ap.offset_value, ap.pairs).ravel() if view is None else None
-            hit = view if view is not None else flags[idx]
             if inst.accumulate is None:
-                if hit.any() and not hit.all():
+                hit = view if view is not None else flags[idx]
+                written_before = np.count_nonzero(hit)  # one reduction for "any" and "all"
+                if 0 < written_before < hit.size:
                     raise PassFailedException(
                         f"matmul {inst.inst_id} ({inst.loc.data if inst.loc else '?'}) writes PSUM '{name}' "
                         "partly over earlier matmul results; pass accumulate=True/False explicitly"
                     )
-                inst.properties["accumulate"] = _BOOL[bool(hit.all())]
+                inst.properties["accumulate"] = _BOOL[written_before == hit.size]
             if view is not None:
                 view[...] = True
             else:
                 flags[idx] = True
+
+
+def _ops(fn: bir.FunctionOp) -> list[Operation]:
+    """Every op of ``fn`` in program order (``walk``'s order): its block's ops as they are when none has a region
+    (unrolled BIR: memlocs and instructions), without walk's nested generators; else the walk."""
+    ops = list(fn.body.block.ops)
+    return ops if not any(o.regions for o in ops) else list(fn.body.walk())
+
+
+_ACCUMULATES: dict[type[bir.BirInst], bool] = {}
+
+
+def _accumulates(cls: type[bir.BirInst]) -> bool:
+    """``has_trait(AccumulatesDst)`` (a class-level fact), looked up once per instruction class."""
+    hit = _ACCUMULATES.get(cls)
+    if hit is None:
+        hit = _ACCUMULATES[cls] = cls.has_trait(AccumulatesDst)
+    return hit
 
 
 _BOOL = {b: BoolAttr.from_bool(b) for b in (False, True)}  # shared: attributes are immutable

@@ -16,10 +16,12 @@ import struct
 import tarfile
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from nkic import __version__
-from nkic.runtime.encoding import ENGINES, Instr, Operand, decode_stream, encode_stream, to_json
+from nkic.runtime.encoding import (
+    ENGINES, Instr, Operand, _flag_names, decode_stream, encode_stream, imm_values, operand_json, to_json,
+)
 from nkic.runtime.errors import NeffFormatError
 from nkic.target.isa import MAX_STRING_LENGTH
 from nkic.target.machine import MAX_HBM_BYTES, queue_sem
@@ -276,26 +278,36 @@ def _ap_desc(op: Operand, var_names: Mapping[int, str], side: str) -> dict[str, 
     return desc
 
 
+def _dma_desc(ins: Instr, var_names: Mapping[int, str]) -> dict[str, object] | None:
+    """The ``desc`` of a DMA_COPY or DMA_COMPUTE's ``dma`` entry; None for any other instruction."""
+    dst, src = ins.operand(0), ins.operand(1)
+    if "dma" not in ins.spec.traits or dst is None or src is None:
+        return None
+    if ins.opcode == "DMA_COMPUTE":
+        op = f"compute_{ins.value('reduce_op')}"
+    elif ins.flag("transpose"):
+        op = "transpose"
+    else:
+        op = "copy" if dst.dtype == src.dtype else "cast"
+    desc: dict[str, object] = {"op": op, **_ap_desc(src, var_names, "from"), **_ap_desc(dst, var_names, "to")}
+    for k, more in enumerate(ins.operands[2:], 1):
+        if more is not None:
+            desc.update(_ap_desc(more, var_names, f"from{k}"))
+    return desc
+
+
+def _dma_entry(index: int, ins: Instr, desc: object) -> dict[str, object]:
+    return {"id": index, "queue": f"q{ins.imm(0)}", "semaphore": ins.signal_sem, "desc": desc}
+
+
 def dma_descriptors(instrs: list[Instr], var_names: Mapping[int, str]) -> list[dict[str, object]]:
     """The ``dma`` table of ``SP.json``: one entry per DMA_COPY or DMA_COMPUTE, tied to it by ``id`` (its index in
     the stream); a DMA_COMPUTE's further sources are ``from1``, ``from2``, …"""
     out = []
     for index, ins in enumerate(instrs):
-        dst, src = ins.operand(0), ins.operand(1)
-        if "dma" not in ins.spec.traits or dst is None or src is None:
-            continue
-        if ins.opcode == "DMA_COMPUTE":
-            op = f"compute_{ins.value('reduce_op')}"
-        elif ins.flag("transpose"):
-            op = "transpose"
-        else:
-            op = "copy" if dst.dtype == src.dtype else "cast"
-        desc: dict[str, object] = {"op": op, **_ap_desc(src, var_names, "from"), **_ap_desc(dst, var_names, "to")}
-        for k, more in enumerate(ins.operands[2:], 1):
-            if more is not None:
-                desc.update(_ap_desc(more, var_names, f"from{k}"))
-        queue = ins.imm(0)
-        out.append({"id": index, "queue": f"q{queue}", "semaphore": ins.signal_sem, "desc": desc})
+        desc = _dma_desc(ins, var_names)
+        if desc is not None:
+            out.append(_dma_entry(index, ins, desc))
     return out
 
 
@@ -304,6 +316,165 @@ def _engine_json(engine: str, instrs: list[Instr], var_names: Mapping[int, str])
     if engine == "sp":
         out["dma"] = dma_descriptors(instrs, var_names)
     return out
+
+
+# The keys of an instruction's entry in an engine listing (``to_json``), in the sorted order the listing has.
+_INSTR_KEYS = ("engine", "flags", "imms", "index", "inst_id", "mnemonic", "opcode", "operands", "signal", "wait")
+_NL2, _NL3, _NL4 = "\n  ", "\n   ", "\n    "  # the listing's entries, their fields, a field's items (indent=1)
+
+
+def _text(obj: object, newline: str) -> str:
+    """The indent=1 JSON of ``obj`` written at indentation ``newline`` (raises _NotPlain like _dump_into)."""
+    out: list[str] = []
+    _dump_into(obj, out, newline)
+    return "".join(out)
+
+
+class _ListingWriter:
+    """An engine member, ``_dumps(_engine_json(engine, instrs, var_names))`` byte for byte, written without
+    building the JSON values of every instruction. An instruction's operands, immediates and flags, and a
+    transfer's descriptor, repeat across a stream (the same SBUF tiles, the same few immediates): each distinct one
+    is built by the same function as ``to_json``/``dma_descriptors`` and written by the generic writer once, at the
+    depth it sits at, and its text reused. ``listing`` checks the entry keys against ``to_json`` first and takes
+    the generic path if they ever differ, so the two cannot drift apart silently."""
+
+    def __init__(self, var_names: Mapping[int, str]) -> None:
+        self.var_names = var_names
+        self.operands: dict[tuple[str, Operand], str] = {}  # (slot, operand) -> '"slot": {...}' at depth 4
+        self.templates: dict[tuple[object, ...], tuple[str, str] | tuple[()]] = {}  # see _operand
+        self.imms: dict[tuple[str, tuple[int, ...], int], tuple[str, str]] = {}  # -> (flags, imms) at depth 3
+        self.descs: dict[tuple[object, ...], str] = {}  # a transfer's descriptor at depth 3
+        self.desc_templates: dict[tuple[object, ...], tuple[list[str], list[int]] | None] = {}  # see _dma
+
+    def listing(self, engine: str, instrs: list[Instr]) -> bytes:
+        if instrs and tuple(sorted(to_json(instrs[:1], self.var_names)[0])) != _INSTR_KEYS:
+            return _dumps(_engine_json(engine, instrs, self.var_names))
+        try:
+            entries = [self._instr(i, ins) for i, ins in enumerate(instrs)]
+            head = ""
+            if engine == "sp":
+                dma = [self._dma(i, ins) for i, ins in enumerate(instrs)]
+                head = '"dma": ' + self._list([d for d in dma if d is not None]) + ",\n "
+            body = ["{\n ", head, '"engine": ', _scalar_text(engine), ',\n "instructions": ', self._list(entries)]
+        except _NotPlain:
+            return _dumps(_engine_json(engine, instrs, self.var_names))
+        body.append("\n}\n")
+        return "".join(body).encode()
+
+    @staticmethod
+    def _list(entries: list[str]) -> str:
+        """A list at depth 1 whose entries (at depth 2) are written already."""
+        return "[" + _NL2 + ("," + _NL2).join(entries) + "\n ]" if entries else "[]"
+
+    def _instr(self, index: int, ins: Instr) -> str:
+        key = (ins.opcode, ins.imms, ins.flags)
+        flags_imms = self.imms.get(key)
+        if flags_imms is None:
+            flags_imms = self.imms[key] = (_text(_flag_names(ins), _NL3), _text(imm_values(ins), _NL3))
+        slots = ins.spec.slots
+        ops = sorted((slots[i], op) for i, op in enumerate(ins.operands) if op is not None)
+        operands = "{}"
+        if ops:
+            operands = "{" + _NL4 + ("," + _NL4).join(self._operand(s, op) for s, op in ops) + _NL3 + "}"
+        wait = "null" if ins.wait_sem is None else _text({"sem": ins.wait_sem, "value": ins.wait_value}, _NL3)
+        values = (_scalar_text(ins.engine), flags_imms[0], flags_imms[1], _scalar_text(index),
+                  _scalar_text(ins.inst_id), _scalar_text(ins.opcode), _scalar_text(ins.spec.code), operands,
+                  _scalar_text(ins.signal_sem), wait)  # fmt: skip
+        return "{" + _NL3 + ("," + _NL3).join(_KEY_HEADS[k] + v for k, v in zip(_INSTR_KEYS, values)) + _NL2 + "}"
+
+    def _operand(self, slot: str, op: Operand) -> str:
+        """``"slot": {...}``. The operands of a stream differ mostly in their address alone (7617 operands, 40
+        without the address, at 16K attention): the text is kept per operand less its address, with the address
+        put back in front (it is the first key), when ``_address_template`` has shown that only that line moves."""
+        key = (slot, *[getattr(op, f) for f in _OPERAND_FIELDS])
+        template = self.templates.get(key)
+        if template is None:
+            template = self.templates[key] = self._address_template(slot, op)
+        if template:
+            return f"{template[0]}{op.address}{template[1]}"
+        text = self.operands.get((slot, op))
+        if text is None:
+            text = self.operands[(slot, op)] = self._operand_text(slot, op)
+        return text
+
+    def _desc_text(self, ins: Instr, addresses: list[int | None]) -> str:
+        """The descriptor text of ``ins`` with its operands moved to ``addresses`` ("" if it has none)."""
+        ops = tuple(None if o is None else replace(o, address=a) for o, a in zip(ins.operands, addresses))
+        value = _dma_desc(replace(ins, operands=ops), self.var_names)
+        return "" if value is None else _text(value, _NL3)
+
+    def _desc_template(self, ins: Instr) -> tuple[list[str], list[int]] | None:
+        """(parts, operand index of each address between them) that give the descriptor text of every transfer
+        equal to ``ins`` but for its operands' addresses; None if no such template holds (checked: the descriptor
+        written from the template at the real and at other addresses is the one built from the instruction)."""
+        ops = ins.operands
+        marks = [None if o is None else _ADDRESS_MARK + 2 * i for i, o in enumerate(ops)]
+        text = self._desc_text(ins, marks)
+        if not text:
+            return None
+        found = re.split("(" + "|".join(str(m) for m in marks if m is not None) + ")", text)
+        parts, which = found[::2], [marks.index(int(m)) for m in found[1::2]]
+        for trial in ([None if o is None else o.address for o in ops], [None if m is None else m + 1 for m in marks]):
+            built = parts[0] + "".join(f"{trial[i]}{part}" for i, part in zip(which, parts[1:]))
+            if built != self._desc_text(ins, trial):
+                return None
+        return parts, which
+
+    def _operand_text(self, slot: str, op: Operand) -> str:
+        return _encode_str(slot) + ": " + _text(operand_json(op, self.var_names), _NL4)
+
+    def _address_template(self, slot: str, op: Operand) -> tuple[str, str] | tuple[()]:
+        """(head, tail) with ``head + str(address) + tail`` the text of ``op`` at any address, or () if the text
+        of ``op`` at another address is not that (no address, or another value that depends on it)."""
+        if type(op.address) is not int:
+            return ()
+        head = _encode_str(slot) + ": {" + _NL4 + ' "address": '
+        tails = set()
+        for address in (op.address, op.address + 1):
+            text = self._operand_text(slot, replace(op, address=address))
+            if not text.startswith(f"{head}{address}"):
+                return ()
+            tails.add(text[len(f"{head}{address}") :])
+        return (head, tails.pop()) if len(tails) == 1 else ()
+
+    def _dma(self, index: int, ins: Instr) -> str | None:
+        if "dma" not in ins.spec.traits:
+            return None
+        where = [None if o is None else tuple(getattr(o, f) for f in _OPERAND_FIELDS) for o in ins.operands]
+        key = (ins.opcode, ins.imms, ins.flags, *where)  # the instruction less its operands' addresses
+        template = self.desc_templates.get(key)
+        if template is None:
+            template = self.desc_templates[key] = self._desc_template(ins)
+        if template is not None:  # the transfers of a stream differ mostly in their addresses alone, as operands
+            parts, which = template
+            addresses = [None if o is None else o.address for o in ins.operands]
+            desc = parts[0] + "".join(f"{addresses[i]}{part}" for i, part in zip(which, parts[1:]))
+        else:
+            full = (ins.opcode, ins.imms, ins.flags, ins.operands)
+            desc = self.descs.get(full)
+            if desc is None:
+                value = _dma_desc(ins, self.var_names)
+                desc = self.descs[full] = "" if value is None else _text(value, _NL3)
+        if not desc:
+            return None
+        entry = _dma_entry(index, ins, None)
+        del entry["desc"]
+        return ("{" + _NL3 + '"desc": ' + desc + "," + _NL3
+                + ("," + _NL3).join(_encode_str(k) + ": " + (_scalar(entry[k]) or _text(entry[k], _NL3))
+                                    for k in sorted(entry))
+                + _NL2 + "}")  # fmt: skip
+
+
+_KEY_HEADS = {k: _encode_str(k) + ": " for k in _INSTR_KEYS}
+_ADDRESS_MARK = 987_654_321_987_654_321  # stand-in addresses, far from any other number of a descriptor
+_OPERAND_FIELDS = tuple(f.name for f in fields(Operand) if f.name != "address")
+
+
+def _scalar_text(obj: object) -> str:
+    text = _scalar(obj)
+    if text is None:
+        raise _NotPlain
+    return text
 
 
 def _neff_json(neff: Neff) -> dict[str, object]:
@@ -329,12 +500,13 @@ def _members(neff: Neff) -> dict[str, bytes]:
     for var in neff.variables:
         if var.data is not None:
             members[_const_member(var.var_id)] = var.data
+    listing = _ListingWriter(var_names)
     for sg in neff.subgraphs:
         members[f"{sg.name}/def.json"] = _dumps(_def_json(neff, sg))
         for engine, stem in ENGINE_MEMBERS.items():
             instrs = list(sg.engines.get(engine, []))
             members[f"{sg.name}/{stem}.bin"] = encode_stream(engine, instrs)
-            members[f"{sg.name}/{stem}.json"] = _dumps(_engine_json(engine, instrs, var_names))
+            members[f"{sg.name}/{stem}.json"] = listing.listing(engine, instrs)
         if sg.sources:
             members[f"{sg.name}/source.json"] = _dumps(
                 {"instructions": [[i, loc, call] for i, (loc, call) in sorted(sg.sources.items())]})

@@ -27,6 +27,7 @@ def _modules() -> list[tuple[str, ModuleOp]]:
 
 def _round_trip(fn: bir.FunctionOp) -> None:
     text = bir_json.dumps(bir_json.function_to_json(fn))
+    assert bir_json.function_text(fn) == text  # the writer penguin-to-bir uses, byte for byte
     back = bir_json.function_from_json(json.loads(text))
     back.verify()
     assert str(back) == str(fn)
