@@ -261,6 +261,74 @@ def _static_ap(pattern: tuple[tuple[int, int], ...]) -> AccessPatternAttr:
 
 
 # ------------------------------------------------------------------------------------------------------------------
+# Memos keyed on shared attributes
+# ------------------------------------------------------------------------------------------------------------------
+# An ISA op's properties are shared, immutable attribute objects (one per location, tile pattern or field value), so
+# what a function of some of them computes can be memoised on their identities. Every entry holds the attributes its
+# key names: an id in a key then always names a live object, and an equal-but-different attribute simply misses.
+
+_PER_OP = frozenset(("id", "wait_sem", "wait_value", "signal_sem", "locs"))  # per instruction: not in shape keys
+_ARRAYS = frozenset(("roles", "aps", "locs"))
+MEMO_LIMIT = 1 << 15  # entries per memo; a kernel has a few thousand distinct keys, a full memo is cleared
+
+
+def shape_key(op: IsaInst, key_locs: bool = False) -> tuple[tuple[object, ...], list[Attribute]] | None:
+    """The key of ``op``'s class and properties other than the id, semaphores and (unless ``key_locs``) locations,
+    by the identity of their attributes (property names included, so which optional ones are present), and the
+    attributes it names; None when the properties are not of the usual form."""
+    parts: list[object] = [type(op)]
+    keep: list[Attribute] = []
+    for name, attr in op.properties.items():
+        parts.append(name)
+        if name in _PER_OP and not (key_locs and name == "locs"):
+            continue
+        if name in _ARRAYS:
+            if type(attr) is not ArrayAttr:
+                return None
+            parts.append(tuple(map(id, attr.data)))
+            keep.extend(attr.data)
+        else:
+            parts.append(id(attr))
+            keep.append(attr)
+    return tuple(parts), keep
+
+
+_FIELDS: dict[tuple[object, ...], tuple[list[Attribute], tuple[tuple[int, ...], int]]] = {}
+
+
+def _memo_fields(op: IsaInst) -> tuple[tuple[int, ...], int]:
+    """The immediate words and flag bits of ``op`` (no ``str`` immediates): a function of its class, fields and
+    which slots are present, so of its shape key."""
+    keyed = shape_key(op)
+    if keyed is None:
+        return encode_fields(op.SPEC, op.field, op.has, None)
+    key, keep = keyed
+    hit = _FIELDS.get(key)
+    if hit is not None:
+        return hit[1]
+    words = encode_fields(op.SPEC, op.field, op.has, None)
+    if len(_FIELDS) >= MEMO_LIMIT:
+        _FIELDS.clear()
+    _FIELDS[key] = (keep, words)
+    return words
+
+
+_OPERANDS: dict[tuple[int, int], tuple[IsaLocAttr, AccessPatternAttr, Operand]] = {}
+
+
+def _operand_of(loc: IsaLocAttr, ap: AccessPatternAttr) -> Operand:
+    """The record operand of a static pattern at a location (an ``Operand`` is immutable, so it is shared)."""
+    hit = _OPERANDS.get((id(loc), id(ap)))
+    if hit is not None and hit[0] is loc and hit[1] is ap:
+        return hit[2]
+    operand = Operand(loc.mem, loc.dt, ap.pair_tuple, loc.start, loc.addr, loc.var, "", 0, ap.data[4][3])
+    if len(_OPERANDS) >= MEMO_LIMIT:
+        _OPERANDS.clear()
+    _OPERANDS[(id(loc), id(ap))] = (loc, ap, operand)
+    return operand
+
+
+# ------------------------------------------------------------------------------------------------------------------
 # The instruction base
 # ------------------------------------------------------------------------------------------------------------------
 
@@ -283,6 +351,9 @@ class IsaInst(RoleOperandOp):
     FLAGS: ClassVar[tuple[str, ...]] = ()
     DERIVED_FLAGS: ClassVar[frozenset[str]] = frozenset()
     OPERAND_PROPS: ClassVar[tuple[str, ...]] = ("roles", "aps", "locs")
+    # True for formats whose own rules (verify_format) read the locations: their verification memo
+    # (verify_memo.py) keys on the locations as well.
+    KEY_LOCS: ClassVar[bool] = False
 
     locs = prop_def(ArrayAttr[IsaLocAttr])
     id = prop_def(IntegerAttr[I64])
@@ -422,11 +493,18 @@ class IsaInst(RoleOperandOp):
         return instr
 
     def _to_instr(self, strings: StringTable | None) -> Instr:
-        imms, flags = encode_fields(self.SPEC, self.field, self.has, strings)
+        if strings is None:
+            imms, flags = _memo_fields(self)
+        else:
+            imms, flags = encode_fields(self.SPEC, self.field, self.has, strings)
+        by_role: dict[str, Operand] = {}
+        for role, loc, ap in zip(self.roles.data, self.locs.data, self.aps.data):
+            if role.data not in by_role:  # the first operand of a role, as ``operand`` finds it
+                by_role[role.data] = _operand_of(loc, ap) if not ap.data[4][0] else self.operand(role.data)
         return Instr(
             opcode=self.MNEMONIC,
             engine=self.ENGINE,
-            operands=tuple(self.operand(r) for r in self.ROLES),
+            operands=tuple(by_role.get(r) for r in self.ROLES),
             imms=imms,
             flags=flags,
             wait_sem=self._sem("wait_sem"),
