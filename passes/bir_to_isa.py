@@ -21,9 +21,10 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
+from nkic.dialects.isa.base import IsaLocAttr, static_ap
 from nkic.dialects.traits import IsControl
 from nkic.passes.lowering import isa_fields, pattern_operands
-from nkic.passes.physical import place
+from nkic.passes.physical import ON_CHIP, place
 from nkic.target.instructions import InstrSpec
 from nkic.target.isa import Operand
 from nkic.target.machine import ENGINE_NAMES
@@ -64,12 +65,68 @@ def _dynamic(inst: bir.BirInst, ap: AccessPatternAttr) -> dict[str, Any]:
     return {"dyn": kind, "dyn_ref": ref, "dyn_scale": scale}
 
 
+class _Memo:
+    """What bir-to-isa computes once per distinct shared attribute (within one function, whose BIR ops, and so the
+    keyed attributes, stay alive until the pass ends): the ISA location and pattern of each (memloc, static
+    pattern) and the ISA field attributes of each (op class, BIR field attributes)."""
+
+    def __init__(self) -> None:
+        self.placed: dict[tuple[object, ...], tuple[Any, AccessPatternAttr]] = {}
+        self.fields: dict[tuple[object, ...], dict[str, Any]] = {}
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(inst: bir.BirInst) -> tuple[str, ...]:
+    """The BIR properties ``isa_fields`` reads (per op class)."""
+    names = _FIELD_NAMES.get(type(inst))
+    if names is None:
+        names = _FIELD_NAMES[type(inst)] = (*(f.name for f in inst.SPEC.fields), "queue")
+    return names
+
+
+def _placed(inst: bir.BirInst, role: str, name: str, ap: AccessPatternAttr, locs: dict[str, bir.MemLocOp],
+            var_ids: dict[str, int], memo: _Memo) -> tuple[Any, AccessPatternAttr]:  # fmt: skip
+    """The ISA (location, pattern) of an operand with a static pattern (class-independent, memoised; a first
+    placement raises ``place``'s diagnostics). ``place`` reads the pattern's values and, on chip, the memloc's
+    memory, dtype, shape and address (unrolled code has a memloc per tile but few distinct placements), in HBM the
+    variable; the key holds exactly those values."""
+    loc = locs[name]
+    mem = loc.mem
+    if mem not in ON_CHIP:  # as ``place`` decides
+        key: tuple[object, ...] = (name, ap.data)
+    else:
+        key = (mem, loc.dtype.data, loc.dims, loc.addr, ap.data)
+    hit = memo.placed.get(key)
+    if hit is None:
+        op = _operand(inst, role, locs, var_ids)
+        hit = memo.placed[key] = (IsaLocAttr.of(op), static_ap(op.pattern))
+    return hit
+
+
+def _fields(inst: bir.BirInst, cls: Any, memo: _Memo) -> dict[str, Any]:
+    """The ISA field attributes of ``inst`` on op class ``cls``: a function of the BIR fields ``isa_fields`` reads."""
+    props = inst.properties
+    key = (cls, type(inst), *(id(props.get(n)) for n in _field_names(inst)))
+    hit = memo.fields.get(key)
+    if hit is None:
+        hit = memo.fields[key] = cls.field_attrs(isa_fields(inst))
+    return hit
+
+
 def lower_instruction(
-    inst: bir.BirInst, locs: dict[str, bir.MemLocOp], var_ids: dict[str, int], engine: str | None = None
+    inst: bir.BirInst,
+    locs: dict[str, bir.MemLocOp],
+    var_ids: dict[str, int],
+    engine: str | None = None,
+    memo: _Memo | None = None,
 ) -> list[Operation]:
-    """The ISA ops of ``inst`` on its engine (or on ``engine``, for a control instruction's copies)."""
+    """The ISA ops of ``inst`` on its engine (or on ``engine``, for a control instruction's copies); ``memo``
+    shares the work between the instructions of one function."""
     from nkic.dialects.isa import isa_op
 
+    memo = memo or _Memo()
     spec: InstrSpec = inst.SPEC
     engine = engine or inst.engine.data
     cls = isa_op(engine, spec.opcode)
@@ -78,9 +135,16 @@ def lower_instruction(
         raise PassFailedException(
             f"instruction {inst.inst_id} ({inst.name}{where}): engine '{engine}' has no {spec.opcode} instruction"
         )
-    operands = {spec.role(r).isa_slot: _operand(inst, r, locs, var_ids) for r in inst.role_names}
-    operands.update(pattern_operands(inst))
-    fields = isa_fields(inst)
+    placed: dict[str, tuple[Any, AccessPatternAttr]] = {}
+    pending: dict[str, Operand] = {}  # a dynamic pattern names its index operand by slot number: per op class
+    for r, name, ap in zip(inst.role_names, inst.ref_names, inst.aps.data):
+        if ap.is_dynamic:
+            pending[spec.role(r).isa_slot] = _operand(inst, r, locs, var_ids)
+        else:
+            placed[spec.role(r).isa_slot] = _placed(inst, r, name, ap, locs, var_ids, memo)
+    pending.update(pattern_operands(inst))
+    placed.update({slot: (IsaLocAttr.of(op), cls._ap_of(op)) for slot, op in pending.items()})
+    fields = _fields(inst, cls, memo)
     waits = [] if inst.waits is None else [int(v) for v in inst.waits.get_values()]
     pairs = list(zip(waits[::2], waits[1::2]))
     ops: list[Operation] = []
@@ -88,9 +152,7 @@ def lower_instruction(
         ops.append(isa_op(engine, "SEM_WAIT").make(inst.inst_id, {}, wait_sem=sem, wait_value=value))  # type: ignore[union-attr]
     first = pairs[0] if pairs else (None, None)
     signal = inst.signal.value.data if inst.signal is not None else None
-    ops.append(
-        cls.make(inst.inst_id, operands, wait_sem=first[0], wait_value=first[1], signal_sem=signal, **fields)
-    )
+    ops.append(cls.build(inst.inst_id, placed, fields, wait_sem=first[0], wait_value=first[1], signal_sem=signal))
     return ops
 
 
@@ -107,12 +169,13 @@ def lower_function(fn: bir.FunctionOp, core: str, table: _VarTable) -> Operation
             var_ids[name] = table.id_of(key)
             variables.append(VarOp(key, kinds[loc.kind.data], loc.dims, loc.dtype.data, var_ids[name], loc.data))
     streams = {e: StreamOp(e) for e in ENGINE_NAMES}
+    memo = _Memo()
     for inst in fn.instructions():
         if inst.has_trait(IsControl):
             for e, stream in streams.items():
-                stream.body.block.add_ops(lower_instruction(inst, locs, var_ids, e))
+                stream.body.block.add_ops(lower_instruction(inst, locs, var_ids, e, memo))
         else:
-            streams[inst.engine.data].body.block.add_ops(lower_instruction(inst, locs, var_ids))
+            streams[inst.engine.data].body.block.add_ops(lower_instruction(inst, locs, var_ids, memo=memo))
     result = CoreOp(core)
     result.body.block.add_ops([*variables, *(s for s in streams.values() if s.body.block.ops)])
     return result

@@ -255,7 +255,7 @@ def byte_range(loc: IsaLocAttr, ap: AccessPatternAttr) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _static_ap(pattern: tuple[tuple[int, int], ...]) -> AccessPatternAttr:
+def static_ap(pattern: tuple[tuple[int, int], ...]) -> AccessPatternAttr:
     """One shared attribute per static ISA pattern (offset 0, no loop terms): few distinct ones per kernel."""
     return AccessPatternAttr(0, pattern)
 
@@ -379,18 +379,47 @@ class IsaInst(RoleOperandOp):
     ) -> Self:
         """Build from encoding operands by role and Python field values (``func="exp"``, ``scale=2.0``, ...)."""
         given = {r: op for r, op in (operands or {}).items() if op is not None}
+        cls._check_slots(given)
+        roles = [r for r in cls.ROLES if r in given]
+        aps = [cls._ap_of(given[r]) for r in roles]
+        placed = {r: (IsaLocAttr.of(given[r]), ap) for r, ap in zip(roles, aps)}
+        return cls.build(inst_id, placed, cls.field_attrs(fields), wait_sem=wait_sem, wait_value=wait_value,
+                         signal_sem=signal_sem)  # fmt: skip
+
+    @classmethod
+    def _check_slots(cls, given: Mapping[str, object]) -> None:
         unknown = set(given) - set(cls.ROLES)
         if unknown:
             raise ValueError(f"'{cls.name}' has no operand role(s) {sorted(unknown)}")
-        roles = [r for r in cls.ROLES if r in given]
+
+    @classmethod
+    def field_attrs(cls, fields: Mapping[str, object]) -> dict[str, Attribute]:
+        """The property attributes of Python field values. None, and False for a flag, mean "absent" so that built
+        ops are canonical (as decoded ops are)."""
+        return {k: attr_of(v) for k, v in fields.items() if v is not None and not cls._is_clear_flag(k, v)}
+
+    @classmethod
+    def build(
+        cls,
+        inst_id: int,
+        placed: Mapping[str, tuple[IsaLocAttr, AccessPatternAttr]],
+        fields: Mapping[str, Attribute],
+        *,
+        wait_sem: int | None = None,
+        wait_value: int | None = None,
+        signal_sem: int | None = None,
+    ) -> Self:
+        """Build from operand attributes (location, pattern) by slot and field attributes (``field_attrs``): what
+        ``make`` does after converting its arguments, for a caller that has the (shared) attributes already."""
+        cls._check_slots(placed)
+        roles = [r for r in cls.ROLES if r in placed]
         props: dict[str, Attribute] = {
             "roles": names_attr(roles),
-            "aps": ArrayAttr([cls._ap_of(given[r]) for r in roles]),
-            "locs": ArrayAttr([IsaLocAttr.of(given[r]) for r in roles]),
+            "aps": ArrayAttr([placed[r][1] for r in roles]),
+            "locs": ArrayAttr([placed[r][0] for r in roles]),
             "id": i64_attr(inst_id),
         }
-        # None, and False for a flag, mean "absent" so that built ops are canonical (as decoded ops are).
-        props.update({k: attr_of(v) for k, v in fields.items() if v is not None and not cls._is_clear_flag(k, v)})
+        props.update(fields)
         sems = {"wait_sem": wait_sem, "wait_value": wait_value, "signal_sem": signal_sem}
         props.update({k: i64_attr(v) for k, v in sems.items() if v is not None})
         return cls.create(properties=cls._ordered(props))
@@ -399,7 +428,7 @@ class IsaInst(RoleOperandOp):
     def _ap_of(cls, op: Operand) -> AccessPatternAttr:
         """The operand's pattern; a dynamic term names its index operand by slot (or its register)."""
         if not op.dyn:
-            return _static_ap(op.pattern)
+            return static_ap(op.pattern)
         if op.dyn == "reg":
             return AccessPatternAttr(0, op.pattern, dyn=("reg", "", op.dyn_ref, op.dyn_scale))
         if op.dyn_ref >= len(cls.ROLES):
