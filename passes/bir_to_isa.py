@@ -22,6 +22,7 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
 from nkic.dialects.isa.base import IsaLocAttr, static_ap
+from nkic.dialects.isa.ops import isa_op
 from nkic.dialects.traits import IsControl
 from nkic.passes.lowering import isa_fields, pattern_operands
 from nkic.passes.physical import ON_CHIP, place
@@ -73,9 +74,28 @@ class _Memo:
     def __init__(self) -> None:
         self.placed: dict[tuple[object, ...], tuple[Any, AccessPatternAttr]] = {}
         self.fields: dict[tuple[object, ...], dict[str, Any]] = {}
+        self.memloc: dict[str, tuple[object, ...]] = {}  # memloc name -> the values of it ``place`` reads
+
+    def memloc_key(self, name: str, loc: bir.MemLocOp) -> tuple[object, ...]:
+        """What ``place`` reads of a memloc: its memory, dtype, shape and address on chip, its name (variable) in
+        HBM."""
+        key = self.memloc.get(name)
+        if key is None:
+            mem = loc.mem
+            key = self.memloc[name] = (name,) if mem not in ON_CHIP else (mem, loc.dtype.data, loc.dims, loc.addr)
+        return key
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_SLOTS: dict[type, dict[str, str]] = {}
+
+
+def _slots(inst: bir.BirInst) -> dict[str, str]:
+    """Role name -> ISA slot of an instruction class."""
+    slots = _SLOTS.get(type(inst))
+    if slots is None:
+        slots = _SLOTS[type(inst)] = {r.name: r.isa_slot for r in inst.SPEC.roles}
+    return slots
 
 
 def _field_names(inst: bir.BirInst) -> tuple[str, ...]:
@@ -91,13 +111,8 @@ def _placed(inst: bir.BirInst, role: str, name: str, ap: AccessPatternAttr, locs
     """The ISA (location, pattern) of an operand with a static pattern (class-independent, memoised; a first
     placement raises ``place``'s diagnostics). ``place`` reads the pattern's values and, on chip, the memloc's
     memory, dtype, shape and address (unrolled code has a memloc per tile but few distinct placements), in HBM the
-    variable; the key holds exactly those values."""
-    loc = locs[name]
-    mem = loc.mem
-    if mem not in ON_CHIP:  # as ``place`` decides
-        key: tuple[object, ...] = (name, ap.data)
-    else:
-        key = (mem, loc.dtype.data, loc.dims, loc.addr, ap.data)
+    variable; the key holds exactly those values (``_Memo.memloc_key``)."""
+    key = (memo.memloc_key(name, locs[name]), ap.data)
     hit = memo.placed.get(key)
     if hit is None:
         op = _operand(inst, role, locs, var_ids)
@@ -108,7 +123,7 @@ def _placed(inst: bir.BirInst, role: str, name: str, ap: AccessPatternAttr, locs
 def _fields(inst: bir.BirInst, cls: Any, memo: _Memo) -> dict[str, Any]:
     """The ISA field attributes of ``inst`` on op class ``cls``: a function of the BIR fields ``isa_fields`` reads."""
     props = inst.properties
-    key = (cls, type(inst), *(id(props.get(n)) for n in _field_names(inst)))
+    key = (cls, type(inst), *map(id, map(props.get, _field_names(inst))))
     hit = memo.fields.get(key)
     if hit is None:
         hit = memo.fields[key] = cls.field_attrs(isa_fields(inst))
@@ -124,8 +139,6 @@ def lower_instruction(
 ) -> list[Operation]:
     """The ISA ops of ``inst`` on its engine (or on ``engine``, for a control instruction's copies); ``memo``
     shares the work between the instructions of one function."""
-    from nkic.dialects.isa import isa_op
-
     memo = memo or _Memo()
     spec: InstrSpec = inst.SPEC
     engine = engine or inst.engine.data
@@ -137,15 +150,16 @@ def lower_instruction(
         )
     placed: dict[str, tuple[Any, AccessPatternAttr]] = {}
     pending: dict[str, Operand] = {}  # a dynamic pattern names its index operand by slot number: per op class
+    slots = _slots(inst)
     for r, name, ap in zip(inst.role_names, inst.ref_names, inst.aps.data):
         if ap.is_dynamic:
-            pending[spec.role(r).isa_slot] = _operand(inst, r, locs, var_ids)
+            pending[slots[r]] = _operand(inst, r, locs, var_ids)
         else:
-            placed[spec.role(r).isa_slot] = _placed(inst, r, name, ap, locs, var_ids, memo)
+            placed[slots[r]] = _placed(inst, r, name, ap, locs, var_ids, memo)
     pending.update(pattern_operands(inst))
     placed.update({slot: (IsaLocAttr.of(op), cls._ap_of(op)) for slot, op in pending.items()})
     fields = _fields(inst, cls, memo)
-    waits = [] if inst.waits is None else [int(v) for v in inst.waits.get_values()]
+    waits = () if inst.waits is None else inst.waits.get_values()  # i64 elements: Python ints
     pairs = list(zip(waits[::2], waits[1::2]))
     ops: list[Operation] = []
     for sem, value in pairs[1:]:
@@ -169,13 +183,20 @@ def lower_function(fn: bir.FunctionOp, core: str, table: _VarTable) -> Operation
             var_ids[name] = table.id_of(key)
             variables.append(VarOp(key, kinds[loc.kind.data], loc.dims, loc.dtype.data, var_ids[name], loc.data))
     streams = {e: StreamOp(e) for e in ENGINE_NAMES}
+    ops: dict[str, list[Operation]] = {e: [] for e in ENGINE_NAMES}  # added to the streams at the end
     memo = _Memo()
+    control: dict[type, bool] = {}  # per op class: has_trait is a generic lookup
     for inst in fn.instructions():
-        if inst.has_trait(IsControl):
-            for e, stream in streams.items():
-                stream.body.block.add_ops(lower_instruction(inst, locs, var_ids, e, memo))
+        is_control = control.get(type(inst))
+        if is_control is None:
+            is_control = control[type(inst)] = inst.has_trait(IsControl)
+        if is_control:
+            for e in ENGINE_NAMES:
+                ops[e].extend(lower_instruction(inst, locs, var_ids, e, memo))
         else:
-            streams[inst.engine.data].body.block.add_ops(lower_instruction(inst, locs, var_ids, memo=memo))
+            ops[inst.engine.data].extend(lower_instruction(inst, locs, var_ids, memo=memo))
+    for e, stream in streams.items():
+        stream.body.block.add_ops(ops[e])
     result = CoreOp(core)
     result.body.block.add_ops([*variables, *(s for s in streams.values() if s.body.block.ops)])
     return result

@@ -328,11 +328,24 @@ def _operand_of(loc: IsaLocAttr, ap: AccessPatternAttr) -> Operand:
     return operand
 
 
+_HAS_STR: dict[type, bool] = {}  # op class -> whether it has ``str`` immediates (records then depend on the table)
+
+
+def _int_value(attr: Attribute | None) -> int | None:
+    """A semaphore property's value (None when absent or not an integer)."""
+    return int(attr.value.data) if isinstance(attr, IntegerAttr) else None
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # The instruction base
 # ------------------------------------------------------------------------------------------------------------------
 
 _BASE_PROPS = ("roles", "aps", "locs", "id", "wait_sem", "wait_value", "signal_sem")
+
+
+class _CanonicalFields(dict[str, Attribute]):
+    """Field attributes of the format's own properties only, in declaration order: an op built with them has its
+    properties in canonical order without sorting (``IsaInst.build``)."""
 
 
 class IsaInst(RoleOperandOp):
@@ -396,7 +409,11 @@ class IsaInst(RoleOperandOp):
     def field_attrs(cls, fields: Mapping[str, object]) -> dict[str, Attribute]:
         """The property attributes of Python field values. None, and False for a flag, mean "absent" so that built
         ops are canonical (as decoded ops are)."""
-        return {k: attr_of(v) for k, v in fields.items() if v is not None and not cls._is_clear_flag(k, v)}
+        attrs = {k: attr_of(v) for k, v in fields.items() if v is not None and not cls._is_clear_flag(k, v)}
+        order = cls._prop_order()[4:-3]  # the format's fields, in declaration order
+        if attrs.keys() <= frozenset(order):
+            return _CanonicalFields((k, attrs[k]) for k in order if k in attrs)
+        return attrs
 
     @classmethod
     def build(
@@ -420,9 +437,14 @@ class IsaInst(RoleOperandOp):
             "id": i64_attr(inst_id),
         }
         props.update(fields)
-        sems = {"wait_sem": wait_sem, "wait_value": wait_value, "signal_sem": signal_sem}
-        props.update({k: i64_attr(v) for k, v in sems.items() if v is not None})
-        return cls.create(properties=cls._ordered(props))
+        if wait_sem is not None:
+            props["wait_sem"] = i64_attr(wait_sem)
+        if wait_value is not None:
+            props["wait_value"] = i64_attr(wait_value)
+        if signal_sem is not None:
+            props["signal_sem"] = i64_attr(signal_sem)
+        # Already in the canonical order when the fields are (``field_attrs``' usual result).
+        return cls.create(properties=props if type(fields) is _CanonicalFields else cls._ordered(props))
 
     @classmethod
     def _ap_of(cls, op: Operand) -> AccessPatternAttr:
@@ -498,8 +520,7 @@ class IsaInst(RoleOperandOp):
         return pairs[0][1], _free_size(pairs)
 
     def _sem(self, name: str) -> int | None:
-        v = self.properties.get(name)
-        return int(v.value.data) if isinstance(v, IntegerAttr) else None
+        return _int_value(self.properties.get(name))
 
     # -- encoding -----------------------------------------------------------------------------------
     def to_instr(self, strings: StringTable | None = None) -> Instr:
@@ -508,7 +529,10 @@ class IsaInst(RoleOperandOp):
         Memoised (the verifier checks its encoding, then the NEFF writer encodes it): it is a function of the
         properties alone, so the memo is used only while they are the very same attributes. A record with ``str``
         immediates depends on the table too, so it is never memoised."""
-        if any(imm.kind == "str" for imm in self.IMMS):
+        has_str = _HAS_STR.get(type(self))
+        if has_str is None:
+            has_str = _HAS_STR[type(self)] = any(imm.kind == "str" for imm in self.IMMS)
+        if has_str:
             return self._to_instr(StringTable() if strings is None else strings)
         props = self.properties
         memo = self.__dict__.get("_nkic_instr")
@@ -530,16 +554,18 @@ class IsaInst(RoleOperandOp):
         for role, loc, ap in zip(self.roles.data, self.locs.data, self.aps.data):
             if role.data not in by_role:  # the first operand of a role, as ``operand`` finds it
                 by_role[role.data] = _operand_of(loc, ap) if not ap.data[4][0] else self.operand(role.data)
+        props = self.properties
+        wait, value, signal = (_int_value(props.get(k)) for k in ("wait_sem", "wait_value", "signal_sem"))
         return Instr(
             opcode=self.MNEMONIC,
             engine=self.ENGINE,
             operands=tuple(by_role.get(r) for r in self.ROLES),
             imms=imms,
             flags=flags,
-            wait_sem=self._sem("wait_sem"),
-            wait_value=self._sem("wait_value") or 0,
-            signal_sem=self._sem("signal_sem"),
-            inst_id=self.inst_id,
+            wait_sem=wait,
+            wait_value=value or 0,
+            signal_sem=signal,
+            inst_id=props["id"].value.data,  # type: ignore[attr-defined]
         )
 
     def flag(self, name: str) -> bool:

@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from xdsl.dialects.builtin import ArrayAttr
+from xdsl.dialects.builtin import I64, ArrayAttr, IntAttr, IntegerAttr, i64
 from xdsl.ir import Attribute
+from xdsl.irdl import irdl_to_attr_constraint
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects.fastverify import Check, compile_constraint
@@ -32,6 +33,8 @@ from nkic.target.machine import NUM_PARTITIONS, valid_sem
 from nkic.target.vocab import DTYPES
 
 _HEADER = ("id", "wait_sem", "wait_value", "signal_sem")
+_I64_CONSTR = irdl_to_attr_constraint(IntegerAttr[I64])  # what IsaInst declares for every _HEADER property
+_I64_CHECK = compile_constraint(_I64_CONSTR)
 _ITEMSIZE = {name: dt.itemsize for name, dt in DTYPES.items()}
 _U8, _U16 = 0xFF, 0xFFFF
 
@@ -84,21 +87,31 @@ def _entry(op: IsaInst, keep: list[Attribute]) -> _Verified:
     return _Verified(tuple(keep), op.signalled_sem(), tuple(facts))
 
 
-def _header_ok(op: IsaInst, checks: dict[str, Check], signal: int) -> bool:
-    """The per-instruction properties pass their IRDL constraints, the header checks and the encoding widths."""
+def _header_ok(op: IsaInst, checks: dict[str, Check] | None, signal: int) -> bool:
+    """The per-instruction properties pass their IRDL constraints, the header checks and the encoding widths.
+    ``checks`` None: every header constraint is ``IntegerAttr[I64]``, tested directly (the generic test compares
+    the type parameter by value)."""
     props = op.properties
+    values: list[int | None] = []
     for name in _HEADER:
         attr = props.get(name)
-        if attr is not None and not checks[name](attr):
+        if attr is None:
+            values.append(None)
+            continue
+        if checks is None:
+            if type(attr) is not IntegerAttr or attr.type is not i64 or type(attr.value) is not IntAttr:
+                if not _I64_CHECK(attr):
+                    return False
+        elif not checks[name](attr):
             return False
-    if not 0 <= props["id"].value.data <= U32_MAX:  # type: ignore[attr-defined]
+        values.append(attr.value.data)  # type: ignore[attr-defined]
+    inst_id, wait, wait_value, sig = values
+    if inst_id is None or not 0 <= inst_id <= U32_MAX:
         return False
-    wait = props.get("wait_sem")
     if wait is not None:  # its wait_value is there too (the names are part of the key)
-        if not valid_sem(wait.value.data) or not 0 <= props["wait_value"].value.data <= U32_MAX:  # type: ignore
+        if wait_value is None or not valid_sem(wait) or not 0 <= wait_value <= U32_MAX:
             return False
-    sig = props.get("signal_sem")
-    return sig is None or (sig.value.data == signal and valid_sem(signal))  # type: ignore[attr-defined]
+    return sig is None or (sig == signal and valid_sem(signal))
 
 
 def _locations_ok(op: IsaInst, facts: tuple[_OperandFacts, ...]) -> bool:
@@ -125,7 +138,7 @@ def _locations_ok(op: IsaInst, facts: tuple[_OperandFacts, ...]) -> bool:
     return True
 
 
-def _quick(op: IsaInst, checks: dict[str, Check], hit: _Verified) -> bool:
+def _quick(op: IsaInst, checks: dict[str, Check] | None, hit: _Verified) -> bool:
     """The per-instruction checks of an op whose memo entry ``hit`` is (anything unexpected: not established)."""
     try:
         return _header_ok(op, checks, hit.signal) and _locations_ok(op, hit.operands)
@@ -137,7 +150,9 @@ def memo_verify(cls: type[IsaInst]) -> type[IsaInst]:
     """Install the memoised check in front of ``cls.verify_`` (its full verifier); returns ``cls``."""
     full: Callable[[IsaInst], None] = cls.verify_
     op_def = cls.get_irdl_definition()
-    checks = {name: compile_constraint(op_def.properties[name].constr) for name in _HEADER}
+    constrs = {name: op_def.properties[name].constr for name in _HEADER}
+    checks = None if all(c == _I64_CONSTR for c in constrs.values()) else \
+        {name: compile_constraint(c) for name, c in constrs.items()}  # fmt: skip
     key_locs = cls.KEY_LOCS
 
     def verify_(self: IsaInst) -> None:
