@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Attribute, ParametrizedAttribute
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute
 from xdsl.irdl import AnyOf, base, irdl_attr_definition, opt_prop_def, prop_def
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
@@ -328,6 +328,7 @@ def _operand_of(loc: IsaLocAttr, ap: AccessPatternAttr) -> Operand:
     return operand
 
 
+_HAS_DEFAULTS: dict[type, bool] = {}  # op class -> whether its definition has default-valued properties
 _HAS_STR: dict[type, bool] = {}  # op class -> whether it has ``str`` immediates (records then depend on the table)
 
 
@@ -373,6 +374,20 @@ class IsaInst(RoleOperandOp):
     wait_sem = opt_prop_def(IntegerAttr[I64])
     wait_value = opt_prop_def(IntegerAttr[I64])
     signal_sem = opt_prop_def(IntegerAttr[I64])
+
+    def __post_init__(self) -> None:
+        # IRDLOperation's fills in default-valued properties and attributes, looping over every property
+        # definition for every op built; the ISA formats declare none (checked per class, once).
+        cls = type(self)
+        defaults = _HAS_DEFAULTS.get(cls)
+        if defaults is None:
+            op_def = cls.get_irdl_definition()
+            defaults = _HAS_DEFAULTS[cls] = any(d.default_value is not None for d in
+                                                (*op_def.properties.values(), *op_def.attributes.values()))  # fmt: skip
+        if defaults:
+            super().__post_init__()
+        else:
+            Operation.__post_init__(self)
 
     @classmethod
     def format_key(cls) -> str:
