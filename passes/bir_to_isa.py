@@ -75,6 +75,7 @@ class _Memo:
         self.placed: dict[tuple[object, ...], tuple[Any, AccessPatternAttr]] = {}
         self.fields: dict[tuple[object, ...], dict[str, Any]] = {}
         self.memloc: dict[str, tuple[object, ...]] = {}  # memloc name -> the values of it ``place`` reads
+        self.classes: dict[tuple[str, type], Any] = {}  # (engine, BIR op class) -> ISA op class
 
     def memloc_key(self, name: str, loc: bir.MemLocOp) -> tuple[object, ...]:
         """What ``place`` reads of a memloc: its memory, dtype, shape and address on chip, its name (variable) in
@@ -106,18 +107,25 @@ def _field_names(inst: bir.BirInst) -> tuple[str, ...]:
     return names
 
 
-def _placed(inst: bir.BirInst, role: str, name: str, ap: AccessPatternAttr, locs: dict[str, bir.MemLocOp],
-            var_ids: dict[str, int], memo: _Memo) -> tuple[Any, AccessPatternAttr]:  # fmt: skip
-    """The ISA (location, pattern) of an operand with a static pattern (class-independent, memoised; a first
-    placement raises ``place``'s diagnostics). ``place`` reads the pattern's values and, on chip, the memloc's
-    memory, dtype, shape and address (unrolled code has a memloc per tile but few distinct placements), in HBM the
-    variable; the key holds exactly those values (``_Memo.memloc_key``)."""
-    key = (memo.memloc_key(name, locs[name]), ap.data)
-    hit = memo.placed.get(key)
-    if hit is None:
-        op = _operand(inst, role, locs, var_ids)
-        hit = memo.placed[key] = (IsaLocAttr.of(op), static_ap(op.pattern))
-    return hit
+def _placed(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp],
+            var_ids: dict[str, int]) -> tuple[Any, AccessPatternAttr]:  # fmt: skip
+    """The ISA (location, pattern) of an operand with a static pattern: class-independent, so ``lower_instruction``
+    memoises it on what ``place`` reads, the pattern's values and the memloc's (``_Memo.memloc_key``): unrolled code
+    has a memloc and a pattern attribute per tile but few distinct placements. (A first placement raises
+    ``place``'s diagnostics.)"""
+    op = _operand(inst, role, locs, var_ids)
+    return IsaLocAttr.of(op), static_ap(op.pattern)
+
+
+_HAS_PATTERN: dict[type, bool] = {}
+
+
+def _has_pattern(inst: bir.BirInst) -> bool:
+    """Whether the instruction class has a ``pattern`` field (``pattern_operands``)."""
+    has = _HAS_PATTERN.get(type(inst))
+    if has is None:
+        has = _HAS_PATTERN[type(inst)] = any(f.kind == "pattern" for f in inst.SPEC.fields)
+    return has
 
 
 def _fields(inst: bir.BirInst, cls: Any, memo: _Memo) -> dict[str, Any]:
@@ -141,32 +149,45 @@ def lower_instruction(
     shares the work between the instructions of one function."""
     memo = memo or _Memo()
     spec: InstrSpec = inst.SPEC
-    engine = engine or inst.engine.data
-    cls = isa_op(engine, spec.opcode)
+    props = inst.properties  # read directly: the property descriptors are a generic lookup per access
+    engine = engine or props["engine"].data  # type: ignore[attr-defined]
+    cls = memo.classes.get((engine, type(inst)))
     if cls is None:
-        where = f", {inst.loc.data}" if inst.loc else ""
-        raise PassFailedException(
-            f"instruction {inst.inst_id} ({inst.name}{where}): engine '{engine}' has no {spec.opcode} instruction"
-        )
+        cls = isa_op(engine, spec.opcode)
+        if cls is None:
+            where = f", {inst.loc.data}" if inst.loc else ""
+            raise PassFailedException(
+                f"instruction {inst.inst_id} ({inst.name}{where}): engine '{engine}' has no {spec.opcode} instruction"
+            )
+        memo.classes[(engine, type(inst))] = cls
     placed: dict[str, tuple[Any, AccessPatternAttr]] = {}
     pending: dict[str, Operand] = {}  # a dynamic pattern names its index operand by slot number: per op class
     slots = _slots(inst)
-    for r, name, ap in zip(inst.role_names, inst.ref_names, inst.aps.data):
-        if ap.is_dynamic:
-            pending[slots[r]] = _operand(inst, r, locs, var_ids)
-        else:
-            placed[slots[r]] = _placed(inst, r, name, ap, locs, var_ids, memo)
-    pending.update(pattern_operands(inst))
-    placed.update({slot: (IsaLocAttr.of(op), cls._ap_of(op)) for slot, op in pending.items()})
+    for role, ref, ap in zip(props["roles"].data, props["refs"].data, props["aps"].data):  # type: ignore[attr-defined]
+        if ap.data[4][0]:  # a dynamic term
+            pending[slots[role.data]] = _operand(inst, role.data, locs, var_ids)
+            continue
+        name = ref.data
+        memloc = memo.memloc.get(name) or memo.memloc_key(name, locs[name])
+        hit = memo.placed.get((memloc, ap.data))
+        if hit is None:
+            hit = memo.placed[(memloc, ap.data)] = _placed(inst, role.data, locs, var_ids)
+        placed[slots[role.data]] = hit
+    if _has_pattern(inst):
+        pending.update(pattern_operands(inst))
+    if pending:
+        placed.update({slot: (IsaLocAttr.of(op), cls._ap_of(op)) for slot, op in pending.items()})
     fields = _fields(inst, cls, memo)
-    waits = () if inst.waits is None else inst.waits.get_values()  # i64 elements: Python ints
+    inst_id = props["id"].value.data  # type: ignore[attr-defined]
+    waits_attr, signal_attr = props.get("waits"), props.get("signal")
+    waits = () if waits_attr is None else waits_attr.get_values()  # type: ignore[attr-defined]  # i64: Python ints
     pairs = list(zip(waits[::2], waits[1::2]))
     ops: list[Operation] = []
     for sem, value in pairs[1:]:
-        ops.append(isa_op(engine, "SEM_WAIT").make(inst.inst_id, {}, wait_sem=sem, wait_value=value))  # type: ignore[union-attr]
+        ops.append(isa_op(engine, "SEM_WAIT").make(inst_id, {}, wait_sem=sem, wait_value=value))  # type: ignore[union-attr]
     first = pairs[0] if pairs else (None, None)
-    signal = inst.signal.value.data if inst.signal is not None else None
-    ops.append(cls.build(inst.inst_id, placed, fields, wait_sem=first[0], wait_value=first[1], signal_sem=signal))
+    signal = signal_attr.value.data if signal_attr is not None else None  # type: ignore[attr-defined]
+    ops.append(cls.build(inst_id, placed, fields, wait_sem=first[0], wait_value=first[1], signal_sem=signal))
     return ops
 
 

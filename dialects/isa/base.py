@@ -328,6 +328,14 @@ def _operand_of(loc: IsaLocAttr, ap: AccessPatternAttr) -> Operand:
     return operand
 
 
+def _array(items: tuple[Attribute, ...]) -> ArrayAttr:
+    """``ArrayAttr(items)`` without the generic attribute construction: ArrayAttr's verifier checks nothing (its
+    element constraints are the op's, checked when the op is verified), and every ISA op built gets two."""
+    attr = ArrayAttr.__new__(ArrayAttr)
+    object.__setattr__(attr, "data", items)
+    return attr
+
+
 _HAS_DEFAULTS: dict[type, bool] = {}  # op class -> whether its definition has default-valued properties
 _HAS_STR: dict[type, bool] = {}  # op class -> whether it has ``str`` immediates (records then depend on the table)
 
@@ -447,8 +455,8 @@ class IsaInst(RoleOperandOp):
         roles = [r for r in cls.ROLES if r in placed]
         props: dict[str, Attribute] = {
             "roles": names_attr(roles),
-            "aps": ArrayAttr([placed[r][1] for r in roles]),
-            "locs": ArrayAttr([placed[r][0] for r in roles]),
+            "aps": _array(tuple(placed[r][1] for r in roles)),
+            "locs": _array(tuple(placed[r][0] for r in roles)),
             "id": i64_attr(inst_id),
         }
         props.update(fields)
