@@ -439,6 +439,21 @@ class IsaInst(RoleOperandOp):
         return attrs
 
     @classmethod
+    def _slot_order(cls, given: tuple[str, ...]) -> tuple[tuple[str, ...], ArrayAttr[StringAttr]]:
+        """The given slots in canonical order and their ``roles`` attribute (ValueError for a slot the op does not
+        have); memoised per class on the slots as given (an instruction kind gives the same ones every time)."""
+        memo = cls.__dict__.get("_SLOT_ORDER")
+        if memo is None:
+            memo = {}
+            cls._SLOT_ORDER = memo  # type: ignore[attr-defined]
+        hit = memo.get(given)
+        if hit is None:
+            cls._check_slots(given)
+            roles = tuple(r for r in cls.ROLES if r in given)
+            hit = memo[given] = (roles, names_attr(roles))
+        return hit
+
+    @classmethod
     def build(
         cls,
         inst_id: int,
@@ -451,14 +466,9 @@ class IsaInst(RoleOperandOp):
     ) -> Self:
         """Build from operand attributes (location, pattern) by slot and field attributes (``field_attrs``): what
         ``make`` does after converting its arguments, for a caller that has the (shared) attributes already."""
-        cls._check_slots(placed)
-        roles = [r for r in cls.ROLES if r in placed]
-        props: dict[str, Attribute] = {
-            "roles": names_attr(roles),
-            "aps": _array(tuple(placed[r][1] for r in roles)),
-            "locs": _array(tuple(placed[r][0] for r in roles)),
-            "id": i64_attr(inst_id),
-        }
+        roles, names = cls._slot_order(tuple(placed))
+        locs, aps = zip(*[placed[r] for r in roles]) if roles else ((), ())
+        props: dict[str, Attribute] = {"roles": names, "aps": _array(aps), "locs": _array(locs), "id": i64_attr(inst_id)}
         props.update(fields)
         if wait_sem is not None:
             props["wait_sem"] = i64_attr(wait_sem)
