@@ -67,23 +67,24 @@ def _dynamic(inst: bir.BirInst, ap: AccessPatternAttr) -> dict[str, Any]:
 
 
 class _Memo:
-    """What bir-to-isa computes once per distinct shared attribute (within one function, whose BIR ops, and so the
-    keyed attributes, stay alive until the pass ends): the ISA location and pattern of each (memloc, static
-    pattern) and the ISA field attributes of each (op class, BIR field attributes)."""
+    """What bir-to-isa computes once per distinct value (within one function): the ISA location and pattern of each
+    (memloc placement facts, static pattern), the ISA field attributes of each (op class, BIR field attributes; the
+    function's BIR ops, and so the keyed attributes, stay alive until the pass ends), the ISA class of each (engine,
+    BIR class)."""
 
     def __init__(self) -> None:
-        self.placed: dict[tuple[object, ...], tuple[Any, AccessPatternAttr]] = {}
+        self.placed: dict[tuple[int, object], tuple[Any, AccessPatternAttr]] = {}
         self.fields: dict[tuple[object, ...], dict[str, Any]] = {}
-        self.memloc: dict[str, tuple[object, ...]] = {}  # memloc name -> the values of it ``place`` reads
-        self.classes: dict[tuple[str, type], Any] = {}  # (engine, BIR op class) -> ISA op class
+        self.memloc: dict[str, int] = {}  # memloc name -> the number of its placement facts (``memloc_key``)
+        self.facts: dict[tuple[object, ...], int] = {}
+        self.classes: dict[tuple[str, type], Any] = {}
 
-    def memloc_key(self, name: str, loc: bir.MemLocOp) -> tuple[object, ...]:
-        """What ``place`` reads of a memloc: its memory, dtype, shape and address on chip, its name (variable) in
-        HBM."""
-        key = self.memloc.get(name)
-        if key is None:
-            mem = loc.mem
-            key = self.memloc[name] = (name,) if mem not in ON_CHIP else (mem, loc.dtype.data, loc.dims, loc.addr)
+    def memloc_key(self, name: str, loc: bir.MemLocOp) -> int:
+        """What ``place`` reads of a memloc, its memory, dtype, shape and address on chip, its name (variable) in
+        HBM, numbered (memlocs with the same facts get the same number, so placement keys hash one int for them)."""
+        mem = loc.mem
+        facts = (name,) if mem not in ON_CHIP else (mem, loc.dtype.data, loc.dims, loc.addr)
+        key = self.memloc[name] = self.facts.setdefault(facts, len(self.facts))
         return key
 
 
@@ -168,7 +169,9 @@ def lower_instruction(
             pending[slots[role.data]] = _operand(inst, role.data, locs, var_ids)
             continue
         name = ref.data
-        memloc = memo.memloc.get(name) or memo.memloc_key(name, locs[name])
+        memloc = memo.memloc.get(name)
+        if memloc is None:
+            memloc = memo.memloc_key(name, locs[name])
         hit = memo.placed.get((memloc, ap.data))
         if hit is None:
             hit = memo.placed[(memloc, ap.data)] = _placed(inst, role.data, locs, var_ids)
