@@ -21,8 +21,6 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
-from nkic.dialects.isa.base import IsaLocAttr, static_ap
-from nkic.dialects.isa.ops import isa_op
 from nkic.dialects.traits import IsControl
 from nkic.passes.lowering import isa_fields, pattern_operands
 from nkic.passes.physical import ON_CHIP, place
@@ -70,14 +68,23 @@ class _Memo:
     """What bir-to-isa computes once per distinct value (within one function): the ISA location and pattern of each
     (memloc placement facts, static pattern), the ISA field attributes of each (op class, BIR field attributes; the
     function's BIR ops, and so the keyed attributes, stay alive until the pass ends), the ISA class of each (engine,
-    BIR class)."""
+    opcode)."""
 
     def __init__(self) -> None:
         self.placed: dict[tuple[int, object], tuple[Any, AccessPatternAttr]] = {}
         self.fields: dict[tuple[object, ...], dict[str, Any]] = {}
         self.memloc: dict[str, int] = {}  # memloc name -> the number of its placement facts (``memloc_key``)
         self.facts: dict[tuple[object, ...], int] = {}
-        self.classes: dict[tuple[str, type], Any] = {}
+        self.classes: dict[tuple[str, str], Any] = {}
+
+    def isa_class(self, engine: str, opcode: str) -> Any:
+        """``isa_op(engine, opcode)``, looked up once per pair (the dialect is imported on first use)."""
+        cls = self.classes.get((engine, opcode))
+        if cls is None:
+            from nkic.dialects.isa import isa_op
+
+            cls = self.classes[(engine, opcode)] = isa_op(engine, opcode)
+        return cls
 
     def memloc_key(self, name: str, loc: bir.MemLocOp) -> int:
         """What ``place`` reads of a memloc, its memory, dtype, shape and address on chip, its name (variable) in
@@ -114,6 +121,8 @@ def _placed(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp],
     memoises it on what ``place`` reads, the pattern's values and the memloc's (``_Memo.memloc_key``): unrolled code
     has a memloc and a pattern attribute per tile but few distinct placements. (A first placement raises
     ``place``'s diagnostics.)"""
+    from nkic.dialects.isa.base import IsaLocAttr, static_ap
+
     op = _operand(inst, role, locs, var_ids)
     return IsaLocAttr.of(op), static_ap(op.pattern)
 
@@ -152,15 +161,12 @@ def lower_instruction(
     spec: InstrSpec = inst.SPEC
     props = inst.properties  # read directly: the property descriptors are a generic lookup per access
     engine = engine or props["engine"].data  # type: ignore[attr-defined]
-    cls = memo.classes.get((engine, type(inst)))
+    cls = memo.isa_class(engine, spec.opcode)
     if cls is None:
-        cls = isa_op(engine, spec.opcode)
-        if cls is None:
-            where = f", {inst.loc.data}" if inst.loc else ""
-            raise PassFailedException(
-                f"instruction {inst.inst_id} ({inst.name}{where}): engine '{engine}' has no {spec.opcode} instruction"
-            )
-        memo.classes[(engine, type(inst))] = cls
+        where = f", {inst.loc.data}" if inst.loc else ""
+        raise PassFailedException(
+            f"instruction {inst.inst_id} ({inst.name}{where}): engine '{engine}' has no {spec.opcode} instruction"
+        )
     placed: dict[str, tuple[Any, AccessPatternAttr]] = {}
     pending: dict[str, Operand] = {}  # a dynamic pattern names its index operand by slot number: per op class
     slots = _slots(inst)
@@ -179,6 +185,8 @@ def lower_instruction(
     if _has_pattern(inst):
         pending.update(pattern_operands(inst))
     if pending:
+        from nkic.dialects.isa import IsaLocAttr
+
         placed.update({slot: (IsaLocAttr.of(op), cls._ap_of(op)) for slot, op in pending.items()})
     fields = _fields(inst, cls, memo)
     inst_id = props["id"].value.data  # type: ignore[attr-defined]
@@ -187,7 +195,7 @@ def lower_instruction(
     pairs = list(zip(waits[::2], waits[1::2]))
     ops: list[Operation] = []
     for sem, value in pairs[1:]:
-        ops.append(isa_op(engine, "SEM_WAIT").make(inst_id, {}, wait_sem=sem, wait_value=value))  # type: ignore[union-attr]
+        ops.append(memo.isa_class(engine, "SEM_WAIT").make(inst_id, {}, wait_sem=sem, wait_value=value))  # type: ignore[union-attr]
     first = pairs[0] if pairs else (None, None)
     signal = signal_attr.value.data if signal_attr is not None else None  # type: ignore[attr-defined]
     ops.append(cls.build(inst_id, placed, fields, wait_sem=first[0], wait_value=first[1], signal_sem=signal))
