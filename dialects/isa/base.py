@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Attribute, ParametrizedAttribute
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute
 from xdsl.irdl import AnyOf, base, irdl_attr_definition, opt_prop_def, prop_def
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
@@ -255,9 +255,94 @@ def byte_range(loc: IsaLocAttr, ap: AccessPatternAttr) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _static_ap(pattern: tuple[tuple[int, int], ...]) -> AccessPatternAttr:
+def static_ap(pattern: tuple[tuple[int, int], ...]) -> AccessPatternAttr:
     """One shared attribute per static ISA pattern (offset 0, no loop terms): few distinct ones per kernel."""
     return AccessPatternAttr(0, pattern)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Memos keyed on shared attributes
+# ------------------------------------------------------------------------------------------------------------------
+# An ISA op's properties are shared, immutable attribute objects (one per location, tile pattern or field value), so
+# what a function of some of them computes can be memoised on their identities. Every entry holds the attributes its
+# key names: an id in a key then always names a live object, and an equal-but-different attribute simply misses.
+
+_PER_OP = frozenset(("id", "wait_sem", "wait_value", "signal_sem", "locs"))  # per instruction: not in shape keys
+_ARRAYS = frozenset(("roles", "aps", "locs"))
+MEMO_LIMIT = 1 << 15  # entries per memo; a kernel has a few thousand distinct keys, a full memo is cleared
+
+
+def shape_key(op: IsaInst, key_locs: bool = False) -> tuple[tuple[object, ...], list[Attribute]] | None:
+    """The key of ``op``'s class and properties other than the id, semaphores and (unless ``key_locs``) locations,
+    by the identity of their attributes (property names included, so which optional ones are present), and the
+    attributes it names; None when the properties are not of the usual form."""
+    parts: list[object] = [type(op)]
+    keep: list[Attribute] = []
+    for name, attr in op.properties.items():
+        parts.append(name)
+        if name in _PER_OP and not (key_locs and name == "locs"):
+            continue
+        if name in _ARRAYS:
+            if type(attr) is not ArrayAttr:
+                return None
+            parts.append(tuple(map(id, attr.data)))
+            keep.extend(attr.data)
+        else:
+            parts.append(id(attr))
+            keep.append(attr)
+    return tuple(parts), keep
+
+
+_FIELDS: dict[tuple[object, ...], tuple[list[Attribute], tuple[tuple[int, ...], int]]] = {}
+
+
+def _memo_fields(op: IsaInst) -> tuple[tuple[int, ...], int]:
+    """The immediate words and flag bits of ``op`` (no ``str`` immediates): a function of its class, fields and
+    which slots are present, so of its shape key."""
+    keyed = shape_key(op)
+    if keyed is None:
+        return encode_fields(op.SPEC, op.field, op.has, None)
+    key, keep = keyed
+    hit = _FIELDS.get(key)
+    if hit is not None:
+        return hit[1]
+    words = encode_fields(op.SPEC, op.field, op.has, None)
+    if len(_FIELDS) >= MEMO_LIMIT:
+        _FIELDS.clear()
+    _FIELDS[key] = (keep, words)
+    return words
+
+
+_OPERANDS: dict[tuple[int, int], tuple[IsaLocAttr, AccessPatternAttr, Operand]] = {}
+
+
+def _operand_of(loc: IsaLocAttr, ap: AccessPatternAttr) -> Operand:
+    """The record operand of a static pattern at a location (an ``Operand`` is immutable, so it is shared)."""
+    hit = _OPERANDS.get((id(loc), id(ap)))
+    if hit is not None and hit[0] is loc and hit[1] is ap:
+        return hit[2]
+    operand = Operand(loc.mem, loc.dt, ap.pair_tuple, loc.start, loc.addr, loc.var, "", 0, ap.data[4][3])
+    if len(_OPERANDS) >= MEMO_LIMIT:
+        _OPERANDS.clear()
+    _OPERANDS[(id(loc), id(ap))] = (loc, ap, operand)
+    return operand
+
+
+def _array(items: tuple[Attribute, ...]) -> ArrayAttr:
+    """``ArrayAttr(items)`` without the generic attribute construction: ArrayAttr's verifier checks nothing (its
+    element constraints are the op's, checked when the op is verified), and every ISA op built gets two."""
+    attr = ArrayAttr.__new__(ArrayAttr)
+    object.__setattr__(attr, "data", items)
+    return attr
+
+
+_HAS_DEFAULTS: dict[type, bool] = {}  # op class -> whether its definition has default-valued properties
+_HAS_STR: dict[type, bool] = {}  # op class -> whether it has ``str`` immediates (records then depend on the table)
+
+
+def _int_value(attr: Attribute | None) -> int | None:
+    """A semaphore property's value (None when absent or not an integer)."""
+    return int(attr.value.data) if isinstance(attr, IntegerAttr) else None
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -265,6 +350,11 @@ def _static_ap(pattern: tuple[tuple[int, int], ...]) -> AccessPatternAttr:
 # ------------------------------------------------------------------------------------------------------------------
 
 _BASE_PROPS = ("roles", "aps", "locs", "id", "wait_sem", "wait_value", "signal_sem")
+
+
+class _CanonicalFields(dict[str, Attribute]):
+    """Field attributes of the format's own properties only, in declaration order: an op built with them has its
+    properties in canonical order without sorting (``IsaInst.build``)."""
 
 
 class IsaInst(RoleOperandOp):
@@ -283,12 +373,29 @@ class IsaInst(RoleOperandOp):
     FLAGS: ClassVar[tuple[str, ...]] = ()
     DERIVED_FLAGS: ClassVar[frozenset[str]] = frozenset()
     OPERAND_PROPS: ClassVar[tuple[str, ...]] = ("roles", "aps", "locs")
+    # True for formats whose own rules (verify_format) read the locations: their verification memo
+    # (verify_memo.py) keys on the locations as well.
+    KEY_LOCS: ClassVar[bool] = False
 
     locs = prop_def(ArrayAttr[IsaLocAttr])
     id = prop_def(IntegerAttr[I64])
     wait_sem = opt_prop_def(IntegerAttr[I64])
     wait_value = opt_prop_def(IntegerAttr[I64])
     signal_sem = opt_prop_def(IntegerAttr[I64])
+
+    def __post_init__(self) -> None:
+        # IRDLOperation's fills in default-valued properties and attributes, looping over every property
+        # definition for every op built; the ISA formats declare none (checked per class, once).
+        cls = type(self)
+        defaults = _HAS_DEFAULTS.get(cls)
+        if defaults is None:
+            op_def = cls.get_irdl_definition()
+            defaults = _HAS_DEFAULTS[cls] = any(d.default_value is not None for d in
+                                                (*op_def.properties.values(), *op_def.attributes.values()))  # fmt: skip
+        if defaults:
+            super().__post_init__()
+        else:
+            Operation.__post_init__(self)
 
     @classmethod
     def format_key(cls) -> str:
@@ -308,27 +415,75 @@ class IsaInst(RoleOperandOp):
     ) -> Self:
         """Build from encoding operands by role and Python field values (``func="exp"``, ``scale=2.0``, ...)."""
         given = {r: op for r, op in (operands or {}).items() if op is not None}
+        cls._check_slots(given)
+        roles = [r for r in cls.ROLES if r in given]
+        aps = [cls._ap_of(given[r]) for r in roles]
+        placed = {r: (IsaLocAttr.of(given[r]), ap) for r, ap in zip(roles, aps)}
+        return cls.build(inst_id, placed, cls.field_attrs(fields), wait_sem=wait_sem, wait_value=wait_value,
+                         signal_sem=signal_sem)  # fmt: skip
+
+    @classmethod
+    def _check_slots(cls, given: Mapping[str, object]) -> None:
         unknown = set(given) - set(cls.ROLES)
         if unknown:
             raise ValueError(f"'{cls.name}' has no operand role(s) {sorted(unknown)}")
-        roles = [r for r in cls.ROLES if r in given]
-        props: dict[str, Attribute] = {
-            "roles": names_attr(roles),
-            "aps": ArrayAttr([cls._ap_of(given[r]) for r in roles]),
-            "locs": ArrayAttr([IsaLocAttr.of(given[r]) for r in roles]),
-            "id": i64_attr(inst_id),
-        }
-        # None, and False for a flag, mean "absent" so that built ops are canonical (as decoded ops are).
-        props.update({k: attr_of(v) for k, v in fields.items() if v is not None and not cls._is_clear_flag(k, v)})
-        sems = {"wait_sem": wait_sem, "wait_value": wait_value, "signal_sem": signal_sem}
-        props.update({k: i64_attr(v) for k, v in sems.items() if v is not None})
-        return cls.create(properties=cls._ordered(props))
+
+    @classmethod
+    def field_attrs(cls, fields: Mapping[str, object]) -> dict[str, Attribute]:
+        """The property attributes of Python field values. None, and False for a flag, mean "absent" so that built
+        ops are canonical (as decoded ops are)."""
+        attrs = {k: attr_of(v) for k, v in fields.items() if v is not None and not cls._is_clear_flag(k, v)}
+        order = cls._prop_order()[4:-3]  # the format's fields, in declaration order
+        if attrs.keys() <= frozenset(order):
+            return _CanonicalFields((k, attrs[k]) for k in order if k in attrs)
+        return attrs
+
+    @classmethod
+    def _slot_order(cls, given: tuple[str, ...]) -> tuple[tuple[str, ...], ArrayAttr[StringAttr]]:
+        """The given slots in canonical order and their ``roles`` attribute (ValueError for a slot the op does not
+        have); memoised per class on the slots as given (an instruction kind gives the same ones every time)."""
+        memo = cls.__dict__.get("_SLOT_ORDER")
+        if memo is None:
+            memo = {}
+            cls._SLOT_ORDER = memo  # type: ignore[attr-defined]
+        hit = memo.get(given)
+        if hit is None:
+            cls._check_slots(given)
+            roles = tuple(r for r in cls.ROLES if r in given)
+            hit = memo[given] = (roles, names_attr(roles))
+        return hit
+
+    @classmethod
+    def build(
+        cls,
+        inst_id: int,
+        placed: Mapping[str, tuple[IsaLocAttr, AccessPatternAttr]],
+        fields: Mapping[str, Attribute],
+        *,
+        wait_sem: int | None = None,
+        wait_value: int | None = None,
+        signal_sem: int | None = None,
+    ) -> Self:
+        """Build from operand attributes (location, pattern) by slot and field attributes (``field_attrs``): what
+        ``make`` does after converting its arguments, for a caller that has the (shared) attributes already."""
+        roles, names = cls._slot_order(tuple(placed))
+        locs, aps = zip(*[placed[r] for r in roles]) if roles else ((), ())
+        props: dict[str, Attribute] = {"roles": names, "aps": _array(aps), "locs": _array(locs), "id": i64_attr(inst_id)}
+        props.update(fields)
+        if wait_sem is not None:
+            props["wait_sem"] = i64_attr(wait_sem)
+        if wait_value is not None:
+            props["wait_value"] = i64_attr(wait_value)
+        if signal_sem is not None:
+            props["signal_sem"] = i64_attr(signal_sem)
+        # Already in the canonical order when the fields are (``field_attrs``' usual result).
+        return cls.create(properties=props if type(fields) is _CanonicalFields else cls._ordered(props))
 
     @classmethod
     def _ap_of(cls, op: Operand) -> AccessPatternAttr:
         """The operand's pattern; a dynamic term names its index operand by slot (or its register)."""
         if not op.dyn:
-            return _static_ap(op.pattern)
+            return static_ap(op.pattern)
         if op.dyn == "reg":
             return AccessPatternAttr(0, op.pattern, dyn=("reg", "", op.dyn_ref, op.dyn_scale))
         if op.dyn_ref >= len(cls.ROLES):
@@ -398,8 +553,7 @@ class IsaInst(RoleOperandOp):
         return pairs[0][1], _free_size(pairs)
 
     def _sem(self, name: str) -> int | None:
-        v = self.properties.get(name)
-        return int(v.value.data) if isinstance(v, IntegerAttr) else None
+        return _int_value(self.properties.get(name))
 
     # -- encoding -----------------------------------------------------------------------------------
     def to_instr(self, strings: StringTable | None = None) -> Instr:
@@ -408,7 +562,10 @@ class IsaInst(RoleOperandOp):
         Memoised (the verifier checks its encoding, then the NEFF writer encodes it): it is a function of the
         properties alone, so the memo is used only while they are the very same attributes. A record with ``str``
         immediates depends on the table too, so it is never memoised."""
-        if any(imm.kind == "str" for imm in self.IMMS):
+        has_str = _HAS_STR.get(type(self))
+        if has_str is None:
+            has_str = _HAS_STR[type(self)] = any(imm.kind == "str" for imm in self.IMMS)
+        if has_str:
             return self._to_instr(StringTable() if strings is None else strings)
         props = self.properties
         memo = self.__dict__.get("_nkic_instr")
@@ -422,17 +579,26 @@ class IsaInst(RoleOperandOp):
         return instr
 
     def _to_instr(self, strings: StringTable | None) -> Instr:
-        imms, flags = encode_fields(self.SPEC, self.field, self.has, strings)
+        if strings is None:
+            imms, flags = _memo_fields(self)
+        else:
+            imms, flags = encode_fields(self.SPEC, self.field, self.has, strings)
+        by_role: dict[str, Operand] = {}
+        for role, loc, ap in zip(self.roles.data, self.locs.data, self.aps.data):
+            if role.data not in by_role:  # the first operand of a role, as ``operand`` finds it
+                by_role[role.data] = _operand_of(loc, ap) if not ap.data[4][0] else self.operand(role.data)
+        props = self.properties
+        wait, value, signal = (_int_value(props.get(k)) for k in ("wait_sem", "wait_value", "signal_sem"))
         return Instr(
             opcode=self.MNEMONIC,
             engine=self.ENGINE,
-            operands=tuple(self.operand(r) for r in self.ROLES),
+            operands=tuple(by_role.get(r) for r in self.ROLES),
             imms=imms,
             flags=flags,
-            wait_sem=self._sem("wait_sem"),
-            wait_value=self._sem("wait_value") or 0,
-            signal_sem=self._sem("signal_sem"),
-            inst_id=self.inst_id,
+            wait_sem=wait,
+            wait_value=value or 0,
+            signal_sem=signal,
+            inst_id=props["id"].value.data,  # type: ignore[attr-defined]
         )
 
     def flag(self, name: str) -> bool:

@@ -17,6 +17,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects.fastverify import fast_verify
 from nkic.dialects.isa.base import IsaInst, byte_range, imm_prop_def
+from nkic.dialects.isa.verify_memo import memo_verify
 from nkic.target.instructions import (
     INSTRUCTIONS,
     LOCAL_GATHER_ELEMS,
@@ -99,6 +100,8 @@ class LocalGatherFormat(IsaInst):
 class NcStreamShuffleFormat(IsaInst):
     """Every mask entry picks a partition of the quadrant or keeps its output (255)."""
 
+    KEY_LOCS: ClassVar[bool] = True  # verify_format reads the locations
+
     def verify_format(self) -> None:
         super().verify_format()
         words = tuple(int(self.field(f"mask{w}") or 0) for w in range(SHUFFLE_MASK_WORDS))
@@ -113,6 +116,8 @@ class NcStreamShuffleFormat(IsaInst):
 
 class MatmulFormat(IsaInst):
     """Contraction shapes agree, N is within the largest target's limit, and a bank-sized result stays in a bank."""
+
+    KEY_LOCS: ClassVar[bool] = True  # verify_format reads the locations
 
     def verify_format(self) -> None:
         (m, n), (k, m_st), (k_mv, n_mv) = self.dims("dst"), self.dims("stationary"), self.dims("moving")
@@ -199,6 +204,8 @@ class Activate2Format(IsaInst):
 class SendrecvFormat(IsaInst):
     """Ranks of the LNC=2 pair, one dtype on both sides, and gpsimd_dma only on GpSimd within its size limit."""
 
+    KEY_LOCS: ClassVar[bool] = True  # verify_format reads the locations
+
     def verify_format(self) -> None:
         super().verify_format()
         src, dst = self.loc("src"), self.loc("dst")
@@ -260,7 +267,7 @@ def _op_class(spec: OpSpec, engine: str) -> type[IsaInst]:
     }  # fmt: skip
     body.update({imm.prop: imm_prop_def(imm) for imm in spec.imms})
     body.update({f: opt_prop_def(BoolAttr) for f in spec.flags if f not in spec.derived_flags})
-    return fast_verify(irdl_op_definition(type(_camel(engine) + _camel(spec.key) + "Op", (base,), body)))
+    return memo_verify(fast_verify(irdl_op_definition(type(_camel(engine) + _camel(spec.key) + "Op", (base,), body))))
 
 
 ISA_OPS: dict[tuple[str, str], type[IsaInst]] = {

@@ -88,9 +88,10 @@ class CoreOp(IRDLOperation):
 
 
 def _check_hbm(inst: IsaInst, sizes: dict[int, int]) -> None:
-    for role, loc, ap in zip(inst.role_names, inst.locs.data, inst.aps.data):
-        if loc.mem != "hbm":
+    for i, (loc, ap) in enumerate(zip(inst.locs.data, inst.aps.data)):
+        if loc.memory.data != "hbm":
             continue
+        role = inst.roles.data[i].data
         if loc.var not in sizes:
             raise VerifyException(f"'{inst.name}' (id {inst.inst_id}) '{role}' uses undeclared var {loc.var}")
         lo, hi = byte_range(loc, ap)
