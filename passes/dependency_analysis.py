@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -40,8 +41,10 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.dialects import bir
 from nkic.dialects.instructions import reads_dst, str_field
 from nkic.dialects.traits import IsControl
-from nkic.passes.physical import Placement, place
+from nkic.passes.physical import ON_CHIP, Placement
+from nkic.dialects.common import AccessPatternAttr
 from nkic.target.instructions import CORE_STATES
+from nkic.target.machine import NUM_PARTITIONS
 from nkic.target.vocab import dtype_size
 
 CHUNK = {"sbuf": 64, "psum": 512, "hbm": 4096}
@@ -61,30 +64,122 @@ def _footprints(
 ) -> tuple[Footprint, Footprint, RegClass | None]:
     """The operand's chunks at its static address, the chunks it may touch (its whole tensor when its address is
     known at run time only), and for a register-offset operand its class (register, byte scale)."""
-    name, ap = inst.ref(role), inst.ap(role)
-    assert name is not None and ap is not None
-    loc = locs[name]
-    p = place(loc, ap, inst, role)
-    lo, hi = p.byte_span()
-    c = CHUNK[p.memory]
-    precise = ((p.memory, p.var), lo // c, (hi - 1) // c + 1)
-    if not ap.is_dynamic:
-        return precise, precise, None
-    lo, hi = _whole(loc, p)  # the address is known at run time only: the operand may touch its whole tensor
-    whole = ((p.memory, p.var), lo // c, (hi - 1) // c + 1)
-    cls = None
-    if ap.dyn_kind.data == "reg":
-        cls = (ap.dyn_reg.data, ap.dyn_scale.data * dtype_size(ap.operand_dtype(loc.dtype.data)))
-    return precise, whole, cls
+    k = inst.role_index(role)
+    assert k is not None
+    return _operand_footprints(inst, locs)[k]
 
 
-def _stretch_footprints(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp]) -> dict[int, list[Footprint]]:
+class _Operand(NamedTuple):
+    """An operand's bytes relative to its memloc's address (on chip; in HBM, within its variable), everything
+    ``physical.place`` decides that does not depend on the address. The checks ``place`` makes are kept as their
+    messages, raised in ``place``'s order once the address is looked up: ``early`` before it (a loop index),
+    ``late`` after it (a partition step that is not the row size); the message gets the instruction's id when
+    raised (renumbering passes run between two analyses)."""
+
+    role: str
+    name: str  # the memloc
+    key: tuple[str, str]  # (memory, variable) of the footprint
+    chunk: int
+    lo: int  # [lo, hi): the bytes of the access pattern's span
+    hi: int
+    size: int  # the bytes of the whole tensor (per partition on chip), for a dynamic address
+    p0: int  # first partition and partitions, on chip
+    nparts: int
+    dynamic: bool
+    cls: RegClass | None
+    early: bool  # "still uses a loop index"
+    late: str | None  # "<role>: the partition step ..."
+
+
+def _operand(inst: bir.BirInst, role: str, name: str, ap: AccessPatternAttr, loc: bir.MemLocOp) -> _Operand:
+    """What ``place`` and ``_whole`` compute for one operand, relative to the memloc's address."""
+    memory, var, p0, nparts, late = "hbm", name, 0, 0, None
+    size = dtype_size(loc.dtype.data)
+    dtype = ap.operand_dtype(loc.dtype.data)
+    es = dtype_size(dtype)
+    pairs = tuple(ap.pairs)
+    offset = ap.offset_value
+    early = bool(ap.iv_coeffs)
+    if not early and loc.mem in ON_CHIP:
+        memory, var = loc.mem, ""
+        row = size
+        for d in loc.dims[1:]:
+            row *= d
+        size = row
+        row //= es
+        (pstep, nparts), *free = pairs
+        pairs = tuple(free)
+        if nparts > 1 and pstep != row:
+            late = f"{role}: the partition step {pstep} must equal the row size {row} of '{name}'"
+        else:
+            p0, offset = divmod(offset, row)
+    elif not early:
+        for d in loc.dims:
+            size *= d
+    lo, hi = Placement(memory, var, 0, nparts, offset * es, pairs, dtype).byte_span()
+    dynamic, cls = ap.is_dynamic, None
+    if dynamic and ap.dyn_kind.data == "reg":
+        cls = (ap.dyn_reg.data, ap.dyn_scale.data * es)
+    return _Operand(role, name, (memory, var), CHUNK[memory], lo, hi, size, p0, nparts, dynamic, cls, early, late)
+
+
+_OPERANDS = "_nkic_dependency_operands"
+Addresses = dict[str, tuple[int, ...]]  # memloc -> (partition, byte): addresses that stand in for the memlocs' own
+
+
+def _operands(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> list[_Operand]:
+    """``inst``'s operands relative to their memlocs' addresses, in role order. Memoised on the instruction (the
+    analysis runs twice, before and after allocation, with other addresses): an entry holds while the operand
+    properties are the very same attributes and each memloc's memory, shape and dtype are equal."""
+    props = inst.properties
+    roles, aps, refs = props["roles"], props["aps"], props["refs"]
+    names = [r.data for r in refs.data]
+    loc_key = tuple([(p["memory"], p["shape"], p["dtype"]) for p in [locs[n].properties for n in names]])
+    hit = inst.__dict__.get(_OPERANDS)
+    if hit is not None and hit[0] is roles and hit[1] is aps and hit[2] is refs and hit[3] == loc_key:
+        return hit[4]
+    ops = [_operand(inst, r.data, n, ap, locs[n]) for r, n, ap in zip(roles.data, names, aps.data)]
+    inst.__dict__[_OPERANDS] = (roles, aps, refs, loc_key, ops)
+    return ops
+
+
+def _operand_footprints(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], addresses: Addresses | None = None
+                        ) -> list[tuple[Footprint, Footprint, RegClass | None]]:  # fmt: skip
+    """``_footprints`` of every operand in role order, at the memlocs' addresses (``addresses`` first)."""
+    out = []
+    for op in _operands(inst, locs):
+        if op.early:
+            raise PassFailedException(f"instruction {inst.inst_id} still uses a loop index (run bir-unroll first)")
+        base = 0
+        if op.key[0] != "hbm":
+            addr = None if addresses is None else addresses.get(op.name)
+            if addr is None:
+                addr = locs[op.name].addr
+                if addr is None:
+                    raise PassFailedException(f"memloc '{op.name}' has no address (run allocate-memory first)")
+            if op.late is not None:
+                raise PassFailedException(f"instruction {inst.inst_id} {op.late}")
+            part, base = addr
+            if op.p0 + part + op.nparts > NUM_PARTITIONS:
+                raise PassFailedException(
+                    f"instruction {inst.inst_id} {op.role} reaches past partition {NUM_PARTITIONS - 1}")
+        c = op.chunk
+        precise = (op.key, (base + op.lo) // c, (base + op.hi - 1) // c + 1)
+        if not op.dynamic:
+            out.append((precise, precise, None))
+        else:  # the address is known at run time only: the operand may touch its whole tensor
+            out.append((precise, (op.key, base // c, (base + op.size - 1) // c + 1), op.cls))
+    return out
+
+
+def _stretch_footprints(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], addresses: Addresses | None = None
+                        ) -> dict[int, list[Footprint]]:  # fmt: skip
     """Each operand's chunks (in role order) in one barrier-free stretch. Registers change only at control
     instructions, so within a stretch two operands offset by the same register with the same byte scale move
     together: when every operand that may touch the bytes of a register-offset operand's tensor is of that one class
     (a rolled loop's body, where iteration copies or groups address one tensor through the loop's counter), their
     static addresses alone decide whether they overlap. Otherwise the operand keeps its whole tensor."""
-    found = {inst.inst_id: [_footprints(inst, role, locs) for role in inst.role_names] for inst in insts}
+    found = {inst.inst_id: _operand_footprints(inst, locs, addresses) for inst in insts}
     if all(cls is None for ops in found.values() for _, _, cls in ops):  # no register operand (unrolled code)
         return {me: [whole for _, whole, _ in ops] for me, ops in found.items()}
     spans: dict[tuple[str, str], list[tuple[int, int, RegClass | None]]] = {}
@@ -107,15 +202,6 @@ def footprint_chunks(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp]
     """The operand's chunks one by one (the reference the interval tables must agree with)."""
     (memory, var), lo, hi = footprint(inst, role, locs)
     return [(memory, var, k) for k in range(lo, hi)]
-
-
-def _whole(loc: bir.MemLocOp, p: Placement) -> tuple[int, int]:
-    """The bytes of a memloc: its variable in HBM, its bytes per partition on chip."""
-    size = dtype_size(loc.dtype.data)
-    for d in (loc.dims if p.memory == "hbm" else loc.dims[1:]):
-        size *= d
-    base = 0 if p.memory == "hbm" else loc.addr[1]
-    return base, base + size
 
 
 _READS_REGISTERS = frozenset({"reduce", "load_reduce"})
@@ -300,48 +386,82 @@ def accesses(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], chosen: list[Foot
 
 
 def analyse(fn: bir.FunctionOp) -> None:
-    locs = fn.memlocs()
+    """Set every instruction's ``deps`` (removed where it has none) from its accesses in program order."""
+    insts, locs = body(fn)
+    all_edges = edges(insts, locs)
+    for inst in insts:
+        found = all_edges[inst.inst_id]
+        if found:
+            inst.properties["deps"] = bir.deps_attr((k, i) for i, k in sorted(found.items()))
+        else:
+            inst.properties.pop("deps", None)
+
+
+def body(fn: bir.FunctionOp) -> tuple[list[bir.BirInst], dict[str, bir.MemLocOp]]:
+    """``fn``'s instructions in program order and its memlocs, in one pass over its block (``instructions()`` and
+    ``memlocs()`` are a generic walk and a scan each; the passes ask for both on every function). A function with a
+    region in its block (a runtime loop) has its instructions collected by ``instructions()``, loop bodies included."""
+    insts: list[bir.BirInst] = []
+    locs: dict[str, bir.MemLocOp] = {}
+    nested = False
+    for op in fn.body.block.ops:
+        if isinstance(op, bir.BirInst):
+            insts.append(op)
+        elif isinstance(op, bir.MemLocOp):
+            locs[op.sym_name.data] = op
+        elif op.regions:
+            nested = True
+    return (list(fn.instructions()) if nested else insts), locs
+
+
+def has_loops(fn: bir.FunctionOp) -> bool:
+    """Whether ``fn`` has a runtime loop (a ``bir.loop``) at any depth: a nested one sits in a top-level one, so
+    the block's own ops tell, unless another op with regions is there (then a walk)."""
+    for op in fn.body.block.ops:
+        if isinstance(op, bir.LoopOp):
+            return True
+        if op.regions:
+            return any(isinstance(o, bir.LoopOp) for o in fn.body.walk())
+    return False
+
+
+def edges(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], addresses: Addresses | None = None
+          ) -> dict[int, dict[int, str]]:  # fmt: skip
+    """Each instruction's edges (producer id -> kind) in the order ``insts``, at the memlocs' addresses
+    (``addresses`` standing in for some: ``pre-schedule``'s private addresses)."""
     chunks = _ChunkTables()
     state = _StateOrder()
     all_edges: dict[int, dict[int, str]] = {}
     late: dict[int, dict[int, str]] = {}
     tagged: dict[str, int] = {}  # explicit-ordering tag -> the latest instruction carrying it
-    insts = list(fn.instructions())
+    control = [inst.has_trait(IsControl) for inst in insts]
     footprints: dict[int, list[Footprint]] = {}
     for i, inst in enumerate(insts):
-        if inst.has_trait(IsControl):
+        if control[i]:
             chunks, state, tagged = _ChunkTables(), _StateOrder(), {}
             all_edges[inst.inst_id] = {}
             continue
         me = inst.inst_id
         if me not in footprints:  # the start of a stretch: its operands, all at once
-            footprints = _stretch_footprints(_stretch(insts, i), locs)
+            end = i
+            while end < len(insts) and not control[end]:
+                end += 1
+            footprints = _stretch_footprints(insts[i:end], locs, addresses)
         reads, writes = accesses(inst, locs, footprints[me])
-        edges = {d: k for d, k in state.edges(inst, late).items() if d != me}
-        chunks.edges(me, reads, writes, edges)
+        found = {d: k for d, k in state.edges(inst, late).items() if d != me}
+        chunks.edges(me, reads, writes, found)
         for tag in _after(inst):
             if tag in tagged:
-                edges.setdefault(tagged[tag], "ordered")
+                found.setdefault(tagged[tag], "ordered")
         if inst.tag is not None:
             tagged[inst.tag.data] = me
         chunks.record(me, reads, writes)
-        all_edges[me] = edges
-    for inst in insts:
-        edges = all_edges[inst.inst_id]
-        for d, k in late.get(inst.inst_id, {}).items():
-            edges.setdefault(d, k)
-        if edges:
-            inst.properties["deps"] = bir.deps_attr((k, i) for i, k in sorted(edges.items()))
-        else:
-            inst.properties.pop("deps", None)
-
-
-def _stretch(insts: list[bir.BirInst], start: int) -> list[bir.BirInst]:
-    """The instructions from ``start`` up to the next control instruction."""
-    end = start
-    while end < len(insts) and not insts[end].has_trait(IsControl):
-        end += 1
-    return insts[start:end]
+        all_edges[me] = found
+    for producer, extra in late.items():
+        found = all_edges[producer]
+        for d, k in extra.items():
+            found.setdefault(d, k)
+    return all_edges
 
 
 def _after(inst: bir.BirInst) -> list[str]:
@@ -355,6 +475,6 @@ class DependencyAnalysisPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
-            if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+            if has_loops(fn):
                 raise PassFailedException("dependency-analysis needs unrolled BIR (run bir-unroll first)")
             analyse(fn)

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.passes.assign_engines import legal_engines
-from nkic.passes.dependency_analysis import analyse
+from nkic.passes.dependency_analysis import Addresses, body, edges, has_loops
 from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.schedule_instructions import _reorder, duration_ns
 from nkic.target.machine import TARGETS, Target, get_target
@@ -38,19 +38,19 @@ from nkic.target.machine import TARGETS, Target, get_target
 _ALIGN = 512
 
 
-def _virtual_addresses(fn: bir.FunctionOp) -> list[bir.MemLocOp]:
-    """Give each unplaced on-chip memloc a private address above every explicit one; returns the memlocs set."""
-    locs = [m for m in fn.memlocs().values() if m.mem in ("sbuf", "psum")]
-    top = max((m.addr[1] + m.bytes_per_partition for m in locs if m.addr is not None), default=0)
-    placed = []
-    for m in locs:
+def _virtual_addresses(locs: dict[str, bir.MemLocOp]) -> Addresses:
+    """A private address for each unplaced on-chip memloc, above every explicit one. Handed to the dependency
+    analysis as stand-ins for the memlocs' addresses: the memlocs themselves are not touched."""
+    on_chip = [m for m in locs.values() if m.mem in ("sbuf", "psum")]
+    top = max((m.addr[1] + m.bytes_per_partition for m in on_chip if m.addr is not None), default=0)
+    virtual: Addresses = {}
+    for m in on_chip:
         if m.addr is not None:
             continue
         top = -(-top // _ALIGN) * _ALIGN
-        m.properties["address"] = DenseArrayBase.from_list(i64, [0, top])
+        virtual[m.sym_name.data] = (0, top)
         top += m.bytes_per_partition
-        placed.append(m)
-    return placed
+    return virtual
 
 
 SBUF_BUDGET = 0.85  # of SBUF, in bytes live at once: headroom for the allocator's alignment and fragmentation
@@ -67,13 +67,11 @@ def _footprint(m: bir.MemLocOp, target: Target) -> tuple[str, float]:
     return "sbuf", float(m.bytes_per_partition)
 
 
-def _order(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[int]:
+def _order(insts: list[bir.BirInst], target: Target, num_queues: int, preds: list[list[int]],
+           fn_locs: dict[str, bir.MemLocOp]) -> list[int]:  # fmt: skip
     """A list schedule (earliest start first, like ``schedule-instructions``) that never has more on-chip tensors
     live than the budgets allow; when nothing ready fits, the one that overshoots them least (then the earliest in
-    program order) goes."""
-    fn_locs = insts[0].parent_op().memlocs() if insts else {}  # type: ignore[union-attr]
-    index = {inst.inst_id: i for i, inst in enumerate(insts)}
-    preds = [[index[d] for _, d in inst.dep_list] for inst in insts]
+    program order) goes. ``preds[i]``: the positions of the instructions ``insts[i]`` depends on."""
     succs: list[list[int]] = [[] for _ in insts]
     for i, ps in enumerate(preds):
         for p in ps:
@@ -270,25 +268,23 @@ class _Ready:
 def pre_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
     """Reorder ``fn``; False (order kept) for a function with control instructions, whose tensors may live across
     runtime loops."""
-    if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+    if has_loops(fn):
         raise PassFailedException("pre-schedule needs unrolled BIR (run bir-unroll first)")
-    insts = list(fn.instructions())
+    insts, locs = body(fn)
     if not insts or any(i.has_trait(IsControl) for i in insts):
         return False
-    virtual = _virtual_addresses(fn)
+    virtual = _virtual_addresses(locs)
     unassigned = [i for i in insts if i.engine.data == "unassigned"]
-    locs = fn.memlocs()
     for inst in unassigned:
         inst.properties["engine"] = StringAttr(legal_engines(inst, locs)[0])
+    for inst in insts:  # the edges here are this pass's own (at private addresses), never stored
+        inst.properties.pop("deps", None)
     try:
-        analyse(fn)
-        new = [insts[i] for i in _order(insts, target, num_queues)]
-        _reorder(fn, new)
+        found = edges(insts, locs, virtual)
+        index = {inst.inst_id: i for i, inst in enumerate(insts)}
+        preds = [[index[d] for d in sorted(found[inst.inst_id])] for inst in insts]
+        _reorder(fn, [insts[i] for i in _order(insts, target, num_queues, preds, locs)])
     finally:
-        for m in virtual:
-            m.properties.pop("address", None)
-        for inst in fn.instructions():
-            inst.properties.pop("deps", None)
         for inst in unassigned:
             inst.properties["engine"] = StringAttr("unassigned")
     return True
@@ -308,7 +304,7 @@ class PreSchedulePass(ModulePass):
         if self.target not in TARGETS:
             raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         fns = [f for f in op.ops if isinstance(f, bir.FunctionOp)]
-        before = {fn: list(fn.instructions()) for fn in fns}
+        before = {fn: body(fn)[0] for fn in fns}
         changed = [fn for fn in fns if pre_schedule(fn, get_target(self.target), self.num_queues)]
         if changed and not _fits(op, ctx, self.target, self.policy):
             for fn in changed:

@@ -22,15 +22,13 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.dialects import bir
 from nkic.dialects.common import i64_attr
 from nkic.dialects.traits import IsControl, IsDma
-from nkic.passes.lowering import cost_record
-from nkic.target.costs import dma_ns, instr_ns
+from nkic.passes.lowering import cost_ns
 from nkic.target.machine import TARGETS, Target, get_target
 
 
 def duration_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -> float:
     """How long ``inst`` holds its resource (engine, or DMA queue) under the shared cost model."""
-    record = cost_record(inst, locs)
-    return dma_ns(record, target) if inst.has_trait(IsDma) else instr_ns(record, target)
+    return cost_ns(inst, locs, target, inst.has_trait(IsDma))
 
 
 def schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> None:
