@@ -30,11 +30,13 @@ already ordered by that barrier, so it adds no edge.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+import functools
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr
+from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -42,7 +44,7 @@ from nkic.dialects import bir
 from nkic.dialects.instructions import reads_dst, str_field
 from nkic.dialects.traits import IsControl
 from nkic.passes.physical import ON_CHIP, Placement
-from nkic.dialects.common import AccessPatternAttr
+from nkic.dialects.common import AccessPatternAttr, ApData, dense_ints
 from nkic.target.instructions import CORE_STATES
 from nkic.target.machine import NUM_PARTITIONS
 from nkic.target.vocab import dtype_size
@@ -88,39 +90,47 @@ class _Operand(NamedTuple):
     dynamic: bool
     cls: RegClass | None
     early: bool  # "still uses a loop index"
-    late: str | None  # "<role>: the partition step ..."
+    late: str | None  # "the partition step ... of" (then the memloc)
 
 
-def _operand(inst: bir.BirInst, role: str, name: str, ap: AccessPatternAttr, loc: bir.MemLocOp) -> _Operand:
+def _operand(role: str, name: str, ap: AccessPatternAttr, loc_props: dict[str, Attribute]) -> _Operand:
     """What ``place`` and ``_whole`` compute for one operand, relative to the memloc's address."""
-    memory, var, p0, nparts, late = "hbm", name, 0, 0, None
-    size = dtype_size(loc.dtype.data)
-    dtype = ap.operand_dtype(loc.dtype.data)
+    memory, dims, dtype = loc_props["memory"], loc_props["shape"], loc_props["dtype"]
+    assert isinstance(memory, StringAttr) and isinstance(dims, DenseArrayBase) and isinstance(dtype, StringAttr)
+    rel = _relative(ap.data, memory.data, dense_ints(dims), dtype.data)
+    return _Operand(role, name, (rel[0], name if rel[0] == "hbm" else ""), *rel[1:])
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _relative(ap: ApData, mem: str, dims: tuple[int, ...], storage_dtype: str) -> tuple[Any, ...]:
+    """``_operand`` less the names, from an access pattern's plain values and its memloc's memory, shape and dtype:
+    shared by the many operands with the same tile pattern (attention's are a few dozen)."""
+    offset, ivs, pairs, view, dyn = ap
+    memory, p0, nparts, late = "hbm", 0, 0, None
+    size = dtype_size(storage_dtype)
+    dtype = view or storage_dtype
     es = dtype_size(dtype)
-    pairs = tuple(ap.pairs)
-    offset = ap.offset_value
-    early = bool(ap.iv_coeffs)
-    if not early and loc.mem in ON_CHIP:
-        memory, var = loc.mem, ""
+    early = bool(ivs)
+    if not early and mem in ON_CHIP:
+        memory = mem
         row = size
-        for d in loc.dims[1:]:
+        for d in dims[1:]:
             row *= d
         size = row
         row //= es
         (pstep, nparts), *free = pairs
         pairs = tuple(free)
         if nparts > 1 and pstep != row:
-            late = f"{role}: the partition step {pstep} must equal the row size {row} of '{name}'"
+            late = f"the partition step {pstep} must equal the row size {row} of"
         else:
             p0, offset = divmod(offset, row)
     elif not early:
-        for d in loc.dims:
+        for d in dims:
             size *= d
-    lo, hi = Placement(memory, var, 0, nparts, offset * es, pairs, dtype).byte_span()
-    dynamic, cls = ap.is_dynamic, None
-    if dynamic and ap.dyn_kind.data == "reg":
-        cls = (ap.dyn_reg.data, ap.dyn_scale.data * es)
-    return _Operand(role, name, (memory, var), CHUNK[memory], lo, hi, size, p0, nparts, dynamic, cls, early, late)
+    lo, hi = Placement(memory, "", 0, nparts, offset * es, pairs, dtype).byte_span()
+    kind, _, reg, scale = dyn
+    cls = (reg, scale * es) if kind == "reg" else None
+    return (memory, CHUNK[memory], lo, hi, size, p0, nparts, bool(kind), cls, early, late)
 
 
 _OPERANDS = "_nkic_dependency_operands"
@@ -138,7 +148,7 @@ def _operands(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> list[_Operand
     hit = inst.__dict__.get(_OPERANDS)
     if hit is not None and hit[0] is roles and hit[1] is aps and hit[2] is refs and hit[3] == loc_key:
         return hit[4]
-    ops = [_operand(inst, r.data, n, ap, locs[n]) for r, n, ap in zip(roles.data, names, aps.data)]
+    ops = [_operand(r.data, n, ap, locs[n].properties) for r, n, ap in zip(roles.data, names, aps.data)]
     inst.__dict__[_OPERANDS] = (roles, aps, refs, loc_key, ops)
     return ops
 
@@ -158,7 +168,7 @@ def _operand_footprints(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], addres
                 if addr is None:
                     raise PassFailedException(f"memloc '{op.name}' has no address (run allocate-memory first)")
             if op.late is not None:
-                raise PassFailedException(f"instruction {inst.inst_id} {op.late}")
+                raise PassFailedException(f"instruction {inst.inst_id} {op.role}: {op.late} '{op.name}'")
             part, base = addr
             if op.p0 + part + op.nparts > NUM_PARTITIONS:
                 raise PassFailedException(

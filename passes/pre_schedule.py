@@ -178,7 +178,9 @@ class _Ready:
     resource's free time: they rank by index) and a heap of the later ones (by data-ready time, then index). A
     resource's free time never decreases (an instruction finishes after it starts), so an instruction only moves
     from the second heap to the first; a growth only shrinks (tensors start, never unstart), so an instruction
-    only moves to a cheaper group. Stale heap entries (taken, or moved to another group) are dropped lazily."""
+    only moves to a cheaper group. Stale heap entries (taken, or moved to another group) are dropped lazily, and a
+    group is dropped with its heaps once no ready instruction is left in it (``take`` and ``free_at`` visit every
+    group: as tensors start, the early growths empty and would otherwise stay for the rest of the kernel)."""
 
     def __init__(self, resource: list[str]) -> None:
         self.resource = resource
@@ -189,6 +191,7 @@ class _Ready:
         # growth -> resource -> (heap of indices ready by the free time, heap of (data ready, index) after it)
         self.groups: dict[tuple[float, float], dict[str, tuple[list[int], list[tuple[float, int]]]]] = {}
         self.lowest: dict[tuple[float, float], list[int]] = {}  # growth -> its indices, for "the earliest" among them
+        self.members: dict[tuple[float, float], int] = {}  # growth -> ready instructions with it
         self.count = 0
 
     def __bool__(self) -> bool:
@@ -205,7 +208,9 @@ class _Ready:
     def regroup(self, i: int, growth: tuple[float, float]) -> None:
         if self.taken[i] or self.group_of[i] == growth:
             return
+        self._leave(i)
         self.group_of[i] = growth
+        self.members[growth] = self.members.get(growth, 0) + 1
         heapq.heappush(self.lowest.setdefault(growth, []), i)
         res = self.resource[i]
         now, later = self.groups.setdefault(growth, {}).setdefault(res, ([], []))
@@ -213,6 +218,15 @@ class _Ready:
             heapq.heappush(now, i)
         else:
             heapq.heappush(later, (self.data_ready[i], i))
+
+    def _leave(self, i: int) -> None:
+        """``i`` leaves its group (taken, or regrouped); an emptied group goes."""
+        g = self.group_of[i]
+        if g is None:
+            return
+        self.members[g] -= 1
+        if self.members[g] == 0:
+            del self.members[g], self.groups[g], self.lowest[g]
 
     def free_at(self, res: str, t: float) -> None:
         if t < self.free.get(res, 0.0):
@@ -260,6 +274,7 @@ class _Ready:
             found = best[0][1]
         else:
             found = min((overflow(g), self._lowest(g)) for g in self.lowest if self._lowest(g) is not None)[1]
+        self._leave(found)
         self.taken[found] = True
         self.count -= 1
         return found
