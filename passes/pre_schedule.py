@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -38,7 +38,18 @@ from nkic.target.machine import TARGETS, Target, get_target
 _ALIGN = 512
 
 
-def _virtual_addresses(locs: dict[str, bir.MemLocOp]) -> Addresses:
+def _virtual_addresses(fn: bir.FunctionOp) -> list[bir.MemLocOp]:
+    """Give each unplaced on-chip memloc a private address above every explicit one; returns the memlocs set.
+    (``dma-transpose`` uses it; this pass hands ``_private_addresses`` to the analysis instead.)"""
+    locs = fn.memlocs()
+    placed = []
+    for name, (part, byte) in _private_addresses(locs).items():
+        locs[name].properties["address"] = DenseArrayBase.from_list(i64, [part, byte])
+        placed.append(locs[name])
+    return placed
+
+
+def _private_addresses(locs: dict[str, bir.MemLocOp]) -> Addresses:
     """A private address for each unplaced on-chip memloc, above every explicit one. Handed to the dependency
     analysis as stand-ins for the memlocs' addresses: the memlocs themselves are not touched."""
     on_chip = [m for m in locs.values() if m.mem in ("sbuf", "psum")]
@@ -288,7 +299,7 @@ def pre_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
     insts, locs = body(fn)
     if not insts or any(i.has_trait(IsControl) for i in insts):
         return False
-    virtual = _virtual_addresses(locs)
+    virtual = _private_addresses(locs)
     unassigned = [i for i in insts if i.engine.data == "unassigned"]
     for inst in unassigned:
         inst.properties["engine"] = StringAttr(legal_engines(inst, locs)[0])
