@@ -106,7 +106,8 @@ class _CostMemo:
 
     __slots__ = ("getter", "values", "count", "refs", "locs", "record", "ns")
 
-    def __init__(self, inst: bir.BirInst, locs: dict[str, bir.MemLocOp], record: Instr) -> None:
+    def __init__(self, inst: bir.BirInst, locs: dict[str, bir.MemLocOp], record: Instr,
+                 ns: dict[tuple[int, bool], tuple[Target, float]]) -> None:  # fmt: skip
         props = inst.properties
         names = tuple(k for k in props if k not in _NOT_COSTED)
         self.getter: Callable[[Any], Any] = operator.itemgetter(*names) if names else _no_props
@@ -115,7 +116,7 @@ class _CostMemo:
         self.refs = inst.ref_names
         self.locs = _loc_key(self.refs, locs)
         self.record = record
-        self.ns: dict[tuple[int, bool], tuple[Target, float]] = {}
+        self.ns = ns  # shared by the instructions sharing the record
 
     def holds(self, inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> bool:
         """Whether the record still describes ``inst``: the same costed properties, equal attributes, and the same
@@ -145,8 +146,31 @@ def _cost_memo(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str) ->
     hit = memo.get(engine)
     if hit is not None and hit.holds(inst, locs):
         return hit
-    entry = memo[engine] = _CostMemo(inst, locs, _cost_record(inst, locs, engine))
+    entry = memo[engine] = _CostMemo(inst, locs, *_shared_record(inst, locs, engine))
     return entry
+
+
+# What ``_cost_record`` reads -> (its record, the durations priced from it): instructions with the same op, tile
+# patterns, field values and operand memories and dtypes share one (attention at 16K: ~23k instructions, a few
+# hundred distinct records), so each is built and priced once.
+_SHARED: dict[tuple[Any, ...], tuple[Instr, dict[tuple[int, bool], tuple[Target, float]]]] = {}
+
+
+def _shared_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str
+                   ) -> tuple[Instr, dict[tuple[int, bool], tuple[Target, float]]]:  # fmt: skip
+    props = inst.properties
+    key = (type(inst), engine, props.get("roles"), props.get("aps"),
+           tuple([props.get(f.name) for f in inst.SPEC.fields]), props.get("queue"), props.get("channel_multiplier"),
+           tuple([(p["memory"], p["dtype"]) for p in [locs[r].properties for r in inst.ref_names]]))  # fmt: skip
+    try:
+        hit = _SHARED.get(key)
+    except TypeError:  # an unhashable attribute: built for this instruction alone
+        return _cost_record(inst, locs, engine), {}
+    if hit is None:
+        if len(_SHARED) >= 1 << 14:
+            _SHARED.clear()
+        hit = _SHARED[key] = (_cost_record(inst, locs, engine), {})
+    return hit
 
 
 def cost_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str | None = None) -> Instr:
