@@ -35,14 +35,14 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.instructions import reads_dst, str_field
-from nkic.dialects.traits import IsControl
+from nkic.dialects.traits import AccumulatesDst, IsControl, IsDma, ReadsDst
 from nkic.passes.physical import ON_CHIP, Placement
 from nkic.dialects.common import AccessPatternAttr, ApData, dense_ints
 from nkic.target.instructions import CORE_STATES
@@ -239,6 +239,59 @@ def state_use(inst: bir.BirInst) -> dict[str, tuple[bool, bool]]:
     return uses
 
 
+class Kind(NamedTuple):
+    """What an instruction class declares, as the analysis and the schedulers ask for it (traits are class-level in
+    xDSL: looked up once per class instead of once per instruction and pass)."""
+
+    control: bool  # IsControl
+    dma: bool  # IsDma
+    write_roles: frozenset[str]
+    reads_dst: bool  # ReadsDst: dst is always read too
+    accumulates: bool  # AccumulatesDst: dst is read too unless ``accumulate = false``
+    reduce_cmd: bool  # has a ``reduce_cmd`` field (accumulator registers)
+    named: tuple[tuple[str, tuple[bool, bool]], ...]  # the declaration's (state, (reads, writes))
+
+
+_KINDS: dict[type, Kind] = {}
+
+
+def kind_of(inst: bir.BirInst) -> Kind:
+    """``inst``'s class's ``Kind``."""
+    cls = type(inst)
+    k = _KINDS.get(cls)
+    if k is None:
+        spec = getattr(cls, "SPEC", None)
+        write_roles: frozenset[str] = frozenset(spec.write_roles) if spec is not None else frozenset()
+        named: tuple[tuple[str, tuple[bool, bool]], ...] = ()
+        if spec is not None:
+            both = spec.reads_state | spec.writes_state
+            named = tuple((n, (n in spec.reads_state, n in spec.writes_state)) for n in both)
+        k = _KINDS[cls] = Kind(
+            cls.has_trait(IsControl), cls.has_trait(IsDma), write_roles, cls.has_trait(ReadsDst),
+            cls.has_trait(AccumulatesDst), spec is not None and any(f.kind == "reduce_cmd" for f in spec.fields),
+            named,
+        )  # fmt: skip
+    return k
+
+
+def _state_use(inst: bir.BirInst, k: Kind) -> dict[str, tuple[bool, bool]]:
+    """``state_use`` from the class's ``Kind``."""
+    uses = dict(k.named)
+    if k.reduce_cmd:
+        reads, writes = register_use(inst)
+        if reads or writes:
+            uses["accumulators"] = (reads, writes)
+    return uses
+
+
+def _reads_dst(inst: bir.BirInst, k: Kind) -> bool:
+    """``reads_dst`` from the class's ``Kind``."""
+    if k.reads_dst:
+        return True
+    acc = inst.properties.get("accumulate")
+    return k.accumulates and not (isinstance(acc, IntegerAttr) and acc.value.data == 0)
+
+
 EngineState = tuple[str, str]  # (engine, state name)
 
 
@@ -257,8 +310,11 @@ class _StateOrder:
 
     def edges(self, inst: bir.BirInst, late: dict[int, dict[int, str]]) -> dict[int, str]:
         """``inst``'s edges; output edges of an earlier writer go to ``late[writer]``."""
+        uses = _state_use(inst, kind_of(inst))
+        if not uses:
+            return {}
         me, edges = inst.inst_id, {}
-        for name, (reads, writes) in state_use(inst).items():
+        for name, (reads, writes) in uses.items():
             key = ("core" if name in CORE_STATES else inst.engine.data, name)
             last = self.writer.get(key)
             if reads and last is not None:
@@ -395,6 +451,24 @@ def accesses(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], chosen: list[Foot
     return reads, writes
 
 
+def _accesses(inst: bir.BirInst, k: Kind, chosen: list[Footprint]) -> Access:
+    """``accesses`` from the class's ``Kind`` and the operands' chosen footprints."""
+    reads: list[Footprint] = []
+    writes: list[Footprint] = []
+    write_roles = k.write_roles
+    for r, f in zip(inst.properties["roles"].data, chosen):  # type: ignore[attr-defined]
+        role = r.data
+        if role in write_roles:
+            writes.append(f)
+            if role == "dst" and _reads_dst(inst, k):
+                reads.append(f)
+        else:
+            reads.append(f)
+            if role == "dst" and _reads_dst(inst, k):
+                reads.append(f)
+    return reads, writes
+
+
 def analyse(fn: bir.FunctionOp) -> None:
     """Set every instruction's ``deps`` (removed where it has none) from its accesses in program order."""
     insts, locs = body(fn)
@@ -444,20 +518,21 @@ def edges(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], addresses: Ad
     all_edges: dict[int, dict[int, str]] = {}
     late: dict[int, dict[int, str]] = {}
     tagged: dict[str, int] = {}  # explicit-ordering tag -> the latest instruction carrying it
-    control = [inst.has_trait(IsControl) for inst in insts]
+    kinds = [kind_of(inst) for inst in insts]
+    control = [k.control for k in kinds]
     footprints: dict[int, list[Footprint]] = {}
     for i, inst in enumerate(insts):
         if control[i]:
             chunks, state, tagged = _ChunkTables(), _StateOrder(), {}
             all_edges[inst.inst_id] = {}
             continue
-        me = inst.inst_id
+        me = inst.properties["id"].value.data  # type: ignore[attr-defined]
         if me not in footprints:  # the start of a stretch: its operands, all at once
             end = i
             while end < len(insts) and not control[end]:
                 end += 1
             footprints = _stretch_footprints(insts[i:end], locs, addresses)
-        reads, writes = accesses(inst, locs, footprints[me])
+        reads, writes = _accesses(inst, kinds[i], footprints[me])
         found = {d: k for d, k in state.edges(inst, late).items() if d != me}
         chunks.edges(me, reads, writes, found)
         for tag in _after(inst):

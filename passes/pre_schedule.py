@@ -30,8 +30,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.passes.assign_engines import legal_engines
-from nkic.passes.dependency_analysis import Addresses, body, edges, has_loops
-from nkic.dialects.traits import IsControl, IsDma
+from nkic.passes.dependency_analysis import Addresses, body, edges, has_loops, kind_of
 from nkic.passes.schedule_instructions import _reorder, duration_ns
 from nkic.target.machine import TARGETS, Target, get_target
 
@@ -98,7 +97,7 @@ def _order(insts: list[bir.BirInst], target: Target, num_queues: int, preds: lis
     finish = [0.0] * len(insts)
     engine_free: dict[str, float] = {}
     queue_free = [0.0] * num_queues
-    is_dma = [inst.has_trait(IsDma) for inst in insts]
+    is_dma = [kind_of(inst).dma for inst in insts]
     # the resource class of an instruction: its engine, or "" for the DMA queues (their earliest free one)
     resource = ["" if is_dma[i] else inst.engine.data for i, inst in enumerate(insts)]
     ready = _Ready(resource)
@@ -297,7 +296,7 @@ def pre_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
     if has_loops(fn):
         raise PassFailedException("pre-schedule needs unrolled BIR (run bir-unroll first)")
     insts, locs = body(fn)
-    if not insts or any(i.has_trait(IsControl) for i in insts):
+    if not insts or any(kind_of(i).control for i in insts):
         return False
     virtual = _private_addresses(locs)
     unassigned = [i for i in insts if i.engine.data == "unassigned"]

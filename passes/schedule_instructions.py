@@ -21,15 +21,14 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import i64_attr
-from nkic.dialects.traits import IsControl, IsDma
-from nkic.passes.dependency_analysis import body, has_loops
+from nkic.passes.dependency_analysis import body, has_loops, kind_of
 from nkic.passes.lowering import cost_ns
 from nkic.target.machine import TARGETS, Target, get_target
 
 
 def duration_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -> float:
     """How long ``inst`` holds its resource (engine, or DMA queue) under the shared cost model."""
-    return cost_ns(inst, locs, target, inst.has_trait(IsDma))
+    return cost_ns(inst, locs, target, kind_of(inst).dma)
 
 
 def schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> None:
@@ -39,7 +38,7 @@ def schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> None:
     order: list[bir.BirInst] = []
     segment: list[bir.BirInst] = []
     for inst in insts:
-        if inst.has_trait(IsControl):
+        if kind_of(inst).control:
             order += _schedule_segment(fn, segment, locs, target, num_queues) + [inst]
             segment = []
         else:
@@ -68,7 +67,7 @@ def _schedule_segment(fn: bir.FunctionOp, insts: list[bir.BirInst], locs: dict[s
     ready: list[tuple[float, int]] = []
 
     # per instruction, looked up once (the loop below re-ranks up to 16 candidates per step)
-    is_dma = [inst.has_trait(IsDma) for inst in insts]
+    is_dma = [kind_of(inst).dma for inst in insts]
     engine = [inst.engine.data for inst in insts]
 
     def push(i: int) -> None:
