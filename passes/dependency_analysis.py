@@ -95,10 +95,10 @@ class _Operand(NamedTuple):
 
 def _operand(role: str, name: str, ap: AccessPatternAttr, loc_props: dict[str, Attribute]) -> _Operand:
     """What ``place`` and ``_whole`` compute for one operand, relative to the memloc's address."""
-    memory, dims, dtype = loc_props["memory"], loc_props["shape"], loc_props["dtype"]
-    assert isinstance(memory, StringAttr) and isinstance(dims, DenseArrayBase) and isinstance(dtype, StringAttr)
-    rel = _relative(ap.data, memory.data, dense_ints(dims), dtype.data)
-    return _Operand(role, name, (rel[0], name if rel[0] == "hbm" else ""), *rel[1:])
+    rel = _relative(ap.data, loc_props["memory"].data, dense_ints(loc_props["shape"]),  # type: ignore[attr-defined]
+                    loc_props["dtype"].data)  # type: ignore[attr-defined]  # fmt: skip
+    # tuple.__new__: a NamedTuple's own constructor is a Python call, ~1 us for each of tens of thousands of operands
+    return tuple.__new__(_Operand, (role, name, (rel[0], name if rel[0] == "hbm" else "")) + rel[1:])
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -137,7 +137,7 @@ _OPERANDS = "_nkic_dependency_operands"
 Addresses = dict[str, tuple[int, ...]]  # memloc -> (partition, byte): addresses that stand in for the memlocs' own
 
 
-def _operands(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> list[_Operand]:
+def operands(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> list[_Operand]:
     """``inst``'s operands relative to their memlocs' addresses, in role order. Memoised on the instruction (the
     analysis runs twice, before and after allocation, with other addresses): an entry holds while the operand
     properties are the very same attributes and each memloc's memory, shape and dtype are equal."""
@@ -157,7 +157,7 @@ def _operand_footprints(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], addres
                         ) -> list[tuple[Footprint, Footprint, RegClass | None]]:  # fmt: skip
     """``_footprints`` of every operand in role order, at the memlocs' addresses (``addresses`` first)."""
     out = []
-    for op in _operands(inst, locs):
+    for op in operands(inst, locs):
         if op.early:
             raise PassFailedException(f"instruction {inst.inst_id} still uses a loop index (run bir-unroll first)")
         base = 0

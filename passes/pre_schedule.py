@@ -30,7 +30,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.passes.assign_engines import legal_engines
-from nkic.passes.dependency_analysis import Addresses, body, edges, has_loops, kind_of
+from nkic.passes.dependency_analysis import Addresses, body, edges, has_loops, kind_of, operands
 from nkic.passes.schedule_instructions import _reorder, duration_ns
 from nkic.target.machine import TARGETS, Target, get_target
 
@@ -162,17 +162,19 @@ def _order(insts: list[bir.BirInst], target: Target, num_queues: int, preds: lis
 
 def _tracked_names(insts: list[bir.BirInst], fn_locs: dict[str, bir.MemLocOp], target: Target
                    ) -> tuple[list[list[str]], dict[str, tuple[str, float]]]:  # fmt: skip
-    """Each instruction's distinct on-chip memlocs (first-use order), and each such memloc's (memory, footprint)."""
+    """Each instruction's distinct on-chip memlocs (first-use order), and each such memloc's (memory, footprint).
+    Read from the dependency analysis's operand memo (memory and bytes per partition of each operand's memloc)."""
     tracked: dict[str, tuple[str, float]] = {}
     names_of = []
+    psum_bank = target.psum_bank_bytes
     for inst in insts:
         names = []
-        for n in dict.fromkeys(inst.ref_names):
-            if n not in tracked:
-                m = fn_locs[n]
-                if m.mem not in ("sbuf", "psum"):
-                    continue
-                tracked[n] = _footprint(m, target)
+        for op in operands(inst, fn_locs):
+            n, memory = op.name, op.key[0]
+            if memory not in ("sbuf", "psum") or n in names:
+                continue
+            if n not in tracked:  # ``_footprint``: PSUM in whole banks, SBUF in bytes
+                tracked[n] = (memory, float(-(-op.size // psum_bank)) if memory == "psum" else float(op.size))
             names.append(n)
         names_of.append(names)
     return names_of, tracked
