@@ -403,7 +403,17 @@ class _ChunkTables:
         """Add ``me``'s edges to ``edges`` (kinds already there stay): flow on the last writer of a chunk it reads,
         output on the last writer of a chunk it writes, anti on the readers since; an instruction that would get
         output on one chunk and anti on another gets output."""
-        for key, lo, hi in _pages(reads):
+        self._edges(me, _pages(reads), _pages(writes), edges)
+
+    def step(self, me: int, reads: list[Footprint], writes: list[Footprint], edges: dict[int, str]) -> None:
+        """``edges`` then ``record``, the spans cut into pages once."""
+        read_pages, write_pages = _pages(reads), _pages(writes)
+        self._edges(me, read_pages, write_pages, edges)
+        self._record(me, read_pages, write_pages)
+
+    def _edges(self, me: int, reads: list[tuple[tuple[str, str, int], int, int]],
+               writes: list[tuple[tuple[str, str, int], int, int]], edges: dict[int, str]) -> None:  # fmt: skip
+        for key, lo, hi in reads:
             t = self.vars.get(key)
             if t is not None:
                 for j in t.runs(lo, hi):
@@ -411,7 +421,7 @@ class _ChunkTables:
                     if w is not None:
                         edges.setdefault(w, "flow")
         anti: list[list[int]] = []
-        for key, lo, hi in _pages(writes):
+        for key, lo, hi in writes:
             t = self.vars.get(key)
             if t is not None:
                 for j in t.runs(lo, hi):
@@ -425,12 +435,16 @@ class _ChunkTables:
                     edges.setdefault(r, "anti")
 
     def record(self, me: int, reads: list[Footprint], writes: list[Footprint]) -> None:
-        for key, lo, hi in _pages(reads):
+        self._record(me, _pages(reads), _pages(writes))
+
+    def _record(self, me: int, reads: list[tuple[tuple[str, str, int], int, int]],
+                writes: list[tuple[tuple[str, str, int], int, int]]) -> None:  # fmt: skip
+        for key, lo, hi in reads:
             t = self.vars.get(key)
             if t is None:
                 t = self.vars[key] = _Intervals()
             t.read(lo, hi, me)
-        for key, lo, hi in _pages(writes):
+        for key, lo, hi in writes:
             t = self.vars.get(key)
             if t is None:
                 t = self.vars[key] = _Intervals()
@@ -534,13 +548,12 @@ def edges(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], addresses: Ad
             footprints = _stretch_footprints(insts[i:end], locs, addresses)
         reads, writes = _accesses(inst, kinds[i], footprints[me])
         found = {d: k for d, k in state.edges(inst, late).items() if d != me}
-        chunks.edges(me, reads, writes, found)
+        chunks.step(me, reads, writes, found)  # the edges, then this instruction's accesses recorded
         for tag in _after(inst):
             if tag in tagged:
                 found.setdefault(tagged[tag], "ordered")
         if inst.tag is not None:
             tagged[inst.tag.data] = me
-        chunks.record(me, reads, writes)
         all_edges[me] = found
     for producer, extra in late.items():
         found = all_edges[producer]

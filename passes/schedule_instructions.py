@@ -50,9 +50,10 @@ def schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> None:
 def _schedule_segment(fn: bir.FunctionOp, insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target,
                       num_queues: int) -> list[bir.BirInst]:  # fmt: skip
     """A list-scheduled order of ``insts``, whose dependency edges stay among them."""
-    index = {inst.inst_id: i for i, inst in enumerate(insts)}
+    index = {inst.properties["id"].value.data: i for i, inst in enumerate(insts)}  # type: ignore[attr-defined]
+    decoded: dict[int, tuple[bir.DepAttr, int]] = {}
     try:
-        preds: list[list[int]] = [[index[d] for _, d in inst.dep_list] for inst in insts]
+        preds: list[list[int]] = [[index[d] for d in _dep_ids(inst, decoded)] for inst in insts]
     except KeyError as e:
         raise PassFailedException(f"@{fn.sym_name.data}: a dependency on instruction {e.args[0]}, which is not "
                                   "before it in the same barrier-free stretch") from None  # fmt: skip
@@ -108,6 +109,21 @@ def _schedule_segment(fn: bir.FunctionOp, insts: list[bir.BirInst], locs: dict[s
     if len(order) != len(insts):
         raise PassFailedException(f"@{fn.sym_name.data}: dependency edges form a cycle")
     return [insts[i] for i in order]
+
+
+def _dep_ids(inst: bir.BirInst, decoded: dict[int, tuple[bir.DepAttr, int]]) -> list[int]:
+    """The ids ``inst`` depends on (``dep_list``'s), each distinct shared edge attribute decoded once (the entry
+    holds the attribute, so its id is not reused while ``decoded`` lives)."""
+    deps = inst.properties.get("deps")
+    if deps is None:
+        return []
+    out = []
+    for d in deps.data:  # type: ignore[attr-defined]
+        hit = decoded.get(id(d))
+        if hit is None:
+            hit = decoded[id(d)] = (d, d.on.data)
+        out.append(hit[1])
+    return out
 
 
 def _reorder(fn: bir.FunctionOp, new_order: list[bir.BirInst]) -> None:
