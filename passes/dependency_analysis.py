@@ -189,9 +189,16 @@ def _stretch_footprints(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp],
     together: when every operand that may touch the bytes of a register-offset operand's tensor is of that one class
     (a rolled loop's body, where iteration copies or groups address one tensor through the loop's counter), their
     static addresses alone decide whether they overlap. Otherwise the operand keeps its whole tensor."""
-    found = {inst.inst_id: _operand_footprints(inst, locs, addresses) for inst in insts}
-    if all(cls is None for ops in found.values() for _, _, cls in ops):  # no register operand (unrolled code)
-        return {me: [whole for _, whole, _ in ops] for me, ops in found.items()}
+    found: dict[int, list[tuple[Footprint, Footprint, RegClass | None]]] = {}
+    wholes: dict[int, list[Footprint]] = {}
+    register = False
+    for inst in insts:
+        me = inst.properties["id"].value.data  # type: ignore[attr-defined]
+        ops = found[me] = _operand_footprints(inst, locs, addresses)
+        wholes[me] = [whole for _, whole, _ in ops]
+        register = register or any(cls is not None for _, _, cls in ops)
+    if not register:  # no register operand (unrolled code): every operand's footprint as is
+        return wholes
     spans: dict[tuple[str, str], list[tuple[int, int, RegClass | None]]] = {}
     for ops in found.values():
         for _, (var, lo, hi), cls in ops:
@@ -549,22 +556,19 @@ def edges(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], addresses: Ad
         reads, writes = _accesses(inst, kinds[i], footprints[me])
         found = {d: k for d, k in state.edges(inst, late).items() if d != me}
         chunks.step(me, reads, writes, found)  # the edges, then this instruction's accesses recorded
-        for tag in _after(inst):
-            if tag in tagged:
-                found.setdefault(tagged[tag], "ordered")
-        if inst.tag is not None:
-            tagged[inst.tag.data] = me
+        after, tag = inst.properties.get("after"), inst.properties.get("tag")
+        if after is not None:
+            for a in after.data:  # type: ignore[attr-defined]
+                if a.data in tagged:
+                    found.setdefault(tagged[a.data], "ordered")
+        if tag is not None:
+            tagged[tag.data] = me  # type: ignore[attr-defined]
         all_edges[me] = found
     for producer, extra in late.items():
         found = all_edges[producer]
         for d, k in extra.items():
             found.setdefault(d, k)
     return all_edges
-
-
-def _after(inst: bir.BirInst) -> list[str]:
-    """The tags ``inst`` runs after (``nisa.NkiInstruction.depends_on``)."""
-    return [] if inst.after is None else [a.data for a in inst.after.data]
 
 
 @dataclass(frozen=True)
