@@ -29,8 +29,8 @@ already ordered by that barrier, so it adds no edge.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 import functools
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -41,10 +41,10 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects.common import AccessPatternAttr, ApData, dense_ints
 from nkic.dialects.instructions import reads_dst, str_field
 from nkic.dialects.traits import AccumulatesDst, IsControl, IsDma, ReadsDst
 from nkic.passes.physical import ON_CHIP, Placement
-from nkic.dialects.common import AccessPatternAttr, ApData, dense_ints
 from nkic.target.instructions import CORE_STATES
 from nkic.target.machine import NUM_PARTITIONS
 from nkic.target.vocab import dtype_size
@@ -68,7 +68,7 @@ def _footprints(
     known at run time only), and for a register-offset operand its class (register, byte scale)."""
     k = inst.role_index(role)
     assert k is not None
-    return _operand_footprints(inst, locs)[k]
+    return _at(inst, operands(inst, locs)[k], locs, None)
 
 
 class _Operand(NamedTuple):
@@ -156,30 +156,33 @@ def operands(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> list[_Operand]
 def _operand_footprints(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], addresses: Addresses | None = None
                         ) -> list[tuple[Footprint, Footprint, RegClass | None]]:  # fmt: skip
     """``_footprints`` of every operand in role order, at the memlocs' addresses (``addresses`` first)."""
-    out = []
-    for op in operands(inst, locs):
-        if op.early:
-            raise PassFailedException(f"instruction {inst.inst_id} still uses a loop index (run bir-unroll first)")
-        base = 0
-        if op.key[0] != "hbm":
-            addr = None if addresses is None else addresses.get(op.name)
+    return [_at(inst, op, locs, addresses) for op in operands(inst, locs)]
+
+
+def _at(inst: bir.BirInst, op: _Operand, locs: dict[str, bir.MemLocOp], addresses: Addresses | None
+        ) -> tuple[Footprint, Footprint, RegClass | None]:  # fmt: skip
+    """One operand's ``_footprints`` at its memloc's address, with ``place``'s checks in ``place``'s order."""
+    if op.early:
+        raise PassFailedException(f"instruction {inst.inst_id} still uses a loop index (run bir-unroll first)")
+    base = 0
+    if op.key[0] != "hbm":
+        addr = None if addresses is None else addresses.get(op.name)
+        if addr is None:
+            addr = locs[op.name].addr
             if addr is None:
-                addr = locs[op.name].addr
-                if addr is None:
-                    raise PassFailedException(f"memloc '{op.name}' has no address (run allocate-memory first)")
-            if op.late is not None:
-                raise PassFailedException(f"instruction {inst.inst_id} {op.role}: {op.late} '{op.name}'")
-            part, base = addr
-            if op.p0 + part + op.nparts > NUM_PARTITIONS:
-                raise PassFailedException(
-                    f"instruction {inst.inst_id} {op.role} reaches past partition {NUM_PARTITIONS - 1}")
-        c = op.chunk
-        precise = (op.key, (base + op.lo) // c, (base + op.hi - 1) // c + 1)
-        if not op.dynamic:
-            out.append((precise, precise, None))
-        else:  # the address is known at run time only: the operand may touch its whole tensor
-            out.append((precise, (op.key, base // c, (base + op.size - 1) // c + 1), op.cls))
-    return out
+                raise PassFailedException(f"memloc '{op.name}' has no address (run allocate-memory first)")
+        if op.late is not None:
+            raise PassFailedException(f"instruction {inst.inst_id} {op.role}: {op.late} '{op.name}'")
+        part, base = addr
+        if op.p0 + part + op.nparts > NUM_PARTITIONS:
+            raise PassFailedException(f"instruction {inst.inst_id} {op.role} reaches past partition "
+                                      f"{NUM_PARTITIONS - 1}")  # fmt: skip
+    c = op.chunk
+    precise = (op.key, (base + op.lo) // c, (base + op.hi - 1) // c + 1)
+    if not op.dynamic:
+        return precise, precise, None
+    # the address is known at run time only: the operand may touch its whole tensor
+    return precise, (op.key, base // c, (base + op.size - 1) // c + 1), op.cls
 
 
 def _stretch_footprints(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], addresses: Addresses | None = None

@@ -18,8 +18,8 @@ from xdsl.ir import Attribute
 
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr, value_of
-from nkic.target.instructions import InstrSpec
 from nkic.target.costs import dma_ns, instr_ns
+from nkic.target.instructions import InstrSpec
 from nkic.target.isa import MAX_FREE_DIMS, Instr, Operand, encode_fields
 from nkic.target.machine import Target
 from nkic.target.vocab import HBM_MEMORIES

@@ -2,11 +2,12 @@
 
 ``schedule-instructions`` runs after ``allocate-memory``, so tensors that share an address (reused memory) are
 already chained by anti and output edges, and it cannot interleave work the allocation serialised. This pass
-schedules first: it gives every on-chip tensor without an explicit address a private virtual address (no two
-overlap; explicit addresses are kept, so deliberate aliasing stays ordered), computes the dependency edges with
-``dependency-analysis``'s own rules (flow/anti/output on bytes, engine state, explicit ``depends_on`` order), runs
-``schedule-instructions``' list scheduler on them, and then removes the virtual addresses and the edges. Allocation
-then follows the scheduled order, so the live ranges it sees are the ones the engines will have.
+schedules first: it computes the dependency edges with ``dependency-analysis``'s own rules (flow/anti/output on
+bytes, engine state, explicit ``depends_on`` order), every on-chip tensor without an explicit address standing at a
+private virtual address (no two overlap; explicit addresses are kept, so deliberate aliasing stays ordered; the
+virtual addresses are handed to the analysis, never written on the memlocs, and the edges are never stored), and
+orders the instructions with ``schedule-instructions``' list scheduler on them. Allocation then follows the
+scheduled order, so the live ranges it sees are the ones the engines will have.
 
 Interleaving keeps more tensors live at once, so the scheduler tracks what is live (a tensor from its first
 instruction to its last) and starts a new tensor only while SBUF stays under 85% and PSUM under its bank count
