@@ -159,9 +159,12 @@ _SHARED: dict[tuple[Any, ...], tuple[Instr, dict[tuple[int, bool], tuple[Target,
 def _shared_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str
                    ) -> tuple[Instr, dict[tuple[int, bool], tuple[Target, float]]]:  # fmt: skip
     props = inst.properties
-    key = (type(inst), engine, props.get("roles"), props.get("aps"),
+    # roles, patterns and memories as plain tuples and strings: hashed in C, where the attributes' generated
+    # __hash__ is a Python call per attribute (the field values stay attributes: a few per instruction)
+    key = (type(inst), engine, tuple([r.data for r in inst.roles.data]), tuple([a.data for a in inst.aps.data]),
            tuple([props.get(f.name) for f in inst.SPEC.fields]), props.get("queue"), props.get("channel_multiplier"),
-           tuple([(p["memory"], p["dtype"]) for p in [locs[r].properties for r in inst.ref_names]]))  # fmt: skip
+           tuple([(p["memory"].data, p["dtype"].data)  # type: ignore[attr-defined]
+                  for p in [locs[r].properties for r in inst.ref_names]]))  # fmt: skip
     try:
         hit = _SHARED.get(key)
     except TypeError:  # an unhashable attribute: built for this instruction alone
