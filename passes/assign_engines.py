@@ -19,8 +19,7 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.dialects import bir
 from nkic.dialects.common import string_attr
 from nkic.dialects.instructions import str_field
-from nkic.passes.lowering import cost_record
-from nkic.target.costs import instr_ns
+from nkic.passes.lowering import cost_ns
 from nkic.target.machine import ENGINE_BY_NAME, TARGETS, Target, get_target
 
 
@@ -53,7 +52,7 @@ def assign(fn: bir.FunctionOp, target: Target) -> None:
                 f"legal engines: {', '.join(legal)}"
             )
         inst.properties["engine"] = string_attr(engine)
-        load[engine] += instr_ns(cost_record(inst, locs, engine), target)
+        load[engine] += cost_ns(inst, locs, target, False, engine)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ it has physical operands.
 from __future__ import annotations
 
 import functools
+import operator
+from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr
@@ -16,8 +18,10 @@ from xdsl.ir import Attribute
 
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr, value_of
+from nkic.target.costs import dma_ns, instr_ns
 from nkic.target.instructions import InstrSpec
 from nkic.target.isa import MAX_FREE_DIMS, Instr, Operand, encode_fields
+from nkic.target.machine import Target
 from nkic.target.vocab import HBM_MEMORIES
 
 
@@ -89,6 +93,87 @@ def _cost_operand_of(mem: str, loc_dtype: str, ap: AccessPatternAttr) -> Operand
 # Properties the cost record never reads: they change from pass to pass (renumbering, edges, semaphores) while the
 # record stays the same. The engine is part of the memo key.
 _NOT_COSTED = frozenset(("id", "deps", "waits", "signal", "engine"))
+_MEMO = "_nkic_cost_memo"
+
+
+class _CostMemo:
+    """One instruction's record on one engine, with what it was built from and the durations priced from it.
+
+    ``getter`` reads the costed properties (``names``) back in one call, compared with ``values`` as a tuple: the
+    same attribute objects compare equal without calling ``__eq__``; ``refs``/``locs``: the operands' memloc names
+    and their (memory, dtype) attributes. ``ns``: durations of ``record`` per (target, DMA model or not), each with
+    its target (so an id is never matched against another object's)."""
+
+    __slots__ = ("getter", "values", "count", "refs", "locs", "record", "ns")
+
+    def __init__(self, inst: bir.BirInst, locs: dict[str, bir.MemLocOp], record: Instr,
+                 ns: dict[tuple[int, bool], tuple[Target, float]]) -> None:  # fmt: skip
+        props = inst.properties
+        names = tuple(k for k in props if k not in _NOT_COSTED)
+        self.getter: Callable[[Any], Any] = operator.itemgetter(*names) if names else _no_props
+        self.values = self.getter(props)
+        self.count = len(names)
+        self.refs = inst.ref_names
+        self.locs = _loc_key(self.refs, locs)
+        self.record = record
+        self.ns = ns  # shared by the instructions sharing the record
+
+    def holds(self, inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> bool:
+        """Whether the record still describes ``inst``: the same costed properties, equal attributes, and the same
+        memories and dtypes of its operands."""
+        props = inst.properties
+        try:
+            return (self.getter(props) == self.values and len(props) - len(_NOT_COSTED & props.keys()) == self.count
+                    and _loc_key(self.refs, locs) == self.locs)  # fmt: skip
+        except KeyError:  # a costed property was removed (or a memloc is gone: rebuilding raises as before)
+            return False
+
+
+def _no_props(_: Any) -> tuple[()]:
+    return ()
+
+
+def _loc_key(refs: list[str], locs: dict[str, bir.MemLocOp]) -> tuple[tuple[Attribute, Attribute], ...]:
+    """The operands' memloc (memory, dtype) attributes: all the record reads of a memloc."""
+    return tuple([(p["memory"], p["dtype"]) for p in [locs[r].properties for r in refs]])
+
+
+def _cost_memo(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str) -> _CostMemo:
+    """The memo entry of ``inst`` on ``engine``, rebuilt when it no longer ``holds``."""
+    memo: dict[str, _CostMemo] | None = inst.__dict__.get(_MEMO)
+    if memo is None:
+        memo = inst.__dict__[_MEMO] = {}
+    hit = memo.get(engine)
+    if hit is not None and hit.holds(inst, locs):
+        return hit
+    entry = memo[engine] = _CostMemo(inst, locs, *_shared_record(inst, locs, engine))
+    return entry
+
+
+# What ``_cost_record`` reads -> (its record, the durations priced from it): instructions with the same op, tile
+# patterns, field values and operand memories and dtypes share one (attention at 16K: ~23k instructions, a few
+# hundred distinct records), so each is built and priced once.
+_SHARED: dict[tuple[Any, ...], tuple[Instr, dict[tuple[int, bool], tuple[Target, float]]]] = {}
+
+
+def _shared_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str
+                   ) -> tuple[Instr, dict[tuple[int, bool], tuple[Target, float]]]:  # fmt: skip
+    props = inst.properties
+    # roles, patterns and memories as plain tuples and strings: hashed in C, where the attributes' generated
+    # __hash__ is a Python call per attribute (the field values stay attributes: a few per instruction)
+    key = (type(inst), engine, tuple([r.data for r in inst.roles.data]), tuple([a.data for a in inst.aps.data]),
+           tuple([props.get(f.name) for f in inst.SPEC.fields]), props.get("queue"), props.get("channel_multiplier"),
+           tuple([(p["memory"].data, p["dtype"].data)  # type: ignore[attr-defined]
+                  for p in [locs[r].properties for r in inst.ref_names]]))  # fmt: skip
+    try:
+        hit = _SHARED.get(key)
+    except TypeError:  # an unhashable attribute: built for this instruction alone
+        return _cost_record(inst, locs, engine), {}
+    if hit is None:
+        if len(_SHARED) >= 1 << 14:
+            _SHARED.clear()
+        hit = _SHARED[key] = (_cost_record(inst, locs, engine), {})
+    return hit
 
 
 def cost_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str | None = None) -> Instr:
@@ -96,23 +181,23 @@ def cost_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str | 
 
     Memoised on the instruction, per engine: assign-engines, pre-schedule, schedule-instructions and
     dma-optimization each price every instruction. A memo entry is used only while every property the record can
-    read is the very same (immutable) attribute object and every operand's memory and dtype are unchanged."""
-    engine = engine or inst.engine.data
-    key = (tuple((k, v) for k, v in inst.properties.items() if k not in _NOT_COSTED),
-           tuple((m.memory, m.dtype) for m in (locs[r] for r in inst.ref_names)))  # fmt: skip
-    memo: dict[str, tuple[Any, Instr]] = inst.__dict__.setdefault("_nkic_cost_memo", {})
-    hit = memo.get(engine)
-    if hit is not None and _same(hit[0], key):
+    read is equal to (in practice: the very same immutable attribute object as) the one it was built from, and every
+    operand's memory and dtype are unchanged."""
+    return _cost_memo(inst, locs, engine or inst.engine.data).record
+
+
+def cost_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target, dma: bool,
+            engine: str | None = None) -> float:  # fmt: skip
+    """``dma_ns`` (``dma``) or ``instr_ns`` of ``cost_record(inst, locs, engine)`` on ``target``, memoised with the
+    record (a duration is a function of the record and the target): every scheduling pass prices every
+    instruction, several of them more than once."""
+    entry = _cost_memo(inst, locs, engine or inst.engine.data)
+    hit = entry.ns.get((id(target), dma))
+    if hit is not None and hit[0] is target:
         return hit[1]
-    record = _cost_record(inst, locs, engine)
-    memo[engine] = (key, record)
-    return record
-
-
-def _same(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
-    """Same property names with the very same attributes, equal memlocs' (memory, dtype) attribute pairs."""
-    (pa, la), (pb, lb) = a, b
-    return len(pa) == len(pb) and all(x[1] is y[1] and x[0] == y[0] for x, y in zip(pa, pb)) and la == lb
+    ns = dma_ns(entry.record, target) if dma else instr_ns(entry.record, target)
+    entry.ns[(id(target), dma)] = (target, ns)
+    return ns
 
 
 def _cost_record(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], engine: str) -> Instr:

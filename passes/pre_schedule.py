@@ -2,11 +2,12 @@
 
 ``schedule-instructions`` runs after ``allocate-memory``, so tensors that share an address (reused memory) are
 already chained by anti and output edges, and it cannot interleave work the allocation serialised. This pass
-schedules first: it gives every on-chip tensor without an explicit address a private virtual address (no two
-overlap; explicit addresses are kept, so deliberate aliasing stays ordered), computes the dependency edges with
-``dependency-analysis``'s own rules (flow/anti/output on bytes, engine state, explicit ``depends_on`` order), runs
-``schedule-instructions``' list scheduler on them, and then removes the virtual addresses and the edges. Allocation
-then follows the scheduled order, so the live ranges it sees are the ones the engines will have.
+schedules first: it computes the dependency edges with ``dependency-analysis``'s own rules (flow/anti/output on
+bytes, engine state, explicit ``depends_on`` order), every on-chip tensor without an explicit address standing at a
+private virtual address (no two overlap; explicit addresses are kept, so deliberate aliasing stays ordered; the
+virtual addresses are handed to the analysis, never written on the memlocs, and the edges are never stored), and
+orders the instructions with ``schedule-instructions``' list scheduler on them. Allocation then follows the
+scheduled order, so the live ranges it sees are the ones the engines will have.
 
 Interleaving keeps more tensors live at once, so the scheduler tracks what is live (a tensor from its first
 instruction to its last) and starts a new tensor only while SBUF stays under 85% and PSUM under its bank count
@@ -30,8 +31,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.passes.assign_engines import legal_engines
-from nkic.passes.dependency_analysis import analyse
-from nkic.dialects.traits import IsControl, IsDma
+from nkic.passes.dependency_analysis import Addresses, body, edges, has_loops, kind_of, operands
 from nkic.passes.schedule_instructions import _reorder, duration_ns
 from nkic.target.machine import TARGETS, Target, get_target
 
@@ -39,18 +39,29 @@ _ALIGN = 512
 
 
 def _virtual_addresses(fn: bir.FunctionOp) -> list[bir.MemLocOp]:
-    """Give each unplaced on-chip memloc a private address above every explicit one; returns the memlocs set."""
-    locs = [m for m in fn.memlocs().values() if m.mem in ("sbuf", "psum")]
-    top = max((m.addr[1] + m.bytes_per_partition for m in locs if m.addr is not None), default=0)
+    """Give each unplaced on-chip memloc a private address above every explicit one; returns the memlocs set.
+    (``dma-transpose`` uses it; this pass hands ``_private_addresses`` to the analysis instead.)"""
+    locs = fn.memlocs()
     placed = []
-    for m in locs:
+    for name, (part, byte) in _private_addresses(locs).items():
+        locs[name].properties["address"] = DenseArrayBase.from_list(i64, [part, byte])
+        placed.append(locs[name])
+    return placed
+
+
+def _private_addresses(locs: dict[str, bir.MemLocOp]) -> Addresses:
+    """A private address for each unplaced on-chip memloc, above every explicit one. Handed to the dependency
+    analysis as stand-ins for the memlocs' addresses: the memlocs themselves are not touched."""
+    on_chip = [m for m in locs.values() if m.mem in ("sbuf", "psum")]
+    top = max((m.addr[1] + m.bytes_per_partition for m in on_chip if m.addr is not None), default=0)
+    virtual: Addresses = {}
+    for m in on_chip:
         if m.addr is not None:
             continue
         top = -(-top // _ALIGN) * _ALIGN
-        m.properties["address"] = DenseArrayBase.from_list(i64, [0, top])
+        virtual[m.sym_name.data] = (0, top)
         top += m.bytes_per_partition
-        placed.append(m)
-    return placed
+    return virtual
 
 
 SBUF_BUDGET = 0.85  # of SBUF, in bytes live at once: headroom for the allocator's alignment and fragmentation
@@ -67,13 +78,11 @@ def _footprint(m: bir.MemLocOp, target: Target) -> tuple[str, float]:
     return "sbuf", float(m.bytes_per_partition)
 
 
-def _order(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[int]:
+def _order(insts: list[bir.BirInst], target: Target, num_queues: int, preds: list[list[int]],
+           fn_locs: dict[str, bir.MemLocOp]) -> list[int]:  # fmt: skip
     """A list schedule (earliest start first, like ``schedule-instructions``) that never has more on-chip tensors
     live than the budgets allow; when nothing ready fits, the one that overshoots them least (then the earliest in
-    program order) goes."""
-    fn_locs = insts[0].parent_op().memlocs() if insts else {}  # type: ignore[union-attr]
-    index = {inst.inst_id: i for i, inst in enumerate(insts)}
-    preds = [[index[d] for _, d in inst.dep_list] for inst in insts]
+    program order) goes. ``preds[i]``: the positions of the instructions ``insts[i]`` depends on."""
     succs: list[list[int]] = [[] for _ in insts]
     for i, ps in enumerate(preds):
         for p in ps:
@@ -89,7 +98,7 @@ def _order(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[in
     finish = [0.0] * len(insts)
     engine_free: dict[str, float] = {}
     queue_free = [0.0] * num_queues
-    is_dma = [inst.has_trait(IsDma) for inst in insts]
+    is_dma = [kind_of(inst).dma for inst in insts]
     # the resource class of an instruction: its engine, or "" for the DMA queues (their earliest free one)
     resource = ["" if is_dma[i] else inst.engine.data for i, inst in enumerate(insts)]
     ready = _Ready(resource)
@@ -154,17 +163,19 @@ def _order(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[in
 
 def _tracked_names(insts: list[bir.BirInst], fn_locs: dict[str, bir.MemLocOp], target: Target
                    ) -> tuple[list[list[str]], dict[str, tuple[str, float]]]:  # fmt: skip
-    """Each instruction's distinct on-chip memlocs (first-use order), and each such memloc's (memory, footprint)."""
+    """Each instruction's distinct on-chip memlocs (first-use order), and each such memloc's (memory, footprint).
+    Read from the dependency analysis's operand memo (memory and bytes per partition of each operand's memloc)."""
     tracked: dict[str, tuple[str, float]] = {}
     names_of = []
+    psum_bank = target.psum_bank_bytes
     for inst in insts:
         names = []
-        for n in dict.fromkeys(inst.ref_names):
-            if n not in tracked:
-                m = fn_locs[n]
-                if m.mem not in ("sbuf", "psum"):
-                    continue
-                tracked[n] = _footprint(m, target)
+        for op in operands(inst, fn_locs):
+            n, memory = op.name, op.key[0]
+            if memory not in ("sbuf", "psum") or n in names:
+                continue
+            if n not in tracked:  # ``_footprint``: PSUM in whole banks, SBUF in bytes
+                tracked[n] = (memory, float(-(-op.size // psum_bank)) if memory == "psum" else float(op.size))
             names.append(n)
         names_of.append(names)
     return names_of, tracked
@@ -180,7 +191,9 @@ class _Ready:
     resource's free time: they rank by index) and a heap of the later ones (by data-ready time, then index). A
     resource's free time never decreases (an instruction finishes after it starts), so an instruction only moves
     from the second heap to the first; a growth only shrinks (tensors start, never unstart), so an instruction
-    only moves to a cheaper group. Stale heap entries (taken, or moved to another group) are dropped lazily."""
+    only moves to a cheaper group. Stale heap entries (taken, or moved to another group) are dropped lazily, and a
+    group is dropped with its heaps once no ready instruction is left in it (``take`` and ``free_at`` visit every
+    group: as tensors start, the early growths empty and would otherwise stay for the rest of the kernel)."""
 
     def __init__(self, resource: list[str]) -> None:
         self.resource = resource
@@ -191,6 +204,7 @@ class _Ready:
         # growth -> resource -> (heap of indices ready by the free time, heap of (data ready, index) after it)
         self.groups: dict[tuple[float, float], dict[str, tuple[list[int], list[tuple[float, int]]]]] = {}
         self.lowest: dict[tuple[float, float], list[int]] = {}  # growth -> its indices, for "the earliest" among them
+        self.members: dict[tuple[float, float], int] = {}  # growth -> ready instructions with it
         self.count = 0
 
     def __bool__(self) -> bool:
@@ -207,7 +221,9 @@ class _Ready:
     def regroup(self, i: int, growth: tuple[float, float]) -> None:
         if self.taken[i] or self.group_of[i] == growth:
             return
+        self._leave(i)
         self.group_of[i] = growth
+        self.members[growth] = self.members.get(growth, 0) + 1
         heapq.heappush(self.lowest.setdefault(growth, []), i)
         res = self.resource[i]
         now, later = self.groups.setdefault(growth, {}).setdefault(res, ([], []))
@@ -215,6 +231,15 @@ class _Ready:
             heapq.heappush(now, i)
         else:
             heapq.heappush(later, (self.data_ready[i], i))
+
+    def _leave(self, i: int) -> None:
+        """``i`` leaves its group (taken, or regrouped); an emptied group goes."""
+        g = self.group_of[i]
+        if g is None:
+            return
+        self.members[g] -= 1
+        if self.members[g] == 0:
+            del self.members[g], self.groups[g], self.lowest[g]
 
     def free_at(self, res: str, t: float) -> None:
         if t < self.free.get(res, 0.0):
@@ -262,6 +287,7 @@ class _Ready:
             found = best[0][1]
         else:
             found = min((overflow(g), self._lowest(g)) for g in self.lowest if self._lowest(g) is not None)[1]
+        self._leave(found)
         self.taken[found] = True
         self.count -= 1
         return found
@@ -270,25 +296,23 @@ class _Ready:
 def pre_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
     """Reorder ``fn``; False (order kept) for a function with control instructions, whose tensors may live across
     runtime loops."""
-    if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+    if has_loops(fn):
         raise PassFailedException("pre-schedule needs unrolled BIR (run bir-unroll first)")
-    insts = list(fn.instructions())
-    if not insts or any(i.has_trait(IsControl) for i in insts):
+    insts, locs = body(fn)
+    if not insts or any(kind_of(i).control for i in insts):
         return False
-    virtual = _virtual_addresses(fn)
+    virtual = _private_addresses(locs)
     unassigned = [i for i in insts if i.engine.data == "unassigned"]
-    locs = fn.memlocs()
     for inst in unassigned:
         inst.properties["engine"] = StringAttr(legal_engines(inst, locs)[0])
+    for inst in insts:  # the edges here are this pass's own (at private addresses), never stored
+        inst.properties.pop("deps", None)
     try:
-        analyse(fn)
-        new = [insts[i] for i in _order(insts, target, num_queues)]
-        _reorder(fn, new)
+        found = edges(insts, locs, virtual)
+        index = {inst.inst_id: i for i, inst in enumerate(insts)}
+        preds = [[index[d] for d in sorted(found[inst.inst_id])] for inst in insts]
+        _reorder(fn, [insts[i] for i in _order(insts, target, num_queues, preds, locs)])
     finally:
-        for m in virtual:
-            m.properties.pop("address", None)
-        for inst in fn.instructions():
-            inst.properties.pop("deps", None)
         for inst in unassigned:
             inst.properties["engine"] = StringAttr("unassigned")
     return True
@@ -308,7 +332,7 @@ class PreSchedulePass(ModulePass):
         if self.target not in TARGETS:
             raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         fns = [f for f in op.ops if isinstance(f, bir.FunctionOp)]
-        before = {fn: list(fn.instructions()) for fn in fns}
+        before = {fn: body(fn)[0] for fn in fns}
         changed = [fn for fn in fns if pre_schedule(fn, get_target(self.target), self.num_queues)]
         if changed and not _fits(op, ctx, self.target, self.policy):
             for fn in changed:

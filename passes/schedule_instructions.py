@@ -21,26 +21,24 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import i64_attr
-from nkic.dialects.traits import IsControl, IsDma
-from nkic.passes.lowering import cost_record
-from nkic.target.costs import dma_ns, instr_ns
+from nkic.passes.dependency_analysis import body, has_loops, kind_of
+from nkic.passes.lowering import cost_ns
 from nkic.target.machine import TARGETS, Target, get_target
 
 
 def duration_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -> float:
     """How long ``inst`` holds its resource (engine, or DMA queue) under the shared cost model."""
-    record = cost_record(inst, locs)
-    return dma_ns(record, target) if inst.has_trait(IsDma) else instr_ns(record, target)
+    return cost_ns(inst, locs, target, kind_of(inst).dma)
 
 
 def schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> None:
-    if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+    if has_loops(fn):
         raise PassFailedException("schedule-instructions needs unrolled BIR (run bir-unroll first)")
-    locs = fn.memlocs()
+    insts, locs = body(fn)
     order: list[bir.BirInst] = []
     segment: list[bir.BirInst] = []
-    for inst in fn.instructions():
-        if inst.has_trait(IsControl):
+    for inst in insts:
+        if kind_of(inst).control:
             order += _schedule_segment(fn, segment, locs, target, num_queues) + [inst]
             segment = []
         else:
@@ -52,9 +50,10 @@ def schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> None:
 def _schedule_segment(fn: bir.FunctionOp, insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target,
                       num_queues: int) -> list[bir.BirInst]:  # fmt: skip
     """A list-scheduled order of ``insts``, whose dependency edges stay among them."""
-    index = {inst.inst_id: i for i, inst in enumerate(insts)}
+    index = {inst.properties["id"].value.data: i for i, inst in enumerate(insts)}  # type: ignore[attr-defined]
+    decoded: dict[int, tuple[bir.DepAttr, int]] = {}
     try:
-        preds: list[list[int]] = [[index[d] for _, d in inst.dep_list] for inst in insts]
+        preds: list[list[int]] = [[index[d] for d in _dep_ids(inst, decoded)] for inst in insts]
     except KeyError as e:
         raise PassFailedException(f"@{fn.sym_name.data}: a dependency on instruction {e.args[0]}, which is not "
                                   "before it in the same barrier-free stretch") from None  # fmt: skip
@@ -69,13 +68,8 @@ def _schedule_segment(fn: bir.FunctionOp, insts: list[bir.BirInst], locs: dict[s
     ready: list[tuple[float, int]] = []
 
     # per instruction, looked up once (the loop below re-ranks up to 16 candidates per step)
-    is_dma = [inst.has_trait(IsDma) for inst in insts]
+    is_dma = [kind_of(inst).dma for inst in insts]
     engine = [inst.engine.data for inst in insts]
-
-    def resource_free(i: int) -> float:
-        if is_dma[i]:
-            return min(queue_free)
-        return engine_free.get(engine[i], 0.0)
 
     def push(i: int) -> None:
         earliest = max([finish[p] for p in preds[i]], default=0.0)
@@ -86,17 +80,24 @@ def _schedule_segment(fn: bir.FunctionOp, insts: list[bir.BirInst], locs: dict[s
             push(i)
     order: list[int] = []
     while ready:
-        # the heap key is the data-ready time; re-rank the few best by when their engine is free
+        # the heap key is the data-ready time; re-rank the few best by when their resource (engine, or the
+        # earliest free DMA queue) is free: start = max(data ready, resource free), ties to program order
         cands = [heapq.heappop(ready) for _ in range(min(len(ready), 16))]
-        best = min(cands, key=lambda c: (max(c[0], resource_free(c[1])), c[1]))
+        queues = min(queue_free)
+        best, key = cands[0], (0.0, 0)
+        for n, c in enumerate(cands):
+            t, i = c
+            free = queues if is_dma[i] else engine_free.get(engine[i], 0.0)
+            k = (max(t, free), i)
+            if n == 0 or k < key:
+                best, key = c, k
         for c in cands:
             if c is not best:
                 heapq.heappush(ready, c)
-        t, i = best
-        start = max(t, resource_free(i))
+        start, i = key
         finish[i] = start + duration_ns(insts[i], locs, target)
         if is_dma[i]:
-            q = queue_free.index(min(queue_free))
+            q = queue_free.index(queues)
             queue_free[q] = finish[i]
         else:
             engine_free[engine[i]] = finish[i]
@@ -110,18 +111,49 @@ def _schedule_segment(fn: bir.FunctionOp, insts: list[bir.BirInst], locs: dict[s
     return [insts[i] for i in order]
 
 
+def _dep_ids(inst: bir.BirInst, decoded: dict[int, tuple[bir.DepAttr, int]]) -> list[int]:
+    """The ids ``inst`` depends on (``dep_list``'s), each distinct shared edge attribute decoded once (the entry
+    holds the attribute, so its id is not reused while ``decoded`` lives)."""
+    deps = inst.properties.get("deps")
+    if deps is None:
+        return []
+    out = []
+    for d in deps.data:  # type: ignore[attr-defined]
+        hit = decoded.get(id(d))
+        if hit is None:
+            hit = decoded[id(d)] = (d, d.on.data)
+        out.append(hit[1])
+    return out
+
+
 def _reorder(fn: bir.FunctionOp, new_order: list[bir.BirInst]) -> None:
-    renumber = {inst.inst_id: n for n, inst in enumerate(new_order)}
+    """Put ``new_order``'s instructions at the end of ``fn``'s block in that order and renumber them 0.. in it,
+    their dependency edges following (sorted by the new ids)."""
+    renumber = {inst.properties["id"].value.data: n for n, inst in enumerate(new_order)}  # type: ignore[attr-defined]
     block = fn.body.block
     for inst in new_order:
         inst.detach()
     block.add_ops(new_order)
+    # the edge attributes are shared (``bir.deps_attr``): each distinct one is decoded once; the entry holds the
+    # attribute, so its id is not reused while the table lives
+    decoded: dict[int, tuple[bir.DepAttr, str, int]] = {}
     for inst in new_order:
-        inst.properties["id"] = i64_attr(renumber[inst.inst_id])
-        if inst.deps is not None:
-            inst.properties["deps"] = bir.deps_attr(
-                (k, renumber[d]) for k, d in sorted(inst.dep_list, key=lambda e: renumber[e[1]])
-            )
+        props = inst.properties
+        props["id"] = i64_attr(renumber[props["id"].value.data])  # type: ignore[attr-defined]
+        deps = props.get("deps")
+        if deps is not None:
+            edges = []
+            for d in deps.data:  # type: ignore[attr-defined]
+                hit = decoded.get(id(d))
+                if hit is None:
+                    hit = decoded[id(d)] = (d, d.kind.data, d.on.data)
+                edges.append((hit[1], renumber[hit[2]]))
+            edges.sort(key=_second)
+            props["deps"] = bir.deps_attr(edges)
+
+
+def _second(edge: tuple[str, int]) -> int:
+    return edge[1]
 
 
 def check_options(target: str, num_queues: int, max_queues: int | None = None) -> None:

@@ -23,10 +23,8 @@ from nkic.passes.schedule_instructions import duration_ns
 from nkic.target.machine import Target
 
 
-def _reference(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[int]:
-    fn_locs = insts[0].parent_op().memlocs() if insts else {}  # type: ignore[union-attr]
-    index = {inst.inst_id: i for i, inst in enumerate(insts)}
-    preds = [[index[d] for _, d in inst.dep_list] for inst in insts]
+def _reference(insts: list[bir.BirInst], target: Target, num_queues: int, preds: list[list[int]],
+               fn_locs: dict[str, bir.MemLocOp]) -> list[int]:  # fmt: skip
     succs: list[list[int]] = [[] for _ in insts]
     for i, p_ in enumerate(preds):
         for p in p_:
@@ -106,9 +104,10 @@ def test_grouped_choice_is_the_direct_rule(name: str, sbuf_share: float, monkeyp
     monkeypatch.setattr(ps, "SBUF_BUDGET", sbuf_share)
     fast, compared = ps._order, []
 
-    def both(insts: list[bir.BirInst], target: Target, num_queues: int) -> list[int]:
-        got = fast(insts, target, num_queues)
-        assert got == _reference(insts, target, num_queues)
+    def both(insts: list[bir.BirInst], target: Target, num_queues: int, preds: list[list[int]],
+             fn_locs: dict[str, bir.MemLocOp]) -> list[int]:  # fmt: skip
+        got = fast(insts, target, num_queues, preds, fn_locs)
+        assert got == _reference(insts, target, num_queues, preds, fn_locs)
         compared.append(len(got))
         return got
 
