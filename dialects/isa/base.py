@@ -376,6 +376,9 @@ class IsaInst(RoleOperandOp):
     # True for formats whose own rules (verify_format) read the locations: their verification memo
     # (verify_memo.py) keys on the locations as well.
     KEY_LOCS: ClassVar[bool] = False
+    # Methods of a format's own rules that read only the locations and shared attributes (and raise
+    # VerifyException): a verification memo hit runs them on every op instead of keying on the locations.
+    LOC_RULES: ClassVar[tuple[str, ...]] = ()
 
     locs = prop_def(ArrayAttr[IsaLocAttr])
     id = prop_def(IntegerAttr[I64])

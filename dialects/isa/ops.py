@@ -117,7 +117,7 @@ class NcStreamShuffleFormat(IsaInst):
 class MatmulFormat(IsaInst):
     """Contraction shapes agree, N is within the largest target's limit, and a bank-sized result stays in a bank."""
 
-    KEY_LOCS: ClassVar[bool] = True  # verify_format reads the locations
+    LOC_RULES: ClassVar[tuple[str, ...]] = ("verify_banks",)  # the one rule of verify_format that reads locations
 
     def verify_format(self) -> None:
         (m, n), (k, m_st), (k_mv, n_mv) = self.dims("dst"), self.dims("stationary"), self.dims("moving")

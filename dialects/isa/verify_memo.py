@@ -14,7 +14,9 @@ records), and every operand's location against its pattern (memory rules, partit
 widths), from facts the entry precomputed per operand. Whenever one of those checks fails, or anything is not of the
 expected form, the full verifier runs instead, so a malformed op gets exactly the diagnostic it always got.
 
-Format classes whose own rules read the locations (``KEY_LOCS``) key on the locations too.
+Format classes whose own rules read the locations either key on the locations too (``KEY_LOCS``) or name those
+rules (``LOC_RULES``, the matmul's PSUM bank rule), which then run on every op: keyed on its locations, every
+matmul of an unrolled kernel was a miss.
 """
 
 from __future__ import annotations
@@ -146,6 +148,16 @@ def _quick(op: IsaInst, checks: dict[str, Check] | None, hit: _Verified) -> bool
         return False
 
 
+def _rules_pass(op: IsaInst, rules: tuple[Callable[[IsaInst], None], ...]) -> bool:
+    """The format's location rules hold for ``op`` (a failure: the full verifier reports it)."""
+    try:
+        for rule in rules:
+            rule(op)
+    except Exception:
+        return False
+    return True
+
+
 def memo_verify(cls: type[IsaInst]) -> type[IsaInst]:
     """Install the memoised check in front of ``cls.verify_`` (its full verifier); returns ``cls``."""
     full: Callable[[IsaInst], None] = cls.verify_
@@ -154,6 +166,7 @@ def memo_verify(cls: type[IsaInst]) -> type[IsaInst]:
     checks = None if all(c == _I64_CONSTR for c in constrs.values()) else \
         {name: compile_constraint(c) for name, c in constrs.items()}  # fmt: skip
     key_locs = cls.KEY_LOCS
+    loc_rules = tuple(getattr(cls, name) for name in cls.LOC_RULES)
 
     def verify_(self: IsaInst) -> None:
         if self._operands or self.results or self.regions or self._successors:
@@ -170,7 +183,7 @@ def memo_verify(cls: type[IsaInst]) -> type[IsaInst]:
             if len(_MEMO) >= MEMO_LIMIT:
                 _MEMO.clear()
             _MEMO[key] = _entry(self, keep)
-        elif not _quick(self, checks, hit):
+        elif not _quick(self, checks, hit) or not _rules_pass(self, loc_rules):
             full(self)
 
     verify_.__qualname__ = f"{cls.__qualname__}.verify_"

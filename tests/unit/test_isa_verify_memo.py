@@ -38,6 +38,16 @@ def _dma(queue: int = 1, src_address: int = 0x100, **kw: object) -> IsaInst:
     return DMA.make(0, {"dst": dst, "src": src}, queue=queue, **kw)
 
 
+MM = ISA_OPS[("pe", "matmul")]
+
+
+def _mm(dst_address: int = 0) -> IsaInst:
+    """A [128, 512] fp32 result: one whole 2 KiB PSUM bank per partition at a bank-aligned address."""
+    return MM.make(1, {"dst": Operand("psum", "float32", ROW, address=dst_address),
+                       "stationary": Operand("sbuf", "bfloat16", ((1, 128), (1, 128))),
+                       "moving": Operand("sbuf", "bfloat16", ROW, address=0x400)})  # fmt: skip
+
+
 BAD: dict[str, tuple[Callable[[], IsaInst], Callable[[], IsaInst]]] = {
     "bytes past the partition": (_act, lambda: _act(dst=Operand("sbuf", "float32", ROW, address=CAPACITY["sbuf"] - 64))),
     "partitions past 128": (_act, lambda: _act(dst=Operand("sbuf", "float32", ROW, start_partition=1))),
@@ -48,6 +58,7 @@ BAD: dict[str, tuple[Callable[[], IsaInst], Callable[[], IsaInst]]] = {
     "id past 32 bits": (_act, lambda: _act(inst_id=1 << 32)),
     "the queue's semaphore": (lambda: _dma(signal_sem=9), lambda: _dma(signal_sem=8)),
     "HBM access before its variable": (_dma, lambda: _dma(src_address=0)),
+    "a matmul result across a PSUM bank (LOC_RULES)": (_mm, lambda: _mm(dst_address=0x100)),
 }  # fmt: skip
 
 
