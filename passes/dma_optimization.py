@@ -27,18 +27,20 @@ restarts after one.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.common import AccessPatternAttr
+from nkic.dialects.common import AccessPatternAttr, i64_attr
 from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.lowering import cost_record
 from nkic.passes.schedule_instructions import _reorder, check_options, duration_ns
+from nkic.passes.stretch_graph import StretchGraph
 from nkic.target.costs import instr_ns
 from nkic.target.isa import MAX_FREE_DIMS
 from nkic.target.machine import NUM_DMA_QUEUES, Target, get_target
@@ -49,9 +51,13 @@ def assign_queues(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Co
     if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
         raise PassFailedException("dma-optimization needs unrolled BIR (run bir-unroll first)")
     end, queues = replay(list(fn.instructions()), fn.memlocs(), target, num_queues, costs)
-    for inst, q in queues.items():
-        inst.properties["queue"] = IntegerAttr(q, i64)
+    _set_queues(queues)
     return end
+
+
+def _set_queues(queues: dict[bir.BirInst, int]) -> None:
+    for inst, q in queues.items():
+        inst.properties["queue"] = i64_attr(q)
 
 
 Costs = dict[bir.BirInst, tuple[float, float]]  # instruction -> (issue ns on its engine, duration ns)
@@ -82,33 +88,61 @@ def replay(
     costs: Costs | None = None,
 ) -> tuple[float, dict[bir.BirInst, int]]:
     """Replay ``insts`` in order against the cost model; (finish time in ns, the queue each DMA goes to)."""
+    g = StretchGraph.build(insts, strict=False)
     costs = {} if costs is None else costs
-    finish: dict[int, float] = {}
+    figures = [(0.0, 0.0) if c else cost_figures(inst, locs, target, costs) for inst, c in zip(insts, g.control)]
+    end, queue_of = replay_graph(g, range(len(insts)), figures, num_queues)
+    return end, {insts[i]: q for i, q in queue_of.items()}
+
+
+def replay_graph(
+    g: StretchGraph, order: Sequence[int], figures: Sequence[tuple[float, float]], num_queues: int
+) -> tuple[float, dict[int, int]]:
+    """The replay on plain arrays: the positions of ``g`` in ``order`` (a topological order of its edges, with its
+    barriers where they are), ``figures[i]`` position i's (issue, duration); (finish ns, position -> queue).
+
+    Each engine runs its instructions in order; an instruction is ready once its producers have finished. A DMA
+    costs its issuing engine the issue time, then waits for the queue where it starts first (ties: the queue after
+    the last one used). A barrier drains everything: the replay restarts from the finish time so far."""
+    control, dma, engine, preds = g.control, g.dma, g.engine, g.preds
+    # Every finish time of an earlier stretch is at most ``floor`` (the latest finish so far): entries left over
+    # from there, and the zeros of positions not replayed yet, count as ``floor`` by the max below.
+    finish = [0.0] * len(control)
     engine_free: dict[str, float] = {}
     queue_free = [0.0] * num_queues
-    queues: dict[bir.BirInst, int] = {}
+    queue_of: dict[int, int] = {}
     floor = end = 0.0
     last = num_queues - 1
-    for inst in insts:
-        if inst.has_trait(IsControl):  # a barrier: everything drains, then all starts afresh
+    for i in order:
+        if control[i]:  # a barrier: everything drains, then all starts afresh
             floor = end
-            finish, engine_free, queue_free = {}, {}, [floor] * num_queues
+            engine_free, queue_free = {}, [floor] * num_queues
             continue
-        ready = max([finish.get(d, floor) for _, d in inst.dep_list], default=floor)
-        engine = inst.engine.data
-        ready = max(ready, engine_free.get(engine, floor))
-        issue, duration = cost_figures(inst, locs, target, costs)
-        if inst.has_trait(IsDma):  # the issuing engine spends the issue cost, then the transfer waits for a queue
-            issued = ready + issue
-            engine_free[engine] = issued
-            order = [(last + 1 + k) % num_queues for k in range(num_queues)]
-            q = min(order, key=lambda k: max(issued, queue_free[k]))
-            queue_free[q] = finish[inst.inst_id] = max(issued, queue_free[q]) + duration
-            queues[inst] = last = q
+        ready = floor
+        for p in preds[i]:
+            if finish[p] > ready:
+                ready = finish[p]
+        e = engine[i]
+        free = engine_free.get(e, floor)
+        if free > ready:
+            ready = free
+        issue, duration = figures[i]
+        if dma[i]:  # the issuing engine spends the issue cost, then the transfer waits for a queue
+            issued = engine_free[e] = ready + issue
+            best_q, best_t = 0, math.inf
+            for k in range(last + 1, last + 1 + num_queues):  # first the queue after the last one used
+                q = k % num_queues
+                t = queue_free[q] if queue_free[q] > issued else issued
+                if t < best_t:
+                    best_q, best_t = q, t
+            done = queue_free[best_q] = best_t + duration
+            queue_of[i] = last = best_q
         else:
-            finish[inst.inst_id] = engine_free[engine] = ready + duration
-        end = max(end, finish[inst.inst_id])
-    return end, queues
+            done = engine_free[e] = ready + duration
+        finish[i] = done
+        if done > end:
+            end = done
+    return end, queue_of
 
 
 # what a plain copy carries (a merged transfer keeps its first one's loc and call)
@@ -142,7 +176,7 @@ class _Group:
         step = (d1 - d0, s1 - s0)
         if 0 in step or (self.step is not None and step != self.step):
             return False
-        return all(position_of[d] < self.position for _, d in inst.dep_list)
+        return all(position_of[d] < self.position for d in inst.dep_ids)
 
     def merged_aps(self) -> list[AccessPatternAttr]:
         assert self.step is not None
@@ -190,6 +224,17 @@ def _cheaper(group: _Group, locs: dict[str, bir.MemLocOp], target: Target) -> bo
 def coalesce(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs | None = None) -> int:
     """Coalesce adjacent transfers in ``fn`` when the replay says so; returns the transfers removed. ``costs``:
     the replays' cache, left valid for the function as it is afterwards."""
+    return _coalesce(fn, target, num_queues, costs)[0]
+
+
+Replayed = tuple[float, dict[bir.BirInst, int]]  # what ``replay`` returns
+
+
+def _coalesce(
+    fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs | None = None
+) -> tuple[int, Replayed | None]:
+    """``coalesce``, and the replay of the function as it is afterwards when one was made (the queues
+    ``assign_queues`` would compute again: the same order and edges, only renumbered)."""
     insts = list(fn.instructions())
     locs = fn.memlocs()
     position_of = {inst.inst_id: i for i, inst in enumerate(insts)}
@@ -216,14 +261,15 @@ def coalesce(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs |
         groups.append(group)
     merging = [g for g in groups if len(g.members) > 1]
     if not merging:
-        return 0
+        return 0, None
     costs = {} if costs is None else costs
-    before = replay_ns(insts, locs, target, num_queues, costs)
+    before = replay(insts, locs, target, num_queues, costs)
     saved = {inst: (inst.properties.get("deps"), inst.properties["aps"]) for inst in insts}
     gone = _apply(merging)
     for g in merging:  # their operands changed
         costs.pop(g.head, None)
-    if replay_ns(list(fn.instructions()), locs, target, num_queues, costs) > before:
+    after = replay(list(fn.instructions()), locs, target, num_queues, costs)
+    if after[0] > before[0]:
         for inst in list(fn.instructions()):
             inst.detach()
         fn.body.block.add_ops(insts)
@@ -235,11 +281,11 @@ def coalesce(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs |
                 inst.properties["deps"] = deps
         for g in merging:  # back to their own operands
             costs.pop(g.head, None)
-        return 0
+        return 0, before
     _reorder(fn, list(fn.instructions()))
     for m in gone:
         m.erase()
-    return len(gone)
+    return len(gone), after
 
 
 def _apply(merging: list[_Group]) -> list[bir.BirInst]:
@@ -248,7 +294,7 @@ def _apply(merging: list[_Group]) -> list[bir.BirInst]:
     into = {m.inst_id: g.head.inst_id for g in merging for m in g.members[1:]}
     gone = [m for g in merging for m in g.members[1:]]
     for g in merging:
-        deps = {d: k for m in g.members for k, d in m.dep_list}
+        deps = {d: k for m in g.members for k, d in m.dep_pairs}
         g.head.properties["aps"] = ArrayAttr(g.merged_aps())
         if deps:
             g.head.properties["deps"] = bir.deps_attr(sorted(((k, d) for d, k in deps.items()), key=lambda e: e[1]))
@@ -257,9 +303,9 @@ def _apply(merging: list[_Group]) -> list[bir.BirInst]:
         m.detach()
     assert block is not None
     for inst in block.ops:
-        if isinstance(inst, bir.BirInst) and inst.deps is not None and any(d in into for _, d in inst.dep_list):
+        if isinstance(inst, bir.BirInst) and any(d in into for d in inst.dep_ids):
             deps = {}
-            for k, d in inst.dep_list:
+            for k, d in inst.dep_pairs:
                 deps.setdefault(into.get(d, d), k)
             inst.properties["deps"] = bir.deps_attr(sorted(((k, d) for d, k in deps.items()), key=lambda e: e[1]))
     return gone
@@ -275,7 +321,11 @@ class DmaOptimizationPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_options(self.target, self.num_queues, NUM_DMA_QUEUES)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
+            if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):  # before coalescing walks the loop bodies
+                raise PassFailedException("dma-optimization needs unrolled BIR (run bir-unroll first)")
             costs: Costs = {}
-            if self.coalesce:
-                coalesce(fn, get_target(self.target), self.num_queues, costs)
-            assign_queues(fn, get_target(self.target), self.num_queues, costs)
+            replayed = _coalesce(fn, get_target(self.target), self.num_queues, costs)[1] if self.coalesce else None
+            if replayed is None:
+                assign_queues(fn, get_target(self.target), self.num_queues, costs)
+            else:  # coalescing replayed the function as it now is: its queues are the ones to keep
+                _set_queues(replayed[1])

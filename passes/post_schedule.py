@@ -28,10 +28,9 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.traits import IsControl, IsDma
-from nkic.passes.dep_reduction import earlier_deps
-from nkic.passes.dma_optimization import Costs, cost_figures, replay_ns
+from nkic.passes.dma_optimization import Costs, cost_figures, replay_graph
 from nkic.passes.schedule_instructions import _reorder, check_options
+from nkic.passes.stretch_graph import StretchGraph
 from nkic.target.costs import dependent_latency_ns
 from nkic.target.machine import Target, get_target
 
@@ -49,29 +48,26 @@ def bottom_levels(durations: list[float], latency: list[float], succs: list[list
 
 
 def refine(
-    insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int, costs: Costs
+    preds: list[tuple[int, ...]], dur: list[float], res: list[str], lat: list[float], num_queues: int
 ) -> list[int]:
-    """The critical-path list order of one barrier-free stretch (indices into ``insts``); ``costs`` caches the
-    cost model's figures for the replays."""
-    preds = earlier_deps(insts)
-    succs: list[list[int]] = [[] for _ in insts]
+    """The critical-path list order of one barrier-free stretch (positions in it): ``preds`` its edges (positions
+    of earlier instructions), ``dur``/``res``/``lat`` each instruction's duration, resource (engine, or ``_DMA``
+    for the queue pool) and the dependent latency after it."""
+    succs: list[list[int]] = [[] for _ in preds]
     for i, ps in enumerate(preds):
         for p in ps:
             succs[p].append(i)
-    dur = [cost_figures(inst, locs, target, costs)[1] for inst in insts]
-    res = [_DMA if inst.has_trait(IsDma) else inst.engine.data for inst in insts]
-    lat = [0.0 if r == _DMA else dependent_latency_ns(r, target) for r in res]
     level = bottom_levels(dur, lat, succs)
     free: dict[str, list[float]] = {r: [0.0] * (num_queues if r == _DMA else 1) for r in set(res)}
     pending: dict[str, list[tuple[float, int]]] = {r: [] for r in free}  # (data ready, i)
     available: dict[str, list[tuple[float, int]]] = {r: [] for r in free}  # (-bottom level, i)
     waiting = [len(p) for p in preds]
-    ready_at = [0.0] * len(insts)
+    ready_at = [0.0] * len(preds)
     for i, w in enumerate(waiting):
         if w == 0:
             heapq.heappush(pending[res[i]], (0.0, i))
     order: list[int] = []
-    while len(order) < len(insts):
+    while len(order) < len(preds):
         best: tuple[float, str] | None = None
         for r in free:  # the resource that decides next: free first, then data first
             if not pending[r] and not available[r]:
@@ -107,20 +103,26 @@ def post_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
     locs = fn.memlocs()
     costs: Costs = {}
     before = list(fn.instructions())
-    new: list[bir.BirInst] = []
-    stretch: list[bir.BirInst] = []
-    for inst in [*before, None]:
-        if inst is None or inst.has_trait(IsControl):
-            new += [stretch[i] for i in refine(stretch, locs, target, num_queues, costs)] if stretch else []
-            new += [inst] if inst is not None else []
-            stretch = []
-        else:
-            stretch.append(inst)
-    if new == before:
+    # the edges, engines and cost figures read once, for the refinement and both replays
+    g = StretchGraph.build(before)
+    figures = [(0.0, 0.0) if c else cost_figures(inst, locs, target, costs) for inst, c in zip(before, g.control)]
+    res = [_DMA if d else e for d, e in zip(g.dma, g.engine)]
+    latency = {r: 0.0 if r == _DMA else dependent_latency_ns(r, target) for r in set(res)}
+    new: list[int] = []
+    done = 0  # positions before ``done`` are placed; the barriers between stretches stay where they are
+    for span in g.stretches:
+        new += range(done, span.start)
+        dur = [figures[i][1] for i in span]
+        local = refine(g.local_preds(span), dur, res[span.start : span.stop],
+                       [latency[res[i]] for i in span], num_queues)  # fmt: skip
+        new += [span.start + k for k in local]
+        done = span.stop
+    new += range(done, len(before))
+    if new == list(range(len(before))):
         return False
-    if replay_ns(new, locs, target, num_queues, costs) >= replay_ns(before, locs, target, num_queues, costs):
+    if replay_graph(g, new, figures, num_queues)[0] >= replay_graph(g, range(len(before)), figures, num_queues)[0]:
         return False
-    _reorder(fn, new)
+    _reorder(fn, [before[i] for i in new])
     return True
 
 

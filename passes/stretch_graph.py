@@ -1,0 +1,77 @@
+"""A flat BIR instruction list as plain arrays: what the late passes read of it, read once.
+
+``post-schedule``, ``dep-reduction`` and ``dma-optimization`` each walk the final instruction list several times
+(the replays of the cost model, the critical-path order, the transitive reduction), and each used to ask every
+instruction for its id, edges, engine and traits through the xDSL accessors on every walk. ``StretchGraph``
+reads those once per list: per position, whether the instruction is a control barrier or a DMA, its engine, and
+the positions of the instructions it depends on; plus the barrier-free stretches. The passes then work on lists
+of ints (positions), and go back to the instructions only to rewrite them.
+
+Two readings of an edge whose target is not an earlier instruction of the same stretch:
+
+* ``strict`` (``dep-reduction``, ``post-schedule``): an error, with ``earlier_deps``' diagnostics (what
+  ``dependency-analysis`` produces never has one; hand-written IR may);
+* lenient (the replay): the edge constrains nothing (a barrier already drained everything before it, and an
+  instruction the replay has not reached has no finish time yet), so it is left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.utils.exceptions import PassFailedException
+
+from nkic.dialects import bir
+from nkic.dialects.traits import IsControl, IsDma
+
+
+@dataclass
+class StretchGraph:
+    insts: list[bir.BirInst]  # program order (or the order the caller gave)
+    control: list[bool]  # a barrier (registers, runtime loops): no edge crosses it
+    dma: list[bool]  # a DMA transfer (runs on a queue, not on its issuing engine)
+    engine: list[str]
+    preds: list[tuple[int, ...]]  # positions of the instructions it depends on (() for a barrier)
+    stretches: list[range]  # the positions of each barrier-free stretch, in order (empty ones left out)
+
+    @classmethod
+    def build(cls, insts: Sequence[bir.BirInst], strict: bool = True) -> StretchGraph:
+        insts = list(insts)
+        control = [inst.has_trait(IsControl) for inst in insts]
+        g = cls(insts, control, [inst.has_trait(IsDma) for inst in insts],
+                [inst.properties["engine"].data for inst in insts], [()] * len(insts), [])  # type: ignore[attr-defined]
+        start = 0
+        for i, c in enumerate([*control, True]):
+            if c:
+                if i > start:
+                    g.stretches.append(range(start, i))
+                    g._stretch_preds(start, i, strict)
+                start = i + 1
+        return g
+
+    def _stretch_preds(self, start: int, stop: int, strict: bool) -> None:
+        insts, preds = self.insts, self.preds
+        if strict:  # positions of the whole stretch first: a later instruction gets its own diagnostic
+            index = {insts[i].inst_id: i for i in range(start, stop)}
+            for i in range(start, stop):
+                inst = insts[i]
+                try:
+                    ps = tuple([index[d] for d in inst.dep_ids])
+                except KeyError as e:
+                    raise PassFailedException(f"instruction {inst.inst_id} depends on {e.args[0]}, which is not "
+                                              "before it in the same barrier-free stretch") from None  # fmt: skip
+                if ps and max(ps) >= i:
+                    raise PassFailedException(f"instruction {inst.inst_id} depends on a later instruction")
+                preds[i] = ps
+            return
+        index = {}
+        for i in range(start, stop):
+            inst = insts[i]
+            preds[i] = tuple([p for p in map(index.get, inst.dep_ids) if p is not None])
+            index[inst.inst_id] = i
+
+    def local_preds(self, span: range) -> list[tuple[int, ...]]:
+        """The predecessors of a (strict) stretch's instructions as positions within the stretch."""
+        s = span.start
+        return [tuple([p - s for p in self.preds[i]]) for i in span]
