@@ -121,7 +121,7 @@ def _reduce(g: StretchGraph, span: range, engine_order: bool) -> int:
 
 
 def reduce_function(fn: bir.FunctionOp, engine_order: bool) -> int:
-    if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+    if fn.has_loops():
         raise PassFailedException("dep-reduction needs unrolled BIR (run bir-unroll first)")
     g = StretchGraph.build(list(fn.instructions()))
     return sum(_reduce(g, span, engine_order) for span in g.stretches)

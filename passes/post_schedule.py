@@ -98,7 +98,7 @@ def refine(
 
 def post_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
     """Refine ``fn``'s order; True when the refined order replays faster and was kept."""
-    if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+    if fn.has_loops():
         raise PassFailedException("post-schedule needs unrolled BIR (run bir-unroll first)")
     locs = fn.memlocs()
     costs: Costs = {}

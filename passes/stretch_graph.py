@@ -38,38 +38,39 @@ class StretchGraph:
     @classmethod
     def build(cls, insts: Sequence[bir.BirInst], strict: bool = True) -> StretchGraph:
         insts = list(insts)
+        props = [inst.properties for inst in insts]  # read directly: the irdl accessors cost more than the rest
         control = [inst.has_trait(IsControl) for inst in insts]
         g = cls(insts, control, [inst.has_trait(IsDma) for inst in insts],
-                [inst.properties["engine"].data for inst in insts], [()] * len(insts), [])  # type: ignore[attr-defined]
+                [p["engine"].data for p in props], [()] * len(insts), [])  # type: ignore[attr-defined]
+        ids: list[int] = [p["id"].value.data for p in props]  # type: ignore[attr-defined]
+        deps = [bir.dep_ids_of(p.get("deps")) for p in props]  # type: ignore[arg-type]
         start = 0
         for i, c in enumerate([*control, True]):
             if c:
                 if i > start:
                     g.stretches.append(range(start, i))
-                    g._stretch_preds(start, i, strict)
+                    g._stretch_preds(range(start, i), ids, deps, strict)
                 start = i + 1
         return g
 
-    def _stretch_preds(self, start: int, stop: int, strict: bool) -> None:
-        insts, preds = self.insts, self.preds
+    def _stretch_preds(self, span: range, ids: list[int], deps: list[tuple[int, ...]], strict: bool) -> None:
+        preds = self.preds
         if strict:  # positions of the whole stretch first: a later instruction gets its own diagnostic
-            index = {insts[i].inst_id: i for i in range(start, stop)}
-            for i in range(start, stop):
-                inst = insts[i]
+            index = dict(zip(ids[span.start : span.stop], span))
+            for i in span:
                 try:
-                    ps = tuple([index[d] for d in inst.dep_ids])
+                    ps = tuple([index[d] for d in deps[i]])
                 except KeyError as e:
-                    raise PassFailedException(f"instruction {inst.inst_id} depends on {e.args[0]}, which is not "
-                                              "before it in the same barrier-free stretch") from None  # fmt: skip
+                    raise PassFailedException(f"instruction {ids[i]} depends on {e.args[0]}, which is not before it "
+                                              "in the same barrier-free stretch") from None  # fmt: skip
                 if ps and max(ps) >= i:
-                    raise PassFailedException(f"instruction {inst.inst_id} depends on a later instruction")
+                    raise PassFailedException(f"instruction {ids[i]} depends on a later instruction")
                 preds[i] = ps
             return
-        index = {}
-        for i in range(start, stop):
-            inst = insts[i]
-            preds[i] = tuple([p for p in map(index.get, inst.dep_ids) if p is not None])
-            index[inst.inst_id] = i
+        seen: dict[int, int] = {}  # id -> position, of the instructions before this one in the stretch
+        for i in span:
+            preds[i] = tuple([p for p in map(seen.get, deps[i]) if p is not None])
+            seen[ids[i]] = i
 
     def local_preds(self, span: range) -> list[tuple[int, ...]]:
         """The predecessors of a (strict) stretch's instructions as positions within the stretch."""
