@@ -204,7 +204,7 @@ class FunctionOp(IRDLOperation):
         return [s.data for s in self.outputs.data]
 
     def memlocs(self) -> dict[str, MemLocOp]:
-        return {op.properties["sym_name"].data: op for op in self.body.block.ops if type(op) is MemLocOp}
+        return {op.properties["sym_name"].data: op for op in _ops_of(self.body.block) if type(op) is MemLocOp}
 
     def instructions(self) -> Iterator[BirInst]:
         """All instructions in program order, loop bodies included (as ``body.walk()`` would find them, without
@@ -236,9 +236,7 @@ _IS_INST: dict[type, bool] = {}  # op class -> is a BirInst (an ABC isinstance c
 
 def _instructions_in(block: Block) -> Iterator[BirInst]:
     # the linked list read through its fields: the ``first_op``/``next_op`` properties cost as much as the rest here
-    op = block._first_op  # pyright: ignore[reportPrivateUsage]
-    while op is not None:
-        after = op._next_op  # pyright: ignore[reportPrivateUsage]  # taken first, like Block.ops: ``op`` may be detached
+    for op in _ops_of(block):
         kind = _IS_INST.get(type(op))
         if kind is None:
             kind = _IS_INST[type(op)] = isinstance(op, BirInst)
@@ -248,11 +246,20 @@ def _instructions_in(block: Block) -> Iterator[BirInst]:
             for region in op.regions:
                 for inner in region.blocks:
                     yield from _instructions_in(inner)
+
+
+def _ops_of(block: Block) -> Iterator[Operation]:
+    """``block.ops``, read through the linked list's fields (the ``next_op`` property and the generic iterator cost
+    more than the loop bodies of the passes that scan every op of a 100k-op function)."""
+    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+    while op is not None:
+        after = op._next_op  # pyright: ignore[reportPrivateUsage]  # taken first, like Block.ops: ``op`` may be detached
+        yield op
         op = after
 
 
 def _has_loops(block: Block) -> bool:
-    for op in block.ops:
+    for op in _ops_of(block):
         if op.regions:
             if isinstance(op, LoopOp) or any(_has_loops(b) for r in op.regions for b in r.blocks):
                 return True

@@ -26,10 +26,12 @@ restarts after one.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
@@ -40,8 +42,8 @@ from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr, i64_attr
 from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.lowering import cost_record
-from nkic.passes.schedule_instructions import _reorder, check_options, duration_ns
-from nkic.passes.stretch_graph import StretchGraph
+from nkic.passes.schedule_instructions import check_options, duration_ns
+from nkic.passes.stretch_graph import StretchGraph, reorder
 from nkic.target.costs import instr_ns
 from nkic.target.isa import MAX_FREE_DIMS
 from nkic.target.machine import NUM_DMA_QUEUES, Target, get_target
@@ -95,18 +97,32 @@ def _figures(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -
     memo holds while the target, every property the record can read and each operand memloc's memory and dtype are
     the very same objects (attributes are immutable: a pass that changes one puts a new object there)."""
     props = inst.properties
-    keys = tuple([k for k in props if k not in _UNCOSTED])
-    snap = [props[k] for k in keys]
-    for r in props["refs"].data:  # type: ignore[attr-defined]
-        m = locs[r.data].properties
-        snap += (m["memory"], m["dtype"])
+    keys, values = tuple(props), tuple(props.values())
+    mems = tuple([a for r in props["refs"].data for a in _mem_dtype(locs[r.data])])  # type: ignore[attr-defined]
     memo = inst.__dict__.get(_FIGURES)
-    if memo is not None and memo[0] is target and memo[1] == keys and all(map(operator.is_, memo[2], snap)):
-        return memo[3]
+    if memo is not None and memo[0] is target and memo[1] == keys:
+        _, _, pick, costed, seen, got = memo
+        if all(map(operator.is_, pick(values), costed)) and all(map(operator.is_, mems, seen)):
+            return got
     issue = instr_ns(cost_record(inst, locs), target) if inst.has_trait(IsDma) else 0.0
     got = (issue, duration_ns(inst, locs, target))
-    inst.__dict__[_FIGURES] = (target, keys, snap, got)
+    idx = [n for n, k in enumerate(keys) if k not in _UNCOSTED]
+    pick = _picker(tuple(idx))
+    inst.__dict__[_FIGURES] = (target, keys, pick, pick(values), mems, got)
     return got
+
+
+def _mem_dtype(loc: bir.MemLocOp) -> tuple[Any, Any]:
+    p = loc.properties
+    return p["memory"], p["dtype"]
+
+
+@functools.cache
+def _picker(idx: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """The values at ``idx`` of a tuple, as a tuple (``itemgetter`` returns a bare value for one index)."""
+    if len(idx) == 1:
+        return lambda v: (v[idx[0]],)
+    return operator.itemgetter(*idx)  # type: ignore[return-value]
 
 
 def replay(
@@ -244,7 +260,8 @@ def _cheaper(group: _Group, locs: dict[str, bir.MemLocOp], target: Target) -> bo
     """The cost model's guard: one transfer of the group's shape takes less than the separate ones."""
     merged = group.head.clone()
     merged.properties["aps"] = ArrayAttr(group.merged_aps())
-    return duration_ns(merged, locs, target) < sum(duration_ns(m, locs, target) for m in group.members)
+    # the members' figures through their memo: the group is priced again each time it grows
+    return duration_ns(merged, locs, target) < sum(_figures(m, locs, target)[1] for m in group.members)
 
 
 def coalesce(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs | None = None) -> int:
@@ -308,7 +325,7 @@ def _coalesce(
         for g in merging:  # back to their own operands
             costs.pop(g.head, None)
         return 0, before
-    _reorder(fn, list(fn.instructions()))
+    reorder(fn, list(fn.instructions()))
     for m in gone:
         m.erase()
     return len(gone), after

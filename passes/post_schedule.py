@@ -29,8 +29,8 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.passes.dma_optimization import Costs, cost_figures, replay_graph
-from nkic.passes.schedule_instructions import _reorder, check_options
-from nkic.passes.stretch_graph import StretchGraph
+from nkic.passes.schedule_instructions import check_options
+from nkic.passes.stretch_graph import StretchGraph, reorder
 from nkic.target.costs import dependent_latency_ns
 from nkic.target.machine import Target, get_target
 
@@ -122,7 +122,7 @@ def post_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
         return False
     if replay_graph(g, new, figures, num_queues)[0] >= replay_graph(g, range(len(before)), figures, num_queues)[0]:
         return False
-    _reorder(fn, [before[i] for i in new])
+    reorder(fn, [before[i] for i in new])
     return True
 
 
