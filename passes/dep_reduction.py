@@ -98,9 +98,10 @@ def _reduce(g: StretchGraph, span: range, engine_order: bool) -> int:
     anc: list[int] = []
     dropped = 0
     for i, (ps, prev) in enumerate(zip(explicit, chain)):
-        all_preds = set(ps)
-        if prev >= 0:
-            all_preds.add(prev)
+        all_preds = ps if prev < 0 else (*ps, prev)
+        if len(all_preds) <= 1:  # nothing to reduce (most instructions): only the ancestors
+            anc.append(anc[all_preds[0]] | (1 << all_preds[0]) if all_preds else 0)
+            continue
         through = 0  # everything reachable from w through one of its predecessors (not the predecessor itself)
         for p in all_preds:
             through |= anc[p]

@@ -44,7 +44,7 @@ from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.lowering import cost_record
 from nkic.passes.schedule_instructions import check_options, duration_ns
 from nkic.passes.stretch_graph import StretchGraph, reorder
-from nkic.target.costs import instr_ns
+from nkic.target.costs import dma_ns, instr_ns
 from nkic.target.isa import MAX_FREE_DIMS
 from nkic.target.machine import NUM_DMA_QUEUES, Target, get_target
 
@@ -104,8 +104,11 @@ def _figures(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -
         _, _, pick, costed, seen, got = memo
         if all(map(operator.is_, pick(values), costed)) and all(map(operator.is_, mems, seen)):
             return got
-    issue = instr_ns(cost_record(inst, locs), target) if inst.has_trait(IsDma) else 0.0
-    got = (issue, duration_ns(inst, locs, target))
+    if inst.has_trait(IsDma):  # one cost record for both figures (``duration_ns`` is ``dma_ns`` of it)
+        record = cost_record(inst, locs)
+        got = (instr_ns(record, target), dma_ns(record, target))
+    else:
+        got = (0.0, duration_ns(inst, locs, target))
     idx = [n for n, k in enumerate(keys) if k not in _UNCOSTED]
     pick = _picker(tuple(idx))
     inst.__dict__[_FIGURES] = (target, keys, pick, pick(values), mems, got)
@@ -312,16 +315,21 @@ def _coalesce(
     for g in merging:  # their operands changed
         costs.pop(g.head, None)
     after = replay(list(fn.instructions()), locs, target, num_queues, costs)
-    if after[0] > before[0]:
-        for inst in list(fn.instructions()):
-            inst.detach()
-        fn.body.block.add_ops(insts)
+    if after[0] > before[0]:  # undo: the removed transfers back where they were, the changed properties back
+        block = fn.body.block
+        dropped = set(gone)
+        for k, inst in enumerate(insts):
+            if inst in dropped:  # never the first: its group's first transfer comes before it
+                block.insert_op_after(inst, insts[k - 1])
         for inst, (deps, aps) in saved.items():
-            inst.properties["aps"] = aps
-            if deps is None:
-                inst.properties.pop("deps", None)
-            else:
-                inst.properties["deps"] = deps
+            props = inst.properties
+            if props["aps"] is not aps:
+                props["aps"] = aps
+            if props.get("deps") is not deps:
+                if deps is None:
+                    props.pop("deps", None)
+                else:
+                    props["deps"] = deps
         for g in merging:  # back to their own operands
             costs.pop(g.head, None)
         return 0, before
