@@ -118,14 +118,17 @@ def _reduce(g: StretchGraph, span: range, engine_order: bool) -> int:
                 inst.properties["deps"] = bir.deps_attr(kept)
             else:
                 inst.properties.pop("deps", None)
+            g.preds[span.start + i] = tuple([span.start + q for q in ps if not (through >> q) & 1])
     return dropped
 
 
 def reduce_function(fn: bir.FunctionOp, engine_order: bool) -> int:
     if fn.has_loops():
         raise PassFailedException("dep-reduction needs unrolled BIR (run bir-unroll first)")
-    g = StretchGraph.build(list(fn.instructions()))
-    return sum(_reduce(g, span, engine_order) for span in g.stretches)
+    g = StretchGraph.of(fn, list(fn.instructions()))  # post-schedule's, when it ran just before
+    dropped = sum(_reduce(g, span, engine_order) for span in g.stretches)
+    g.keep(fn)  # its edges updated with the IR's: dma-optimization replays the same graph
+    return dropped
 
 
 @dataclass(frozen=True)

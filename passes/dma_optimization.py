@@ -53,7 +53,9 @@ def assign_queues(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Co
     """Set every DMA's ``queue``; returns the replayed finish time (ns) of the function."""
     if fn.has_loops():
         raise PassFailedException("dma-optimization needs unrolled BIR (run bir-unroll first)")
-    end, queues = replay(list(fn.instructions()), fn.memlocs(), target, num_queues, costs)
+    insts = list(fn.instructions())
+    graph = StretchGraph.of(fn, insts, strict=False)  # dep-reduction's, when it ran just before
+    end, queues = replay(insts, fn.memlocs(), target, num_queues, costs, graph)
     _set_queues(queues)
     return end
 
@@ -130,10 +132,11 @@ def _picker(idx: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]
 
 def replay(
     insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int,
-    costs: Costs | None = None,
+    costs: Costs | None = None, graph: StretchGraph | None = None,
 ) -> tuple[float, dict[bir.BirInst, int]]:
-    """Replay ``insts`` in order against the cost model; (finish time in ns, the queue each DMA goes to)."""
-    g = StretchGraph.build(insts, strict=False)
+    """Replay ``insts`` in order against the cost model; (finish time in ns, the queue each DMA goes to).
+    ``graph``: the edges of ``insts`` when the caller has them (else read here, leniently)."""
+    g = StretchGraph.build(insts, strict=False) if graph is None else graph
     costs = {} if costs is None else costs
     figures = [(0.0, 0.0) if c else cost_figures(inst, locs, target, costs) for inst, c in zip(insts, g.control)]
     end, queue_of = replay_graph(g, range(len(insts)), figures, num_queues)
@@ -309,7 +312,7 @@ def _coalesce(
     if not merging:
         return 0, None
     costs = {} if costs is None else costs
-    before = replay(insts, locs, target, num_queues, costs)
+    before = replay(insts, locs, target, num_queues, costs, StretchGraph.of(fn, insts, strict=False))
     saved = {inst: (inst.properties.get("deps"), inst.properties["aps"]) for inst in insts}
     gone = _apply(merging)
     for g in merging:  # their operands changed

@@ -104,7 +104,7 @@ def post_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
     costs: Costs = {}
     before = list(fn.instructions())
     # the edges, engines and cost figures read once, for the refinement and both replays
-    g = StretchGraph.build(before)
+    g = StretchGraph.of(fn, before)
     figures = [(0.0, 0.0) if c else cost_figures(inst, locs, target, costs) for inst, c in zip(before, g.control)]
     res = [_DMA if d else e for d, e in zip(g.dma, g.engine)]
     latency = {r: 0.0 if r == _DMA else dependent_latency_ns(r, target) for r in set(res)}
@@ -123,6 +123,7 @@ def post_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
     if replay_graph(g, new, figures, num_queues)[0] >= replay_graph(g, range(len(before)), figures, num_queues)[0]:
         return False
     reorder(fn, [before[i] for i in new])
+    g.renumbered(new).keep(fn)  # for dep-reduction and dma-optimization, which read the same edges next
     return True
 
 

@@ -17,14 +17,25 @@ Two readings of an edge whose target is not an earlier instruction of the same s
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import i64_attr
 from nkic.dialects.traits import IsControl, IsDma
+
+
+_KEPT = "_nkic_stretch_graph"  # on a FunctionOp: (graph, the attributes it was read from), see StretchGraph.of
+
+
+def _signature(insts: Sequence[bir.BirInst]) -> tuple[list[Any], list[Any], list[Any]]:
+    """What a graph reads of each instruction besides its class: the id, edge and engine attribute objects."""
+    props = [inst.properties for inst in insts]
+    return [p["id"] for p in props], [p.get("deps") for p in props], [p["engine"] for p in props]
 
 
 @dataclass
@@ -72,6 +83,40 @@ class StretchGraph:
         for i in span:
             preds[i] = tuple([p for p in map(seen.get, deps[i]) if p is not None])
             seen[ids[i]] = i
+
+    @classmethod
+    def of(cls, fn: bir.FunctionOp, insts: Sequence[bir.BirInst], strict: bool = True) -> StretchGraph:
+        """``build(insts, strict)``, or the graph the previous late pass left on ``fn`` (``keep``) when it was read
+        from this very list: the same instruction objects in the same order, with the very same id, edge and engine
+        attributes (attributes are immutable: a pass that renumbers or drops an edge puts a new object there). A
+        kept graph is strict, and serves a lenient request too: its edges all point at earlier instructions of the
+        same stretch, which the lenient reading keeps."""
+        kept = fn.__dict__.get(_KEPT)
+        if kept is not None:
+            g, signature = kept
+            if len(g.insts) == len(insts) and all(map(operator.is_, g.insts, insts)):
+                now = _signature(insts)
+                if all(all(map(operator.is_, a, b)) for a, b in zip(signature, now)):
+                    return g
+        g = cls.build(insts, strict)
+        if strict:
+            g.keep(fn)
+        return g
+
+    def keep(self, fn: bir.FunctionOp) -> None:
+        """Leave this graph on ``fn`` for the next late pass (``of`` checks it still describes the IR)."""
+        fn.__dict__[_KEPT] = (self, _signature(self.insts))
+
+    def renumbered(self, order: list[int]) -> StretchGraph:
+        """The graph of this one's instructions in ``order`` (a topological order with the barriers where they
+        were) once ``reorder`` has renumbered them: ids are then positions and each edge list is sorted by them."""
+        pos = [0] * len(order)
+        for new, old in enumerate(order):
+            pos[old] = new
+        return StretchGraph([self.insts[o] for o in order], [self.control[o] for o in order],
+                            [self.dma[o] for o in order], [self.engine[o] for o in order],
+                            [tuple(sorted([pos[p] for p in self.preds[o]])) for o in order],
+                            list(self.stretches))  # fmt: skip
 
     def local_preds(self, span: range) -> list[tuple[int, ...]]:
         """The predecessors of a (strict) stretch's instructions as positions within the stretch."""

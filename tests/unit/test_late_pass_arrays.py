@@ -19,11 +19,13 @@ from nkic.frontend import TensorSpec
 from nkic.kernels.matmul import matmul
 from nkic.library import RESOLVER
 from nkic.passes.allocate_memory import _fits_psum, first_fit
+from nkic.passes.dep_reduction import reduce_function
 from nkic.passes.pipelines import backend, frontend_lowering
-from nkic.passes.post_schedule import PostSchedulePass
+from nkic.passes.post_schedule import PostSchedulePass, post_schedule
 from nkic.passes.resolver import use_resolver
 from nkic.passes.schedule_instructions import _reorder
 from nkic.passes.stretch_graph import StretchGraph, reorder
+from nkic.target.machine import get_target
 
 
 def test_deps_attr_is_the_array_of_dep_attrs() -> None:
@@ -51,8 +53,9 @@ def test_memoised_traits_agree_with_the_generic_lookup() -> None:
 
 
 def _scheduled_module() -> ModuleOp:
-    """A small matmul through the backend up to post-schedule (not run)."""
-    traced = matmul.trace(TensorSpec((256, 128), "bfloat16"), TensorSpec((256, 512), "bfloat16"))
+    """A small matmul through the backend up to post-schedule (not run; it reorders this one, and dep-reduction
+    then drops edges)."""
+    traced = matmul.trace(TensorSpec((384, 256), "float32"), TensorSpec((384, 1024), "float32"))
     module = traced.module.clone()
     ctx = make_context()
     with use_resolver(RESOLVER):
@@ -140,3 +143,20 @@ def test_first_fit_bisection_equals_the_scan() -> None:
         size, cursor = rng.randint(1, 3000), rng.randrange(capacity)
         got = first_fit(busy, size, capacity, memory, 2048, cursor)
         assert got == _first_fit_by_scan(busy, size, capacity, memory, 2048, cursor)
+
+
+def test_the_graph_kept_between_passes_is_the_graph_of_the_ir() -> None:
+    """post-schedule leaves its (renumbered) graph and dep-reduction its (reduced) one on the function; each is
+    what reading the IR afresh gives, and a change to an edge list makes ``of`` read it afresh."""
+    module = _scheduled_module()
+    fn = _function(module)
+    assert post_schedule(fn, get_target("gen3"), 4)  # reordered: the kept graph is the renumbered one
+    insts = list(fn.instructions())
+    assert StretchGraph.of(fn, insts) == StretchGraph.build(insts)
+    assert reduce_function(fn, engine_order=True) > 0
+    insts = list(fn.instructions())
+    kept = StretchGraph.of(fn, insts)
+    assert kept == StretchGraph.build(insts) and StretchGraph.of(fn, insts) is kept  # read once, then reused
+    inst = next(i for i in insts if i.dep_list)
+    inst.properties["deps"] = bir.deps_attr(inst.dep_list[:-1])
+    assert StretchGraph.of(fn, insts) is not kept and StretchGraph.of(fn, insts) == StretchGraph.build(insts)
