@@ -124,8 +124,9 @@ def deps_attr(edges: Iterable[tuple[str, int]]) -> ArrayAttr[DepAttr]:
     # renumbers builds one per instruction
     attr = ArrayAttr.__new__(ArrayAttr)
     object.__setattr__(attr, "data", deps)
-    plain = all([type(k) is str and type(i) is int for k, i in pairs])
-    attr.__dict__[_PAIRS] = pairs if plain else None
+    if all([type(k) is str and type(i) is int for k, i in pairs]):
+        attr.__dict__[_PAIRS] = pairs
+        attr.__dict__[_IDS] = tuple([i for _, i in pairs])
     return attr
 
 

@@ -100,7 +100,10 @@ def _figures(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -
     the very same objects (attributes are immutable: a pass that changes one puts a new object there)."""
     props = inst.properties
     keys, values = tuple(props), tuple(props.values())
-    mems = tuple([a for r in props["refs"].data for a in _mem_dtype(locs[r.data])])  # type: ignore[attr-defined]
+    mems = []
+    for r in props["refs"].data:  # type: ignore[attr-defined]
+        lp = locs[r.data].properties
+        mems += (lp["memory"], lp["dtype"])
     memo = inst.__dict__.get(_FIGURES)
     if memo is not None and memo[0] is target and memo[1] == keys:
         _, _, pick, costed, seen, got = memo
@@ -115,11 +118,6 @@ def _figures(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -
     pick = _picker(tuple(idx))
     inst.__dict__[_FIGURES] = (target, keys, pick, pick(values), mems, got)
     return got
-
-
-def _mem_dtype(loc: bir.MemLocOp) -> tuple[Any, Any]:
-    p = loc.properties
-    return p["memory"], p["dtype"]
 
 
 @functools.cache

@@ -20,6 +20,7 @@ its own. Runs before ``dep-reduction{engine_order=true}``, which needs the final
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -42,8 +43,8 @@ def bottom_levels(durations: list[float], latency: list[float], succs: list[list
     Instructions are in a topological order (every edge points forward)."""
     level = [0.0] * len(durations)
     for i in range(len(durations) - 1, -1, -1):
-        tail = max((level[s] for s in succs[i]), default=0.0)
-        level[i] = durations[i] + (latency[i] + tail if succs[i] else 0.0)
+        ss = succs[i]
+        level[i] = durations[i] + (latency[i] + max([level[s] for s in ss]) if ss else 0.0)
     return level
 
 
@@ -66,27 +67,35 @@ def refine(
     for i, w in enumerate(waiting):
         if w == 0:
             heapq.heappush(pending[res[i]], (0.0, i))
+    earliest = {r: 0.0 for r in free}  # min(free[r]), kept up to date
+    resources = sorted(free)  # in name order: a tie on time goes to the first, as (t, r) compares
     order: list[int] = []
     while len(order) < len(preds):
-        best: tuple[float, str] | None = None
-        for r in free:  # the resource that decides next: free first, then data first
-            if not pending[r] and not available[r]:
+        best_t, r = math.inf, ""
+        for q in resources:  # the resource that decides next: free first, then data first
+            av = available[q]
+            if av:
+                t = earliest[q]
+            elif pending[q]:
+                t = earliest[q]
+                if pending[q][0][0] > t:
+                    t = pending[q][0][0]
+            else:
                 continue
-            t = min(free[r])
-            if not available[r]:
-                t = max(t, pending[r][0][0])
-            if best is None or (t, r) < best:
-                best = (t, r)
-        if best is None:
+            if t < best_t:
+                best_t, r = t, q
+        if not r:
             raise PassFailedException("post-schedule: dependency edges form a cycle")
-        t, r = best
+        t = best_t
         while pending[r] and pending[r][0][0] <= t:
             _, i = heapq.heappop(pending[r])
             heapq.heappush(available[r], (-level[i], i))
         _, i = heapq.heappop(available[r])
-        slot = free[r].index(min(free[r]))
+        slots = free[r]
+        slot = slots.index(earliest[r])
         end = t + dur[i]
-        free[r][slot] = end
+        slots[slot] = end
+        earliest[r] = min(slots)
         order.append(i)
         for s in succs[i]:
             ready_at[s] = max(ready_at[s], end + lat[i])
