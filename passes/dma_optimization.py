@@ -105,18 +105,23 @@ def _figures(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -
         lp = locs[r.data].properties
         mems += (lp["memory"], lp["dtype"])
     memo = inst.__dict__.get(_FIGURES)
-    if memo is not None and memo[0] is target and memo[1] == keys:
-        _, _, pick, costed, seen, got = memo
-        if all(map(operator.is_, pick(values), costed)) and all(map(operator.is_, mems, seen)):
+    if memo is not None and memo[0] is target and all(map(operator.is_, mems, memo[5])):
+        _, seen_keys, pick, costed_keys, costed, _, got = memo
+        if seen_keys != keys:  # a property came or went (dep-reduction drops every edge of some): look again
+            pick = _picker(tuple([n for n, k in enumerate(keys) if k not in _UNCOSTED]))
+            if pick(keys) != costed_keys:
+                pick = None
+        if pick is not None and all(map(operator.is_, pick(values), costed)):
+            if seen_keys != keys:
+                inst.__dict__[_FIGURES] = (target, keys, pick, costed_keys, costed, mems, got)
             return got
     if inst.has_trait(IsDma):  # one cost record for both figures (``duration_ns`` is ``dma_ns`` of it)
         record = cost_record(inst, locs)
         got = (instr_ns(record, target), dma_ns(record, target))
     else:
         got = (0.0, duration_ns(inst, locs, target))
-    idx = [n for n, k in enumerate(keys) if k not in _UNCOSTED]
-    pick = _picker(tuple(idx))
-    inst.__dict__[_FIGURES] = (target, keys, pick, pick(values), mems, got)
+    pick = _picker(tuple([n for n, k in enumerate(keys) if k not in _UNCOSTED]))
+    inst.__dict__[_FIGURES] = (target, keys, pick, pick(keys), pick(values), mems, got)
     return got
 
 

@@ -18,6 +18,7 @@ from nkic.driver import make_context
 from nkic.frontend import TensorSpec
 from nkic.kernels.matmul import matmul
 from nkic.library import RESOLVER
+from nkic.passes import dma_optimization
 from nkic.passes.allocate_memory import _fits_psum, first_fit
 from nkic.passes.dep_reduction import reduce_function
 from nkic.passes.pipelines import backend, frontend_lowering
@@ -160,3 +161,26 @@ def test_the_graph_kept_between_passes_is_the_graph_of_the_ir() -> None:
     inst = next(i for i in insts if i.dep_list)
     inst.properties["deps"] = bir.deps_attr(inst.dep_list[:-1])
     assert StretchGraph.of(fn, insts) is not kept and StretchGraph.of(fn, insts) == StretchGraph.build(insts)
+
+
+def test_cost_figures_priced_once_across_the_late_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dma-optimization reuses post-schedule's figures (dep-reduction only drops edges, some instructions lose all
+    of theirs); a change to an operand prices the instruction again."""
+    module = _scheduled_module()
+    fn, target = _function(module), get_target("gen3")
+    assert post_schedule(fn, target, 4) and reduce_function(fn, engine_order=True) > 0
+    insts, locs = list(fn.instructions()), fn.memlocs()
+    priced: list[bir.BirInst] = []
+    for name in ("duration_ns", "cost_record"):
+        real = getattr(dma_optimization, name)
+        monkeypatch.setattr(dma_optimization, name, lambda inst, *a, real=real: priced.append(inst) or real(inst, *a))
+    kept = [dma_optimization._figures(i, locs, target) for i in insts]
+    assert not priced
+    for inst in insts:  # what pricing afresh gives
+        del inst.__dict__[dma_optimization._FIGURES]
+    assert [dma_optimization._figures(i, locs, target) for i in insts] == kept and len(priced) == len(insts)
+    priced.clear()
+    changed = next(i for i in insts if i.has_trait(IsDma))
+    changed.properties["aps"] = ArrayAttr(list(changed.aps.data))  # equal, but a new object
+    dma_optimization._figures(changed, locs, target)
+    assert priced == [changed]
