@@ -205,7 +205,7 @@ class FunctionOp(IRDLOperation):
         return [s.data for s in self.outputs.data]
 
     def memlocs(self) -> dict[str, MemLocOp]:
-        return {op.properties["sym_name"].data: op for op in _ops_of(self.body.block) if type(op) is MemLocOp}
+        return _memlocs_in(self.body.block)
 
     def instructions(self) -> Iterator[BirInst]:
         """All instructions in program order, loop bodies included (as ``body.walk()`` would find them, without
@@ -232,12 +232,17 @@ class FunctionOp(IRDLOperation):
             _verify_footprints(inst, locs)
 
 
+# The scans below read the block's linked list through its fields, in plain loops: the ``first_op``/``next_op``
+# properties and a generator per level cost more than the loop bodies when every late pass scans a 100k-op function
+# several times. Each takes the next op first, like ``Block.ops``: the caller may detach the current one.
+
 _IS_INST: dict[type, bool] = {}  # op class -> is a BirInst (an ABC isinstance check costs ~1 us per op)
 
 
 def _instructions_in(block: Block) -> Iterator[BirInst]:
-    # the linked list read through its fields: the ``first_op``/``next_op`` properties cost as much as the rest here
-    for op in _ops_of(block):
+    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+    while op is not None:
+        after = op._next_op  # pyright: ignore[reportPrivateUsage]
         kind = _IS_INST.get(type(op))
         if kind is None:
             kind = _IS_INST[type(op)] = isinstance(op, BirInst)
@@ -247,23 +252,25 @@ def _instructions_in(block: Block) -> Iterator[BirInst]:
             for region in op.regions:
                 for inner in region.blocks:
                     yield from _instructions_in(inner)
-
-
-def _ops_of(block: Block) -> Iterator[Operation]:
-    """``block.ops``, read through the linked list's fields (the ``next_op`` property and the generic iterator cost
-    more than the loop bodies of the passes that scan every op of a 100k-op function)."""
-    op = block._first_op  # pyright: ignore[reportPrivateUsage]
-    while op is not None:
-        after = op._next_op  # pyright: ignore[reportPrivateUsage]  # taken first, like Block.ops: ``op`` may be detached
-        yield op
         op = after
 
 
+def _memlocs_in(block: Block) -> dict[str, MemLocOp]:
+    out: dict[str, MemLocOp] = {}
+    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+    while op is not None:
+        if type(op) is MemLocOp:
+            out[op.properties["sym_name"].data] = op  # type: ignore[attr-defined]
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+    return out
+
+
 def _has_loops(block: Block) -> bool:
-    for op in _ops_of(block):
-        if op.regions:
-            if isinstance(op, LoopOp) or any(_has_loops(b) for r in op.regions for b in r.blocks):
-                return True
+    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+    while op is not None:
+        if op.regions and (isinstance(op, LoopOp) or any(_has_loops(b) for r in op.regions for b in r.blocks)):
+            return True
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
     return False
 
 
