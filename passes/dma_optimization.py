@@ -386,3 +386,4 @@ class DmaOptimizationPass(ModulePass):
                 assign_queues(fn, get_target(self.target), self.num_queues, costs)
             else:  # coalescing replayed the function as it now is: its queues are the ones to keep
                 _set_queues(replayed[1])
+            StretchGraph.forget(fn)  # the last pass to read it: its memory goes with it

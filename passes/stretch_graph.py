@@ -107,6 +107,11 @@ class StretchGraph:
         """Leave this graph on ``fn`` for the next late pass (``of`` checks it still describes the IR)."""
         fn.__dict__[_KEPT] = (self, _signature(self.insts))
 
+    @staticmethod
+    def forget(fn: bir.FunctionOp) -> None:
+        """Drop the graph kept on ``fn`` (the next pass to want one reads the IR afresh)."""
+        fn.__dict__.pop(_KEPT, None)
+
     def renumbered(self, order: list[int]) -> StretchGraph:
         """The graph of this one's instructions in ``order`` (a topological order with the barriers where they
         were) once ``reorder`` has renumbered them: ids are then positions and each edge list is sorted by them."""
