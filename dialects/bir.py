@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import functools
 import math
+import struct
 from collections.abc import Iterable, Iterator, Sequence
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
+    BytesAttr,
     DenseArrayBase,
     DictionaryAttr,
     IntAttr,
@@ -111,8 +113,62 @@ def _dep_cached(kind: str, on: int) -> DepAttr:
 
 def deps_attr(edges: Iterable[tuple[str, int]]) -> ArrayAttr[DepAttr]:
     """The ``deps`` property of ``(kind, instruction id)`` edges. The edge attributes are shared (immutable, and
-    several passes rebuild every instruction's edges: the same few values, built and verified again each time)."""
-    return ArrayAttr([_dep_cached(k, i) if type(k) is str and type(i) is int else DepAttr(k, i) for k, i in edges])
+    several passes rebuild every instruction's edges: the same few values, built and verified again each time).
+    The plain ``(kind, id)`` pairs are stored with the attribute (see ``dep_pairs``), so reading them back is free."""
+    pairs = tuple([(k, i) for k, i in edges])
+    try:
+        deps = tuple([_dep_cached(k, i) if type(k) is str and type(i) is int else DepAttr(k, i) for k, i in pairs])
+    except TypeError:  # an unhashable kind or id: DepAttr itself says what is wrong
+        deps = tuple([DepAttr(k, i) for k, i in pairs])
+    # ArrayAttr(deps) less its construction-time check (every element an Attribute, which DepAttrs are): a pass that
+    # renumbers builds one per instruction
+    attr = ArrayAttr.__new__(ArrayAttr)
+    object.__setattr__(attr, "data", deps)
+    if all([type(k) is str and type(i) is int for k, i in pairs]):
+        attr.__dict__[_PAIRS] = pairs
+        attr.__dict__[_IDS] = tuple([i for _, i in pairs])
+    return attr
+
+
+def waits_attr(flat: Sequence[int]) -> DenseArrayBase:
+    """The ``waits`` property (flattened ``(semaphore, value)`` pairs, plain ints): ``DenseArrayBase.from_list(i64,
+    flat)`` built directly (~1 us instead of ~40: insert-semaphores sets one on most instructions). Its check, a byte
+    length that is a multiple of 8, holds by construction; values beyond int64 still fail in ``struct.pack``."""
+    data = BytesAttr.__new__(BytesAttr)
+    object.__setattr__(data, "data", struct.pack(f"<{len(flat)}q", *flat))
+    attr = DenseArrayBase.__new__(DenseArrayBase)
+    object.__setattr__(attr, "elt_type", i64)
+    object.__setattr__(attr, "data", data)
+    return attr
+
+
+# The dependency ids as plain arrays: an edge list is an immutable ``ArrayAttr`` of ``DepAttr``s (the IR text and
+# JSON forms stay as they are), and the late passes read every instruction's edges several times each (385k reads at
+# the 16K attention). Each attribute object carries, in its instance ``__dict__`` (not a dataclass field: equality,
+# hashing and printing ignore it), its edges as a tuple of ``(kind, id)`` pairs and a tuple of ids, built on first
+# read or when ``deps_attr`` builds it. Valid forever: the attribute never changes.
+_PAIRS = "_nkic_dep_pairs"
+_IDS = "_nkic_dep_ids"
+
+
+def dep_pairs_of(attr: ArrayAttr[DepAttr] | None) -> tuple[tuple[str, int], ...]:
+    """The ``(kind, id)`` pairs of a ``deps`` attribute (``()`` for none), cached on the attribute."""
+    if attr is None:
+        return ()
+    got = attr.__dict__.get(_PAIRS)
+    if got is None:
+        got = attr.__dict__[_PAIRS] = tuple((d.kind.data, d.on.data) for d in attr.data)
+    return got
+
+
+def dep_ids_of(attr: ArrayAttr[DepAttr] | None) -> tuple[int, ...]:
+    """The ids a ``deps`` attribute points at, in its order (``()`` for none), cached on the attribute."""
+    if attr is None:
+        return ()
+    got = attr.__dict__.get(_IDS)
+    if got is None:
+        got = attr.__dict__[_IDS] = tuple(i for _, i in dep_pairs_of(attr))
+    return got
 
 
 @irdl_op_definition
@@ -149,13 +205,17 @@ class FunctionOp(IRDLOperation):
         return [s.data for s in self.outputs.data]
 
     def memlocs(self) -> dict[str, MemLocOp]:
-        return {op.sym_name.data: op for op in self.body.block.ops if isinstance(op, MemLocOp)}
+        return _memlocs_in(self.body.block)
 
     def instructions(self) -> Iterator[BirInst]:
-        """All instructions in program order, loop bodies included."""
-        for op in self.body.walk():
-            if isinstance(op, BirInst):
-                yield op
+        """All instructions in program order, loop bodies included (as ``body.walk()`` would find them, without
+        its generic recursion: every pass reads the instruction list, some of them several times)."""
+        return _instructions_in(self.body.block)
+
+    def has_loops(self) -> bool:
+        """Whether a ``bir.loop`` is left (what ``any(isinstance(o, LoopOp) for o in body.walk())`` says, but
+        looking only into ops that have regions)."""
+        return _has_loops(self.body.block)
 
     def verify_(self) -> None:
         locs = self.memlocs()
@@ -170,6 +230,48 @@ class FunctionOp(IRDLOperation):
                 if r not in locs:
                     raise VerifyException(f"'{inst.name}' (id {inst.id.value.data}) uses undeclared memloc @{r}")
             _verify_footprints(inst, locs)
+
+
+# The scans below read the block's linked list through its fields, in plain loops: the ``first_op``/``next_op``
+# properties and a generator per level cost more than the loop bodies when every late pass scans a 100k-op function
+# several times. Each takes the next op first, like ``Block.ops``: the caller may detach the current one.
+
+_IS_INST: dict[type, bool] = {}  # op class -> is a BirInst (an ABC isinstance check costs ~1 us per op)
+
+
+def _instructions_in(block: Block) -> Iterator[BirInst]:
+    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+    while op is not None:
+        after = op._next_op  # pyright: ignore[reportPrivateUsage]
+        kind = _IS_INST.get(type(op))
+        if kind is None:
+            kind = _IS_INST[type(op)] = isinstance(op, BirInst)
+        if kind:
+            yield op  # type: ignore[misc]
+        elif op.regions:
+            for region in op.regions:
+                for inner in region.blocks:
+                    yield from _instructions_in(inner)
+        op = after
+
+
+def _memlocs_in(block: Block) -> dict[str, MemLocOp]:
+    out: dict[str, MemLocOp] = {}
+    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+    while op is not None:
+        if type(op) is MemLocOp:
+            out[op.properties["sym_name"].data] = op  # type: ignore[attr-defined]
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+    return out
+
+
+def _has_loops(block: Block) -> bool:
+    op = block._first_op  # pyright: ignore[reportPrivateUsage]
+    while op is not None:
+        if op.regions and (isinstance(op, LoopOp) or any(_has_loops(b) for r in op.regions for b in r.blocks)):
+            return True
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+    return False
 
 
 def _enclosing_loops(op: Operation) -> list[LoopOp]:
@@ -401,19 +503,44 @@ class BirInst(RoleOperandOp):
 
     @property
     def ref_names(self) -> list[str]:
-        return [r.data for r in self.refs.data]
+        return [r.data for r in self.properties["refs"].data]  # type: ignore[attr-defined]
 
     def ref(self, role: str) -> str | None:
         i = self.role_index(role)
         return None if i is None else self.refs.data[i].data
 
+    # The accessors below read ``properties`` directly: the irdl property descriptor costs as much as the rest.
     @property
     def inst_id(self) -> int:
-        return self.id.value.data
+        return self.properties["id"].value.data  # type: ignore[attr-defined]
 
     @property
     def dep_list(self) -> list[tuple[str, int]]:
-        return [] if self.deps is None else [(d.kind.data, d.on.data) for d in self.deps.data]
+        """The edges as ``(kind, id)`` pairs (a fresh list: callers may change it)."""
+        return list(dep_pairs_of(self.properties.get("deps")))  # type: ignore[arg-type]
+
+    @property
+    def dep_pairs(self) -> tuple[tuple[str, int], ...]:
+        """The edges as ``(kind, id)`` pairs, shared with the attribute (read-only, no copy)."""
+        return dep_pairs_of(self.properties.get("deps"))  # type: ignore[arg-type]
+
+    @property
+    def dep_ids(self) -> tuple[int, ...]:
+        """The ids of the instructions this one depends on, in edge order (read-only, no copy)."""
+        return dep_ids_of(self.properties.get("deps"))  # type: ignore[arg-type]
+
+    @classmethod
+    def has_trait(cls, trait: Any, *, value_if_unregistered: bool = True) -> bool:
+        """``Operation.has_trait``, memoised per class: traits are fixed per op class, and the backend asks
+        IsDma/IsControl of every instruction in every pass (~2.7 us each through the generic scan)."""
+        key = (cls, trait)
+        try:
+            return _TRAIT_MEMO[key]
+        except KeyError:
+            got = _TRAIT_MEMO[key] = super().has_trait(trait, value_if_unregistered=value_if_unregistered)
+            return got
+        except TypeError:  # an unhashable trait instance
+            return super().has_trait(trait, value_if_unregistered=value_if_unregistered)
 
     def _num_refs(self) -> int:
         return len(self.refs.data)
@@ -433,6 +560,9 @@ class BirInst(RoleOperandOp):
     def verify_fields(self) -> None:
         check_member("engine", self.engine.data, BIR_ENGINES)
         super().verify_fields()
+
+
+_TRAIT_MEMO: dict[tuple[type, Any], bool] = {}
 
 
 def _bir_op(opname: str) -> type[BirInst]:

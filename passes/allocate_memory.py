@@ -27,6 +27,8 @@ inside a loop and outside it is live over the whole loop, so no tensor of the bo
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,12 +84,19 @@ def first_fit(
     starts = {0, cursor, *(hi for _, hi in busy)}
     if memory == "psum":
         starts |= set(range(0, capacity, bank))
+    # [off, off + size) overlaps a busy range iff one that starts before off + size ends after off: with the ranges
+    # sorted by start and the running maximum of their ends, one bisection per candidate instead of a scan of all
+    ranges = sorted(busy)
+    los = [lo for lo, _ in ranges]
+    reach = list(itertools.accumulate((hi for _, hi in ranges), max))
     for start in sorted(starts, key=lambda s: (s < cursor, s)):
         off = -(-start // align) * align
         if memory == "psum" and not _fits_psum(off, size, bank):
             continue
-        if off + size <= capacity and all(off + size <= lo or off >= hi for lo, hi in busy):
-            return off
+        if off + size <= capacity:
+            k = bisect.bisect_left(los, off + size)
+            if k == 0 or reach[k - 1] <= off:
+                return off
     return None
 
 
@@ -113,6 +122,9 @@ class _LastUse:
         self.until = np.full(-(-capacity // granule), -1, dtype=np.int64)
         for lo, hi in fixed:
             self.until[lo // granule : -(-hi // granule)] = _NEVER_FREE
+        # the offsets and their place in a bank, computed once (a kernel places thousands of tensors)
+        self.offs = np.arange(len(self.until), dtype=np.int64) * granule
+        self.in_bank: dict[int, np.ndarray] = {}
 
     def place(self, first: int, last: int, size: int, bank: int | None) -> int | None:
         """The free legal offset whose bytes were used longest ago (ties: the lowest); marks it used until
@@ -122,10 +134,15 @@ class _LastUse:
         if w > len(self.until):
             return None
         recent = _window_max(self.until, w)
-        offs = np.arange(len(recent), dtype=np.int64) * g
-        ok = (recent < first) & (offs + size <= self.capacity)
+        offs = self.offs[: len(recent)]
+        ok = recent < first
+        ok[offs + size > self.capacity] = False
         if bank is not None:
-            ok &= (offs % bank + size <= bank) if size <= bank else (offs % bank == 0)
+            in_bank = self.in_bank.get(bank)
+            if in_bank is None:
+                in_bank = self.in_bank[bank] = self.offs % bank
+            in_bank = in_bank[: len(recent)]
+            ok &= (in_bank + size <= bank) if size <= bank else (in_bank == 0)
         if not ok.any():
             return None
         i = int(np.argmin(np.where(ok, recent, _NEVER_FREE)))

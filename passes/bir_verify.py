@@ -7,6 +7,7 @@ instructions that come earlier in program order — which, with in-order engines
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -22,17 +23,26 @@ from nkic.target.instructions import LOOP_PAIRS
 _LOOP_DEPTH = {**{b: 1 for b in LOOP_PAIRS}, **{e: -1 for e in LOOP_PAIRS.values()}}
 
 
+@functools.cache
+def _unlowered(cls: type) -> bool:
+    """An op class the backend must not see (per class: an ABC isinstance check per op is slow)."""
+    return issubclass(cls, bir.LoopOp | bir.NkiKlirKernelOp | bir.NkiKernelOp | bir.BirKernelOp)
+
+
 def verify_function(fn: bir.FunctionOp) -> None:
     name = fn.sym_name.data
     for op in fn.body.walk():
-        if isinstance(op, bir.LoopOp | bir.NkiKlirKernelOp | bir.NkiKernelOp | bir.BirKernelOp):
+        if _unlowered(type(op)):
             raise PassFailedException(f"@{name}: '{op.name}' must be lowered before the backend")
     locs = fn.memlocs()
+    # the memlocs an instruction may name without more checks (placed, or off chip); any other goes to the check
+    ok_refs = {n for n, m in locs.items() if m.mem not in ("sbuf", "psum") or m.addr is not None}
     signals: dict[int, int] = {}
     last_id = barrier = -1
     depth = 0
     for inst in fn.instructions():
-        i = inst.inst_id
+        props = inst.properties  # read directly: the irdl accessors cost more than the checks
+        i = props["id"].value.data  # type: ignore[attr-defined]
         where = f"@{name} instruction {i} ({inst.OPNAME})"
         if i <= last_id:
             raise PassFailedException(f"{where}: ids must increase in program order")
@@ -42,26 +52,29 @@ def verify_function(fn: bir.FunctionOp) -> None:
             depth += _LOOP_DEPTH.get(inst.OPNAME, 0)
             if depth < 0:
                 raise PassFailedException(f"{where}: {inst.OPNAME} without a loop opening it")
-        if inst.engine.data not in ENGINE_SEM:
+        if props["engine"].data not in ENGINE_SEM:  # type: ignore[attr-defined]
             raise PassFailedException(f"{where}: no engine assigned")
         for r in inst.ref_names:
-            if locs[r].mem in ("sbuf", "psum") and locs[r].addr is None:
+            if r not in ok_refs and locs[r].mem in ("sbuf", "psum") and locs[r].addr is None:
                 raise PassFailedException(f"{where}: memloc '{r}' has no address")
-        for _, dep in inst.dep_list:
+        deps = inst.dep_ids
+        for dep in deps if deps and (max(deps) >= i or min(deps) <= barrier) else ():  # the loop finds which
             if dep >= i:
                 raise PassFailedException(f"{where}: depends on a later instruction {dep}")
             if dep <= barrier:
                 raise PassFailedException(f"{where}: depends on instruction {dep}, across the barrier {barrier}")
-        if inst.waits is not None:
-            vals = [int(v) for v in inst.waits.get_values()]
+        waits = props.get("waits")
+        if waits is not None:
+            vals = [int(v) for v in waits.get_values()]  # type: ignore[attr-defined]
             for sem, value in zip(vals[::2], vals[1::2]):
                 if signals.get(sem, 0) < value:
                     raise PassFailedException(
                         f"{where}: waits for semaphore {sem} >= {value}, but only {signals.get(sem, 0)} earlier "
                         "instructions signal it (the schedule would deadlock)"
                     )
-        if inst.signal is not None:
-            s = inst.signal.value.data
+        signal = props.get("signal")
+        if signal is not None:
+            s = signal.value.data  # type: ignore[attr-defined]
             signals[s] = signals.get(s, 0) + 1
     if depth:
         raise PassFailedException(f"@{name}: {depth} loop_begin without a loop_end")

@@ -23,12 +23,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.traits import IsControl, IsDma
+from nkic.dialects.traits import IsControl
+from nkic.passes.stretch_graph import StretchGraph
 
 
 def stretches(fn: bir.FunctionOp) -> Iterator[list[bir.BirInst]]:
@@ -48,33 +49,29 @@ def stretches(fn: bir.FunctionOp) -> Iterator[list[bir.BirInst]]:
 def earlier_deps(insts: list[bir.BirInst]) -> list[list[int]]:
     """Per instruction of a barrier-free stretch: the positions of its dependencies, each of which must be an
     earlier instruction of the stretch (what dependency-analysis produces; hand-written IR may say otherwise)."""
-    index = {inst.inst_id: i for i, inst in enumerate(insts)}
-    out = []
-    for i, inst in enumerate(insts):
-        try:
-            ps = [index[d] for _, d in inst.dep_list]
-        except KeyError as e:
-            raise PassFailedException(f"instruction {inst.inst_id} depends on {e.args[0]}, which is not before it "
-                                      "in the same barrier-free stretch") from None  # fmt: skip
-        if any(p >= i for p in ps):
-            raise PassFailedException(f"instruction {inst.inst_id} depends on a later instruction")
-        out.append(ps)
-    return out
+    g = StretchGraph.build(insts)
+    return [list(ps) for ps in g.preds]
 
 
 def _preds(insts: list[bir.BirInst], engine_order: bool) -> tuple[list[list[int]], list[int]]:
     """Per instruction (by position): its explicit predecessors' positions, and its implicit engine-order
     predecessor's position (-1 for none)."""
-    explicit = earlier_deps(insts)
+    g = StretchGraph.build(insts)
+    return [list(ps) for ps in g.preds], _engine_chain(g, range(len(insts)), engine_order)
+
+
+def _engine_chain(g: StretchGraph, span: range, engine_order: bool) -> list[int]:
+    """Per position of ``span``: the position (in ``span``) of the previous instruction on the same compute engine
+    when ``engine_order`` counts it as an edge, else -1."""
     chain: list[int] = []
     last_on: dict[str, int] = {}
-    for i, inst in enumerate(insts):
+    for k, i in enumerate(span):
         prev = -1
-        if engine_order and not inst.has_trait(IsDma):
-            prev = last_on.get(inst.engine.data, -1)
-            last_on[inst.engine.data] = i
+        if engine_order and not g.dma[i]:
+            prev = last_on.get(g.engine[i], -1)
+            last_on[g.engine[i]] = k
         chain.append(prev)
-    return explicit, chain
+    return chain
 
 
 def reachability(insts: list[bir.BirInst], engine_order: bool = False) -> list[int]:
@@ -91,34 +88,47 @@ def reachability(insts: list[bir.BirInst], engine_order: bool = False) -> list[i
 
 def reduce_stretch(insts: list[bir.BirInst], engine_order: bool) -> int:
     """Drop the redundant edges of one stretch; returns how many were dropped."""
-    explicit, chain = _preds(insts, engine_order)
+    g = StretchGraph.build(insts)
+    return _reduce(g, range(len(insts)), engine_order)
+
+
+def _reduce(g: StretchGraph, span: range, engine_order: bool) -> int:
+    """Drop the redundant edges of the stretch ``span`` of ``g``; returns how many were dropped."""
+    explicit, chain = g.local_preds(span), _engine_chain(g, span, engine_order)
     anc: list[int] = []
     dropped = 0
     for i, (ps, prev) in enumerate(zip(explicit, chain)):
-        all_preds = set(ps) | ({prev} if prev >= 0 else set())
+        all_preds = ps if prev < 0 else (*ps, prev)
+        if len(all_preds) <= 1:  # nothing to reduce (most instructions): only the ancestors
+            anc.append(anc[all_preds[0]] | (1 << all_preds[0]) if all_preds else 0)
+            continue
         through = 0  # everything reachable from w through one of its predecessors (not the predecessor itself)
         for p in all_preds:
             through |= anc[p]
-        keep = {p for p in ps if not (through >> p) & 1}
         bits = through
         for p in all_preds:
             bits |= 1 << p
         anc.append(bits)
-        if len(keep) < len(set(ps)):
-            inst = insts[i]
-            kept = [(k, d) for (k, d), q in zip(inst.dep_list, ps) if q in keep]
-            dropped += len(inst.dep_list) - len(kept)
+        if any((through >> p) & 1 for p in ps):
+            inst = g.insts[span.start + i]
+            pairs = inst.dep_pairs
+            kept = [e for e, q in zip(pairs, ps) if not (through >> q) & 1]
+            dropped += len(pairs) - len(kept)
             if kept:
-                inst.properties["deps"] = ArrayAttr([bir.DepAttr(k, d) for k, d in kept])
+                inst.properties["deps"] = bir.deps_attr(kept)
             else:
                 inst.properties.pop("deps", None)
+            g.preds[span.start + i] = tuple([span.start + q for q in ps if not (through >> q) & 1])
     return dropped
 
 
 def reduce_function(fn: bir.FunctionOp, engine_order: bool) -> int:
-    if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+    if fn.has_loops():
         raise PassFailedException("dep-reduction needs unrolled BIR (run bir-unroll first)")
-    return sum(reduce_stretch(s, engine_order) for s in stretches(fn))
+    g = StretchGraph.of(fn, list(fn.instructions()))  # post-schedule's, when it ran just before
+    dropped = sum(_reduce(g, span, engine_order) for span in g.stretches)
+    g.keep(fn)  # its edges updated with the IR's: dma-optimization replays the same graph
+    return dropped
 
 
 @dataclass(frozen=True)

@@ -26,32 +26,43 @@ restarts after one.
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.common import AccessPatternAttr
+from nkic.dialects.common import AccessPatternAttr, i64_attr
 from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.lowering import cost_record
-from nkic.passes.schedule_instructions import _reorder, check_options, duration_ns
-from nkic.target.costs import instr_ns
+from nkic.passes.schedule_instructions import check_options, duration_ns
+from nkic.passes.stretch_graph import StretchGraph, reorder
+from nkic.target.costs import dma_ns, instr_ns
 from nkic.target.isa import MAX_FREE_DIMS
 from nkic.target.machine import NUM_DMA_QUEUES, Target, get_target
 
 
 def assign_queues(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs | None = None) -> float:
     """Set every DMA's ``queue``; returns the replayed finish time (ns) of the function."""
-    if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+    if fn.has_loops():
         raise PassFailedException("dma-optimization needs unrolled BIR (run bir-unroll first)")
-    end, queues = replay(list(fn.instructions()), fn.memlocs(), target, num_queues, costs)
-    for inst, q in queues.items():
-        inst.properties["queue"] = IntegerAttr(q, i64)
+    insts = list(fn.instructions())
+    graph = StretchGraph.of(fn, insts, strict=False)  # dep-reduction's, when it ran just before
+    end, queues = replay(insts, fn.memlocs(), target, num_queues, costs, graph)
+    _set_queues(queues)
     return end
+
+
+def _set_queues(queues: dict[bir.BirInst, int]) -> None:
+    for inst, q in queues.items():
+        inst.properties["queue"] = i64_attr(q)
 
 
 Costs = dict[bir.BirInst, tuple[float, float]]  # instruction -> (issue ns on its engine, duration ns)
@@ -72,43 +83,117 @@ def cost_figures(
     """(issue ns on the engine, duration ns on the engine or queue) of ``inst``, through the ``costs`` cache."""
     got = costs.get(inst)
     if got is None:
-        issue = instr_ns(cost_record(inst, locs), target) if inst.has_trait(IsDma) else 0.0
-        got = costs[inst] = (issue, duration_ns(inst, locs, target))
+        got = costs[inst] = _figures(inst, locs, target)
     return got
+
+
+# Properties the cost record never reads (``lowering.cost_record``'s list less the engine, which it keys on): they
+# change from pass to pass (post-schedule renumbers, dep-reduction drops edges) while the figures stay the same.
+_UNCOSTED = frozenset(("id", "deps", "waits", "signal"))
+_FIGURES = "_nkic_figures"
+
+
+def _figures(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -> tuple[float, float]:
+    """``inst``'s (issue, duration), memoised on the instruction across passes: post-schedule and
+    dma-optimization each price every instruction (~12 us: the cost record's memo check, then the cost model). The
+    memo holds while the target, every property the record can read and each operand memloc's memory and dtype are
+    the very same objects (attributes are immutable: a pass that changes one puts a new object there)."""
+    props = inst.properties
+    keys, values = tuple(props), tuple(props.values())
+    mems = []
+    for r in props["refs"].data:  # type: ignore[attr-defined]
+        lp = locs[r.data].properties
+        mems += (lp["memory"], lp["dtype"])
+    memo = inst.__dict__.get(_FIGURES)
+    if memo is not None and memo[0] is target and all(map(operator.is_, mems, memo[5])):
+        _, seen_keys, pick, costed_keys, costed, _, got = memo
+        if seen_keys != keys:  # a property came or went (dep-reduction drops every edge of some): look again
+            pick = _picker(tuple([n for n, k in enumerate(keys) if k not in _UNCOSTED]))
+            if pick(keys) != costed_keys:
+                pick = None
+        if pick is not None and all(map(operator.is_, pick(values), costed)):
+            if seen_keys != keys:
+                inst.__dict__[_FIGURES] = (target, keys, pick, costed_keys, costed, mems, got)
+            return got
+    if inst.has_trait(IsDma):  # one cost record for both figures (``duration_ns`` is ``dma_ns`` of it)
+        record = cost_record(inst, locs)
+        got = (instr_ns(record, target), dma_ns(record, target))
+    else:
+        got = (0.0, duration_ns(inst, locs, target))
+    pick = _picker(tuple([n for n, k in enumerate(keys) if k not in _UNCOSTED]))
+    inst.__dict__[_FIGURES] = (target, keys, pick, pick(keys), pick(values), mems, got)
+    return got
+
+
+@functools.cache
+def _picker(idx: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """The values at ``idx`` of a tuple, as a tuple (``itemgetter`` returns a bare value for one index)."""
+    if len(idx) == 1:
+        return lambda v: (v[idx[0]],)
+    return operator.itemgetter(*idx)  # type: ignore[return-value]
 
 
 def replay(
     insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int,
-    costs: Costs | None = None,
+    costs: Costs | None = None, graph: StretchGraph | None = None,
 ) -> tuple[float, dict[bir.BirInst, int]]:
-    """Replay ``insts`` in order against the cost model; (finish time in ns, the queue each DMA goes to)."""
+    """Replay ``insts`` in order against the cost model; (finish time in ns, the queue each DMA goes to).
+    ``graph``: the edges of ``insts`` when the caller has them (else read here, leniently)."""
+    g = StretchGraph.build(insts, strict=False) if graph is None else graph
     costs = {} if costs is None else costs
-    finish: dict[int, float] = {}
+    figures = [(0.0, 0.0) if c else cost_figures(inst, locs, target, costs) for inst, c in zip(insts, g.control)]
+    end, queue_of = replay_graph(g, range(len(insts)), figures, num_queues)
+    return end, {insts[i]: q for i, q in queue_of.items()}
+
+
+def replay_graph(
+    g: StretchGraph, order: Sequence[int], figures: Sequence[tuple[float, float]], num_queues: int
+) -> tuple[float, dict[int, int]]:
+    """The replay on plain arrays: the positions of ``g`` in ``order`` (a topological order of its edges, with its
+    barriers where they are), ``figures[i]`` position i's (issue, duration); (finish ns, position -> queue).
+
+    Each engine runs its instructions in order; an instruction is ready once its producers have finished. A DMA
+    costs its issuing engine the issue time, then waits for the queue where it starts first (ties: the queue after
+    the last one used). A barrier drains everything: the replay restarts from the finish time so far."""
+    control, dma, engine, preds = g.control, g.dma, g.engine, g.preds
+    # Every finish time of an earlier stretch is at most ``floor`` (the latest finish so far): entries left over
+    # from there, and the zeros of positions not replayed yet, count as ``floor`` by the max below.
+    finish = [0.0] * len(control)
     engine_free: dict[str, float] = {}
     queue_free = [0.0] * num_queues
-    queues: dict[bir.BirInst, int] = {}
+    queue_of: dict[int, int] = {}
     floor = end = 0.0
     last = num_queues - 1
-    for inst in insts:
-        if inst.has_trait(IsControl):  # a barrier: everything drains, then all starts afresh
+    for i in order:
+        if control[i]:  # a barrier: everything drains, then all starts afresh
             floor = end
-            finish, engine_free, queue_free = {}, {}, [floor] * num_queues
+            engine_free, queue_free = {}, [floor] * num_queues
             continue
-        ready = max([finish.get(d, floor) for _, d in inst.dep_list], default=floor)
-        engine = inst.engine.data
-        ready = max(ready, engine_free.get(engine, floor))
-        issue, duration = cost_figures(inst, locs, target, costs)
-        if inst.has_trait(IsDma):  # the issuing engine spends the issue cost, then the transfer waits for a queue
-            issued = ready + issue
-            engine_free[engine] = issued
-            order = [(last + 1 + k) % num_queues for k in range(num_queues)]
-            q = min(order, key=lambda k: max(issued, queue_free[k]))
-            queue_free[q] = finish[inst.inst_id] = max(issued, queue_free[q]) + duration
-            queues[inst] = last = q
+        ready = floor
+        for p in preds[i]:
+            if finish[p] > ready:
+                ready = finish[p]
+        e = engine[i]
+        free = engine_free.get(e, floor)
+        if free > ready:
+            ready = free
+        issue, duration = figures[i]
+        if dma[i]:  # the issuing engine spends the issue cost, then the transfer waits for a queue
+            issued = engine_free[e] = ready + issue
+            best_q, best_t = 0, math.inf
+            for k in range(last + 1, last + 1 + num_queues):  # first the queue after the last one used
+                q = k % num_queues
+                t = queue_free[q] if queue_free[q] > issued else issued
+                if t < best_t:
+                    best_q, best_t = q, t
+            done = queue_free[best_q] = best_t + duration
+            queue_of[i] = last = best_q
         else:
-            finish[inst.inst_id] = engine_free[engine] = ready + duration
-        end = max(end, finish[inst.inst_id])
-    return end, queues
+            done = engine_free[e] = ready + duration
+        finish[i] = done
+        if done > end:
+            end = done
+    return end, queue_of
 
 
 # what a plain copy carries (a merged transfer keeps its first one's loc and call)
@@ -142,7 +227,7 @@ class _Group:
         step = (d1 - d0, s1 - s0)
         if 0 in step or (self.step is not None and step != self.step):
             return False
-        return all(position_of[d] < self.position for _, d in inst.dep_list)
+        return all(position_of[d] < self.position for d in inst.dep_ids)
 
     def merged_aps(self) -> list[AccessPatternAttr]:
         assert self.step is not None
@@ -184,12 +269,24 @@ def _cheaper(group: _Group, locs: dict[str, bir.MemLocOp], target: Target) -> bo
     """The cost model's guard: one transfer of the group's shape takes less than the separate ones."""
     merged = group.head.clone()
     merged.properties["aps"] = ArrayAttr(group.merged_aps())
-    return duration_ns(merged, locs, target) < sum(duration_ns(m, locs, target) for m in group.members)
+    # the members' figures through their memo: the group is priced again each time it grows
+    return duration_ns(merged, locs, target) < sum(_figures(m, locs, target)[1] for m in group.members)
 
 
 def coalesce(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs | None = None) -> int:
     """Coalesce adjacent transfers in ``fn`` when the replay says so; returns the transfers removed. ``costs``:
     the replays' cache, left valid for the function as it is afterwards."""
+    return _coalesce(fn, target, num_queues, costs)[0]
+
+
+Replayed = tuple[float, dict[bir.BirInst, int]]  # what ``replay`` returns
+
+
+def _coalesce(
+    fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs | None = None
+) -> tuple[int, Replayed | None]:
+    """``coalesce``, and the replay of the function as it is afterwards when one was made (the queues
+    ``assign_queues`` would compute again: the same order and edges, only renumbered)."""
     insts = list(fn.instructions())
     locs = fn.memlocs()
     position_of = {inst.inst_id: i for i, inst in enumerate(insts)}
@@ -216,30 +313,36 @@ def coalesce(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs |
         groups.append(group)
     merging = [g for g in groups if len(g.members) > 1]
     if not merging:
-        return 0
+        return 0, None
     costs = {} if costs is None else costs
-    before = replay_ns(insts, locs, target, num_queues, costs)
+    before = replay(insts, locs, target, num_queues, costs, StretchGraph.of(fn, insts, strict=False))
     saved = {inst: (inst.properties.get("deps"), inst.properties["aps"]) for inst in insts}
     gone = _apply(merging)
     for g in merging:  # their operands changed
         costs.pop(g.head, None)
-    if replay_ns(list(fn.instructions()), locs, target, num_queues, costs) > before:
-        for inst in list(fn.instructions()):
-            inst.detach()
-        fn.body.block.add_ops(insts)
+    after = replay(list(fn.instructions()), locs, target, num_queues, costs)
+    if after[0] > before[0]:  # undo: the removed transfers back where they were, the changed properties back
+        block = fn.body.block
+        dropped = set(gone)
+        for k, inst in enumerate(insts):
+            if inst in dropped:  # never the first: its group's first transfer comes before it
+                block.insert_op_after(inst, insts[k - 1])
         for inst, (deps, aps) in saved.items():
-            inst.properties["aps"] = aps
-            if deps is None:
-                inst.properties.pop("deps", None)
-            else:
-                inst.properties["deps"] = deps
+            props = inst.properties
+            if props["aps"] is not aps:
+                props["aps"] = aps
+            if props.get("deps") is not deps:
+                if deps is None:
+                    props.pop("deps", None)
+                else:
+                    props["deps"] = deps
         for g in merging:  # back to their own operands
             costs.pop(g.head, None)
-        return 0
-    _reorder(fn, list(fn.instructions()))
+        return 0, before
+    reorder(fn, list(fn.instructions()))
     for m in gone:
         m.erase()
-    return len(gone)
+    return len(gone), after
 
 
 def _apply(merging: list[_Group]) -> list[bir.BirInst]:
@@ -248,7 +351,7 @@ def _apply(merging: list[_Group]) -> list[bir.BirInst]:
     into = {m.inst_id: g.head.inst_id for g in merging for m in g.members[1:]}
     gone = [m for g in merging for m in g.members[1:]]
     for g in merging:
-        deps = {d: k for m in g.members for k, d in m.dep_list}
+        deps = {d: k for m in g.members for k, d in m.dep_pairs}
         g.head.properties["aps"] = ArrayAttr(g.merged_aps())
         if deps:
             g.head.properties["deps"] = bir.deps_attr(sorted(((k, d) for d, k in deps.items()), key=lambda e: e[1]))
@@ -257,9 +360,9 @@ def _apply(merging: list[_Group]) -> list[bir.BirInst]:
         m.detach()
     assert block is not None
     for inst in block.ops:
-        if isinstance(inst, bir.BirInst) and inst.deps is not None and any(d in into for _, d in inst.dep_list):
+        if isinstance(inst, bir.BirInst) and any(d in into for d in inst.dep_ids):
             deps = {}
-            for k, d in inst.dep_list:
+            for k, d in inst.dep_pairs:
                 deps.setdefault(into.get(d, d), k)
             inst.properties["deps"] = bir.deps_attr(sorted(((k, d) for d, k in deps.items()), key=lambda e: e[1]))
     return gone
@@ -275,7 +378,12 @@ class DmaOptimizationPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_options(self.target, self.num_queues, NUM_DMA_QUEUES)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
+            if fn.has_loops():  # before coalescing walks the loop bodies
+                raise PassFailedException("dma-optimization needs unrolled BIR (run bir-unroll first)")
             costs: Costs = {}
-            if self.coalesce:
-                coalesce(fn, get_target(self.target), self.num_queues, costs)
-            assign_queues(fn, get_target(self.target), self.num_queues, costs)
+            replayed = _coalesce(fn, get_target(self.target), self.num_queues, costs)[1] if self.coalesce else None
+            if replayed is None:
+                assign_queues(fn, get_target(self.target), self.num_queues, costs)
+            else:  # coalescing replayed the function as it now is: its queues are the ones to keep
+                _set_queues(replayed[1])
+            StretchGraph.forget(fn)  # the last pass to read it: its memory goes with it

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -56,7 +56,7 @@ def schedule(fn: bir.FunctionOp, num_queues: int) -> None:
         else:
             sem = ENGINE_SEM[engine]
         waits: dict[int, int] = {}
-        for _, dep in inst.dep_list:
+        for dep in inst.dep_ids:
             if dep not in sem_of:
                 raise PassFailedException(f"instruction {inst.inst_id} depends on {dep}, which is not before it in "
                                           "the same barrier-free stretch")  # fmt: skip
@@ -70,8 +70,7 @@ def schedule(fn: bir.FunctionOp, num_queues: int) -> None:
         sem_of[inst.inst_id], count_of[inst.inst_id] = sem, counts[sem]
         inst.properties["signal"] = i64_attr(sem)
         if needed:
-            flat = [x for pair in needed.items() for x in pair]
-            inst.properties["waits"] = DenseArrayBase.from_list(i64, flat)
+            inst.properties["waits"] = bir.waits_attr([x for pair in needed.items() for x in pair])
         else:
             inst.properties.pop("waits", None)
 

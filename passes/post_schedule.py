@@ -20,6 +20,7 @@ its own. Runs before ``dep-reduction{engine_order=true}``, which needs the final
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -28,10 +29,9 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
-from nkic.dialects.traits import IsControl, IsDma
-from nkic.passes.dep_reduction import earlier_deps
-from nkic.passes.dma_optimization import Costs, cost_figures, replay_ns
-from nkic.passes.schedule_instructions import _reorder, check_options
+from nkic.passes.dma_optimization import Costs, cost_figures, replay_graph
+from nkic.passes.schedule_instructions import check_options
+from nkic.passes.stretch_graph import StretchGraph, reorder
 from nkic.target.costs import dependent_latency_ns
 from nkic.target.machine import Target, get_target
 
@@ -43,54 +43,59 @@ def bottom_levels(durations: list[float], latency: list[float], succs: list[list
     Instructions are in a topological order (every edge points forward)."""
     level = [0.0] * len(durations)
     for i in range(len(durations) - 1, -1, -1):
-        tail = max((level[s] for s in succs[i]), default=0.0)
-        level[i] = durations[i] + (latency[i] + tail if succs[i] else 0.0)
+        ss = succs[i]
+        level[i] = durations[i] + (latency[i] + max([level[s] for s in ss]) if ss else 0.0)
     return level
 
 
 def refine(
-    insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp], target: Target, num_queues: int, costs: Costs
+    preds: list[tuple[int, ...]], dur: list[float], res: list[str], lat: list[float], num_queues: int
 ) -> list[int]:
-    """The critical-path list order of one barrier-free stretch (indices into ``insts``); ``costs`` caches the
-    cost model's figures for the replays."""
-    preds = earlier_deps(insts)
-    succs: list[list[int]] = [[] for _ in insts]
+    """The critical-path list order of one barrier-free stretch (positions in it): ``preds`` its edges (positions
+    of earlier instructions), ``dur``/``res``/``lat`` each instruction's duration, resource (engine, or ``_DMA``
+    for the queue pool) and the dependent latency after it."""
+    succs: list[list[int]] = [[] for _ in preds]
     for i, ps in enumerate(preds):
         for p in ps:
             succs[p].append(i)
-    dur = [cost_figures(inst, locs, target, costs)[1] for inst in insts]
-    res = [_DMA if inst.has_trait(IsDma) else inst.engine.data for inst in insts]
-    lat = [0.0 if r == _DMA else dependent_latency_ns(r, target) for r in res]
     level = bottom_levels(dur, lat, succs)
     free: dict[str, list[float]] = {r: [0.0] * (num_queues if r == _DMA else 1) for r in set(res)}
     pending: dict[str, list[tuple[float, int]]] = {r: [] for r in free}  # (data ready, i)
     available: dict[str, list[tuple[float, int]]] = {r: [] for r in free}  # (-bottom level, i)
     waiting = [len(p) for p in preds]
-    ready_at = [0.0] * len(insts)
+    ready_at = [0.0] * len(preds)
     for i, w in enumerate(waiting):
         if w == 0:
             heapq.heappush(pending[res[i]], (0.0, i))
+    earliest = {r: 0.0 for r in free}  # min(free[r]), kept up to date
+    resources = sorted(free)  # in name order: a tie on time goes to the first, as (t, r) compares
     order: list[int] = []
-    while len(order) < len(insts):
-        best: tuple[float, str] | None = None
-        for r in free:  # the resource that decides next: free first, then data first
-            if not pending[r] and not available[r]:
+    while len(order) < len(preds):
+        best_t, r = math.inf, ""
+        for q in resources:  # the resource that decides next: free first, then data first
+            av = available[q]
+            if av:
+                t = earliest[q]
+            elif pending[q]:
+                t = earliest[q]
+                if pending[q][0][0] > t:
+                    t = pending[q][0][0]
+            else:
                 continue
-            t = min(free[r])
-            if not available[r]:
-                t = max(t, pending[r][0][0])
-            if best is None or (t, r) < best:
-                best = (t, r)
-        if best is None:
+            if t < best_t:
+                best_t, r = t, q
+        if not r:
             raise PassFailedException("post-schedule: dependency edges form a cycle")
-        t, r = best
+        t = best_t
         while pending[r] and pending[r][0][0] <= t:
             _, i = heapq.heappop(pending[r])
             heapq.heappush(available[r], (-level[i], i))
         _, i = heapq.heappop(available[r])
-        slot = free[r].index(min(free[r]))
+        slots = free[r]
+        slot = slots.index(earliest[r])
         end = t + dur[i]
-        free[r][slot] = end
+        slots[slot] = end
+        earliest[r] = min(slots)
         order.append(i)
         for s in succs[i]:
             ready_at[s] = max(ready_at[s], end + lat[i])
@@ -102,25 +107,32 @@ def refine(
 
 def post_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
     """Refine ``fn``'s order; True when the refined order replays faster and was kept."""
-    if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
+    if fn.has_loops():
         raise PassFailedException("post-schedule needs unrolled BIR (run bir-unroll first)")
     locs = fn.memlocs()
     costs: Costs = {}
     before = list(fn.instructions())
-    new: list[bir.BirInst] = []
-    stretch: list[bir.BirInst] = []
-    for inst in [*before, None]:
-        if inst is None or inst.has_trait(IsControl):
-            new += [stretch[i] for i in refine(stretch, locs, target, num_queues, costs)] if stretch else []
-            new += [inst] if inst is not None else []
-            stretch = []
-        else:
-            stretch.append(inst)
-    if new == before:
+    # the edges, engines and cost figures read once, for the refinement and both replays
+    g = StretchGraph.of(fn, before)
+    figures = [(0.0, 0.0) if c else cost_figures(inst, locs, target, costs) for inst, c in zip(before, g.control)]
+    res = [_DMA if d else e for d, e in zip(g.dma, g.engine)]
+    latency = {r: 0.0 if r == _DMA else dependent_latency_ns(r, target) for r in set(res)}
+    new: list[int] = []
+    done = 0  # positions before ``done`` are placed; the barriers between stretches stay where they are
+    for span in g.stretches:
+        new += range(done, span.start)
+        dur = [figures[i][1] for i in span]
+        local = refine(g.local_preds(span), dur, res[span.start : span.stop],
+                       [latency[res[i]] for i in span], num_queues)  # fmt: skip
+        new += [span.start + k for k in local]
+        done = span.stop
+    new += range(done, len(before))
+    if new == list(range(len(before))):
         return False
-    if replay_ns(new, locs, target, num_queues, costs) >= replay_ns(before, locs, target, num_queues, costs):
+    if replay_graph(g, new, figures, num_queues)[0] >= replay_graph(g, range(len(before)), figures, num_queues)[0]:
         return False
-    _reorder(fn, new)
+    reorder(fn, [before[i] for i in new])
+    g.renumbered(new).keep(fn)  # for dep-reduction and dma-optimization, which read the same edges next
     return True
 
 
