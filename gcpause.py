@@ -4,17 +4,42 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
+import resource
 from collections.abc import Iterator
 
-# A full collection runs at the start of a pause when the objects the collector does not scan (the frozen ones, below)
-# have grown past (1 + FULL_RATIO) times the tracked objects left after the previous full collection, and past
-# FULL_MIN objects: CPython's own kind of rule for its oldest generation, so the cost stays amortised O(1) per object
-# and dropped results cannot pile up without bound. At the start, not the end: a process that compiles once (the CLI,
-# a benchmark) never pays for a collection whose garbage dies with it anyway. FULL_MIN is about 1.7 times what a
-# 16K-attention trace and compile leave (2.4M objects, 435 MB peak RSS either way).
+# A full collection runs at the start of a pause when what the collector does not scan (the frozen objects, below) may
+# hold too much garbage: the frozen objects have grown past (1 + FULL_RATIO) times the tracked objects left after the
+# previous full collection and past FULL_MIN objects, or the process's memory has grown past (1 + FULL_RATIO) times
+# what it was after that collection and by more than FULL_MIN_BYTES (objects alone are not enough: a frozen cycle may
+# hold a large array). CPython's own kind of rule for its oldest generation, so the cost stays amortised O(1) per
+# object or byte and dropped results cannot pile up without bound. At the start, not the end: a process that compiles
+# once (the CLI, a benchmark) never pays for a collection whose garbage dies with it anyway. FULL_MIN is about 1.7
+# times what a 16K-attention trace and compile leave (2.4M objects, ~0.5 GB peak RSS either way).
 FULL_MIN = 4_000_000
+FULL_MIN_BYTES = 1 << 30
 FULL_RATIO = 1.0
 _live = 0  # tracked objects after the last full collection
+_live_bytes = -1  # the process's resident bytes after the last full collection (-1: not measured yet)
+
+
+def resident_bytes() -> int:
+    """The process's resident memory now (Linux); elsewhere its peak, which only grows, so the rule still holds."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _full_collection_due() -> bool:
+    global _live_bytes
+    if _live_bytes < 0:
+        _live_bytes = resident_bytes()
+    if gc.get_freeze_count() > max(FULL_MIN, (1 + FULL_RATIO) * _live):
+        return True
+    rss = resident_bytes()
+    return rss > max(_live_bytes + FULL_MIN_BYTES, (1 + FULL_RATIO) * _live_bytes)
 
 
 @contextlib.contextmanager
@@ -27,19 +52,23 @@ def gc_paused() -> Iterator[None]:
     moves every tracked object to the permanent generation (O(1)), so the collections that run automatically once the
     collector is back on scan only what the caller allocates afterwards, not the pause's survivors (a young
     collection of those cost ~0.7 s per pause at 16K attention, and 16K's trace and compile are two pauses). The
-    cycles a pause dropped (and what the caller drops later of its results) wait in the permanent generation until
-    the FULL_MIN / FULL_RATIO rule above unfreezes and collects everything, so memory stays bounded across any number
-    of compiles; ``gc.collect()`` alone does not reach them. Nested uses are free (only the outermost one acts); a
-    collector the caller disabled stays disabled, and then nothing is frozen either (a program that uses
-    ``gc.freeze`` itself keeps control by disabling the collector around nkic)."""
-    global _live
+    cycles a pause dropped (and what the caller drops later) wait in the permanent generation until the rule above
+    unfreezes and collects everything, so memory stays bounded across any number of compiles; ``gc.collect()`` alone
+    does not reach them. Before freezing, the caller's young objects made since the previous pause are collected
+    (cheap: only they are scanned), so garbage the caller made (a simulation's cycles) is not frozen with them.
+    Nested uses are free (only the outermost one acts); a collector the caller disabled stays disabled, and then
+    nothing is frozen either (a program that uses ``gc.freeze`` itself keeps control by disabling the collector
+    around nkic)."""
+    global _live, _live_bytes
     if not gc.isenabled():
         yield
         return
-    if gc.get_freeze_count() > max(FULL_MIN, (1 + FULL_RATIO) * _live):
+    if _full_collection_due():
         gc.unfreeze()
         gc.collect()
-        _live = len(gc.get_objects())
+        _live, _live_bytes = len(gc.get_objects()), resident_bytes()
+    else:
+        gc.collect(1)
     gc.disable()
     try:
         yield

@@ -50,6 +50,25 @@ def test_gc_paused_freezes_what_it_made_until_the_full_collection_rule_fires(mon
         assert ref() is None and gc.get_freeze_count() == 0
 
 
+def test_frozen_garbage_holding_memory_is_collected_by_the_bytes_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    monkeypatch.setattr(gcpause, "FULL_MIN", 10**12)  # only the bytes rule can fire
+    monkeypatch.setattr(gcpause, "FULL_MIN_BYTES", 64 << 20)
+    monkeypatch.setattr(gcpause, "FULL_RATIO", 0.0)
+    with gc_paused():
+        pass  # a full collection may run here; the baseline is measured by now
+    monkeypatch.setattr(gcpause, "_live_bytes", gcpause.resident_bytes())
+    with gc_paused():
+        node = _Node()
+        node.data = np.ones(32 << 20)  # type: ignore[attr-defined]  # 256 MB, held by a cycle (few objects)
+        ref = weakref.ref(node)
+        del node
+    assert ref() is not None  # frozen
+    with gc_paused():  # memory grew by more than FULL_MIN_BYTES: collected at the start
+        assert ref() is None
+
+
 def test_gc_paused_keeps_a_disabled_collector_disabled() -> None:
     gc.disable()
     try:
