@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, i32
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import bir
@@ -31,7 +32,7 @@ def _activate() -> ActActivateOp:
     return ActActivateOp.make(1, {"dst": dst, "src": src}, func="exp")
 
 
-def _irdl_message(op: ActActivateOp) -> str:
+def _irdl_message(op: Operation) -> str:
     with pytest.raises(VerifyException) as e:
         op.get_irdl_definition().verify(op)
     return str(e.value)
@@ -44,9 +45,12 @@ def _irdl_message(op: ActActivateOp) -> str:
     ("nonsense", StringAttr("x")),  # undeclared property
 ])  # fmt: skip
 def test_compiled_check_keeps_xdsl_diagnostics(bad: tuple[str, object]) -> None:
-    op = _activate()
-    op.verify_()  # a well-formed op passes the compiled check
-    name, value = bad
+    check_keeps_xdsl_diagnostic(_activate(), *bad)
+
+
+def check_keeps_xdsl_diagnostic(op: Operation, name: str, value: object) -> None:
+    """A well-formed ``op`` passes its compiled check; with ``name`` set to ``value`` it fails with IRDL's message."""
+    op.verify_()
     op.properties[name] = value  # type: ignore[assignment]
     want = _irdl_message(op)
     with pytest.raises(VerifyException) as got:

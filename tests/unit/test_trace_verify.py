@@ -14,6 +14,7 @@ from nkic.dialects import penguin
 from nkic.dialects.common import AccessPatternAttr
 from nkic.frontend.emit import verify_traced
 from nkic.frontend.tracer import TensorSpec, jit
+from test_compile_fastpaths import check_keeps_xdsl_diagnostic
 
 
 @jit
@@ -102,14 +103,7 @@ def _irdl_message(op: penguin.AllocOp) -> str:
     ("nonsense", StringAttr("x")),  # undeclared property
 ])  # fmt: skip
 def test_alloc_compiled_check_keeps_xdsl_diagnostics(bad: tuple[str, object]) -> None:
-    op = _alloc()
-    op.verify_()  # a well-formed allocation passes the compiled check
-    name, value = bad
-    op.properties[name] = value  # type: ignore[assignment]
-    want = _irdl_message(op)
-    with pytest.raises(VerifyException) as got:
-        op.verify_()
-    assert str(got.value) == want
+    check_keeps_xdsl_diagnostic(_alloc(), *bad)
 
 
 def test_alloc_result_type_and_own_verifier() -> None:
