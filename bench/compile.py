@@ -1,6 +1,7 @@
 """Compile-time scaling table: trace and compile time, NEFF instructions, ms per instruction and peak RSS.
 
-``python bench/compile.py [CASE ...]`` (``make bench-compile``); cases: ``attn-1k attn-4k attn-16k mm-2k mm-10k mm-100k``
+``python bench/compile.py [CASE ...]`` (``make bench-compile``); cases: ``attn-1k attn-4k attn-16k attn-64k-rolled mm-2k
+mm-10k mm-100k``
 (the default is every case but ``attn-16k`` and ``mm-100k``, which take minutes). Only the compiler runs, not the simulator. Each case
 runs in a fresh interpreter, so its peak RSS is its own and no case warms a cache for the next; the NEFF's SHA-256
 prefix is printed so a change that must not alter the generated code can be checked against the previous table.
@@ -8,6 +9,8 @@ Trace and compile are wall times; the CPU column (process time of both) is the s
 and ms per instruction is computed from it.
 
 * ``attn-<S>``: the bundled flash attention, causal, bf16, d=128, one head, seqlen S.
+* ``attn-64k-rolled``: ``flash_attention_rolled`` at seqlen 64K compiled with ``roll_loops=True`` (ARCHITECTURE.md
+  "Rolled loops"; the program grows as O(S)); ``bench/rolled.py`` compares the rolled forms.
 * ``mm-<N>k``: a ``static_range`` matmul chain (every K tile loaded, accumulated in PSUM, evacuated and stored;
   ``nl.static_range`` unrolls at trace time, so the program has ~N thousand engine instructions).
 """
@@ -59,21 +62,23 @@ CASES: dict[str, tuple[str, str, tuple[int, ...]]] = {
     "attn-1k": ("attention causal bf16 d128, 1K", "attention", (1024,)),
     "attn-4k": ("attention causal bf16 d128, 4K", "attention", (4096,)),
     "attn-16k": ("attention causal bf16 d128, 16K", "attention", (16384,)),
+    "attn-64k-rolled": ("attention causal bf16 d128, 64K, rolled loops", "attention_rolled", (65536,)),
     "mm-2k": ("static_range matmul K=2048 M=512 N=5120", "matmul_chain", (2048, 512, 5120)),
     "mm-10k": ("static_range matmul K=2048 M=2560 N=5120", "matmul_chain", (2048, 2560, 5120)),
     "mm-100k": ("static_range matmul K=4096 M=8192 N=8192", "matmul_chain", (4096, 8192, 8192)),
 }
-DEFAULT = ["attn-1k", "attn-4k", "mm-2k", "mm-10k"]
+DEFAULT = ["attn-1k", "attn-4k", "attn-64k-rolled", "mm-2k", "mm-10k"]
 
 
 def _trace(kernel: str, dims: tuple[int, ...]) -> Any:
     from nkic.frontend import TensorSpec
 
-    if kernel == "attention":
-        from nkic.kernels.flash_attention import flash_attention
+    if kernel.startswith("attention"):
+        from nkic.kernels.flash_attention import flash_attention, flash_attention_rolled
 
         s = TensorSpec((1, dims[0], 128), "bfloat16")
-        return flash_attention.trace(s, s, s, scale=128**-0.5)
+        fn = flash_attention_rolled if kernel == "attention_rolled" else flash_attention
+        return fn.trace(s, s, s, scale=128**-0.5)
     k, m, n = dims
     return matmul_chain.trace(TensorSpec((k, m), "bfloat16"), TensorSpec((k, n), "bfloat16"))
 
@@ -88,7 +93,7 @@ def run_one(case: str) -> dict[str, Any]:
     traced = _trace(kernel, dims)
     trace_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    compiled = compile_traced(traced)
+    compiled = compile_traced(traced, roll_loops=kernel == "attention_rolled")
     compile_s = time.perf_counter() - t0
     cpu_s = time.process_time() - c0
     neff = read_neff(compiled.neff)
