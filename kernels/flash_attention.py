@@ -135,35 +135,44 @@ def flash_attention_rolled(q, k, v, scale=1.0, causal_mask=True, sliding_window=
     return _attention(q, k, v, scale, causal_mask, sliding_window, rolled=True, unroll_tiles=unroll_tiles)
 
 
-def _attention(q, k, v, scale, causal_mask, sliding_window, rolled, unroll_tiles=False):
+def _problem(q, k, v, causal_mask, sliding_window):
+    """Both kernels' argument checks and sizes, and the output tensor:
+    (bs, bs_kv, seqlen_q, seqlen_kv, d, causal, window, out)."""
     bs, seqlen_q, d = q.shape
     bs_kv, seqlen_kv, d_kv = k.shape
     assert v.shape == k.shape and d_kv == d, "k and v must be (bs_kv, seqlen_kv, d) like q's d"
     assert d <= 128, "head dim must be at most 128"
     assert bs % bs_kv == 0, "bs must be a multiple of bs_kv (GQA)"
-    window = int(sliding_window or 0)
-    causal = bool(causal_mask)
-    dt = q.dtype
-    f32 = nl.float32
-    out = nl.ndarray((bs, seqlen_q, d), dtype=dt, buffer=nl.shared_hbm, name="out")
+    out = nl.ndarray((bs, seqlen_q, d), dtype=q.dtype, buffer=nl.shared_hbm, name="out")
+    return bs, bs_kv, seqlen_q, seqlen_kv, d, bool(causal_mask), int(sliding_window or 0), out
 
-    q_per_kv = bs // bs_kv
+
+def _sectioning(bs, seqlen_q, seqlen_kv, d, scale, causal, window):
+    """The KV sections, the masked value, each group's per-section plan and the HBM scratch of partial outputs
+    (None when no group spans two sections): (n_groups, sections, on_false, plan, active, scratch)."""
     n_groups = _cdiv(seqlen_q, Q_GROUP)
     sec_size = SECTION_SIZE if seqlen_kv > SECTION_THRESHOLD else seqlen_kv
-    uniform = min(seqlen_kv, ROLLED_SECTION)
-    if rolled and causal and not window and seqlen_q == seqlen_kv and seqlen_kv % uniform == 0 \
-            and uniform % KV_TILE == 0:
-        return _uniform_causal(q, k, v, out, uniform, scale, nl.static_range if unroll_tiles else nl.affine_range)
     sections = [(s0, min(sec_size, seqlen_kv - s0)) for s0 in range(0, seqlen_kv, sec_size)]
     # The masked value: FLOAT32_MIN, divided by scale when scale > 1 so that ×scale stays finite (a row with no key
     # in a section would otherwise get max = -inf and exp(-inf + inf) = NaN).
     on_false = FLOAT32_MIN / max(1.0, float(scale))
-
     plan, active = _section_plan(n_groups, seqlen_q, sections, causal, window)
-
     scratch = None
     if any(len(a) > 1 for a in active.values()):
-        scratch = nl.ndarray((bs, seqlen_q, d), dtype=f32, buffer=nl.hbm, name="o_partial")
+        scratch = nl.ndarray((bs, seqlen_q, d), dtype=nl.float32, buffer=nl.hbm, name="o_partial")
+    return n_groups, sections, on_false, plan, active, scratch
+
+
+def _attention(q, k, v, scale, causal_mask, sliding_window, rolled, unroll_tiles=False):
+    bs, bs_kv, seqlen_q, seqlen_kv, d, causal, window, out = _problem(q, k, v, causal_mask, sliding_window)
+    dt = q.dtype
+    f32 = nl.float32
+    q_per_kv = bs // bs_kv
+    uniform = min(seqlen_kv, ROLLED_SECTION)
+    if rolled and causal and not window and seqlen_q == seqlen_kv and seqlen_kv % uniform == 0 \
+            and uniform % KV_TILE == 0:
+        return _uniform_causal(q, k, v, out, uniform, scale, nl.static_range if unroll_tiles else nl.affine_range)
+    n_groups, sections, on_false, plan, active, scratch = _sectioning(bs, seqlen_q, seqlen_kv, d, scale, causal, window)
 
     for kb in range(bs_kv):
         batches = range(kb * q_per_kv, (kb + 1) * q_per_kv)
@@ -589,27 +598,10 @@ COPY_ON_ACT_EVERY = 4  # every n-th PE-transposed tile copies Pᵀ out of PSUM o
 
 
 def _attention_pipelined(q, k, v, scale, causal_mask, sliding_window):
-    bs, seqlen_q, d = q.shape
-    bs_kv, seqlen_kv, d_kv = k.shape
-    assert v.shape == k.shape and d_kv == d, "k and v must be (bs_kv, seqlen_kv, d) like q's d"
-    assert d <= 128, "head dim must be at most 128"
-    assert bs % bs_kv == 0, "bs must be a multiple of bs_kv (GQA)"
-    window = int(sliding_window or 0)
-    causal = bool(causal_mask)
+    bs, bs_kv, seqlen_q, seqlen_kv, d, causal, window, out = _problem(q, k, v, causal_mask, sliding_window)
     dt = q.dtype
-    out = nl.ndarray((bs, seqlen_q, d), dtype=dt, buffer=nl.shared_hbm, name="out")
-
     q_per_kv = bs // bs_kv
-    n_groups = _cdiv(seqlen_q, Q_GROUP)
-    sec_size = SECTION_SIZE if seqlen_kv > SECTION_THRESHOLD else seqlen_kv
-    sections = [(s0, min(sec_size, seqlen_kv - s0)) for s0 in range(0, seqlen_kv, sec_size)]
-    on_false = FLOAT32_MIN / max(1.0, float(scale))
-
-    plan, active = _section_plan(n_groups, seqlen_q, sections, causal, window)
-
-    scratch = None
-    if any(len(a) > 1 for a in active.values()):
-        scratch = nl.ndarray((bs, seqlen_q, d), dtype=nl.float32, buffer=nl.hbm, name="o_partial")
+    n_groups, sections, on_false, plan, active, scratch = _sectioning(bs, seqlen_q, seqlen_kv, d, scale, causal, window)
 
     cfg = {"d": d, "dt": dt, "scale": float(scale), "on_false": on_false, "window": window, "seqlen_q": seqlen_q,
            "dma_t": dt in (nl.bfloat16, nl.float16) and DMA_TRANSPOSE_EVERY > 0, "count": 0, "tiles": 0, "copies": 0,
