@@ -1,50 +1,59 @@
 """A content-addressed NEFF cache on disk: ``NKIC_CACHE_DIR`` (off when unset or empty).
 
-A NEFF is stored under the SHA-256 of everything its bytes depend on, so a hit never needs checking against the
-kernel (``key``):
+The key is a digest of **what was compiled**, not of what was written (as JAX's persistent cache does), so a hit is
+the NEFF this process would have built:
 
-* the kernel's source: its qualified name and the text of its module's file and of every file that module imports
-  (its import statements, function-local ones included, and the modules of the functions and classes in its
-  globals), transitively — helpers and constants in other files count; the standard library and installed packages
-  do not (an upgrade of numpy does not change the NEFF);
-* the arguments: each array's name, shape and dtype and each constant's value (``Kernel.specialization``, what the
-  trace cache uses), and the launch grid;
-* the options (``@nki.jit(...)``: target, carrier format, allocator, the tolerated extras);
-* the compiler: ``nkic.__version__`` and the digest of nkic's own source files, so an edited checkout misses.
+* the traced penguin module's text: every value the trace read is in it by construction — closure cells, module
+  globals' run-time values, constants read from the environment, ``nl.shared_constant`` data, code from installed
+  packages — and the code that ran is the code imported, not the file on disk now;
+* the compile settings (``settings``): the kernel's name, its inputs, outputs and options, and the settings that change
+  the code without being kernel options (loop rolling, debug info);
+* the compiler (``compiler_digest``): nkic's version, the versions of the libraries that shape its output, and the
+  digest of nkic's own sources. It is computed once per process and only while the sources are still the files this
+  process imported (``nkic.SOURCE_STATS``): after an edit under a running process, that process compiles uncached.
 
-A kernel whose key cannot be computed reproducibly (no source file, a constant without a value-based key such as an
-unhashable object) is not cached. An entry is ``MAGIC + sha256(neff) + neff``, written to a temporary file and
-renamed into place, so a reader sees a whole entry or none; an entry that fails its checksum (truncated, edited) is
-ignored, deleted and rebuilt.
+A warm hit therefore traces (cheap next to compiling) and skips every pass after it. An entry is ``MAGIC +
+sha256(neff) + neff``, written to a temporary file in its folder, fsynced and renamed into place, so a reader sees a
+whole entry or none; an entry that fails its checksum is ignored, deleted and rebuilt. Entries follow the umask
+(a team can share the folder); a hit marks its entry used (mtime), and a store evicts the least recently used
+entries beyond ``NKIC_CACHE_MAX_BYTES`` (default 2 GiB) and removes temporary files a killed process left over an
+hour ago. A cache folder that cannot be used is one warning, once per process; the compile goes on uncached.
 """
 
 from __future__ import annotations
 
-import ast
-import dataclasses
-import enum
-import functools
 import hashlib
-import importlib.util
+import importlib.metadata
+import json
 import os
+import secrets
 import sys
-import sysconfig
-import tempfile
-import types
+import threading
+import time
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nkic
-from nkic.frontend.tracer import Kernel
 
 CACHE_DIR_ENV = "NKIC_CACHE_DIR"
+MAX_BYTES_ENV = "NKIC_CACHE_MAX_BYTES"
+DEFAULT_MAX_BYTES = 2 << 30
 MAGIC = b"NKIC-NEFF-CACHE-1\n"
-_PACKAGE = Path(nkic.__file__).resolve().parent
-_NOT_PACKAGE = ("tests", "bench", "build", "out")
+TMP_PREFIX = ".tmp-"
+STALE_TMP_SECONDS = 3600.0
+# Libraries whose version can change the NEFF bytes nkic prints (xDSL parses and prints the IR, numpy computes
+# constants and the NEFF's embedded data, ml-dtypes converts the narrow floats).
+_DEPENDENCIES = ("xdsl", "numpy", "ml-dtypes")
 
 
 class Uncacheable(Exception):
     """The key of this compile cannot be computed reproducibly."""
+
+
+class CacheWarning(UserWarning):
+    """The cache folder cannot be used; compiles go on without it."""
 
 
 def cache_dir() -> Path | None:
@@ -53,166 +62,234 @@ def cache_dir() -> Path | None:
     return Path(value) if value else None
 
 
-def _in_compiler(path: Path) -> bool:
-    """Whether ``path`` (resolved) is one of nkic's own source files, the ones ``compiler_digest`` covers; the
-    checkout's tests, benchmarks and build folders are not, so kernels there key by their own text."""
+def max_bytes() -> int:
+    """``NKIC_CACHE_MAX_BYTES`` (a plain byte count, or with a K/M/G suffix), default 2 GiB."""
+    text = os.environ.get(MAX_BYTES_ENV, "").strip().upper()
+    if not text:
+        return DEFAULT_MAX_BYTES
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
     try:
-        rel = path.relative_to(_PACKAGE)
+        return max(0, int(float(text.rstrip("KMGB") or "x") * scale))
     except ValueError:
-        return False
-    return rel.parts[0] not in _NOT_PACKAGE and not rel.parts[0].startswith(".")
+        warn_once(f"{MAX_BYTES_ENV}={text!r} is not a size; using {DEFAULT_MAX_BYTES} bytes")
+        return DEFAULT_MAX_BYTES
 
 
-@functools.cache
+_warned: set[str] = set()
+_warn_lock = threading.Lock()
+
+
+def warn_once(message: str, topic: str | None = None) -> None:
+    """One ``CacheWarning`` per topic (default: the message) per process."""
+    with _warn_lock:
+        if (topic or message) in _warned:
+            return
+        _warned.add(topic or message)
+    warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+def unusable(directory: Path, error: OSError) -> None:
+    """Say once per process and folder that the cache folder cannot be used; compiles go on without it."""
+    warn_once(f"NEFF cache {directory} cannot be used ({error.strerror or error}); compiling without it",
+              topic=f"dir:{directory}")  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The key
+# ------------------------------------------------------------------------------------------------------------
+_identity_lock = threading.Lock()
+_identity: tuple[str | None, str] | None = None  # (digest, or None with the reason it cannot be known)
+
+
+def _dependency_versions() -> str:
+    versions = [f"python={sys.version_info[0]}.{sys.version_info[1]}"]
+    for name in _DEPENDENCIES:
+        try:
+            versions.append(f"{name}={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{name}=?")
+    return ",".join(versions)
+
+
+def _compute_identity() -> tuple[str | None, str]:
+    root = Path(nkic.__file__).resolve().parent
+    changed = "nkic's sources changed since this process imported them; restart it to use the NEFF cache"
+    if nkic.source_stats() != nkic.SOURCE_STATS:
+        return None, changed
+    h = hashlib.sha256(f"nkic={nkic.__version__};{_dependency_versions()}".encode())
+    for rel in sorted(nkic.SOURCE_STATS):
+        h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
+    if nkic.source_stats() != nkic.SOURCE_STATS:  # edited while being read
+        return None, changed
+    return h.hexdigest(), ""
+
+
 def compiler_digest() -> str:
-    """nkic's version and the SHA-256 of its own source files (read once per process)."""
-    h = hashlib.sha256(nkic.__version__.encode())
-    for path in sorted(p for p in _PACKAGE.rglob("*.py") if _in_compiler(p)):
-        h.update(str(path.relative_to(_PACKAGE)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
+    """The build identity of this process's compiler (computed once); raises Uncacheable, with a one-time warning,
+    when nkic's source files are no longer the ones this process imported."""
+    global _identity
+    with _identity_lock:
+        if _identity is None:
+            try:
+                _identity = _compute_identity()
+            except OSError as e:
+                _identity = None, f"nkic's sources cannot be read ({e}); the NEFF cache is off in this process"
+        digest, reason = _identity
+    if digest is None:
+        warn_once(reason)
+        raise Uncacheable(reason)
+    return digest
 
 
-def _installed_roots() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    return tuple(os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib"))
+def reset_compiler_digest() -> None:
+    """Forget the computed build identity (tests that change the version)."""
+    global _identity
+    with _identity_lock:
+        _identity = None
 
 
-def _user_file(module: types.ModuleType | None, roots: tuple[str, ...]) -> str | None:
-    """The module's source file if it is user code: not nkic (``compiler_digest`` covers it), not installed."""
-    file = getattr(module, "__file__", None)
-    if not file or not file.endswith(".py"):
-        return None
-    real = os.path.realpath(file)
-    if real.startswith(roots) or _in_compiler(Path(real)):
-        return None
-    return real
-
-
-def _imported_names(module: types.ModuleType) -> list[str]:
-    """Every module the source of ``module`` imports, function-local imports included (read with ``ast``): a value
-    imported by name (``from helper import FACTOR``) is invisible in the module's globals."""
-    try:
-        tree = ast.parse(Path(module.__file__).read_bytes())  # type: ignore[arg-type]
-    except (OSError, SyntaxError, ValueError):
-        return []
-    package = getattr(module, "__package__", None) or ""
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[: len(package.split(".")) - (node.level - 1)] if package else []
-                base = ".".join([*parts, *([base] if base else [])])
-            names += [base, *(f"{base}.{a.name}" for a in node.names)]
-    return [n for n in names if n]
-
-
-def _find_module(name: str) -> types.ModuleType | None:
-    """The loaded module ``name``, else a stand-in carrying the file ``find_spec`` locates (None if neither)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError, AttributeError):
-        return None
-    if spec is None or not spec.has_location or not spec.origin:
-        return None
-    stand_in = types.ModuleType(name)
-    stand_in.__file__ = spec.origin
-    stand_in.__package__ = spec.parent
-    return stand_in
-
-
-def source_files(kernel: Kernel) -> list[str]:
-    """The kernel's module file and every user file reachable from it through module globals, sorted (a kernel
-    bundled with nkic has none of its own: ``compiler_digest`` covers it)."""
-    roots = _installed_roots()
-    start = sys.modules.get(kernel.func.__module__)
-    if start is None or not str(getattr(start, "__file__", None) or "").endswith(".py"):
-        raise Uncacheable(f"kernel '{kernel.name}' has no source file")
-    first = _user_file(start, roots)
-    seen: dict[str, types.ModuleType] = {first: start} if first is not None else {}
-    todo = [start]
-    while todo:
-        module = todo.pop()
-        reached = [_find_module(name) for name in _imported_names(module)]
-        for value in list(vars(module).values()):  # also what was bound without an import statement
-            owner = getattr(value, "__module__", None)
-            reached.append(value if isinstance(value, types.ModuleType) else sys.modules.get(owner or ""))
-        for target in reached:
-            file = _user_file(target, roots)
-            if file is not None and file not in seen:
-                seen[file] = target  # type: ignore[assignment]
-                todo.append(target)  # type: ignore[arg-type]
-    return sorted(seen)
-
-
-def _stable(value: Any) -> str:
-    """A text form of a specialization key that is the same in every process (no ids, no addresses)."""
-    if isinstance(value, type):
-        return f"<{value.__module__}.{value.__qualname__}>"
-    if isinstance(value, enum.Enum):
-        return f"<{_stable(type(value))}.{value.name}>"
-    if isinstance(value, tuple) and len(value) == 2 and value[0] == "id" and type(value[1]) is int:
-        # constant_key's fallback for an unhashable object: its identity, which no other process can reproduce
-        raise Uncacheable("a constant argument without a value-based key")
+def _stable(value: Any) -> Any:
+    """``value`` as JSON-able data that is the same in every process; Uncacheable when it holds an object whose
+    only text names its address."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
     if isinstance(value, (tuple, list)):
-        inner = ", ".join(_stable(v) for v in value)
-        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = ", ".join(f"{f.name}={_stable(getattr(value, f.name))}" for f in dataclasses.fields(value))
-        return f"{_stable(type(value))}({fields})"
-    if value is None or isinstance(value, (bool, int, float, str, bytes)):
-        return f"{type(value).__name__}:{value!r}"
-    text = repr(value)
+        return [_stable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _stable(v) for k, v in value.items()}
+    text = f"{type(value).__module__}.{type(value).__qualname__}:{value!r}"
     if " at 0x" in text or " object at " in text:
-        raise Uncacheable(f"a constant argument without a reproducible form ({text[:60]})")
-    return f"{_stable(type(value))}:{text}"
+        raise Uncacheable(f"a compile setting without a reproducible form ({text[:60]})")
+    return text
 
 
-def key(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], variant: str = "") -> str:
-    """The cache key of compiling ``kernel(*args, **kwargs)``; raises Uncacheable. ``variant`` names compiler
-    settings that change the code and are not kernel options (``roll-loops``); empty, it adds nothing."""
-    grid, options, spec = kernel.specialization(*args, **kwargs)
-    h = hashlib.sha256(b"nkic-neff\0" + compiler_digest().encode())
-    h.update(f"\0{kernel.func.__module__}.{kernel.func.__qualname__}\0".encode())
-    for file in source_files(kernel):
-        h.update(file.encode() + b"\0" + Path(file).read_bytes() + b"\0")
-    h.update(_stable((grid, options, spec)).encode())
-    if variant:
-        h.update(b"\0variant\0" + variant.encode())
+def key(module_text: str, settings: dict[str, Any]) -> str:
+    """The cache key of compiling the penguin module printed as ``module_text`` with ``settings`` (the NEFF's
+    metadata and the code-changing compiler settings); raises Uncacheable."""
+    h = hashlib.sha256(b"nkic-neff-2\0" + compiler_digest().encode() + b"\0")
+    h.update(json.dumps(_stable(settings), sort_keys=True).encode() + b"\0")
+    h.update(module_text.encode())
     return h.hexdigest()
 
 
+# ------------------------------------------------------------------------------------------------------------
+# Entries
+# ------------------------------------------------------------------------------------------------------------
 def _entry(directory: Path, digest: str) -> Path:
     return directory / digest[:2] / f"{digest}.neff"
 
 
 def load(directory: Path, digest: str) -> bytes | None:
-    """The cached NEFF for ``digest``, or None (absent, or corrupt: then the entry is deleted)."""
+    """The cached NEFF for ``digest``, or None (absent, or corrupt: then the entry is deleted). A hit marks the
+    entry used, for eviction."""
     path = _entry(directory, digest)
     try:
         data = path.read_bytes()
-    except OSError:
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        unusable(directory, e)
         return None
     head, check, neff = data[: len(MAGIC)], data[len(MAGIC) : len(MAGIC) + 32], data[len(MAGIC) + 32 :]
     if head == MAGIC and hashlib.sha256(neff).digest() == check:
+        try:
+            os.utime(path)
+        except OSError:  # a read-only shared cache still serves hits
+            pass
         return neff
-    path.unlink(missing_ok=True)
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
     return None
 
 
 def store(directory: Path, digest: str, neff: bytes) -> None:
-    """Write the entry atomically (a temporary file in the same folder, renamed into place)."""
+    """Write the entry atomically and durably (a temporary file in the same folder, fsynced, renamed into place),
+    with the umask's permissions; then keep the cache within its size limit. Raises OSError."""
     path = _entry(directory, digest)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    tmp = path.parent / f"{TMP_PREFIX}{secrets.token_hex(8)}"
+    # 0o666 through the umask, as open() would: mkstemp's 0600 would keep a team's members out of a shared cache
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(MAGIC + hashlib.sha256(neff).digest() + neff)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+    evict(directory, max_bytes(), keep=path)
+
+
+@dataclass
+class CacheStats:
+    entries: int = 0
+    bytes: int = 0
+    temporary: int = 0  # temporary files of writes in progress (or of killed processes)
+
+
+def _scan(directory: Path) -> tuple[list[tuple[float, int, Path]], list[tuple[float, Path]]]:
+    """(mtime, size, path) of every entry and (mtime, path) of every temporary file."""
+    entries: list[tuple[float, int, Path]] = []
+    temps: list[tuple[float, Path]] = []
+    try:
+        folders = [d for d in os.scandir(directory) if d.is_dir(follow_symlinks=False) and len(d.name) == 2]
+    except FileNotFoundError:
+        return entries, temps
+    for folder in folders:
+        try:
+            files = list(os.scandir(folder.path))
+        except OSError:
+            continue
+        for f in files:
+            try:
+                st = f.stat(follow_symlinks=False)
+            except OSError:  # removed meanwhile by another process
+                continue
+            if f.name.startswith(TMP_PREFIX):
+                temps.append((st.st_mtime, Path(f.path)))
+            elif f.name.endswith(".neff"):
+                entries.append((st.st_mtime, st.st_size, Path(f.path)))
+    return entries, temps
+
+
+def stats(directory: Path) -> CacheStats:
+    entries, temps = _scan(directory)
+    return CacheStats(len(entries), sum(size for _, size, _ in entries), len(temps))
+
+
+def evict(directory: Path, limit: int, keep: Path | None = None) -> int:
+    """Remove temporary files older than an hour, then the least recently used entries until the cache holds at
+    most ``limit`` bytes (never ``keep``, the entry just written); the number of entries removed."""
+    entries, temps = _scan(directory)
+    now = time.time()
+    for mtime, path in temps:
+        if now - mtime > STALE_TMP_SECONDS:
+            path.unlink(missing_ok=True)
+    total = sum(size for _, size, _ in entries)
+    removed = 0
+    for _, size, path in sorted(entries, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        if path == keep:
+            continue
+        try:
+            path.unlink()
+        except FileNotFoundError:  # another process evicted it first
+            pass
+        total -= size
+        removed += 1
+    return removed
+
+
+def clear(directory: Path) -> int:
+    """Remove every entry and temporary file; the number of entries removed."""
+    entries, temps = _scan(directory)
+    for _, path in temps:
+        path.unlink(missing_ok=True)
+    for _, _, path in entries:
+        path.unlink(missing_ok=True)
+    return len(entries)

@@ -8,8 +8,6 @@ library's kernel resolver (``nkic.passes.resolver``) for the kernels a module na
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -198,13 +196,18 @@ def compile_module(
     return result
 
 
-def compile_traced(traced: TracedKernel, *, dump_dir: str | Path | None = None, **kw: Any) -> CompileResult:
-    """Compile a ``TracedKernel`` (see ``nkic.frontend.tracer``)."""
-    meta = {
+def traced_metadata(traced: TracedKernel) -> dict[str, Any]:
+    """What the NEFF records of a trace besides its code: its inputs, outputs and options."""
+    return {
         "inputs": [list(i) for i in traced.inputs],
         "outputs": [list(o) for o in traced.outputs],
         "options": {k: v for k, v in vars(traced.options).items() if k != "extra"},
     }
+
+
+def compile_traced(traced: TracedKernel, *, dump_dir: str | Path | None = None, **kw: Any) -> CompileResult:
+    """Compile a ``TracedKernel`` (see ``nkic.frontend.tracer``)."""
+    meta = traced_metadata(traced)
     options = traced.options
     with gc_paused():  # around the clone too: its ops become the passes' garbage (see nkic.gcpause)
         return compile_module(
@@ -240,37 +243,55 @@ def compile_kernel(
 ) -> CompileResult:
     """Trace and compile ``kernel(*args, **kwargs)``, through the NEFF cache when ``NKIC_CACHE_DIR`` is set.
 
-    A hit returns the cached NEFF without tracing (one ``cache`` stage); a miss traces (a ``trace`` stage), compiles
-    and stores the NEFF. ``dump_dir`` asks for the IR, so it always compiles. See ``nkic.cache`` for the key."""
-    from nkic import cache
-
+    Always traces (a ``trace`` stage). A hit then returns the cached NEFF (a ``cache`` stage) and runs no pass; a
+    miss compiles and stores the NEFF. ``dump_dir`` and ``metrics`` ask for what only compiling makes, so they
+    bypass the cache. See ``nkic.cache`` for the key: the traced module, the settings, the compiler."""
     from nkic.passes.loop_rolling import roll_default
 
-    kwargs = dict(kwargs or {})
     if kw.get("roll_loops") is None:
         kw["roll_loops"] = roll_default()
-    # the IR dumps and the metrics report come from compiling: they bypass the cache
-    directory = cache.cache_dir() if dump_dir is None and not kw.get("metrics") else None
-    digest = None
     t0 = time.perf_counter()
-    if directory is not None:
-        try:
-            digest = cache.key(kernel, args, kwargs, _variant(kw["roll_loops"]))
-            if kw.get("debug_info"):  # the same code, other bytes: its own entry
-                digest = hashlib.sha256(f"{digest}\0debug-info".encode()).hexdigest()
-        except (cache.Uncacheable, OSError):  # no reproducible key (or an unreadable source): compile uncached
-            digest = None
-        neff = cache.load(directory, digest) if digest is not None else None
+    traced = kernel.trace(*args, **dict(kwargs or {}))
+    stages = [StageRecord("trace", time.perf_counter() - t0, count_ops(traced.module))]
+    use_cache = dump_dir is None and not kw.get("metrics")
+    entry = _cache_entry(traced, kw) if use_cache else None
+    if entry is not None:
+        from nkic import cache
+
+        t0 = time.perf_counter()
+        neff = cache.load(*entry)
         if neff is not None:
-            return CompileResult(neff, [StageRecord("cache", time.perf_counter() - t0, 0)], cached=True)
-    traced = kernel.trace(*args, **kwargs)
-    trace = StageRecord("trace", time.perf_counter() - t0, count_ops(traced.module))
+            return CompileResult(neff, [*stages, StageRecord("cache", time.perf_counter() - t0, 0)], cached=True)
     result = compile_traced(traced, dump_dir=dump_dir, **kw)
-    result.stages.insert(0, trace)
-    if directory is not None and digest is not None:
-        with contextlib.suppress(OSError):  # a cache that cannot be written costs the next compile, not this one
-            cache.store(directory, digest, result.neff)
+    result.stages[:0] = stages
+    if entry is not None:
+        from nkic import cache
+
+        try:
+            cache.store(*entry, result.neff)
+        except OSError as e:  # a cache that cannot be written costs the next compile, not this one
+            cache.unusable(entry[0], e)
     return result
+
+
+def _cache_entry(traced: TracedKernel, kw: Mapping[str, Any]) -> tuple[Path, str] | None:
+    """(cache folder, key) of compiling ``traced`` with the compile settings ``kw``; None when the cache is off or
+    the key cannot be computed (then the compile runs uncached)."""
+    from nkic import cache
+
+    directory = cache.cache_dir()
+    if directory is None or kw.get("resolver") is not None:  # another resolver's library kernels: not ours to key
+        return None
+    settings = {
+        "name": traced.name,
+        "metadata": traced_metadata(traced),
+        "variant": _variant(bool(kw.get("roll_loops"))),
+        "debug_info": bool(kw.get("debug_info")),  # the same code, other bytes: its own entry
+    }
+    try:
+        return directory, cache.key(str(traced.module), settings)
+    except cache.Uncacheable:
+        return None
 
 
 def run_neff(neff: bytes, inputs: Mapping[str, np.ndarray], *, target: str = "gen3",
