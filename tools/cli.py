@@ -424,6 +424,31 @@ def _read(path: str) -> bytes:
         raise CliError(f"cannot read {_shown(path)}: {getattr(e, 'strerror', None) or e}") from None
 
 
+def cmd_cache(args: argparse.Namespace) -> None:
+    """``nkic cache info``: the folder, its entries and bytes against the limit; ``nkic cache clear``: remove every
+    entry (and leftover temporary files)."""
+    from nkic import cache
+
+    directory = cache.cache_dir()
+    if directory is None and args.action == "info":
+        print(f"cache: off (set {cache.CACHE_DIR_ENV} to a folder to turn it on)")
+        return
+    if directory is None:
+        raise CliError(f"the NEFF cache is off: set {cache.CACHE_DIR_ENV} to a folder")
+    if args.action == "clear":
+        try:
+            print(f"removed {cache.clear(directory)} entries from {directory}")
+        except OSError as e:
+            raise CliError(f"cannot clear {directory}: {e.strerror or e}") from None
+        return
+    st = cache.stats(directory)
+    print(f"cache: {directory}")
+    print(f"entries: {st.entries}")
+    print(f"bytes: {st.bytes} (limit {cache.max_bytes()}, {cache.MAX_BYTES_ENV})")
+    if st.temporary:
+        print(f"temporary files: {st.temporary} (writes in progress, or left by killed processes; removed after an hour)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nkic", description="The nkic NKI compiler and NeuronCore simulator.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -473,6 +498,9 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--width", type=int, default=1600, help="picture width in pixels")
     pr.add_argument("--top", type=int, default=10, help="kernel lines to list by busy time")
     pr.set_defaults(func=cmd_profile)
+    ca = sub.add_parser("cache", help="the NEFF cache (NKIC_CACHE_DIR): info, or clear it")
+    ca.add_argument("action", choices=("info", "clear"))
+    ca.set_defaults(func=cmd_cache)
     d = sub.add_parser("demo", help="compile, run and check a bundled kernel")
     d.add_argument("--out-dir", default="out/demo")
     d.set_defaults(func=cmd_demo)

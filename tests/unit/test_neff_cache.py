@@ -381,3 +381,20 @@ def test_stale_temporary_files_are_removed(tmp_path: Path) -> None:
     assert not stale.exists() and fresh.exists()  # a write in progress elsewhere is left alone
     assert cache.stats(tmp_path).temporary == 1
     assert cache.clear(tmp_path) == 1 and cache.stats(tmp_path) == cache.CacheStats()
+
+
+def test_cli_cache_info_and_clear(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nkic.tools.cli import main
+
+    compile_kernel(_load(kernel_dir), (A,))
+    (entry,) = _entries(tmp_path)
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert f"cache: {tmp_path / 'cache'}" in out and "entries: 1" in out and f"bytes: {entry.stat().st_size} " in out
+    assert main(["cache", "clear"]) == 0 and "removed 1 entries" in capsys.readouterr().out
+    assert _entries(tmp_path) == []
+    monkeypatch.delenv(cache.CACHE_DIR_ENV)
+    assert main(["cache", "info"]) == 0 and "cache: off" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 1 and "the NEFF cache is off" in capsys.readouterr().err
