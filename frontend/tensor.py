@@ -338,6 +338,37 @@ class NkiTensor:
             raise NkiError("reshape of a non-contiguous on-chip view is not supported", "reshape the full tensor")
         return self._view(self.offset, (self.pairs[0], *contiguous_pairs(dims[1:])))
 
+    def broadcast_to(self, shape: Sequence[int]) -> NkiTensor:
+        """The legacy tile method ``t.broadcast_to(shape)``: ``nl.broadcast_to(t, shape=shape)``, a new SBUF tile
+        (numpy broadcasting of size-1 dims, the partition dim included). NKI 0.3 tensors have no such method; it is
+        kept on both surfaces so a kernel ported half-way still runs, and a legacy kernel gets the migration
+        warning naming ``nl.broadcast_to``."""
+        if LEGACY_OPERATOR is not None:
+            LEGACY_OPERATOR("broadcast_to", self, shape)  # only warns, in legacy kernels
+        from nkic.frontend import tiles  # tiles imports this module
+
+        return tiles.broadcast_to(self, shape=shape)  # type: ignore[no-any-return]
+
+    def broadcast(self, dim: int, size: int) -> NkiTensor:
+        """NKI 0.3's ``t.broadcast(dim, size)``: a view repeating the size-1 dim ``dim`` ``size`` times (stride 0, no
+        data moves). An on-chip tensor's partition dim cannot be broadcast this way: partitions are separate memories
+        (``nl.broadcast_to`` copies through TensorE instead)."""
+        d = _static_int(dim, "broadcast dim")
+        n = _static_int(size, "broadcast size")
+        if not -self.ndim <= d < self.ndim:
+            raise NkiError(f"broadcast: dim {d} is not a dim of a tensor of shape {self.shape}")
+        d %= self.ndim
+        if self.shape[d] != 1:
+            raise NkiError(f"broadcast: dim {d} has size {self.shape[d]}, only a size-1 dim can be broadcast")
+        if n < 1:
+            raise NkiError(f"broadcast: size must be positive, got {n}")
+        if d == 0 and self.on_chip:
+            raise NkiError("broadcast: the partition dim of an on-chip tensor cannot be broadcast by a view",
+                           "use nl.broadcast_to(t, shape), which copies the partition across partitions")  # fmt: skip
+        pairs = list(self.pairs)
+        pairs[d] = (0, n)
+        return self._view(self.offset, tuple(pairs))
+
     def view(self, dtype: Any) -> NkiTensor:
         """Reinterpret the bytes as ``dtype``; the last dim scales by the size ratio."""
         new = normalize_dtype(dtype)

@@ -233,6 +233,9 @@ def _legacy_operator(name: str, tile: _NkiTensor, other: _Any) -> _Any:
     the PE array accumulates: the legacy ``psum += nisa.nc_matmul(...)``)."""
     if not _is_legacy_kernel_frame():
         return NotImplemented
+    if name == "broadcast_to":  # the tile method runs nl.broadcast_to itself; a legacy kernel learns the new name
+        _migration.legacy("the tile method t.broadcast_to(shape)", "nl.broadcast_to(t, shape=shape)")
+        return None
     if name == "neg":
         _migration.legacy("-tile", "nl.negative(tile)")
         return _modern.negative(tile)

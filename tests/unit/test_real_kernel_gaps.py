@@ -1,0 +1,138 @@
+"""Issue 26, "the kernels people actually wrote": each construct public NKI kernels use that nkic used to reject,
+written the way those kernels write it, compiled, simulated and checked against numpy.
+
+The module-level kernels are legacy (this module imports ``neuronxcc.nki``, which is how nkic tells a legacy kernel);
+the ``import nki`` kernels are written to a file of their own by :func:`modern` and imported from there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import textwrap
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+import nkic
+
+nkic.install_nki_alias()
+
+import neuronxcc.nki as nki  # noqa: E402
+import neuronxcc.nki.isa as nisa  # noqa: E402
+import neuronxcc.nki.language as nl  # noqa: E402
+
+from nkic.frontend.errors import NkiError  # noqa: E402
+from nkic.frontend.legacy import migration  # noqa: E402
+
+RNG = np.random.default_rng(26)
+_MODULES = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def quiet_legacy():
+    """Legacy warnings are silenced except in the tests that check them (which set their own action)."""
+    migration.set_action("ignore")
+    migration.reset()
+    yield
+    migration.set_action(None)
+    migration.reset()
+
+
+def modern(tmp_path: Path, source: str) -> ModuleType:
+    """The module of ``source`` (after ``import nki`` and its ``nl``/``nisa``), from a file of its own: a kernel
+    there is a modern one, and its errors name that file's lines."""
+    path = tmp_path / f"modern_{next(_MODULES)}.py"
+    path.write_text("import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n" + textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def line_of(path: str, text: str) -> int:
+    """The 1-based line of the first line of ``path`` containing ``text``."""
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if text in line:
+            return number
+    raise AssertionError(f"{text!r} not in {path}")
+
+
+def rand(*shape: int) -> np.ndarray:
+    return RNG.uniform(-2.0, 2.0, shape).astype(np.float32)
+
+
+# -- 1. the tile method t.broadcast_to(shape) ------------------------------------------------------------------
+def test_legacy_tile_broadcast_to_partition_row() -> None:
+    """The LayerNorm tutorial's form: one row of an HBM tensor loaded as a (1, F) tile, broadcast to 128 partitions."""
+
+    @nki.jit
+    def add_row(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
+        t = nl.load(a)
+        s = nl.add(t, nl.load(b[0:1, 0:64]).broadcast_to((128, 64)))
+        nl.store(out, s)
+        return out
+
+    a, b = rand(128, 64), rand(4, 64)
+    np.testing.assert_array_equal(add_row(a, b), a + b[0:1])
+
+
+def test_legacy_tile_broadcast_to_warns_with_the_modern_spelling() -> None:
+    @nki.jit
+    def column(a):
+        out = nl.ndarray((128, 32), dtype=a.dtype, buffer=nl.hbm)
+        nl.store(out, nl.load(a[:, 0:1]).broadcast_to(shape=(128, 32)))
+        return out
+
+    migration.set_action("default")
+    a = rand(128, 8)
+    with pytest.warns(migration.NkiLegacyWarning, match=r"nl\.broadcast_to\(t, shape=shape\)"):
+        got = column(a)
+    np.testing.assert_array_equal(got, np.repeat(a[:, 0:1], 32, axis=1))
+
+
+def test_modern_tile_broadcast_to_and_broadcast(tmp_path: Path) -> None:
+    module = modern(tmp_path, """
+        @nki.jit
+        def kernel(a, b):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            row = nl.load(b[0:1, 0:64]).broadcast_to((128, 64))          # partition broadcast: a new tile
+            col = nl.load(b[0:128, 0:1])
+            both = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.tensor_tensor(dst=both, data1=row, data2=col.broadcast(1, 64), op=nl.multiply)  # a stride-0 view
+            nl.store(out, nl.add(nl.load(a), both))
+            return out
+    """)
+    a, b = rand(128, 64), rand(128, 64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", migration.NkiLegacyWarning)  # a modern kernel is not told about legacy
+        got = module.kernel(a, b)
+    np.testing.assert_allclose(got, a + b[0:1, :] * b[:, 0:1], rtol=1e-6)
+
+
+def test_tile_broadcast_errors_name_the_kernel_line(tmp_path: Path) -> None:
+    module = modern(tmp_path, """
+        @nki.jit
+        def bad_partition(a):
+            out = nl.ndarray((128, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, nl.load(a[0:1, :]).broadcast(0, 128))
+            return out
+
+        @nki.jit
+        def bad_shape(a):
+            out = nl.ndarray((128, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, nl.load(a[0:2, :]).broadcast_to((128, 8)))
+            return out
+    """)
+    a = rand(4, 8)
+    with pytest.raises(NkiError, match=r"partition dim of an on-chip tensor cannot be broadcast") as bad:
+        module.bad_partition(a)
+    assert (bad.value.file, bad.value.line) == (module.__file__, line_of(module.__file__, ".broadcast(0, 128)"))
+    with pytest.raises(NkiError, match=r"nl.broadcast_to: shapes \(2, 8\) and \(128, 8\) cannot be broadcast") as bad:
+        module.bad_shape(a)
+    assert (bad.value.file, bad.value.line) == (module.__file__, line_of(module.__file__, ".broadcast_to((128, 8))"))
