@@ -277,9 +277,10 @@ def load(ctx: Any, src: NkiTensor, dtype: Any = None, **kw: Any) -> NkiTensor:
     if src.on_chip:
         raise NkiError(f"nl.load: 'src' is already on chip ({src.buffer})", "use nl.copy for on-chip copies")
     if src.ndim < 2:
-        raise NkiError(
-            f"nl.load: a rank-{src.ndim} source has no partition dim", "index or reshape it to (partitions, ...)"
-        )
+        # A rank-1 HBM view (``bias[0:128]``) is a partition vector, as NKI's load reads it: its dim is the partition
+        # dim, one element per partition, i.e. a (N, 1) tile (an on-chip tile is never below 2-D); rank 0 is (1, 1).
+        pairs = src.pairs if src.ndim == 1 else ((1, 1),)
+        src = NkiTensor(src.storage, src.offset, (*pairs, (1, 1)), src.dtype, src.dyn)
     tile = _new(ctx, src.shape, _dtype(dtype, src.dtype))
     _impl("dma_copy")(ctx, tile, src)
     return tile

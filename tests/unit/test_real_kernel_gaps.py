@@ -136,3 +136,40 @@ def test_tile_broadcast_errors_name_the_kernel_line(tmp_path: Path) -> None:
     with pytest.raises(NkiError, match=r"nl.broadcast_to: shapes \(2, 8\) and \(128, 8\) cannot be broadcast") as bad:
         module.bad_shape(a)
     assert (bad.value.file, bad.value.line) == (module.__file__, line_of(module.__file__, ".broadcast_to((128, 8))"))
+
+
+# -- 2. rank-1 nl.load(bias[0:128]) -----------------------------------------------------------------------------
+def test_rank1_load_is_a_partition_vector() -> None:
+    """A 1-D bias slice loaded as one element per partition, then added to every column of its row, as the
+    repositories' linear layers write it; the (128, 1) tile also stores back into a 1-D slice."""
+
+    @nki.jit
+    def bias_add(x, bias):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.hbm)
+        twice = nl.ndarray((256,), dtype=x.dtype, buffer=nl.hbm)
+        for i in nl.affine_range(2):
+            b = nl.load(bias[i * 128:(i + 1) * 128])
+            assert b.shape == (128, 1)
+            nl.store(out[i * 128:(i + 1) * 128, :], nl.add(nl.load(x[i * 128:(i + 1) * 128, :]), b))
+            nl.store(twice[i * 128:(i + 1) * 128], nl.multiply(b, 2.0))
+        return out, twice
+
+    x, bias = rand(256, 96), rand(256)
+    got, twice = bias_add(x, bias)
+    np.testing.assert_array_equal(got, x + bias[:, None])
+    np.testing.assert_array_equal(twice, 2 * bias)
+
+
+def test_rank1_load_modern_and_a_scalar_element(tmp_path: Path) -> None:
+    module = modern(tmp_path, """
+        @nki.jit
+        def kernel(x, bias):
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            column = nl.load(bias[0:128])        # (128, 1)
+            first = nl.load(bias[0])             # one element: (1, 1)
+            shifted = nl.add(nl.load(x), column)
+            nl.store(out, nl.subtract(shifted, nl.broadcast_to(first, (128, 1))))
+            return out
+    """)
+    x, bias = rand(128, 64), rand(128)
+    np.testing.assert_allclose(module.kernel(x, bias), x + bias[:, None] - bias[0], rtol=1e-6, atol=1e-6)
