@@ -321,8 +321,12 @@ class NkiTensor:
             raise NkiError(f"cannot assign a {type(value).__name__} to a tensor view", "assign a tensor or a number")
 
     # -- reshaping and reinterpretation ---------------------------------------------------------------
-    def reshape(self, *shape: Any) -> NkiTensor:
-        dims = _shape_arg(shape)
+    def reshape(self, *dims_given: Any, shape: Any = None) -> NkiTensor:
+        """A view of the same elements in ``shape`` (``t.reshape((128, 24))``, ``t.reshape(128, 24)`` or, as the API
+        reference names the parameter, ``t.reshape(shape=(128, 24))``); one entry may be -1."""
+        if shape is not None and dims_given:
+            raise NkiError("reshape: give the shape either positionally or as shape=, not both")
+        dims = _shape_arg(dims_given if shape is None else (shape,))
         dims = _infer_minus_one(dims, self.size)
         if math.prod(dims) != self.size:
             raise NkiError(f"cannot reshape a tensor of shape {self.shape} into {tuple(dims)}", "element counts differ")

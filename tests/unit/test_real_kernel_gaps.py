@@ -173,3 +173,30 @@ def test_rank1_load_modern_and_a_scalar_element(tmp_path: Path) -> None:
     """)
     x, bias = rand(128, 64), rand(128)
     np.testing.assert_allclose(module.kernel(x, bias), x + bias[:, None] - bias[0], rtol=1e-6, atol=1e-6)
+
+
+# -- 3. t.reshape(shape=...) ------------------------------------------------------------------------------------
+def test_reshape_with_a_shape_keyword() -> None:
+    """nki-samples' adaptive average pool flattens the image with ``reshape(shape=...)``, on HBM and on chip."""
+
+    @nki.jit
+    def row_means(img):
+        c, h, w = img.shape
+        out = nl.ndarray((c, h), dtype=img.dtype, buffer=nl.hbm)
+        flat = nl.load(img.reshape(shape=(c, h * w)))            # an HBM view
+        rows = flat.reshape(shape=[c, h, w])                      # an on-chip view
+        nl.store(out.reshape(shape=(c, h, 1)), nl.mean(rows, axis=2, keepdims=True))
+        return out
+
+    img = rand(64, 8, 16)
+    np.testing.assert_allclose(row_means(img), img.mean(axis=2), rtol=1e-5, atol=1e-6)
+
+
+def test_reshape_shape_given_twice_is_an_error() -> None:
+    @nki.jit
+    def both(a):
+        return nl.load(a).reshape((128, 2, 4), shape=(128, 8))
+
+    with pytest.raises(NkiError, match="reshape: give the shape either positionally or as shape=, not both") as bad:
+        both(rand(128, 8))
+    assert bad.value.line == line_of(__file__, "shape=(128, 8))")
