@@ -6,6 +6,7 @@ Every function here is an nki op (see ``context.nki_op``): it only works while a
 
 from __future__ import annotations
 
+import builtins
 import copy as _copy  # `copy` itself is the nl.copy token in this namespace
 import dataclasses
 from collections.abc import Sequence
@@ -223,6 +224,13 @@ def sequential_range(ctx: Any, start: Any, stop: Any = None, step: Any = 1, **_:
 def static_range(ctx: Any, start: Any, stop: Any = None, step: Any = 1, **_: Any) -> range:
     """A loop unrolled at trace time."""
     return ctx.loop("static", start, stop, step)
+
+
+@nki_op
+def range(ctx: Any, start: Any, stop: Any = None, step: Any = 1, **_: Any) -> builtins.range:  # noqa: A001
+    """``nl.range``: the loop functions are documented as aliases of Python's ``range()`` (nki-library writes
+    ``for k in nl.range(n)``), so this is ``static_range``: unrolled at trace time, the index a plain int."""
+    return ctx.loop("static", start, stop, step)  # type: ignore[no-any-return]
 
 
 def no_reorder() -> Any:

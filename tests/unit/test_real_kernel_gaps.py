@@ -200,3 +200,32 @@ def test_reshape_shape_given_twice_is_an_error() -> None:
     with pytest.raises(NkiError, match="reshape: give the shape either positionally or as shape=, not both") as bad:
         both(rand(128, 8))
     assert bad.value.line == line_of(__file__, "shape=(128, 8))")
+
+
+# -- 4. nl.range ------------------------------------------------------------------------------------------------
+def test_nl_range_unrolls_like_python_range(tmp_path: Path) -> None:
+    """nki-library's MX loader (``mxfp_load_utils.py``): nested ``nl.range`` loops whose indices build ``.ap``
+    offsets; here each 256-column block is de-interleaved (even columns first, then odd). The index is a plain int,
+    so it may also pick from a Python list."""
+    module = modern(tmp_path, """
+        @nki.jit
+        def deinterleave(x):
+            p, n = x.shape
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            src = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=src, src=x)
+            dst = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+            scale = [1.0, -1.0]
+            for k in nl.range(n // 256):
+                for s in nl.range(2):
+                    assert isinstance(k, int) and isinstance(s, int)
+                    strided = src.ap(pattern=[[n, p], [2, 128]], offset=k * 256 + s)
+                    packed = dst.ap(pattern=[[n, p], [1, 128]], offset=k * 256 + s * 128)
+                    nisa.activation(dst=packed, op=nl.copy, data=strided, scale=scale[s])
+            nisa.dma_copy(dst=out, src=dst)
+            return out
+    """)
+    x = rand(128, 512)
+    want = np.concatenate([np.concatenate([x[:, b:b + 256:2], -x[:, b + 1:b + 256:2]], axis=1)
+                           for b in (0, 256)], axis=1)
+    np.testing.assert_array_equal(module.deinterleave(x), want)
