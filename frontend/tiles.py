@@ -14,8 +14,8 @@ Lowering, in short (``README.md`` lists every name):
 * binary math: two tiles -> ``tensor_tensor``; a tile and a number or a (P, 1) tile -> ``tensor_scalar``. Free dims
   of size 1 broadcast through a stride-0 view; a partition dim of 1 broadcasts through a TensorE matmul with a ones
   row (``[1, P]^T @ x[1, F]``, exact for floats; integers pass through fp32).
-* reductions: ``tensor_reduce`` over trailing free axes (never the partition axis), plus ALU stages for
-  ``mean``/``var``.
+* reductions: ``tensor_reduce`` over any free axes (never the partition axis; axes that are not the trailing ones
+  are moved last by a permuted view), plus ALU stages for ``mean``/``var``.
 * ``gather_flattened`` is a GpSimd ``nc_n_gather`` (indices copied to uint32 first when they are another integer
   dtype or not in SBUF).
 * ``matmul`` is ``nc_matmul`` into a fresh PSUM tile (with an ``nc_transpose`` of x unless ``transpose_x``);
@@ -581,12 +581,23 @@ def _reduce_axes(fn: str, x: NkiTensor, axis: Any) -> tuple[int, ...]:
     axes = sorted(set(axes))
     if 0 in axes:
         raise NkiError(f"nl.{fn}: cannot reduce along the partition axis 0", "reduce free axes only")
-    if axes != list(range(x.ndim - len(axes), x.ndim)):
-        raise NkiError(
-            f"nl.{fn}: axis {tuple(axes)} must be the last contiguous free dims of the rank-{x.ndim} tile",
-            "e.g. [1], [1, 2]; permute or .ap() the tile so the reduced dims come last",
-        )
     return tuple(axes)
+
+
+def _reduced_last(x: NkiTensor, axes: tuple[int, ...]) -> tuple[NkiTensor, list[int]]:
+    """``x`` viewed with the ``axes`` to reduce moved behind the kept free dims, and their positions there.
+
+    ``nisa.tensor_reduce`` reduces trailing free axes only; the language-level reductions take any free axes
+    (pooling kernels reduce ``axis=(2, 4)`` of a rank-5 tile), as the device compiler does by permuting. A free dim's
+    order is only its place in the access pattern, so the permutation is a view: no data moves, and the kept dims
+    keep their relative order, which is the result's layout."""
+    trailing = list(range(x.ndim - len(axes), x.ndim))
+    if list(axes) == trailing:
+        return x, trailing
+    kept = [d for d in range(1, x.ndim) if d not in axes]
+    order = [0, *kept, *axes]
+    view = NkiTensor(x.storage, x.offset, tuple(x.pairs[d] for d in order), x.dtype, x.dyn)
+    return view, trailing
 
 
 def _reduced_shape(x: NkiTensor, axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
@@ -601,7 +612,8 @@ def _reduce(ctx: Any, fn: str, op: str, x: Any, axis: Any, dtype: Any, keepdims:
     x = _tile(fn, "x", x)
     axes = _reduce_axes(fn, x, axis)
     out = _new(ctx, _reduced_shape(x, axes, bool(keepdims)), _dtype(dtype, out_dtype or x.dtype))
-    _impl("tensor_reduce")(ctx, out, op, x, list(axes), keepdims=bool(keepdims))
+    data, last = _reduced_last(x, axes)
+    _impl("tensor_reduce")(ctx, out, op, data, last, keepdims=bool(keepdims))
     return out
 
 
@@ -610,7 +622,7 @@ def _reduce_function(name: str, op: str) -> None:
         isa._mask(kw)
         return _reduce(ctx, name, op, x, axis, dtype, keepdims)
 
-    impl.__doc__ = f"Reduce ``x`` with {op} over trailing free axes (one tensor_reduce)."
+    impl.__doc__ = f"Reduce ``x`` with {op} over any free axes (one tensor_reduce of a permuted view)."
     impl.__name__ = name
     globals()[name] = _export(name)(impl)
 
@@ -621,7 +633,7 @@ for _name, _op in (("sum", "add"), ("max", "maximum"), ("min", "minimum"), ("pro
 
 @_export()
 def all(ctx: Any, x: Any, axis: Any, dtype: Any = None, **_: Any) -> NkiTensor:  # noqa: A001
-    """Logical AND over trailing free axes (tensor_reduce logical_and; 1/0 in the input dtype)."""
+    """Logical AND over free axes (tensor_reduce logical_and; 1/0 in the input dtype)."""
     return _reduce(ctx, "all", "logical_and", x, axis, dtype, False)
 
 
@@ -767,7 +779,7 @@ def gather_flattened(ctx: Any, data: Any, indices: Any, axis: int = 0, dtype: An
 # -- composites ---------------------------------------------------------------------------------------------
 @_export()
 def softmax(ctx: Any, x: Any, axis: Any = -1, dtype: Any = None, **_: Any) -> NkiTensor:
-    """``exp(x - max) / sum(exp(x - max))`` over trailing free axes, in float32: a negated tensor_reduce max, one
+    """``exp(x - max) / sum(exp(x - max))`` over free axes, in float32: a negated tensor_reduce max, one
     ScalarE exp with that bias and a sum reduction, VectorE reciprocal, tensor_scalar multiply (over only some
     free dims: reduce, subtract, exp, reduce, reciprocal, multiply with broadcasting)."""
     x = _tile("softmax", "x", x)

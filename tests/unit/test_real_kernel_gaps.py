@@ -229,3 +229,67 @@ def test_nl_range_unrolls_like_python_range(tmp_path: Path) -> None:
     want = np.concatenate([np.concatenate([x[:, b:b + 256:2], -x[:, b + 1:b + 256:2]], axis=1)
                            for b in (0, 256)], axis=1)
     np.testing.assert_array_equal(module.deinterleave(x), want)
+
+
+# -- 5. language-level reductions over any free axes ------------------------------------------------------------
+def test_legacy_pooling_reduces_non_trailing_axes() -> None:
+    """The pooling tutorials' form: the image tile split into windows and reduced over the window axes, which are
+    not the trailing free dims (``axis=(2, 4)`` of a rank-5 tile, ``axis=(1, 3)`` of a rank-4 tile)."""
+
+    @nki.jit
+    def pools(img):
+        c, h, w = img.shape
+        maxed = nl.ndarray((c, h // 2, w // 2), dtype=img.dtype, buffer=nl.hbm)
+        summed = nl.ndarray((c, 4), dtype=img.dtype, buffer=nl.hbm)
+        t = nl.load(img)
+        windows = t.reshape((c, h // 2, 2, w // 2, 2))
+        nl.store(maxed, nl.max(windows, axis=(2, 4)))
+        quads = t.reshape((c, 2, 4, h * w // 8))
+        nl.store(summed, nl.sum(quads, axis=(1, 3)))
+        return maxed, summed
+
+    img = rand(128, 8, 16)
+    maxed, summed = pools(img)
+    np.testing.assert_array_equal(maxed, img.reshape(128, 4, 2, 8, 2).max(axis=(2, 4)))
+    np.testing.assert_allclose(summed, img.reshape(128, 2, 4, 16).sum(axis=(1, 3)), rtol=1e-5, atol=1e-5)
+
+
+def test_modern_reductions_over_any_free_axes(tmp_path: Path) -> None:
+    module = modern(tmp_path, """
+        @nki.jit
+        def stats(x):
+            p, a, b = x.shape
+            outs = []
+            for name, fn in (("mean", nl.mean), ("min", nl.min), ("prod", nl.prod)):
+                r = fn(nl.load(x), axis=1, keepdims=True)             # the middle axis: (p, 1, b)
+                out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm, name=name)
+                nl.store(out, r)
+                outs.append(out)
+            s = nl.softmax(nl.load(x), axis=1)
+            out = nl.ndarray(s.shape, dtype=s.dtype, buffer=nl.shared_hbm, name="softmax")
+            nl.store(out, s)
+            return (*outs, out)
+    """)
+    x = RNG.uniform(0.5, 1.5, (64, 6, 10)).astype(np.float32)
+    mean, low, prod, soft = module.stats(x)
+    np.testing.assert_allclose(mean, x.mean(axis=1, keepdims=True), rtol=1e-5)
+    np.testing.assert_array_equal(low, x.min(axis=1, keepdims=True))
+    np.testing.assert_allclose(prod, x.prod(axis=1, keepdims=True), rtol=1e-5)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(soft, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_nisa_tensor_reduce_keeps_the_trailing_axes_rule(tmp_path: Path) -> None:
+    module = modern(tmp_path, """
+        @nki.jit
+        def kernel(x):
+            t = nl.load(x)
+            r = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.tensor_reduce(dst=r, op=nl.add, data=t, axis=1)
+            out = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+            nl.store(out, r)
+            return out
+    """)
+    with pytest.raises(NkiError, match=r"tensor_reduce: axes \(1,\) must be the trailing free axes") as bad:
+        module.kernel(rand(128, 4, 8))
+    assert bad.value.line == line_of(module.__file__, "nisa.tensor_reduce(")
