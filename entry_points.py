@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from nkic.execute import neff_of, run_kernel_with_profile, simulate
+from nkic.frontend.context import active_context
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import Kernel, TensorSpec, jit
 from nkic.runtime.simulator import RunResult
@@ -63,11 +64,20 @@ class BenchmarkResult:
     simulated: bool = True
 
 
-class _Runner:
-    """A kernel wrapper that runs on call and keeps what the run produced; ``runner[grid]`` keeps the options."""
+class _Runner(Kernel):
+    """A kernel wrapper that runs on call and keeps what the run produced; ``runner[grid]`` keeps the options.
+
+    It is itself a ``Kernel`` of the same function, so the legacy decorators stack as the repositories stack them:
+    ``@nki.jit`` (no options) over ``@nki.baremetal`` keeps the runner, ``nki.simulate``/``simulate_kernel`` run it,
+    a kernel calling it inlines it, and ``@nki.baremetal`` over ``@nki.benchmark(...)`` is one runner with both
+    sets of artifacts (the outer decorator's win where both name one)."""
 
     def __init__(self, kernel: Any, artifacts: dict[str, Any]) -> None:
+        if isinstance(kernel, _Runner):
+            artifacts = {**kernel.artifacts, **artifacts}
+            kernel = kernel.kernel
         self.kernel: Kernel = kernel if isinstance(kernel, Kernel) else jit(kernel)
+        super().__init__(self.kernel.func, self.kernel.grid, self.kernel.options, self.kernel.cache)
         self.artifacts = artifacts
         self.benchmark_result: BenchmarkResult | None = None
         self.calls = 0
@@ -76,6 +86,8 @@ class _Runner:
         return type(self)(self.kernel[grid], self.artifacts)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if active_context() is not None:  # called by a kernel being traced: a sub-kernel, inlined
+            return super().__call__(*args, **kwargs)
         if self.artifacts.get("timing_only"):
             return self._time_only(args, kwargs)
         debug = bool(self.artifacts.get("save_trace_name"))  # a profile names each instruction's kernel line

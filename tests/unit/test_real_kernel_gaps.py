@@ -293,3 +293,54 @@ def test_nisa_tensor_reduce_keeps_the_trailing_axes_rule(tmp_path: Path) -> None
     with pytest.raises(NkiError, match=r"tensor_reduce: axes \(1,\) must be the trailing free axes") as bad:
         module.kernel(rand(128, 4, 8))
     assert bad.value.line == line_of(module.__file__, "nisa.tensor_reduce(")
+
+
+# -- 6. the legacy decorators stacked on a kernel -----------------------------------------------------------------
+def _doubled(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
+    nl.store(out, nl.multiply(nl.load(a), 2.0))
+    return out
+
+
+def test_jit_stacked_over_baremetal_and_benchmark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``@nki.jit`` over ``@nki.baremetal(...)``, ``@nki.baremetal`` over ``@nki.benchmark(...)``: each stack still
+    runs the kernel, keeps every decorator's artifacts, and can be launched by ``simulate_kernel``."""
+
+    @nki.jit
+    @nki.baremetal(save_neff_name=str(tmp_path / "bm.neff"))
+    def doubled(a):
+        return _doubled(a)
+
+    @nki.baremetal(save_neff_name=str(tmp_path / "bench.neff"))
+    @nki.benchmark(warmup=2, iters=3)
+    def benched(a):
+        return _doubled(a)
+
+    a = rand(128, 16)
+    np.testing.assert_array_equal(doubled(a), 2 * a)
+    assert (tmp_path / "bm.neff").stat().st_size > 0
+    np.testing.assert_array_equal(nki.simulate_kernel(doubled, a), 2 * a)
+    np.testing.assert_array_equal(benched(a), 2 * a)
+    assert (tmp_path / "bench.neff").stat().st_size > 0
+    assert benched.benchmark_result.nc_latency.get_latency_percentile(50) > 0
+    assert "nki.benchmark benched" in capsys.readouterr().out
+    assert (doubled.__name__, benched.__name__) == ("doubled", "benched")
+
+
+def test_a_decorated_runner_called_from_a_kernel_is_inlined(tmp_path: Path) -> None:
+    @nki.profile(working_directory=str(tmp_path), save_neff_name="p.neff", save_trace_name="p.json", overwrite=True)
+    def inner(a):
+        return _doubled(a)
+
+    @nki.jit
+    def outer(a):
+        twice = inner(a)                 # a sub-kernel: traced into outer, no NEFF of its own
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
+        nl.store(out, nl.add(nl.load(twice), 1.0))
+        return out
+
+    a = rand(128, 16)
+    np.testing.assert_array_equal(outer(a), 2 * a + 1)
+    assert not (tmp_path / "p.neff").exists()
+    np.testing.assert_array_equal(nki.trace(inner)(a), 2 * a)   # and run on its own, it profiles
+    assert (tmp_path / "p.neff").exists() and (tmp_path / "p.json").exists()
