@@ -788,6 +788,11 @@ def _predicated(ctx: Any, impl: Callable[..., Any], bound: inspect.BoundArgument
     return result
 
 
+def ambient_mask() -> bool:
+    """Whether the ``mask=`` of an enclosing ``nl`` function applies to the instructions recorded now."""
+    return bool(_AMBIENT) and _AMBIENT[-1] is not None
+
+
 def _has_blocks(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
     return any(v.block_dims for v in (*args, *kwargs.values()) if isinstance(v, NkiTensor))
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from nkic.frontend.affine import DynSlice
 from nkic.frontend.context import active_context, is_nki_op, nki_op
+from nkic.frontend.grid import ambient_mask as grid_ambient_mask
 from nkic.frontend.grid import masked, refuse_mask, with_mask
 from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
 from nkic.frontend import isa as _nisa  # records instructions (nl.device_print's)
@@ -175,8 +176,20 @@ def _filled(ctx: Any, shape: Any, value: float, dtype: Any, buffer: Any, name: s
         raise NkiError("initial values on HBM tensors are not supported", "fill an SBUF tile and dma_copy it")
     from nkic.frontend import isa
 
-    isa.memset.__nki_impl__(ctx, t, value)
+    isa.memset.__nki_impl__(ctx, _whole_storage(t), value)
     return t
+
+
+def _whole_storage(t: NkiTensor) -> NkiTensor:
+    """``t`` itself, or for a legacy block tensor ``(B, nl.par_dim(P), F)`` (``nl.zeros`` of one fills every block)
+    the same elements as one tile in storage order ``(P, B, F)``: a single memset covers all blocks."""
+    nb = t.block_dims
+    if not nb:
+        return t
+    if grid_ambient_mask():
+        raise NkiError("mask= on the fill of a block tensor (dims before nl.par_dim) is not supported",
+                       "fill it whole, then mask the instructions that read it")  # fmt: skip
+    return NkiTensor(t.storage, t.offset, (t.pairs[nb], *t.pairs[:nb], *t.pairs[nb + 1 :]), t.dtype)
 
 
 @nki_op

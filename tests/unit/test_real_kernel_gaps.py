@@ -344,3 +344,38 @@ def test_a_decorated_runner_called_from_a_kernel_is_inlined(tmp_path: Path) -> N
     assert not (tmp_path / "p.neff").exists()
     np.testing.assert_array_equal(nki.trace(inner)(a), 2 * a)   # and run on its own, it profiles
     assert (tmp_path / "p.neff").exists() and (tmp_path / "p.json").exists()
+
+
+# -- 7. legacy nl.zeros / nl.full of a block tensor -------------------------------------------------------------
+def test_block_tensor_fills_cover_every_block() -> None:
+    """Accumulators allocated per block with ``nl.zeros((B, nl.par_dim(128), F))`` and constants with ``nl.full`` /
+    ``nl.ones`` (two block dims), then updated and stored block by block."""
+
+    @nki.jit
+    def blocks(a):
+        nb = a.shape[0]
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
+        acc = nl.zeros((nb, nl.par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+        five = nl.full((nb + 1, nl.par_dim(128), 64), 5.0, dtype=nl.float32, buffer=nl.sbuf)
+        ones = nl.ones((2, nb, nl.par_dim(128), 64), dtype=nl.float32)
+        for b in nl.affine_range(nb):
+            acc[b] = nl.add(acc[b], nl.load(a[b]))
+            acc[b] = nl.add(acc[b], five[b + 1])
+            acc[b] = nl.subtract(acc[b], ones[1, b])
+            nl.store(out[b], acc[b])
+        return out
+
+    a = RNG.uniform(-2.0, 2.0, (3, 128, 64)).astype(np.float32)
+    np.testing.assert_array_equal(blocks(a), (a + np.float32(5.0)) - np.float32(1.0))
+
+
+def test_block_tensor_fill_with_a_mask_is_an_error() -> None:
+    @nki.jit
+    def masked(a):
+        i = nl.arange(128)[:, None]
+        t = nl.zeros((2, nl.par_dim(128), 64), dtype=nl.float32, mask=(i < 64))
+        return t
+
+    with pytest.raises(NkiError, match=r"mask= on the fill of a block tensor") as bad:
+        masked(rand(128, 64))
+    assert bad.value.line == line_of(__file__, "mask=(i < 64))")
