@@ -11,7 +11,7 @@ shapes, patterns that cover dst); rules beyond those are ``@shape_rule`` functio
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, FloatAttr, IntegerAttr, StringAttr
 from xdsl.ir import Attribute
@@ -302,6 +302,25 @@ def _free(shape: tuple[int, ...]) -> int:
     for d in shape[1:]:
         n *= d
     return n
+
+
+free_elements = _free  # elements per partition of an access pattern's shape
+
+
+_SCALAR_KINDS = frozenset({"alu", "act", "reduce_cmd", "engine", "f32", "bool", "int", "str"})
+
+
+def field_values(op: RoleOperandOp) -> dict[str, Any]:
+    """The instruction's scalar fields that are given, as Python values (what the documented rules read)."""
+    out: dict[str, Any] = {}
+    for f in op.SPEC.fields:  # type: ignore[attr-defined]
+        attr = op.properties.get(f.name)
+        if attr is not None and f.kind in _SCALAR_KINDS:
+            try:
+                out[f.name] = value_of(attr)
+            except TypeError:  # a malformed field: _check_field names it
+                continue
+    return out
 
 
 def _same_elements(op: RoleOperandOp, a: str, b: str) -> None:

@@ -65,6 +65,8 @@ from nkic.dialects.common import (
 from nkic.dialects.fastverify import fast_verify
 from nkic.dialects.inst import RoleOperandOp
 from nkic.target.machine import MAX_PSUM_BYTES, NUM_PARTITIONS
+from nkic.target.rules import RULES, Call, Operand, problems
+from nkic.target.rules import message as rule_message
 from nkic.target.vocab import ON_CHIP, dtype_size
 
 
@@ -424,6 +426,19 @@ class PenguinInst(RoleOperandOp):
                 raise VerifyException(f"{role} access pattern uses i{len(ap.iv_coeffs) - 1} outside its loop")
             if t.mem in ON_CHIP and ap.shape[0] > NUM_PARTITIONS:
                 raise VerifyException(f"{role} spans {ap.shape[0]} partitions, the limit is {NUM_PARTITIONS}")
+        if self.OPNAME in RULES:
+            broken = problems(self.rule_call())
+            if broken:
+                raise VerifyException(rule_message(self.rule_call(), broken[0]))
+
+    def rule_call(self) -> Call:
+        """This instruction as the documented rules see it (``nkic.target.rules``); the IR names no target, so
+        only the rules of every generation apply."""
+        operands = {}
+        for role, value, ap in zip(self.role_names, self.tensors, self.aps.data):
+            t = tensor_type(value)
+            operands[role] = Operand(t.mem, ap.view_dtype or t.dtype, (ap.shape[0], fields.free_elements(ap.shape)))
+        return Call(self.OPNAME, operands, fields.field_values(self))
 
     def _on_gpsimd(self) -> bool:
         e = self.properties.get("engine")

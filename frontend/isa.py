@@ -51,6 +51,8 @@ from nkic.target.machine import (
     Target,
     get_target,
 )
+from nkic.target.rules import RULES, Call, Operand, problems
+from nkic.target.rules import message as rule_message
 from nkic.target.vocab import FLOAT_DTYPES, PACKED_DTYPES, REDUCE_CMDS
 
 
@@ -229,6 +231,8 @@ def _record(
         problem = dims_problem(spec, {r: (t.partitions, t.free_size) for r, t in given.items()})
         if problem is not None:
             raise NkiError(problem)
+    if op in RULES and getattr(ctx, "_api_call", "").startswith("nisa."):
+        _documented_rules(ctx, target, op, given, attrs)
     hinted = ENGINE_BY_NAME.get(ENGINE_OF_HINT.get(engine_name, ""))
     for role, t in given.items():
         if not t.storage.buffer == "psum":
@@ -243,6 +247,18 @@ def _record(
         if hinted is not None and not hinted.psum:
             raise NkiError(f"{op}: the {engine_name} engine cannot access PSUM ('{role}')")
     ctx.inst(op, given, attrs)
+
+
+def _documented_rules(ctx: Any, target: Target, op: str, given: dict[str, NkiTensor], attrs: dict[str, Any]) -> None:
+    """The reference's restrictions on this call (``nkic.target.rules``), for the ``nisa`` function the user
+    called. An instruction an ``nl`` function emits is nkic's lowering, not the user's choice: the rules are the
+    lowering's to keep (the penguin verifier checks them), not an error at the user's line."""
+    operands = {r: Operand(getattr(t.storage.buffer, "name", str(t.storage.buffer)), t.dtype,
+                           (t.partitions, t.free_size)) for r, t in given.items()}  # fmt: skip
+    call = Call(op, operands, attrs, target.nc_version, getattr(ctx, "_api_call", ""))
+    broken = problems(call)
+    if broken:
+        raise NkiError(rule_message(call, broken[0]))
 
 
 # (nc_version, instruction) pairs Target.has said yes to (it depends on nothing else, and imports the declarations

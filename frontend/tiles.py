@@ -696,8 +696,20 @@ def matmul(ctx: Any, x: Any, y: Any, transpose_x: bool = False, **kw: Any) -> Nk
         spelled = "x.T @ y" if transpose_x else "x @ y"
         raise NkiError(f"nl.matmul: {spelled} needs y with {k} rows (the contraction dim), got shape {y.shape}")
     out = _new(ctx, (m, y.shape[1]), "float32", _PSUM)
-    _impl("nc_matmul")(ctx, out, _in_sbuf(ctx, stationary), _in_sbuf(ctx, y))
+    st, mv = _in_sbuf(ctx, stationary), _in_sbuf(ctx, y)
+    # nc_matmul: "if one of the input tiles is tfloat32/float32, the other tile must also be tfloat32/float32": the
+    # other is widened (exactly) rather than the float32 one narrowed
+    if (st.dtype == "float32") != (mv.dtype == "float32"):
+        st, mv = (_widened(ctx, st), mv) if mv.dtype == "float32" else (st, _widened(ctx, mv))
+    _impl("nc_matmul")(ctx, out, st, mv)
     return out
+
+
+def _widened(ctx: Any, t: NkiTensor) -> NkiTensor:
+    """A float32 SBUF copy of ``t``."""
+    wide = _new(ctx, t.shape, "float32")
+    _impl("tensor_copy")(ctx, wide, t)
+    return wide
 
 
 # -- shape and selection ------------------------------------------------------------------------------------

@@ -311,7 +311,7 @@ def _group_section(
         # 128-row KV blocks whose exp is all zero (above the diagonal / outside the window) skip PE work
         blocks = _kept_blocks(q0, nq, k0, nk, kind)
         lo, hi = blocks[0], blocks[-1] + 1
-        e_psum = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=f32, buffer=nl.psum, name="expT_psum")
+        e_psum = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.psum, name="expT_psum")
         for i in blocks:
             kbk = min(KV_BLOCK, nk - i * KV_BLOCK)
             nisa.nc_transpose(dst=e_psum[:kbk, i, :nq], data=e[:nq, i * KV_BLOCK : i * KV_BLOCK + kbk])
@@ -335,7 +335,7 @@ def _group_section(
                 dst=e[:nq, :], op=nl.exp, data=scores[:nq, c0 : c0 + KV_TILE], bias=neg_max, scale=1.0,
                 reduce_op=nl.add, reduce_res=sums[:nq, j0 + r], reduce_cmd=nisa.reduce_cmd.reset_reduce,
             )  # fmt: skip
-            e_psum = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=f32, buffer=nl.psum, name="expT_psum")
+            e_psum = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.psum, name="expT_psum")
             for i in range(BLOCKS):
                 nisa.nc_transpose(dst=e_psum[:, i, :nq], data=e[:nq, i * KV_BLOCK : (i + 1) * KV_BLOCK])
             e_t = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="expT")
@@ -566,7 +566,7 @@ def _exp_tile(scores, sums, neg_max, o_psum, v_sb, t, col, n_blocks, dt):
         dst=e, op=nl.exp, data=scores[:, c0 : c0 + KV_TILE], bias=neg_max, scale=1.0,
         reduce_op=nl.add, reduce_res=sums[:, col], reduce_cmd=nisa.reduce_cmd.reset_reduce,
     )  # fmt: skip
-    e_psum = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=f32, buffer=nl.psum, name="expT_psum")
+    e_psum = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.psum, name="expT_psum")
     for i in range(n_blocks):
         nisa.nc_transpose(dst=e_psum[:, i, :], data=e[:, i * KV_BLOCK : (i + 1) * KV_BLOCK])
     e_t = nl.ndarray((KV_BLOCK, BLOCKS, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="expT")

@@ -230,7 +230,8 @@ def _legacy_operator(name: str, tile: _NkiTensor, other: _Any) -> _Any:
     """The operators of legacy tiles, in legacy kernels only: ``a + b``, ``a - 2.0``, ``2.0 * a``, ``a / b``, ``-a``
     are the ``nl`` functions (``nl.add`` ...) returning a new tile; ``t += x`` rebinds ``t`` to ``t + x``, except
     ``psum_tile += value``, which accumulates into the PSUM tile in place (one VectorE ``tensor_tensor``, fp32, as
-    the PE array accumulates: the legacy ``psum += nisa.nc_matmul(...)``)."""
+    the PE array accumulates: the legacy ``psum += nisa.nc_matmul(...)``; a PSUM ``value`` is first copied to SBUF,
+    since tensor_tensor cannot read two PSUM tiles)."""
     if not _is_legacy_kernel_frame():
         return NotImplemented
     if name == "broadcast_to":  # the tile method runs nl.broadcast_to itself; a legacy kernel learns the new name
@@ -246,6 +247,10 @@ def _legacy_operator(name: str, tile: _NkiTensor, other: _Any) -> _Any:
                           "nisa.nc_matmul(dst=psum_tile, stationary=..., moving=..., accumulate=True)")  # fmt: skip
         from nkic.frontend import isa as _isa
 
+        if other.buffer == "psum":  # nisa.tensor_tensor: "data1 and data2 cannot both reside in PSUM"
+            staged = _modern.ndarray(other.shape, dtype=other.dtype, buffer=_modern.sbuf)
+            _isa.tensor_copy(staged, other)
+            other = staged
         _isa.tensor_tensor(tile, tile, other, "add")
         return tile
     reflected = base.startswith("r") and base[1:] in _BINARY

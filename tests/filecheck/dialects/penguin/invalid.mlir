@@ -556,3 +556,32 @@ builtin.module {
 }
 // CHECK: should be of base attribute string
 
+
+// -----
+
+// The documented rules (nkic.target.rules) hold in IR text too: tensor_tensor cannot read two PSUM tiles.
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x128xf32>
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.tensor_tensor dst %x[0 : [128, 128], [1, 128]], data1 %p[0 : [128, 128], [1, 128]], data2 %p[0 : [128, 128], [1, 128]] {op = "add"}
+    penguin.return
+  }
+}
+// CHECK: tensor_tensor: data1 and data2 cannot both be in PSUM (the NKI reference: "However, the two input tiles, data1 and data2 cannot both reside in PSUM.")
+
+// -----
+
+// A float32 operand needs a float32 partner on every generation.
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x128xf32>
+    %a = penguin.alloc "a" : !penguin.tensor<sbuf, 128x128xf32>
+    %b = penguin.alloc "b" : !penguin.tensor<sbuf, 128x128xbf16>
+    penguin.matmul dst %p[0 : [128, 128], [1, 128]], stationary %a[0 : [128, 128], [1, 128]], moving %b[0 : [128, 128], [1, 128]]
+    penguin.return
+  }
+}
+// CHECK: nc_matmul: stationary is float32 and moving is bfloat16; a tfloat32/float32 operand needs a tfloat32/float32 partner
