@@ -15,7 +15,7 @@ from typing import Any
 
 from nkic.frontend.affine import DynSlice
 from nkic.frontend.context import active_context, is_nki_op, nki_op
-from nkic.frontend.grid import ambient_mask as grid_ambient_mask
+from nkic.frontend.grid import ambient_mask as _ambient_mask
 from nkic.frontend.grid import masked, refuse_mask, with_mask
 from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
 from nkic.frontend import isa as _nisa  # records instructions (nl.device_print's)
@@ -186,7 +186,7 @@ def _whole_storage(t: NkiTensor) -> NkiTensor:
     nb = t.block_dims
     if not nb:
         return t
-    if grid_ambient_mask():
+    if _ambient_mask():
         raise NkiError("mask= on the fill of a block tensor (dims before nl.par_dim) is not supported",
                        "fill it whole, then mask the instructions that read it")  # fmt: skip
     return NkiTensor(t.storage, t.offset, (t.pairs[nb], *t.pairs[:nb], *t.pairs[nb + 1 :]), t.dtype)

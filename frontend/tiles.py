@@ -31,6 +31,8 @@ a Python number never changing it except that a non-integral number turns an int
 from __future__ import annotations
 
 import builtins
+import functools
+import inspect
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -47,6 +49,7 @@ from nkic.frontend.errors import NkiError
 from nkic.frontend.grid import with_mask
 from nkic.frontend.ops import TILE_FUNCTIONS
 from nkic.frontend.tensor import NkiTensor
+from nkic.frontend.unsupported import close_names
 from nkic.target.machine import get_target
 from nkic.target.vocab import ACT_FUNCS, DTYPES, FLOAT_DTYPES
 
@@ -63,12 +66,32 @@ def _export(name: str | None = None) -> Callable[[Callable[..., Any]], Callable[
         public = name or impl.__name__.lstrip("_")
         impl.__name__ = impl.__qualname__ = public
         impl.__module__ = "nkic.frontend.language"  # a bad call reads "bad call of language.<name>", like nl's own
-        op = nki_op(with_mask(impl))  # mask= applies to every instruction the function records
+        op = nki_op(with_mask(_misspelt_keywords(public, impl)))  # mask= applies to every instruction it records
         TILE_FUNCTIONS[public] = op
         __all__.append(public)
         return op
 
     return wrap
+
+
+def _misspelt_keywords(public: str, impl: Callable[..., Any]) -> Callable[..., Any]:
+    """``impl`` refusing a keyword that its ``**kw`` would swallow but that is a near-miss of one of its parameters
+    (``nl.exp(x, dtyp=nl.float32)``): the function accepts and ignores options it does not use, so without this the
+    misspelt ``dtype`` would be silently dropped. A keyword resembling no parameter is still accepted."""
+    params = [p.name for p in inspect.signature(impl).parameters.values()
+              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)][1:]  # fmt: skip  (without ctx)
+    known = frozenset(params) | {"mask"}
+
+    def run(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        for key in kwargs:
+            if key not in known:
+                near = close_names(key, params, n=1)
+                if near:
+                    raise NkiError(f"nl.{public}: unknown keyword {key}=", f"did you mean {near[0]}=?")
+        return impl(ctx, *args, **kwargs)
+
+    functools.update_wrapper(run, impl)  # the signature a call is checked against stays impl's
+    return run
 
 
 # -- helpers ------------------------------------------------------------------------------------------------

@@ -594,7 +594,10 @@ class TraceContext:
             try:
                 inspect.signature(impl).bind(self, *args, **kwargs)
             except TypeError as e:
-                raise NkiError(f"bad call of {func.__module__.rsplit('.', 1)[-1]}.{func.__name__}: {e}") from None
+                from nkic.frontend.unsupported import keyword_hint  # a misspelt keyword: name it, suggest the right one
+
+                raise NkiError(f"bad call of {func.__module__.rsplit('.', 1)[-1]}.{func.__name__}: {e}",
+                               keyword_hint(impl, kwargs)) from None  # fmt: skip
 
     def _call_concrete(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         args, kwargs = _concretize(args), _concretize(kwargs)

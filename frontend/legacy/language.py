@@ -10,6 +10,9 @@ __getattr__ = missing_names("neuronxcc.nki.language")
 
 # -- index grids, block dims, masks (legacy-only names; the machinery is frontend/grid.py) --------------------
 from nkic.frontend.grid import arange, mgrid, par_dim  # noqa: E402,F401
+
+# Functions defined elsewhere that are legacy API, for "did you mean" (unsupported.api_names skips imported helpers).
+_API_REEXPORTS = ("arange",)
 # ===================================================================================================================
 # Legacy-only differences (helper `legacy`): the value-returning conventions of NKI <= 0.2. The index grids
 # (nl.arange, nl.mgrid), nl.par_dim and mask= live in their own block (helper `grid`).

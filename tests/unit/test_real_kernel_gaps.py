@@ -379,3 +379,70 @@ def test_block_tensor_fill_with_a_mask_is_an_error() -> None:
     with pytest.raises(NkiError, match=r"mask= on the fill of a block tensor") as bad:
         masked(rand(128, 64))
     assert bad.value.line == line_of(__file__, "mask=(i < 64))")
+
+
+# -- 8. "did you mean" for unknown names and keywords -----------------------------------------------------------
+def test_misspelt_names_suggest_the_api_name(tmp_path: Path) -> None:
+    module = modern(tmp_path, """
+        @nki.jit
+        def typo(a):
+            return nl.expp(nl.load(a))
+
+        @nki.jit
+        def isa_typo(a):
+            t = nl.load(a)
+            nisa.activaton(dst=t, op=nl.exp, data=t)
+            return t
+    """)
+    a = rand(128, 8)
+    with pytest.raises(NkiError, match=r"nki\.language\.expp is not an NKI name nkic knows\. did you mean nl\.exp\?"
+                       ) as bad:  # fmt: skip
+        module.typo(a)
+    assert (bad.value.file, bad.value.line) == (module.__file__, line_of(module.__file__, "nl.expp("))
+    with pytest.raises(NkiError, match=r"nki\.isa\.activaton is not an NKI name nkic knows\. did you mean "
+                                       r"nisa\.activation") as bad:  # fmt: skip
+        module.isa_typo(a)
+    assert bad.value.line == line_of(module.__file__, "nisa.activaton(")
+
+
+def test_legacy_misspelt_name_and_a_name_nothing_resembles() -> None:
+    @nki.jit
+    def grid_typo(a):
+        i = nl.arang(128)[:, None]
+        return nl.load(a[i, 0])
+
+    @nki.jit
+    def far(a):
+        return nl.frobnicate(nl.load(a))
+
+    with pytest.raises(NkiError, match=r"neuronxcc\.nki\.language\.arang is not an NKI name nkic knows\. did you "
+                                       r"mean nl\.arange") as bad:  # fmt: skip
+        grid_typo(rand(128, 8))
+    assert bad.value.line == line_of(__file__, "nl.arang(128)")
+    # No close name: maybe a real NKI name nkic lacks, so no suggestion and the old wording.
+    with pytest.raises(NkiError, match=r"neuronxcc\.nki\.language\.frobnicate is not supported by nkic\. nkic "
+                                       r"implements a subset"):  # fmt: skip
+        far(rand(128, 8))
+
+
+def test_misspelt_keyword_is_named_with_a_suggestion(tmp_path: Path) -> None:
+    module = modern(tmp_path, """
+        @nki.jit
+        def kernel(a):
+            t = nl.load(a)
+            r = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.sbuf)
+            nisa.activation(dst=r, op=nl.exp, dat=t)
+            return r
+    """)
+    with pytest.raises(NkiError, match=r"bad call of isa\.activation: missing a required argument: 'data'\. "
+                                       r"unknown keyword dat=: did you mean data=\?") as bad:  # fmt: skip
+        module.kernel(rand(128, 8))
+    assert (bad.value.file, bad.value.line) == (module.__file__, line_of(module.__file__, "dat=t)"))
+
+    @nki.jit
+    def legacy_kernel(a):
+        return nl.exp(nl.load(a), dtyp=nl.float32)
+
+    with pytest.raises(NkiError, match=r"nl\.exp: unknown keyword dtyp=\. did you mean dtype=\?") as bad:
+        legacy_kernel(rand(128, 8))
+    assert bad.value.line == line_of(__file__, "dtyp=nl.float32)")
