@@ -18,12 +18,14 @@ Each value-returning call warns once per kernel line (``migration.py``; ``-W nki
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from nkic.frontend import isa as _modern
+from nkic.frontend.affine import is_symbolic
 from nkic.frontend.context import nki_op
 from nkic.frontend.dtypes import BUFFERS, normalize_dtype
 from nkic.frontend import grid
@@ -357,11 +359,23 @@ def memset(ctx: Any, shape: Any, value: Any, dtype: Any, mask: Any = None, engin
 @nki_op
 def iota(ctx: Any, expr: Any, dtype: Any, mask: Any = None, dst: Any = None, **kw: Any) -> NkiTensor:
     """The values of the index expression ``expr`` (``nl.arange``/``nl.mgrid`` and affine combinations of them) in
-    a new SBUF tile of its shape (GpSimd iota)."""
-    shape, pattern, offset, multiplier = grid.iota_args(expr)
+    a new SBUF tile of its shape (GpSimd iota). A scalar expression (``nisa.iota(nl.program_id(1), ...)``, a loop
+    index, an int) is an expression with no index grid in it: its one value in a (1, 1) tile."""
+    if _is_scalar_index(expr):
+        # iota's offset is an immediate, so a loop index needs its value here: operator.index unrolls that loop.
+        shape, pattern, offset, multiplier = (1, 1), [[0, 1]], operator.index(expr), 0
+    else:
+        shape, pattern, offset, multiplier = grid.iota_args(expr)
     out = _result(ctx, "iota", dst, shape, dtype, "int32", _SBUF, "pattern=, offset=, channel_multiplier=")
     _impl("iota")(ctx, out, pattern, offset=offset, channel_multiplier=multiplier, **_kw(mask, kw))
     return out
+
+
+def _is_scalar_index(expr: Any) -> bool:
+    """An integer known at trace time, or an affine expression of loop indices (no index grid)."""
+    if isinstance(expr, bool):
+        return False
+    return isinstance(expr, (int, np.integer)) or is_symbolic(expr)
 
 
 # -- selection ----------------------------------------------------------------------------------------------

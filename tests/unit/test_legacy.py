@@ -214,10 +214,15 @@ def test_dma_copy_dst_rmw_op_accumulates() -> None:
 
 def test_iota_needs_an_index_expression() -> None:
     @nki.jit
-    def kernel(a):
-        return _out(nisa.iota(5, dtype=nl.int32))
+    def scalar(a):
+        return _out(nisa.iota(5, dtype=nl.int32))  # a scalar expression: its value in a (1, 1) tile
 
-    with pytest.raises(NkiError, match="nisa.iota: expected an index expression of nl.arange / nl.mgrid, got int"):
+    @nki.jit
+    def kernel(a):
+        return _out(nisa.iota("5", dtype=nl.int32))
+
+    np.testing.assert_array_equal(scalar(np.ones((1, 1), np.float32)), [[5]])
+    with pytest.raises(NkiError, match="nisa.iota: expected an index expression of nl.arange / nl.mgrid, got str"):
         kernel(np.ones((1, 1), np.float32))
 
 

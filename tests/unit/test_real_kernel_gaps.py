@@ -446,3 +446,40 @@ def test_misspelt_keyword_is_named_with_a_suggestion(tmp_path: Path) -> None:
     with pytest.raises(NkiError, match=r"nl\.exp: unknown keyword dtyp=\. did you mean dtype=\?") as bad:
         legacy_kernel(rand(128, 8))
     assert bad.value.line == line_of(__file__, "dtyp=nl.float32)")
+
+
+# -- 9. nisa.iota of a scalar expression ------------------------------------------------------------------------
+def test_legacy_iota_of_the_program_id_and_a_loop_index() -> None:
+    """``head_id = nl.program_id(1)``; ``nisa.iota(head_id, dtype=nl.int32)``: the scalar as a (1, 1) tile, here
+    added to that head's rows (and a loop index combined with it, which unrolls the loop)."""
+
+    @nki.jit
+    def shift_by_head(x):
+        b, h = nl.program_id(0), nl.program_id(1)
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.hbm)
+        head = nisa.iota(h, dtype=nl.int32)
+        assert head.shape == (1, 1)
+        shift = nl.broadcast_to(nl.copy(head, dtype=nl.float32), shape=(128, 16))
+        for i in nl.affine_range(2):
+            step = nisa.iota(i * 100 + h, dtype=nl.float32)
+            cols = nl.add(nl.load(x[b, h, :, i * 16:(i + 1) * 16]), shift)
+            nl.store(out[b, h, :, i * 16:(i + 1) * 16], nl.add(cols, nl.broadcast_to(step, shape=(128, 16))))
+        return out
+
+    x = rand(2, 3, 128, 32)
+    want = x.copy()
+    for h in range(3):
+        want[:, h, :, :16] += 2 * h
+        want[:, h, :, 16:] += 2 * h + 100
+    np.testing.assert_allclose(nki.simulate_kernel(shift_by_head[2, 3], x), want, rtol=1e-6)
+
+
+def test_legacy_iota_rejects_what_is_no_index() -> None:
+    @nki.jit
+    def bad(x):
+        return nisa.iota(1.5, dtype=nl.int32)
+
+    with pytest.raises(NkiError, match=r"nisa\.iota: expected an index expression of nl\.arange / nl\.mgrid, got "
+                                       r"float") as err:  # fmt: skip
+        bad(rand(128, 4))
+    assert err.value.line == line_of(__file__, "nisa.iota(1.5,")
