@@ -261,6 +261,15 @@ def _documented_rules(ctx: Any, target: Target, op: str, given: dict[str, NkiTen
         raise NkiError(rule_message(call, broken[0]))
 
 
+def _api_rules(ctx: Any, op: str, facts: dict[str, Any]) -> None:
+    """The reference's restrictions on what no instruction field holds (a tensor's rank): the rules of ``op`` for
+    the ``nisa`` function called, asked with those ``facts`` as the call's fields."""
+    call = Call(op, {}, facts, _target(ctx).nc_version, getattr(ctx, "_api_call", ""))
+    broken = problems(call)
+    if broken:
+        raise NkiError(rule_message(call, broken[0]))
+
+
 # (nc_version, instruction) pairs Target.has said yes to (it depends on nothing else, and imports the declarations
 # on every call); a no is asked again (it is an error anyway, and a declaration may yet be added).
 _AVAILABLE: set[tuple[int, str]] = set()
@@ -907,9 +916,6 @@ def activate2(
     for k, value in ((0, imm0), (1, imm1)):
         tile, number = _scalar(name, f"imm{k}", value, dst) if attrs[f"op{k}"] != "bypass" else (None, None)
         tiles[f"imm{k}"], attrs[f"imm{k}"] = tile, number
-    if tiles["imm0"] is not None and tiles["imm1"] is not None and tiles["imm0"].dtype != tiles["imm1"].dtype:
-        raise NkiError(f"{name}: imm0 and imm1 tiles must share a dtype, got {tiles['imm0'].dtype} and "
-                       f"{tiles['imm1'].dtype}")  # fmt: skip
     tiles["relu_param"], relu = _scalar(name, "relu_param", relu_param, dst)
     attrs["relu_param"] = relu if relu else None
     tiles["reduce_res"] = None
@@ -1139,8 +1145,7 @@ def exponential(
     t_max, v_max = _scalar(name, "max_value", max_value, dst)
     cmd = _enum(reduce_cmd if reduce_cmd is not None else "idle", _REDUCE_CMD, "reduce_cmd")
     t_init, v_init = _scalar(name, "reduce_init", reduce_init, dst)
-    if cmd != "load_reduce" and (t_init is not None or v_init):
-        raise NkiError(f"{name}: reduce_init is only used with reduce_cmd=load_reduce (got {cmd})")
+    _api_rules(ctx, name, {"ranks": {"src": src.ndim, "dst": dst.ndim}})
     t_res = None
     if reduce_res is not None:
         t_res, _ = _scalar(name, "reduce_res", _tensor(name, "reduce_res", reduce_res), dst)
@@ -1293,16 +1298,6 @@ def _rng_engine(ctx: Any, op: str, engine: Any, default: str, vector_since: int,
     return eng
 
 
-def _state_words(op: str, role: str, t: NkiTensor, eng: str) -> None:
-    """A PRNG state tile: uint32, 6 words (one XORWOW state) per generator of the engine's lanes."""
-    if t.dtype != "uint32":
-        raise NkiError(f"{op}: '{role}' must be uint32, got {t.dtype}")
-    words = XORWOW_WORDS * ENGINE_BY_NAME[ENGINE_OF_HINT[eng]].rng_generators
-    if t.free_size != words:
-        raise NkiError(f"{op}: '{role}' must hold {words} uint32 words per partition (XORWOW state on {eng}), "
-                       f"got {t.free_size}")  # fmt: skip
-
-
 @nki_op
 def rng(ctx: Any, dst: NkiTensor, engine: Any = None, **kw: Any) -> None:
     """``dst`` = 32 random bits per element from the engine's XORWOW generators, truncated to the dtype's low bits."""
@@ -1340,14 +1335,8 @@ def dropout(ctx: Any, dst: NkiTensor, data: NkiTensor, prob: Any, **kw: Any) -> 
     name = "dropout"
     dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
     _elementwise(name, {"dst": dst, "data": data})
-    if dst.dtype != data.dtype:
-        raise NkiError(f"{name}: dst dtype {dst.dtype} must match data dtype {data.dtype}")
     t_prob, v_prob = _scalar(name, "prob", prob, dst)
-    if t_prob is not None:
-        want = ("float32",) if data.dtype not in FLOAT_DTYPES else tuple(sorted(FLOAT_DTYPES))
-        if t_prob.dtype not in want:
-            raise NkiError(f"{name}: prob must be {' or '.join(want)} for {data.dtype} data, got {t_prob.dtype}")
-    elif not is_symbolic(prob) and not 0.0 <= float(prob) <= 1.0:
+    if t_prob is None and not is_symbolic(prob) and not 0.0 <= float(prob) <= 1.0:
         raise NkiError(f"{name}: prob is a probability in [0, 1], got {prob}")
     _record(ctx, name, {"dst": dst, "data": data, "prob": t_prob}, {"prob": v_prob}, "vector")
 
@@ -1359,8 +1348,6 @@ def set_rng_seed(ctx: Any, src_seeds: NkiTensor, **kw: Any) -> None:
     name = "set_rng_seed"
     src = _tensor(name, "src_seeds", src_seeds)
     _on_chip(name, "src_seeds", src)
-    if src.itemsize != 4:
-        raise NkiError(f"{name}: src_seeds must hold a 32-bit value, got {src.dtype}")
     _record(ctx, name, {"src_seeds": src}, {}, "vector")
 
 
@@ -1372,7 +1359,7 @@ def rand_set_state(ctx: Any, src_seeds: NkiTensor, engine: Any = None, **kw: Any
     src = _tensor(name, "src_seeds", src_seeds)
     _in(name, "src_seeds", src, "sbuf")
     eng = _rng_engine(ctx, name, engine, "gpsimd", 4, 3)
-    _state_words(name, "src_seeds", src, eng)
+    _api_rules(ctx, name, {"ranks": {"src_seeds": src.ndim}})
     _record(ctx, name, {"src_seeds": src}, {"engine": eng}, eng)
 
 
@@ -1384,9 +1371,7 @@ def rand_get_state(ctx: Any, dst: NkiTensor, engine: Any = None, **kw: Any) -> N
     dst = _tensor(name, "dst", dst)
     _on_chip(name, "dst", dst)
     eng = _rng_engine(ctx, name, engine, "gpsimd", 4, 3)
-    if dst.buffer == "psum" and _target(ctx).nc_version < 4:
-        raise NkiError(f"{name}: dst must be in SBUF on {_target(ctx).name} (PSUM needs gen4)")
-    _state_words(name, "dst", dst, eng)
+    _api_rules(ctx, name, {"ranks": {"dst": dst.ndim}})
     _record(ctx, name, {"dst": dst}, {"engine": eng}, eng)
 # -- the top-k family ---------------------------------------------------------------------------------------
 _INDEX_DTYPES = ("uint16", "uint32")

@@ -1,11 +1,101 @@
-"""The documented restrictions of the Scalar Engine instructions (activation)."""
+"""The documented restrictions of the Scalar Engine instructions (activation, activate2) and of the elementwise and
+random-number instructions documented next to them (exponential, reciprocal, dropout, rng, rand2, set_rng_seed,
+rand_set_state, rand_get_state)."""
 
 from __future__ import annotations
 
-from nkic.target.rules import Call, rule, dtype_of
+from collections.abc import Callable
+
+from nkic.target.rules import Call, Operand, dtype_of, rule, waive
+
+PARTITIONS = 128
+_INT_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+
+
+def _partition_bytes(call: Call, memory: str) -> int:
+    """The bytes of one SBUF (or PSUM) partition on the call's generation (the largest of any when unknown)."""
+    from nkic.target.machine import TARGETS
+
+    targets = [t for t in TARGETS.values() if call.gen in (None, t.nc_version)]
+    attr = "psum_bytes_per_partition" if memory == "psum" else "sbuf_bytes_per_partition"
+    return max(getattr(t, attr) for t in targets)
+
+
+def _bytes(op: Operand) -> int:
+    from nkic.target.vocab import DTYPES
+
+    return op.dims[1] * DTYPES[op.dtype].itemsize if op.dtype in DTYPES else 0
+
+
+def _same_partitions(fn: str, a: str, b: str) -> Callable[[Call], str | None]:
+    """``a`` and ``b`` have the same partition count, at most 128."""
+
+    def test(call: Call) -> str | None:
+        x, y = call.operands.get(a), call.operands.get(b)
+        if x is None or y is None:
+            return None
+        if x.dims[0] != y.dims[0]:
+            return f"{fn}: '{a}' has {x.dims[0]} partitions but '{b}' has {y.dims[0]}; they must be the same"
+        if x.dims[0] > PARTITIONS:
+            return f"{fn}: '{a}' has {x.dims[0]} partitions, at most {PARTITIONS}"
+        return None
+
+    return test
+
+
+def _same_free(fn: str, a: str, b: str, fits: bool = True) -> Callable[[Call], str | None]:
+    """``a`` and ``b`` have the same elements per partition (and, ``fits``, each fits one partition of its memory)."""
+
+    def test(call: Call) -> str | None:
+        x, y = call.operands.get(a), call.operands.get(b)
+        if x is None or y is None:
+            return None
+        if x.dims[1] != y.dims[1]:
+            return f"{fn}: '{a}' has {x.dims[1]} elements per partition but '{b}' has {y.dims[1]}; they must match"
+        for role, o in ((a, x), (b, y)):
+            if fits and _bytes(o) > _partition_bytes(call, o.memory):
+                return (f"{fn}: '{role}' needs {_bytes(o)} bytes per partition, more than one {o.memory.upper()} "
+                        f"partition ({_partition_bytes(call, o.memory)} bytes)")  # fmt: skip
+        return None
+
+    return test
+
+
+def _column(fn: str, roles: tuple[str, ...], like: str) -> Callable[[Call], str | None]:
+    """Each of ``roles`` that is a tile is an (N, 1) vector with N the partitions of ``like``."""
+
+    def test(call: Call) -> str | None:
+        ref = call.operands.get(like)
+        for role in roles:
+            o = call.operands.get(role)
+            if o is not None and ref is not None and o.dims != (ref.dims[0], 1):
+                return f"{fn}: '{role}' must be a ({ref.dims[0]}, 1) vector, got {o.dims[0]} x {o.dims[1]}"
+        return None
+
+    return test
+
+
+def _indirection(api: str) -> None:
+    why = ("checked: frontend/isa.py:_with_index_operands (nkic has no .indirect() views of compute operands: a "
+           "dynamic access pattern on dst/data is rejected at the call, so no operand is gathered or scattered)")
+    waive(api, "When operands are manually allocated, their base partitions must satisfy:", why)
+    if api != "nisa.exponential":
+        waive(api, "In addition, on the Scalar engine a scattered dst cannot be in PSUM.", why)
+
+
+def _chaining(api: str) -> None:
+    waive(api, "This is useful when chaining multiple calls", "semantics, not a restriction: reduce_res=None keeps "
+          "the result in the engine's registers (the simulator carries them to the next call)")
+
+
+def _since4(api: str, *starts: str) -> None:
+    for start in starts:
+        waive(api, start, "checked: target/instructions.py since=4 (frontend/isa.py:_record: 'nisa.<fn> is not "
+              "available on trn2', 'it needs gen4 or newer'; Target.has for IR)")
+
 
 # ------------------------------------------------------------------------------------------------------------
-# activation
+# activation / activation_reduce
 # ------------------------------------------------------------------------------------------------------------
 def _reduce_op_is_add(call: Call) -> str | None:
     op = call.fields.get("reduce_op")
@@ -26,3 +116,266 @@ def _activation_scale(call: Call) -> str | None:
 @rule("activation", "the bias parameter can be any supported dtype except tfloat32.")
 def _activation_bias(call: Call) -> str | None:
     return "activation: the bias tile cannot be tfloat32" if dtype_of(call, "bias") == "tfloat32" else None
+
+
+rule("activation", "N must be the same as the partition dimension size of data.")(
+    _column("activation", ("scale", "bias"), "data"))
+
+
+@rule("activation", "In NeuronCore-v2, the bias must be a [N, 1] vector, but starting NeuronCore-v3, bias can either "
+      "be a compile-time constant scalar or a [N, 1] vector similar to scale.", gens=(2,), api="nisa.activation")
+def _activation_bias_vector_v2(call: Call) -> str | None:
+    # A zero bias is no bias (nkic records none): only a non-zero constant needs the v3 immediate.
+    if "bias" not in call.operands and call.fields.get("bias"):
+        return f"activation: bias={call.fields['bias']} is a constant; the bias must be a [N, 1] vector"
+    return None
+
+
+rule("activation", "The partition dimension size of input data and output dst tiles must be the same and must not "
+     "exceed 128.")(_same_partitions("activation", "data", "dst"))
+rule("activation", "The number of elements per partition of data and dst tiles must be the same and must not exceed "
+     "the physical size of each SBUF partition.")(_same_free("activation", "data", "dst"))
+
+
+@rule("activation", "The reduction result is written into reduce_res, which must be a SBUF/PSUM tile with the same "
+      "partition axis size as the input tile data and one element per partition.", api="nisa.activation_reduce")
+def _activation_reduce_res(call: Call) -> str | None:
+    res, data = call.operands.get("reduce_res"), call.operands.get("data")
+    if res is None or data is None:
+        return None
+    if res.memory not in ("sbuf", "psum"):
+        return f"activation_reduce: reduce_res must be an SBUF/PSUM tile, not {res.memory}"
+    if res.dims != (data.dims[0], 1):
+        return f"activation_reduce: reduce_res must be a ({data.dims[0]}, 1) tile, got {res.dims[0]} x {res.dims[1]}"
+    return None
+
+
+waive("nisa.activation", "- nisa.reduce_cmd.reset: Reset reduce_regs to zero only.",
+      "semantics, not a restriction: what reduce_cmd=reset does (runtime/simulator.py implements it)")
+waive("nisa.activation", "All these optional operations incur no further performance penalty",
+      "advice, not a restriction")
+for _api in ("nisa.activation", "nisa.activation_reduce", "nisa.activate2", "nisa.exponential"):
+    _indirection(_api)
+    _chaining(_api)
+
+# ------------------------------------------------------------------------------------------------------------
+# activate2 (NeuronCore-v4)
+# ------------------------------------------------------------------------------------------------------------
+_since4("nisa.activate2", "Available only on NeuronCore-v4 and newer.", "(activate2 itself is only available")
+_ACTIVATE2_FIELDS = ("checked: target/instructions.py:activate2_problem (the (op0, op1) pairs, reverse and reduce "
+                     "fields, at the nisa call, in penguin/bir and in the ISA verifier)")
+for _start in ("- (nl.multiply, nl.bypass)", "- (nl.add, nl.bypass)", "- (nl.subtract, nl.bypass)",
+               "- op1 requires op0 to be set.", "- reverse0 requires op0 to be set", "Must be an arithmetic operator",
+               "Requires op0 to be set.", "Requires op1 to be set."):  # fmt: skip
+    waive("nisa.activate2", _start, _ACTIVATE2_FIELDS)
+waive("nisa.activate2", "- reduce_cmd.reset: Reset accumulators only",
+      "semantics, not a restriction: what reduce_cmd=reset does (runtime/simulator.py implements it)")
+
+rule("activate2", "data and dst must have the same partition dimension size (at most 128).")(
+    _same_partitions("activate2", "data", "dst"))
+rule("activate2", "data and dst must have the same number of elements in the free dimensions.")(
+    _same_free("activate2", "data", "dst", fits=False))
+rule("activate2", "N must match the partition dimension size of data.")(
+    _column("activate2", ("imm0", "imm1", "relu_param"), "data"))
+
+
+@rule("activate2", "All immediates (imm0, imm1) must have the same dtype when both are tensors.")
+def _activate2_imm_dtypes(call: Call) -> str | None:
+    a, b = dtype_of(call, "imm0"), dtype_of(call, "imm1")
+    if a is None or b is None or a == b:
+        return None
+    return f"activate2: imm0 and imm1 tiles must share a dtype, got {a} and {b}"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# exponential (VectorE, NeuronCore-v4)
+# ------------------------------------------------------------------------------------------------------------
+_since4("nisa.exponential", "Available only on NeuronCore-v4 and newer.", "(exponential itself is only available")
+rule("exponential", "src, dst must have the same number of elements in the partition dimension.")(
+    _same_partitions("exponential", "src", "dst"))
+rule("exponential", "src, dst must have the same number of elements in the free dimensions.")(
+    _same_free("exponential", "src", "dst", fits=False))
+rule("exponential", "Must have shape (src.shape[0], 1).")(_column("exponential", ("reduce_res",), "src"))
+
+
+@rule("exponential", "src, dst can be up to 4D tensor.", api="nisa.exponential")
+def _exponential_rank(call: Call) -> str | None:
+    # The rank is not an instruction field: the nisa call passes it (``ranks``) to the checker itself.
+    ranks = call.fields.get("ranks") or {}
+    bad = next(((r, n) for r, n in ranks.items() if n > 4), None)
+    return None if bad is None else f"exponential: '{bad[0]}' is a {bad[1]}-D tensor, at most 4-D"
+
+
+@rule("exponential", "reduce_init should be unset or set to 0.0 when reduce_cmd is not load_reduce.")
+def _exponential_reduce_init(call: Call) -> str | None:
+    cmd = call.fields.get("reduce_cmd") or "idle"
+    if cmd != "load_reduce" and ("reduce_init" in call.operands or call.fields.get("reduce_init")):
+        return f"exponential: reduce_init is only used with reduce_cmd=load_reduce (got {cmd})"
+    return None
+
+
+def _dtypes_of(role: str, allowed: tuple[str, ...]) -> Callable[[Call], str | None]:
+    def test(call: Call) -> str | None:
+        dt = dtype_of(call, role)
+        return None if dt is None or dt in allowed else f"exponential: '{role}' cannot be {dt} ({', '.join(allowed)})"
+
+    return test
+
+
+_FLOATS = ("float8_e4m3", "float8_e5m2", "float16", "bfloat16", "float32")
+rule("exponential", "Supported dtypes: float8_e4m3, float8_e5m2, float16, bfloat16, float32, tfloat32, int8, int16, "
+     "int32, uint8, uint16.")(_dtypes_of("dst", (*_FLOATS, "tfloat32", *_INT_DTYPES[:-1])))
+rule("exponential", "Supported dtypes: float8_e4m3, float8_e5m2, float16, bfloat16, float32, int8, int16, int32, "
+     "uint8, uint16, uint32.")(_dtypes_of("src", (*_FLOATS, *_INT_DTYPES)))
+rule("exponential", "Can be a scalar or vector of shape (src.shape[0], 1). Supported dtypes: float32.")(
+    _dtypes_of("max_value", ("float32",)))
+rule("exponential", "Initial value for reduction when using reduce_cmd.load_reduce. Supported dtypes: float32.")(
+    _dtypes_of("reduce_init", ("float32",)))
+
+# ------------------------------------------------------------------------------------------------------------
+# reciprocal (VectorE)
+# ------------------------------------------------------------------------------------------------------------
+rule("reciprocal", "The partition dimension size of input data and output dst tiles must be the same and must not "
+     "exceed 128.")(_same_partitions("reciprocal", "data", "dst"))
+rule("reciprocal", "The number of elements per partition of dst must match that of data and must not exceed the "
+     "physical size of each SBUF partition.")(_same_free("reciprocal", "dst", "data"))
+
+# ------------------------------------------------------------------------------------------------------------
+# dropout
+# ------------------------------------------------------------------------------------------------------------
+waive("nisa.dropout", "The drop probability value in each partition is applicable",
+      "semantics, not a restriction: partition p's prob drops data[p] (runtime/simulator.py DROPOUT)")
+
+
+@rule("dropout", "If data type of data is any of the integer types (e.g., int32, int16), prob data type must be "
+      "float32")
+def _dropout_prob_dtype(call: Call) -> str | None:
+    from nkic.target.vocab import FLOAT_DTYPES
+
+    data, prob = dtype_of(call, "data"), dtype_of(call, "prob")
+    if data is None or prob is None:
+        return None
+    if data not in FLOAT_DTYPES and prob != "float32":
+        return f"dropout: prob must be float32 for {data} data, got {prob}"
+    if data in FLOAT_DTYPES and prob not in FLOAT_DTYPES:
+        return f"dropout: prob must be a float type for {data} data, got {prob}"
+    return None
+
+
+@rule("dropout", "The output data type dst.dtype must match the input data type data.dtype.")
+def _dropout_dtype(call: Call) -> str | None:
+    d, s = dtype_of(call, "dst"), dtype_of(call, "data")
+    return None if d is None or s is None or d == s else f"dropout: dst dtype {d} must match data dtype {s}"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# rand2 (VectorE, NeuronCore-v4)
+# ------------------------------------------------------------------------------------------------------------
+_since4("nisa.rand2", "Available only on NeuronCore-v4 and newer.")
+
+
+@rule("rand2", "The partition dimension size of dst must not exceed 128.")
+def _rand2_partitions(call: Call) -> str | None:
+    dst = call.operands.get("dst")
+    return None if dst is None or dst.dims[0] <= PARTITIONS else f"rand2: dst has {dst.dims[0]} partitions, at most 128"
+
+
+@rule("rand2", "The number of elements per partition of dst must not exceed the physical size of each SBUF/PSUM "
+      "partition.")
+def _rand2_free(call: Call) -> str | None:
+    dst = call.operands.get("dst")
+    if dst is None or _bytes(dst) <= _partition_bytes(call, dst.memory):
+        return None
+    return f"rand2: dst needs {_bytes(dst)} bytes per partition, more than one {dst.memory.upper()} partition"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# set_rng_seed, rand_set_state, rand_get_state
+# ------------------------------------------------------------------------------------------------------------
+_RESETS = "semantics, not a restriction: the PRNG state lives for the run (nkic's simulator has no TPB reset)"
+waive("nisa.set_rng_seed", "However, the state cannot survive TPB resets", _RESETS)
+waive("nisa.rand_set_state", "However, the state cannot survive TPB resets", _RESETS)
+
+
+waive("nisa.set_rng_seed", "The input src_seeds must be in SBUF or PSUM.",
+      "checked: target/instructions.py set_rng_seed Role('src_seeds') (on-chip memories; frontend/isa.py:"
+      "_declared_role at the nisa call, and every verifier)")
+waive("nisa.set_rng_seed", "The input src_seeds must be a [1,1] tensor.",
+      "checked: target/instructions.py:_seed_dims (the declaration's dims_rule, at the nisa call and every verifier)")
+
+
+@rule("set_rng_seed", "The input src_seeds must be a 32-bit value.")
+def _seed_bits(call: Call) -> str | None:
+    from nkic.target.vocab import DTYPES
+
+    dt = dtype_of(call, "src_seeds")
+    if dt is None or DTYPES[dt].itemsize == 4:
+        return None
+    return f"set_rng_seed: src_seeds must hold a 32-bit value, got {dt}"
+
+
+_STATE_SBUF = "checked: target/instructions.py rand_set_state Role('src_seeds', memories=('sbuf',)) (at the nisa call: " \
+              "frontend/isa.py:_declared_role, and in every verifier)"
+waive("nisa.rand_set_state", "The input src_seeds tile must be in SBUF.", _STATE_SBUF)
+waive("nisa.rand_set_state", "- src_seeds must be in SBUF.", _STATE_SBUF)
+
+
+def _state_dtype(fn: str, role: str) -> Callable[[Call], str | None]:
+    def test(call: Call) -> str | None:
+        dt = dtype_of(call, role)
+        return None if dt in (None, "uint32") else f"{fn}: '{role}' must be uint32, got {dt}"
+
+    return test
+
+
+def _state_rank(fn: str, role: str) -> Callable[[Call], str | None]:
+    def test(call: Call) -> str | None:
+        # The rank is not an instruction field: the nisa call passes it (``ranks``) to the checker itself.
+        n = (call.fields.get("ranks") or {}).get(role)
+        return None if n in (None, 2) else f"{fn}: '{role}' must be a 2D tensor, got {n}-D"
+
+    return test
+
+
+def _state_words(fn: str, role: str) -> Callable[[Call], str | None]:
+    def test(call: Call) -> str | None:
+        from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, XORWOW_WORDS
+
+        t, eng = call.operands.get(role), ENGINE_OF_HINT.get(str(call.fields.get("engine")), "")
+        if t is None or eng not in ("pool", "dve"):
+            return None
+        words = XORWOW_WORDS * ENGINE_BY_NAME[eng].rng_generators
+        if t.dims[1] != words:
+            return (f"{fn}: '{role}' must hold {words} uint32 words per partition (XORWOW state on "
+                    f"{ENGINE_BY_NAME[eng].nki}), got {t.dims[1]}")  # fmt: skip
+        return None
+
+    return test
+
+
+rule("rand_set_state", "The input src_seeds tile must be uint32.")(_state_dtype("rand_set_state", "src_seeds"))
+rule("rand_set_state", "must be a 2D uint32 tensor", api="nisa.rand_set_state")(
+    _state_rank("rand_set_state", "src_seeds"))
+rule("rand_set_state", "src_seeds element count for XORWOW must be 6 elements (GpSimd) or 24 elements (Vector).")(
+    _state_words("rand_set_state", "src_seeds"))
+rule("rand_get_state", "The output dst tile must be uint32.")(_state_dtype("rand_get_state", "dst"))
+rule("rand_get_state", "must be a 2D uint32 tensor", api="nisa.rand_get_state")(_state_rank("rand_get_state", "dst"))
+rule("rand_get_state", "dst element count for XORWOW must be 6 elements (GpSimd) or 24 elements (Vector).")(
+    _state_words("rand_get_state", "dst"))
+
+
+@rule("rand_get_state", "The output dst tile must be in SBUF (NeuronCore-v3) or SBUF/PSUM (NeuronCore-v4+).",
+      gens=(3, 4))
+def _state_dst_memory(call: Call) -> str | None:
+    dst = call.operands.get("dst")
+    if dst is None or dst.memory == "sbuf" or (dst.memory == "psum" and call.gen != 3):
+        return None
+    return f"rand_get_state: dst must be in {'SBUF' if call.gen == 3 else 'SBUF or PSUM'}, not {dst.memory}"
+
+
+@rule("rand_get_state", "Since GpSimd Engine cannot access PSUM, dst must be in SBUF when using GpSimd Engine.")
+def _state_dst_gpsimd(call: Call) -> str | None:
+    dst = call.operands.get("dst")
+    if dst is not None and dst.memory == "psum" and call.fields.get("engine") == "gpsimd":
+        return "rand_get_state: dst must be in SBUF when using the GpSimd engine (it cannot access PSUM)"
+    return None

@@ -385,7 +385,7 @@ def test_vector_state_round_trip_on_gen4() -> None:
         (lambda: nisa.rand_set_state(src_seeds=nl.ndarray((128, 6), dtype=nl.int32, buffer=nl.sbuf)), "trn2",
          "'src_seeds' must be uint32, got int32"),
         (lambda: nisa.rand_get_state(dst=nl.ndarray((128, 6), dtype=nl.uint32, buffer=nl.psum)), "trn2",
-         "dst must be in SBUF on gen3"),
+         "dst must be in SBUF, not psum on NeuronCore-v3"),
         (lambda: nisa.rand_get_state(dst=nl.ndarray((128, 6), dtype=nl.uint32, buffer=nl.sbuf)), "trn1",
          "the gpsimd engine has no PRNG instruction on gen2"),
         (lambda: nisa.rng(dst=nl.ndarray((128, 6), dtype=nl.uint32, buffer=nl.psum), engine=nisa.gpsimd_engine),
