@@ -32,4 +32,11 @@ class IsControl(OpTrait):
     crosses it."""
 
 
-TRAITS: dict[str, type[OpTrait]] = {"dma": IsDma, "accumulates": AccumulatesDst, "reads_dst": ReadsDst, "control": IsControl}
+@dataclass(frozen=True)
+class FirstEngine(OpTrait):
+    """assign-engines takes the first legal engine of the declaration, not the least loaded: the engine follows
+    the instruction's operands (nc_transpose: TensorE up to 128x128 into PSUM, VectorE up to 32x32)."""
+
+
+TRAITS: dict[str, type[OpTrait]] = {"dma": IsDma, "accumulates": AccumulatesDst, "reads_dst": ReadsDst,
+                                    "control": IsControl, "first_engine": FirstEngine}

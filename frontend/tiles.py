@@ -50,6 +50,7 @@ from nkic.frontend.grid import with_mask
 from nkic.frontend.ops import TILE_FUNCTIONS
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.unsupported import close_names
+from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import get_target
 from nkic.target.vocab import ACT_FUNCS, DTYPES, FLOAT_DTYPES
 
@@ -352,7 +353,10 @@ def copy(ctx: Any, x: NkiTensor, dtype: Any = None, **kw: Any) -> NkiTensor:
     isa._mask(kw)
     x = _tile("copy", "x", x)
     out = _new(ctx, x.shape, _dtype(dtype, x.dtype))
-    _impl("tensor_copy")(ctx, out, x, engine="scalar")
+    if "act" in INSTRUCTIONS["tensor_copy"].engines_on(get_target(ctx.options.target).nc_version):
+        _impl("tensor_copy")(ctx, out, x, engine="scalar")
+    else:  # "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine. Instead, use nisa.activation"
+        _impl("activation")(ctx, out, "copy", x)
     return out
 
 

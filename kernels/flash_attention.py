@@ -830,9 +830,19 @@ def _transpose_p(e, blocks, nq, nk, dt, use_dma, cfg):
         nisa.nc_transpose(dst=e_psum[:kbk, i, :nq], data=e[:nq, i * KV_BLOCK : i * KV_BLOCK + kbk])
     cfg["copies"] += 1
     on_act = COPY_ON_ACT_EVERY > 0 and cfg["copies"] % COPY_ON_ACT_EVERY == 0
-    eng = nisa.engine.scalar if on_act else nisa.engine.vector
+    if on_act and nisa.get_nc_version() == nisa.nc_version.gen2:
+        # "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine. Instead, use nisa.activation with
+        # op=nl.copy." (exact for these bf16/fp32 tiles: ScalarE copies through fp32)
+        def copy(dst, src):
+            nisa.activation(dst=dst, op=nl.copy, data=src)
+    else:
+        eng = nisa.engine.scalar if on_act else nisa.engine.vector
+
+        def copy(dst, src):
+            nisa.tensor_copy(dst=dst, src=src, engine=eng)
+
     if full_hi > lo:
-        nisa.tensor_copy(dst=e_t[:, lo:full_hi, :nq], src=e_psum[:, lo:full_hi, :nq], engine=eng)
+        copy(e_t[:, lo:full_hi, :nq], e_psum[:, lo:full_hi, :nq])
     if rest:
-        nisa.tensor_copy(dst=e_t[:rest, full_hi, :nq], src=e_psum[:rest, full_hi, :nq], engine=eng)
+        copy(e_t[:rest, full_hi, :nq], e_psum[:rest, full_hi, :nq])
     return e_t

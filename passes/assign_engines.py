@@ -1,10 +1,12 @@
 """``assign-engines``: choose the engine of every instruction BIR codegen left ``unassigned``.
 
-Fixed homes: DMAs on SP, matmul and PSUM-destined transposes on PE, activation on ACT, iota/affine_select on
-Pool, reductions/reciprocal/fused vector ops on DVE. Elementwise ops that several engines can run go to the
-least-loaded legal engine, never to an engine that cannot reach PSUM when an operand is there. Load is the busy
-time the shared cost model (``nkic.target.costs``, the simulator's) gives each instruction on its engine. A user's
-engine hint is kept, and rejected when that engine cannot run the op.
+The candidates are the instruction's legal engines (``nkic.target.instructions.legal_engines``): those its
+declaration lists for the target's generation (the NKI ISA reference's "using Vector Engine or GpSimd Engine"),
+that may read and write the memories its operands are in (GpSimd and the PE inputs never touch PSUM), and that
+compute its ALU ops. Among them the least-loaded engine wins (ties: the declaration's preference order), except for
+an instruction whose engine follows its shape rather than the load (trait ``first_engine``: the first legal one).
+Load is the busy time the shared cost model (``nkic.target.costs``, the simulator's) gives each instruction on its
+engine. A user's engine hint is kept, and rejected when that engine cannot run the instruction there.
 """
 
 from __future__ import annotations
@@ -20,20 +22,27 @@ from nkic.dialects import bir
 from nkic.dialects.common import string_attr
 from nkic.dialects.instructions import str_field
 from nkic.passes.lowering import cost_ns
+from nkic.target.instructions import engine_problem
+from nkic.target.instructions import legal_engines as declared_legal_engines
 from nkic.target.machine import ENGINE_BY_NAME, TARGETS, Target, get_target
 
 
-def legal_engines(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> tuple[str, ...]:
-    """The declaration's engines, minus those that cannot reach the operands' memories or run the ALU ops."""
-    engines = inst.SPEC.engines
-    if any(locs[r].mem == "psum" for r in inst.ref_names):
-        engines = tuple(e for e in engines if ENGINE_BY_NAME[e].psum)
-    if inst.OPNAME == "transpose":  # PE transposes land in PSUM, VectorE ones in SBUF
-        engines = ("pe",) if locs[inst.ref("dst") or ""].mem == "psum" else ("dve",)
-    if inst.OPNAME == "tensor_scalar":  # ScalarE's scalar stages have a reduced ALU
-        ops = {str_field(inst, "op0"), str_field(inst, "op1") or "bypass"}
-        engines = tuple(e for e in engines if ENGINE_BY_NAME[e].alu_ops is None or ops <= ENGINE_BY_NAME[e].alu_ops)
-    return engines
+def _operands(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> tuple[dict[str, str], dict[str, str | None]]:
+    """The instruction's operand memories by role and its ALU fields, as ``legal_engines`` asks them."""
+    memories = {role: locs[ref].mem for role, ref in zip(inst.role_names, inst.ref_names)}
+    fields = {f.name: str_field(inst, f.name) for f in inst.SPEC.fields if f.kind == "alu"}
+    return memories, fields
+
+
+def legal_engines(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target | None = None) -> tuple[str, ...]:
+    """The engines that may run ``inst`` on ``target`` (None: on some generation), preferred first."""
+    memories, fields = _operands(inst, locs)
+    return declared_legal_engines(inst.SPEC, target.nc_version if target else None, memories, fields)
+
+
+def _illegal(inst: bir.BirInst, why: str) -> PassFailedException:
+    where = f", {inst.loc.data}" if inst.loc else ""
+    return PassFailedException(f"instruction {inst.inst_id} ({inst.OPNAME}{where}): {why}")
 
 
 def assign(fn: bir.FunctionOp, target: Target) -> None:
@@ -41,16 +50,20 @@ def assign(fn: bir.FunctionOp, target: Target) -> None:
     locs = fn.memlocs()
     load = dict.fromkeys(ENGINE_BY_NAME, 0.0)
     for inst in fn.instructions():
-        legal = legal_engines(inst, locs)
+        memories, fields = _operands(inst, locs)
         engine = inst.engine.data
         if engine == "unassigned":
-            engine = min(legal, key=lambda e: (load[e], legal.index(e)))
-        elif engine not in legal:
-            raise PassFailedException(
-                f"instruction {inst.inst_id} ({inst.OPNAME}"
-                f"{', ' + inst.loc.data if inst.loc else ''}) cannot run on {engine}; "
-                f"legal engines: {', '.join(legal)}"
-            )
+            legal = declared_legal_engines(inst.SPEC, target.nc_version, memories, fields)
+            if not legal:
+                why = "; ".join(p for e in inst.SPEC.engines if (p := engine_problem(
+                    inst.SPEC, e, target.nc_version, memories, fields)))  # fmt: skip
+                raise _illegal(inst, f"no engine may run it on {target.name}: {why}")
+            first = "first_engine" in inst.SPEC.traits
+            engine = legal[0] if first else min(legal, key=lambda e: (load[e], legal.index(e)))
+        else:
+            problem = engine_problem(inst.SPEC, engine, target.nc_version, memories, fields)
+            if problem is not None:
+                raise _illegal(inst, f"cannot run on {engine}: {problem}")
         inst.properties["engine"] = string_attr(engine)
         load[engine] += cost_ns(inst, locs, target, False, engine)
 

@@ -7,6 +7,10 @@ before every stream is done, the schedule would deadlock on hardware, and the pa
 Control instructions (registers, runtime loops) are barriers that reset the semaphores: every stream of a core must
 hold the same control instructions in the same order, with balanced LOOP_BEGIN/LOOP_END, and the protocol is
 played stretch by stretch between them (a loop body's stretch is then the same in every iteration).
+
+With a ``target``, every instruction's engine must be one its declaration allows on that generation (the ISA ops'
+own verifiers, which know no generation, accept an engine any generation allows): e.g. ``isa_act.tensor_copy`` is
+refused for gen2, where "tensor_copy is not supported on the Scalar Engine".
 """
 
 from __future__ import annotations
@@ -19,17 +23,20 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.target.instructions import LOOP_OPCODE_PAIRS
+from nkic.target.machine import TARGETS, get_target
 
 _LOOP_DEPTH = {**{b: 1 for b in LOOP_OPCODE_PAIRS}, **{e: -1 for e in LOOP_OPCODE_PAIRS.values()}}
 
 
-def check_core(core: object) -> None:
+def check_core(core: object, nc_version: int | None = None) -> None:
     from nkic.dialects.isa import core_streams
 
     name = core.sym_name.data  # type: ignore[attr-defined]
     segments: dict[str, list[list]] = {}
     controls: dict[str, list[tuple[int, str]]] = {}
     for engine, stream in core_streams(core).items():  # type: ignore[arg-type]
+        if nc_version is not None:
+            _check_engines(name, engine, stream, nc_version)
         segments[engine], controls[engine] = _split(list(stream))
         _check_nesting(name, engine, controls[engine])
     first = next(iter(controls.values()), [])
@@ -39,6 +46,15 @@ def check_core(core: object) -> None:
                                       f"{first}; every engine must reach the same barriers")  # fmt: skip
     for k in range(len(first) + 1):
         _check_segment(name, {e: segs[k] for e, segs in segments.items()})
+
+
+def _check_engines(core: str, engine: str, stream: object, nc_version: int) -> None:
+    """Every instruction of ``engine``'s stream may run there on generation ``nc_version``."""
+    for inst in stream:  # type: ignore[attr-defined]
+        problem = inst.engine_problem(nc_version)
+        if problem is not None:
+            raise PassFailedException(f"@{core}: instruction {inst.inst_id} ({inst.MNEMONIC}) cannot run on {engine} "
+                                      f"on NeuronCore-v{nc_version}: {problem}")  # fmt: skip
 
 
 def _split(insts: list) -> tuple[list[list], list[tuple[int, str]]]:
@@ -94,14 +110,18 @@ def _check_segment(core: str, streams: dict[str, list]) -> None:
 @dataclass(frozen=True)
 class IsaVerifyPass(ModulePass):
     name = "isa-verify"
+    target: str = ""  # a generation (gen2, trn1, ...) to check engine legality for; "" = any generation
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from nkic.dialects.isa import CoreOp
 
+        if self.target and self.target not in TARGETS and not any(self.target in t.aliases for t in TARGETS.values()):
+            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
+        nc_version = get_target(self.target).nc_version if self.target else None
         cores = [c for c in op.ops if isinstance(c, CoreOp)]
         if not cores:
             raise PassFailedException("isa-verify expects isa.core ops (run bir-to-isa first)")
         for i, core in enumerate(cores):
             if core.sym_name.data != f"sg{i:02d}":  # the NEFF's subgraph folders, in order
                 raise PassFailedException(f"isa.core {i} must be named @sg{i:02d}, not @{core.sym_name.data}")
-            check_core(core)
+            check_core(core, nc_version)

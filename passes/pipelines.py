@@ -79,7 +79,7 @@ def backend(
         BirVerifyPass(),
         *((PrintMetricsPass(target=target),) if metrics else ()),
         BirToIsaPass(),
-        IsaVerifyPass(),
+        IsaVerifyPass(target=target),
     )
 
 

@@ -304,7 +304,7 @@ def pre_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
     virtual = _private_addresses(locs)
     unassigned = [i for i in insts if i.engine.data == "unassigned"]
     for inst in unassigned:
-        inst.properties["engine"] = StringAttr(legal_engines(inst, locs)[0])
+        inst.properties["engine"] = StringAttr(legal_engines(inst, locs, target)[0])
     for inst in insts:  # the edges here are this pass's own (at private addresses), never stored
         inst.properties.pop("deps", None)
     try:

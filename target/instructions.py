@@ -14,11 +14,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nkic.target.isa import OPCODES, Imm, OpSpec, register_opcode
-from nkic.target.machine import ENGINE_NAMES, PE_ARRAY
-from nkic.target.vocab import HBM_MEMORIES, ON_CHIP
+from nkic.target.isa import (
+    DERIVED_ENGINES,
+    FROM_INSTRUCTIONS,
+    OPCODES,
+    Imm,
+    OpSpec,
+    register_opcode,
+    set_opcode_engines,
+)
+from nkic.target.machine import ENGINE_BY_NAME, ENGINE_NAMES, PE_ARRAY
+from nkic.target.vocab import ALU_OPS, HBM_MEMORIES, ON_CHIP
 
-__all__ = ["Role", "Field", "InstrSpec", "INSTRUCTIONS", "declare", "FIELD_KINDS"]
+__all__ = ["Role", "Field", "InstrSpec", "INSTRUCTIONS", "declare", "FIELD_KINDS", "legal_engines", "engine_problem"]
 
 # Field kinds: how a field is stored in the IR and checked.
 FIELD_KINDS = frozenset({"alu", "act", "reduce_cmd", "engine", "f32", "bool", "int", "axes", "pattern", "value",
@@ -81,6 +89,10 @@ class InstrSpec:
     name: str
     opcode: str
     roles: tuple[Role, ...]
+    # The engines the NKI ISA reference lets run it (the first sentence of its nisa docstring: "... using Vector
+    # Engine or GpSimd Engine"), preferred first, over every generation; ``engine_since`` narrows them per
+    # generation. assign-engines, the frontend's ``engine=`` check, the ISA ops and the ISA verifier all derive
+    # from this (see ``legal_engines``).
     engines: tuple[str, ...]
     doc: str
     fields: tuple[Field, ...] = ()
@@ -99,6 +111,11 @@ class InstrSpec:
     reads_state: frozenset[str] = frozenset()
     writes_state: frozenset[str] = frozenset()
     # The named states in CORE_STATES belong to the whole core rather than to the executing engine.
+    # Engines of ``engines`` that the reference allows only from a later generation: engine -> first nc_version.
+    engine_since: Mapping[str, int] = field(default_factory=dict)
+    # The ALU ops an engine may compute for this instruction (engine -> ops; an engine not named: every op), asked
+    # of every field of kind "alu" (absent or bypass always passes).
+    engine_ops: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def role_names(self) -> tuple[str, ...]:
@@ -126,6 +143,12 @@ class InstrSpec:
     @property
     def is_dma(self) -> bool:
         return "dma" in self.traits
+
+    def engines_on(self, nc_version: int | None) -> tuple[str, ...]:
+        """The declared engines on generation ``nc_version`` (None: on some generation), preferred first."""
+        if nc_version is None:
+            return self.engines
+        return tuple(e for e in self.engines if max(self.since, self.engine_since.get(e, 0)) <= nc_version)
 
 
 INSTRUCTIONS: dict[str, InstrSpec] = {}
@@ -232,8 +255,50 @@ def declare(spec: InstrSpec, opcode: OpSpec | None = None) -> InstrSpec:
     for r in spec.roles:
         if r.isa_slot not in isa.slots:
             raise ValueError(f"instruction '{spec.name}': role '{r.name}' maps to no {spec.opcode} slot")
+    unknown = set(spec.engines) - set(ENGINE_NAMES) or set(spec.engine_since) - set(spec.engines)
+    if unknown or set(spec.engine_ops) - set(spec.engines):
+        raise ValueError(f"instruction '{spec.name}': engines {sorted(unknown or spec.engine_ops)} are not its own")
     INSTRUCTIONS[spec.name] = spec
+    if spec.opcode in DERIVED_ENGINES:  # the opcode runs where the instructions lowering to it may run
+        union = [e for s in INSTRUCTIONS.values() if s.opcode == spec.opcode for e in s.engines]
+        set_opcode_engines(spec.opcode, tuple(dict.fromkeys(union)))
     return spec
+
+
+def legal_engines(spec: InstrSpec, nc_version: int | None = None, memories: Mapping[str, str] | None = None,
+                  fields: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The engines that may run ``spec`` on generation ``nc_version`` (None: any generation) with its operands in
+    ``memories`` (role -> memory; absent roles are not asked) and these field values, preferred first.
+
+    Control instructions are not placed (every stream holds a copy), so only the declaration is asked of them."""
+    return tuple(e for e in spec.engines_on(nc_version) if engine_problem(spec, e, nc_version, memories, fields)
+                 is None)  # fmt: skip
+
+
+def engine_problem(spec: InstrSpec, engine: str, nc_version: int | None = None,
+                   memories: Mapping[str, str] | None = None, fields: Mapping[str, Any] | None = None) -> str | None:
+    """Why ``engine`` may not run ``spec`` here (see ``legal_engines``), or None. The one statement of engine
+    legality: asked by assign-engines, the frontend's ``engine=`` check and the ISA verifiers."""
+    name = f"nisa.{spec.nki_name or spec.name}"
+    if engine not in spec.engines:
+        return f"{name} runs on {', '.join(spec.engines)} (the NKI ISA reference), not {engine}"
+    if nc_version is not None and engine not in spec.engines_on(nc_version):
+        since = max(spec.since, spec.engine_since.get(engine, 0))
+        return f"{name} runs on {engine} only from NeuronCore-v{since}, not on NeuronCore-v{nc_version}"
+    eng = ENGINE_BY_NAME[engine]
+    if "control" not in spec.traits:
+        writes = set(spec.write_roles)
+        for role, mem in (memories or {}).items():
+            if not eng.reaches(mem, role in writes):
+                how = "write" if role in writes else "read"
+                return f"{name}: {eng.label} cannot {how} {mem.upper()} ('{role}')"
+    allowed = spec.engine_ops.get(engine)
+    if allowed is not None:
+        for f in spec.fields:
+            op = (fields or {}).get(f.name)
+            if f.kind == "alu" and op not in (None, "bypass") and op not in allowed:
+                return f"{name}: {eng.label} does not compute {f.name}={op} (it computes {', '.join(sorted(allowed))})"
+    return None
 
 
 def _with_offset_roles(spec: InstrSpec) -> InstrSpec:
@@ -273,19 +338,26 @@ declare(InstrSpec(
             Field("is_stationary_onezero", "bool"), Field("is_moving_onezero", "bool"), *MATMUL_TILE_FIELDS),
     traits=frozenset({"accumulates"}), nki_name="nc_matmul",
 ))
+# "using Tensor or Vector Engine". Not by load: "Tensor Engine can handle an input tile of shape [128, 128] or
+# smaller, while Vector Engine can handle shape [32, 32] or smaller", and TensorE writes only PSUM: assign-engines
+# takes the first engine whose memories fit (trait "first_engine").
 declare(InstrSpec(
     "transpose", "TRANSPOSE", (_DST, Role("data", slot="src")), ("pe", "dve"), "dst[F, P] = data[P, F]",
-    fields=(_ENGINE,), nki_name="nc_transpose", dims_rule=_transpose_dims,
+    fields=(_ENGINE,), nki_name="nc_transpose", dims_rule=_transpose_dims, traits=frozenset({"first_engine"}),
 ))
+# "using Vector, Scalar or GpSimd Engine", but "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine."
 declare(InstrSpec(
     "tensor_copy", "TENSOR_COPY", (_DST, Role("src")), ("dve", "act", "pool"), "dst = src (with a dtype cast)",
-    fields=(_ENGINE,), elementwise=("src",),
+    fields=(_ENGINE,), elementwise=("src",), engine_since={"act": 3},
 ))
+# "using Vector Engine or GpSimd Engine"; of the ops, "nl.power. (Which runs on the GpSimd engine.)"
 declare(InstrSpec(
     "tensor_tensor", "TENSOR_TENSOR", (_DST, Role("data1", slot="in0"), Role("data2", slot="in1")),
-    ("dve", "pool", "act"), "dst = data1 <op> data2", fields=(Field("op", "alu", required=True), _ENGINE),
-    elementwise=("data1", "data2"),
+    ("dve", "pool"), "dst = data1 <op> data2", fields=(Field("op", "alu", required=True), _ENGINE),
+    elementwise=("data1", "data2"), engine_ops={"dve": frozenset(ALU_OPS.names) - {"power"}},
 ))
+# "using Vector or Scalar or GpSimd Engine", but `engine`: "nki.isa.engine.gpsimd (only allowed for rsqrt)"; and
+# "each engine supports limited arithmetic operators": ScalarE's stages are the ones below.
 declare(InstrSpec(
     "tensor_scalar", "TENSOR_SCALAR",
     (_DST, Role("data", slot="src"), Role("operand0", required=False, scalar=True),
@@ -295,17 +367,18 @@ declare(InstrSpec(
             Field("reverse0", "bool"), Field("op1", "alu"), Field("operand1", "f32", tensor_role="operand1"),
             Field("reverse1", "bool"), _ENGINE),
     elementwise=("data",),
+    engine_ops={"act": frozenset({"multiply", "add", "subtract"}), "pool": frozenset({"rsqrt"})},
 ))
 declare(InstrSpec(
     "scalar_tensor_tensor", "SCALAR_TENSOR_TENSOR",
     (_DST, Role("data"), Role("operand0", required=False, scalar=True), Role("operand1")),
-    ("dve", "pool"), "dst = (data <op0> operand0) <op1> operand1",
+    ("dve",), "dst = (data <op0> operand0) <op1> operand1",
     fields=(Field("op0", "alu", required=True), Field("operand0", "f32", tensor_role="operand0", required=True),
             Field("op1", "alu", required=True), Field("reverse0", "bool"), Field("reverse1", "bool")),
     elementwise=("data", "operand1"),
 ))
 declare(InstrSpec(
-    "tensor_reduce", "TENSOR_REDUCE", (_DST, Role("data", slot="src")), ("dve", "pool"),
+    "tensor_reduce", "TENSOR_REDUCE", (_DST, Role("data", slot="src")), ("dve",),
     "dst = (-)reduce(op) of data over its trailing free axes `axes`",
     fields=(Field("op", "alu", required=True), Field("axes", "axes", required=True, imm=None), Field("negate", "bool"),
             Field("keepdims", "bool", imm=None)),
@@ -331,7 +404,7 @@ declare(InstrSpec(
     elementwise=("data",),
 ))
 declare(InstrSpec(
-    "memset", "MEMSET", (_DST,), ("dve", "pool", "act"), "dst = value",
+    "memset", "MEMSET", (_DST,), ("dve", "pool"), "dst = value",
     fields=(Field("value", "value", required=True), _ENGINE),
 ))
 declare(InstrSpec(
@@ -363,7 +436,7 @@ declare(
                 Field("reduce_op", "alu"), Field("reduce_cmd", "reduce_cmd")),
         elementwise=("on_true",), since=3,
     ),
-    OpSpec("RANGE_SELECT", 0x10, ("dve",), ("dst", "on_true", "bound0", "bound1", "reduce_res"),
+    OpSpec("RANGE_SELECT", 0x10, FROM_INSTRUCTIONS, ("dst", "on_true", "bound0", "bound1", "reduce_res"),
            "dst = on_true where both bound comparisons of range_start + i hold, else on_false_value",
            required=("dst", "on_true", "bound0", "bound1"),
            imms=(Imm("comp_op0", "alu"), Imm("comp_op1", "alu"), Imm("on_false_value", "f32"),
@@ -381,7 +454,7 @@ declare(
                 Field("reverse1", "bool")),
         elementwise=("data0", "data1"),
     ),
-    OpSpec("TENSOR_TENSOR_SCAN", 0x11, ("dve",), ("dst", "in0", "in1", "initial"),
+    OpSpec("TENSOR_TENSOR_SCAN", 0x11, FROM_INSTRUCTIONS, ("dst", "in0", "in1", "initial"),
            "a running op0/op1 recurrence along the free dim, per partition, in fp32", required=("dst", "in0", "in1"),
            imms=(Imm("op0", "alu"), Imm("op1", "alu"), Imm("initial", "f32", tensor_role="initial", required=True)),
            flags=("reverse0", "reverse1"), scalar_slots=("initial",), same_shape=("in0", "in1")),
@@ -394,7 +467,7 @@ declare(
         fields=(Field("src", "f32", tensor_role="src", required=True), Field("reverse_pred", "bool")),
         elementwise=("src", "predicate"), traits=frozenset({"reads_dst"}),
     ),
-    OpSpec("TENSOR_COPY_PREDICATED", 0x12, ("dve",), ("dst", "src", "predicate"),
+    OpSpec("TENSOR_COPY_PREDICATED", 0x12, FROM_INSTRUCTIONS, ("dst", "src", "predicate"),
            "dst = src where the predicate holds, unchanged elsewhere", required=("dst", "predicate"),
            imms=(Imm("src", "f32", tensor_role="src", required=True),), flags=("reverse_pred",),
            same_shape=("src", "predicate")),
@@ -405,7 +478,7 @@ declare(
         "dst[p] = (count, mean, variance * count) of data[p]'s even elements, then of its odd ones",
         dims_rule=_bn_stats_dims,
     ),
-    OpSpec("BN_STATS", 0x13, ("dve",), ("dst", "src"), "per-partition statistics of even and odd elements",
+    OpSpec("BN_STATS", 0x13, FROM_INSTRUCTIONS, ("dst", "src"), "per-partition statistics of even and odd elements",
            required=("dst", "src")),
 )
 declare(
@@ -414,7 +487,7 @@ declare(
         "dst[p] = (mean, variance) of the (count, mean, variance * count) triples of data[p]",
         dims_rule=_bn_aggr_dims,
     ),
-    OpSpec("BN_AGGR", 0x14, ("dve",), ("dst", "src"), "combine bn_stats triples into a mean and a variance",
+    OpSpec("BN_AGGR", 0x14, FROM_INSTRUCTIONS, ("dst", "src"), "combine bn_stats triples into a mean and a variance",
            required=("dst", "src")),
 )
 declare(
@@ -428,7 +501,7 @@ declare(
                 Field("reduce_init", "f32", tensor_role="reduce_init")),
         elementwise=("src",), since=4,
     ),
-    OpSpec("EXPONENTIAL", 0x15, ("dve",), ("dst", "src", "max_value", "reduce_res", "reduce_init"),
+    OpSpec("EXPONENTIAL", 0x15, FROM_INSTRUCTIONS, ("dst", "src", "max_value", "reduce_res", "reduce_init"),
            "dst = exp(src - max_value), summed into the VectorE registers per reduce_cmd", required=("dst", "src"),
            imms=(Imm("max_value", "f32", default=0.0, tensor_role="max_value"),
                  Imm("reduce_cmd", "reduce_cmd", default="idle"),
@@ -447,7 +520,7 @@ declare(
                 Field("reduce_op", "alu"), Field("reverse_pred", "bool")),
         elementwise=("predicate", "on_true"),
     ),
-    OpSpec("SELECT_REDUCE", 0x16, ("dve",), ("dst", "predicate", "on_true", "on_false", "reduce_res"),
+    OpSpec("SELECT_REDUCE", 0x16, FROM_INSTRUCTIONS, ("dst", "predicate", "on_true", "on_false", "reduce_res"),
            "dst = predicate ? on_true : on_false, max-reduced into the VectorE registers",
            required=("dst", "predicate", "on_true"),
            imms=(Imm("on_false", "f32", tensor_role="on_false", required=True),
@@ -466,7 +539,7 @@ declare(
                 Field("reduce_cmd", "reduce_cmd")),
         elementwise=("src",),
     ),
-    OpSpec("TENSOR_SCALAR_CUMULATIVE", 0x17, ("dve",), ("dst", "src", "imm0", "imm1"),
+    OpSpec("TENSOR_SCALAR_CUMULATIVE", 0x17, FROM_INSTRUCTIONS, ("dst", "src", "imm0", "imm1"),
            "a running op1 over op0(src, imm0) along the free dim, in the VectorE registers",
            required=("dst", "src"),
            imms=(Imm("op0", "alu"), Imm("op1", "alu"), Imm("imm0", "f32", tensor_role="imm0", required=True),
@@ -479,7 +552,7 @@ declare(
         ("pool",), "dst[0, f] = reduce(op) of data[p, f] over the partitions p",
         fields=(Field("op", "alu", required=True),), dims_rule=_partition_reduce_dims,
     ),
-    OpSpec("TENSOR_PARTITION_REDUCE", 0x18, ("pool",), ("dst", "src"), "a reduction across partitions into one",
+    OpSpec("TENSOR_PARTITION_REDUCE", 0x18, FROM_INSTRUCTIONS, ("dst", "src"), "a reduction across partitions into one",
            required=("dst", "src"), imms=(Imm("op", "alu"),)),
 )
 
@@ -582,14 +655,17 @@ LOOP_OPCODE_PAIRS = {"LOOP_BEGIN": "LOOP_END", "COUNTED_LOOP_BEGIN": "COUNTED_LO
 
 # -- random numbers: XORWOW state inside VectorE / GpSimd (``runtime/rng.py``) ----------------------------------
 _RNG = frozenset({"rng"})
+# "Supported engines: NeuronCore-v2: Vector. NeuronCore-v3+: GpSimd, Vector." (nisa.rng); "NeuronCore-v3: GpSimd.
+# NeuronCore-v4+: GpSimd, Vector." (nisa.rand_set_state, nisa.rand_get_state)
 _RNG_ENGINES = ("dve", "pool")
+_RNG_STATE_ENGINES = ("pool", "dve")
 declare(
     InstrSpec(
         "rng", "RNG", (_DST,), _RNG_ENGINES,
         "dst = the next 32-bit XORWOW outputs of the engine's lanes, truncated to dst's integer dtype",
-        fields=(_ENGINE,), reads_state=_RNG, writes_state=_RNG,
+        fields=(_ENGINE,), reads_state=_RNG, writes_state=_RNG, engine_since={"pool": 3},
     ),
-    OpSpec("RNG", 0x28, _RNG_ENGINES, ("dst",), "dst = next XORWOW outputs (low bits)", required=("dst",)),
+    OpSpec("RNG", 0x28, FROM_INSTRUCTIONS, ("dst",), "dst = next XORWOW outputs (low bits)", required=("dst",)),
 )
 declare(
     InstrSpec(
@@ -600,7 +676,7 @@ declare(
                 Field("max", "f32", tensor_role="max", required=True)),
         reads_state=_RNG, writes_state=_RNG, since=4,
     ),
-    OpSpec("RAND2", 0x29, ("dve",), ("dst", "min", "max"), "dst = uniform in [min, max] (XORWOW)",
+    OpSpec("RAND2", 0x29, FROM_INSTRUCTIONS, ("dst", "min", "max"), "dst = uniform in [min, max] (XORWOW)",
            required=("dst",),
            imms=(Imm("min", "f32", tensor_role="min", required=True),
                  Imm("max", "f32", tensor_role="max", required=True)),
@@ -613,7 +689,7 @@ declare(
         fields=(Field("prob", "f32", tensor_role="prob", required=True),), elementwise=("data",),
         reads_state=_RNG, writes_state=_RNG,
     ),
-    OpSpec("DROPOUT", 0x2A, ("dve",), ("dst", "src", "prob"), "dst = src, zeroed with probability prob",
+    OpSpec("DROPOUT", 0x2A, FROM_INSTRUCTIONS, ("dst", "src", "prob"), "dst = src, zeroed with probability prob",
            required=("dst", "src"), imms=(Imm("prob", "f32", tensor_role="prob", required=True),),
            scalar_slots=("prob",), same_shape=("src",)),
 )
@@ -623,25 +699,25 @@ declare(
         "seed every VectorE XORWOW generator from the 32-bit value src_seeds[0, 0]", writes_state=_RNG,
         dims_rule=_seed_dims,
     ),
-    OpSpec("SET_RNG_SEED", 0x2B, ("dve",), ("src",), "seed the VectorE PRNG from one 32-bit value",
+    OpSpec("SET_RNG_SEED", 0x2B, FROM_INSTRUCTIONS, ("src",), "seed the VectorE PRNG from one 32-bit value",
            required=("src",), writes=()),
 )
 declare(
     InstrSpec(
-        "rand_set_state", "RAND_SET_STATE", (Role("src_seeds", slot="src", memories=("sbuf",)),), _RNG_ENGINES,
-        "the engine's XORWOW state of lane p = src_seeds[p, :] (6 uint32 words per generator)",
-        fields=(_ENGINE,), writes_state=_RNG, since=3,
+        "rand_set_state", "RAND_SET_STATE", (Role("src_seeds", slot="src", memories=("sbuf",)),),
+        _RNG_STATE_ENGINES, "the engine's XORWOW state of lane p = src_seeds[p, :] (6 uint32 words per generator)",
+        fields=(_ENGINE,), writes_state=_RNG, since=3, engine_since={"dve": 4},
     ),
-    OpSpec("RAND_SET_STATE", 0x2C, _RNG_ENGINES, ("src",), "load the PRNG state of each lane",
+    OpSpec("RAND_SET_STATE", 0x2C, FROM_INSTRUCTIONS, ("src",), "load the PRNG state of each lane",
            required=("src",), writes=()),
 )
 declare(
     InstrSpec(
-        "rand_get_state", "RAND_GET_STATE", (_DST,), _RNG_ENGINES,
+        "rand_get_state", "RAND_GET_STATE", (_DST,), _RNG_STATE_ENGINES,
         "dst[p, :] = the engine's XORWOW state of lane p (6 uint32 words per generator)",
-        fields=(_ENGINE,), reads_state=_RNG, since=3,
+        fields=(_ENGINE,), reads_state=_RNG, since=3, engine_since={"dve": 4},
     ),
-    OpSpec("RAND_GET_STATE", 0x2D, _RNG_ENGINES, ("dst",), "store the PRNG state of each lane",
+    OpSpec("RAND_GET_STATE", 0x2D, FROM_INSTRUCTIONS, ("dst",), "store the PRNG state of each lane",
            required=("dst",)),
 )
 
@@ -835,7 +911,7 @@ declare(
         "dst[p, :8] = the 8 largest values of src[p] in descending order (fp32 compares, duplicates kept)",
         dims_rule=_max8_dims,
     ),
-    OpSpec("MAX8", 0x20, ("dve",), ("dst", "src"), "the 8 largest values per partition, descending",
+    OpSpec("MAX8", 0x20, FROM_INSTRUCTIONS, ("dst", "src"), "the 8 largest values per partition, descending",
            required=("dst", "src")),
 )
 declare(
@@ -844,7 +920,7 @@ declare(
         "dst[p, i] = the free index of vals[p, i] in data[p] (the k-th match for its k-th duplicate in vals), "
         "all-ones when absent", nki_name="nc_find_index8", dims_rule=_find_index8_dims,
     ),
-    OpSpec("FIND_INDEX8", 0x21, ("dve",), ("dst", "src", "vals"), "indices of 8 values per partition",
+    OpSpec("FIND_INDEX8", 0x21, FROM_INSTRUCTIONS, ("dst", "src", "vals"), "indices of 8 values per partition",
            required=("dst", "src", "vals")),
 )
 declare(
@@ -855,7 +931,7 @@ declare(
         "= its free index, all-ones when absent", fields=(Field("imm", "f32", required=True),),
         elementwise=("data",), nki_name="nc_match_replace8", dims_rule=_match_replace8_dims,
     ),
-    OpSpec("MATCH_REPLACE8", 0x22, ("dve",), ("dst", "src", "vals", "dst_idx"),
+    OpSpec("MATCH_REPLACE8", 0x22, FROM_INSTRUCTIONS, ("dst", "src", "vals", "dst_idx"),
            "replace the matches of 8 values per partition by imm, recording their indices",
            required=("dst", "src", "vals"), imms=(Imm("imm", "f32"),), writes=("dst", "dst_idx"),
            same_shape=("src",)),
@@ -868,7 +944,7 @@ declare(
         "count)", fields=(Field("index_offset", "int"), Field("padding_val", "int")),
         dims_rule=_nonzero_dims, since=3,
     ),
-    OpSpec("NONZERO_WITH_COUNT", 0x23, ("pool",), ("dst", "src"),
+    OpSpec("NONZERO_WITH_COUNT", 0x23, FROM_INSTRUCTIONS, ("dst", "src"),
            "nonzero indices, padding and count on the first partition of each 16-partition group",
            required=("dst", "src"),
            imms=(Imm("index_offset", "i32", default=0), Imm("padding_val", "i32", default=-1))),
@@ -883,7 +959,7 @@ declare(
         fields=(Field("n", "int", required=True),),
         dims_rule=_topk_dims,
     ),
-    OpSpec("TOPK", 0x24, ("pool",), ("dst", "idx_dst", "src"),
+    OpSpec("TOPK", 0x24, FROM_INSTRUCTIONS, ("dst", "idx_dst", "src"),
            "top-k of the n-element 16-partition snake of each group, ascending, in snake layout",
            required=("dst", "idx_dst", "src"), imms=(Imm("n", "u32"),), writes=("dst", "idx_dst")),
 )
@@ -897,7 +973,7 @@ declare(
         fields=(Field("num_elem_per_idx", "int"), Field("num_valid_indices", "int", required=True)),
         dims_rule=_local_gather_dims,
     ),
-    OpSpec("LOCAL_GATHER", 0x30, ("pool",), ("dst", "src", "index"),
+    OpSpec("LOCAL_GATHER", 0x30, FROM_INSTRUCTIONS, ("dst", "src", "index"),
            "per GpSimd core, gather num_elem_per_idx elements at each of its indices from each of its partitions",
            required=("dst", "src", "index"),
            imms=(Imm("num_elem_per_idx", "u32", default=1), Imm("num_valid_indices", "u32"))),
@@ -909,7 +985,7 @@ declare(
          Role("indices", memories=("sbuf",))),
         ("pool",), "dst[p, i] = data[p, indices[p, i]], data's free dims flattened", dims_rule=_n_gather_dims,
     ),
-    OpSpec("NC_N_GATHER", 0x31, ("pool",), ("dst", "src", "indices"),
+    OpSpec("NC_N_GATHER", 0x31, FROM_INSTRUCTIONS, ("dst", "src", "indices"),
            "dst[p, i] = src[p, indices[p, i]] within each partition", required=("dst", "src", "indices")),
 )
 declare(
@@ -920,7 +996,7 @@ declare(
         derive=lambda f: pack_shuffle_mask(tuple(f["shuffle_mask"])), traits=frozenset({"reads_dst"}),
         dims_rule=_shuffle_dims,
     ),
-    OpSpec("NC_STREAM_SHUFFLE", 0x32, ("dve",), ("dst", "src"),
+    OpSpec("NC_STREAM_SHUFFLE", 0x32, FROM_INSTRUCTIONS, ("dst", "src"),
            "move whole partitions within each 32-partition quadrant by a 32-entry mask (255 = keep)",
            required=("dst", "src"), imms=tuple(Imm(f"mask{w}", "u32", default=0) for w in range(SHUFFLE_MASK_WORDS))),
 )
@@ -931,7 +1007,7 @@ declare(
         ("pool",), "dst[0, 0, i], dst[0, 1, i] = start and end (exclusive) of the run of equal segment ids holding "
         "i; (n, -1) where the id is 0 (padding)", dims_rule=_sequence_bounds_dims,
     ),
-    OpSpec("SEQUENCE_BOUNDS", 0x33, ("pool",), ("dst", "src"), "the [start, end) of each element's segment",
+    OpSpec("SEQUENCE_BOUNDS", 0x33, FROM_INSTRUCTIONS, ("dst", "src"), "the [start, end) of each element's segment",
            required=("dst", "src")),
 )
 _DMA_COMPUTE_SRCS = tuple(f"src{i}" for i in range(DMA_COMPUTE_MAX_SRCS))
@@ -948,7 +1024,7 @@ declare(
         ("sp",), "dst = reduce_op(src0, src1, ...) element-wise in fp32, by DMA", fields=(Field("reduce_op", "alu",
         required=True), _OOB_SKIP), traits=frozenset({"dma"}), dims_rule=_dma_compute_dims,
     ),
-    OpSpec("DMA_COMPUTE", 0x34, ("sp",), ("dst", *_DMA_COMPUTE_SRCS),
+    OpSpec("DMA_COMPUTE", 0x34, FROM_INSTRUCTIONS, ("dst", *_DMA_COMPUTE_SRCS),
            "dst = reduce_op of the sources, element-wise in fp32, on DMA queue `queue`; a dynamic operand's index "
            "tensor sits in a spare source slot; `oob_skip` skips out-of-bounds dynamic rows", required=("dst", "src0"),
            imms=(Imm("queue", "u32"), Imm("reduce_op", "alu")), flags=("oob_skip",), traits=frozenset({"dma"})),
@@ -968,7 +1044,7 @@ declare(
                 Field("reduce_cmd", "reduce_cmd")),
         elementwise=("data",), since=4,
     ),
-    OpSpec("ACTIVATE2", 0x48, ("act",), ("dst", "src", "imm0", "imm1", "relu_param", "reduce_res"),
+    OpSpec("ACTIVATE2", 0x48, FROM_INSTRUCTIONS, ("dst", "src", "imm0", "imm1", "relu_param", "reduce_res"),
            "dst = func((src <op0> imm0) <op1> imm1, relu_param); reduce_res = the reduce registers after reduce_cmd",
            required=("dst", "src"),
            imms=(Imm("func", "act"), Imm("op0", "alu"), Imm("op1", "alu"),
@@ -986,7 +1062,7 @@ declare(
         ("dve",), "dst, dst_scale = MXFP8 quantization of src (one e8m0 scale per 8 partitions x 4 values)",
         dims_rule=_quantize_mx_dims, since=4,
     ),
-    OpSpec("QUANTIZE_MX", 0x38, ("dve",), ("dst", "src", "dst_scale"), "dst (fp8 x4), dst_scale (e8m0) = "
+    OpSpec("QUANTIZE_MX", 0x38, FROM_INSTRUCTIONS, ("dst", "src", "dst_scale"), "dst (fp8 x4), dst_scale (e8m0) = "
            "MX quantization of src", required=("dst", "src", "dst_scale"), writes=("dst", "dst_scale")),
 )
 declare(
@@ -999,7 +1075,7 @@ declare(
         fields=(Field("accumulate", "bool"),), traits=frozenset({"accumulates"}), nki_name="nc_matmul_mx",
         dims_rule=_matmul_mx_dims, since=4,
     ),
-    OpSpec("MATMUL_MX", 0x39, ("pe",), ("dst", "stationary", "moving", "stationary_scale", "moving_scale"),
+    OpSpec("MATMUL_MX", 0x39, FROM_INSTRUCTIONS, ("dst", "stationary", "moving", "stationary_scale", "moving_scale"),
            "dst[M, N] (+)= dequant(stationary)[K, M, 4] . dequant(moving)[K, N, 4] into PSUM",
            required=("dst", "stationary", "moving", "stationary_scale", "moving_scale"), flags=("accumulate",)),
 )
@@ -1063,7 +1139,7 @@ declare(
                 Field("pipe_id", "int", required=True), Field("gpsimd_dma", "bool"), _ENGINE),
         elementwise=("src",), since=3, reads_state=frozenset({LNC_PIPES}), writes_state=frozenset({LNC_PIPES}),
     ),
-    OpSpec("SENDRECV", 0x54, _SENDRECV_ENGINES, ("dst", "src"),
+    OpSpec("SENDRECV", 0x54, FROM_INSTRUCTIONS, ("dst", "src"),
            "dst of core send_to_rank = src; dst = src of core recv_from_rank (rendezvous on pipe_id)",
            required=("dst", "src"), imms=(Imm("send_to_rank", "u32"), Imm("recv_from_rank", "u32"),
                                           Imm("pipe_id", "u32", default=0)),
@@ -1099,7 +1175,7 @@ declare(
         fields=(Field("prefix", "str", required=True),), traits=frozenset({"dma"}),
         reads_state=_DEBUG, writes_state=_DEBUG,
     ),
-    OpSpec("DEBUG_PRINT", 0x56, ("sp",), ("src",),
+    OpSpec("DEBUG_PRINT", 0x56, FROM_INSTRUCTIONS, ("src",),
            "copy src to the host's debug stream on DMA queue `queue`, labelled with string `prefix` of the NEFF",
            required=("src",), imms=(Imm("queue", "u32"), Imm("prefix", "str")), writes=(),
            traits=frozenset({"dma"})),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from nkic.target.machine import ENGINE_NAMES
@@ -192,61 +192,67 @@ class OpSpec:
         return [i.prop for i in self.imms].index(prop)
 
 
-_ELEMENTWISE = ("dve", "pool", "act")
+# The engines of an opcode an NKI instruction lowers to are not stated here: they are the union, over generations
+# and over the instructions that lower to it, of the engines each ``InstrSpec`` declares (``instructions.declare``
+# fills them in), so the reference's engine list is written once. An opcode of no instruction (SEM_WAIT) or one
+# every stream holds a copy of (the control instructions) names its engines itself.
+FROM_INSTRUCTIONS: tuple[str, ...] = ()
 _SPECS = (
-    OpSpec("DMA_COPY", 0x01, ("sp",), ("dst", "src", "dst_offset", "src_offset"), "dst = src on DMA queue "
+    OpSpec("DMA_COPY", 0x01, FROM_INSTRUCTIONS, ("dst", "src", "dst_offset", "src_offset"), "dst = src on DMA queue "
            "`queue`; `transpose` swaps src's first and last dims; `oob_skip` skips out-of-bounds dynamic rows",
            required=("dst", "src"), imms=(Imm("queue", "u32"),), flags=("transpose", "oob_skip"),
            traits=frozenset({"dma"})),
-    OpSpec("MATMUL", 0x02, ("pe",), ("dst", "stationary", "moving"), "dst[M, N] (+)= stationary[K, M]^T @ "
+    OpSpec("MATMUL", 0x02, FROM_INSTRUCTIONS, ("dst", "stationary", "moving"), "dst[M, N] (+)= stationary[K, M]^T @ "
            "moving[K, N] into PSUM", required=("dst", "stationary", "moving"),
            imms=tuple(Imm(n, "u32", default=0, sparse=True) for n in ("tile_row", "tile_col", "tile_rows", "tile_cols")),
            flags=("accumulate", "is_transpose", "double_row", "is_stationary_onezero", "is_moving_onezero")),
-    OpSpec("TRANSPOSE", 0x03, ("pe", "dve"), ("dst", "src"), "dst[F, P] = src[P, F]", required=("dst", "src")),
-    OpSpec("TENSOR_TENSOR", 0x04, _ELEMENTWISE, ("dst", "in0", "in1"), "dst = in0 <op> in1",
+    OpSpec("TRANSPOSE", 0x03, FROM_INSTRUCTIONS, ("dst", "src"), "dst[F, P] = src[P, F]", required=("dst", "src")),
+    OpSpec("TENSOR_TENSOR", 0x04, FROM_INSTRUCTIONS, ("dst", "in0", "in1"), "dst = in0 <op> in1",
            required=("dst", "in0", "in1"), imms=(Imm("op", "alu"),), same_shape=("in0", "in1")),
-    OpSpec("TENSOR_SCALAR", 0x05, _ELEMENTWISE, ("dst", "src", "operand0", "operand1"),
+    OpSpec("TENSOR_SCALAR", 0x05, FROM_INSTRUCTIONS, ("dst", "src", "operand0", "operand1"),
            "dst = (src <op0> operand0) <op1> operand1", required=("dst", "src"),
            imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu", optional=True),
                  Imm("operand1", "f32", tensor_role="operand1")),
            flags=("reverse0", "reverse1", "has_op1"), derived_flags=frozenset({"has_op1"}),
            scalar_slots=("operand0", "operand1"), same_shape=("src",)),
-    OpSpec("TENSOR_REDUCE", 0x06, ("dve", "pool"), ("dst", "src"), "dst = (-)reduce(op) over the trailing "
+    OpSpec("TENSOR_REDUCE", 0x06, FROM_INSTRUCTIONS, ("dst", "src"), "dst = (-)reduce(op) over the trailing "
            "`num_reduced_dims` free dims of src (0 = all)", required=("dst", "src"),
            imms=(Imm("op", "alu"), Imm("num_reduced_dims", "u32", default=0)), flags=("negate",)),
-    OpSpec("ACTIVATE", 0x07, ("act",), ("dst", "src", "bias", "scale", "reduce_res"),
+    OpSpec("ACTIVATE", 0x07, FROM_INSTRUCTIONS, ("dst", "src", "bias", "scale", "reduce_res"),
            "dst = func(src * scale + bias); reduce_res = the reduce registers after `reduce_cmd`",
            required=("dst", "src"),
            imms=(Imm("func", "act"), Imm("scale", "f32", default=1.0, tensor_role="scale"),
                  Imm("bias", "f32", default=0.0, tensor_role="bias"), Imm("reduce_cmd", "reduce_cmd", default="idle"),
                  Imm("reduce_op", "alu", default="bypass")),
            writes=("dst", "reduce_res"), scalar_slots=("bias", "scale", "reduce_res"), same_shape=("src",)),
-    OpSpec("TENSOR_COPY", 0x08, _ELEMENTWISE, ("dst", "src"), "dst = src (with dtype conversion)",
+    OpSpec("TENSOR_COPY", 0x08, FROM_INSTRUCTIONS, ("dst", "src"), "dst = src (with dtype conversion)",
            required=("dst", "src"), same_shape=("src",)),
-    OpSpec("MEMSET", 0x09, _ELEMENTWISE, ("dst",), "dst = value", required=("dst",), imms=(Imm("value", "value"),),
+    OpSpec("MEMSET", 0x09, FROM_INSTRUCTIONS, ("dst",), "dst = value", required=("dst",), imms=(Imm("value", "value"),),
            flags=("int_value",), derived_flags=frozenset({"int_value"})),
-    OpSpec("IOTA", 0x0A, ("pool",), ("dst", "pattern"), "dst[p, i...] = offset + p * pattern[0].step + "
+    OpSpec("IOTA", 0x0A, FROM_INSTRUCTIONS, ("dst", "pattern"), "dst[p, i...] = offset + p * pattern[0].step + "
            "sum(step * i)", required=("dst", "pattern"), imms=(Imm("offset", "i32", default=0),),
            same_shape=("pattern",), traits=frozenset({"pattern"})),
-    OpSpec("AFFINE_SELECT", 0x0B, ("pool",), ("dst", "on_true", "pattern"), "dst = (affine value <cmp_op> 0) ? "
+    OpSpec("AFFINE_SELECT", 0x0B, FROM_INSTRUCTIONS, ("dst", "on_true", "pattern"), "dst = (affine value <cmp_op> 0) ? "
            "on_true : on_false_value", required=("dst", "on_true", "pattern"),
            imms=(Imm("offset", "i32", default=0), Imm("cmp_op", "alu"), Imm("on_false_value", "f32")),
            same_shape=("on_true", "pattern"), traits=frozenset({"pattern"})),
-    OpSpec("RECIPROCAL", 0x0C, ("dve",), ("dst", "src"), "dst = 1 / src", required=("dst", "src"),
+    OpSpec("RECIPROCAL", 0x0C, FROM_INSTRUCTIONS, ("dst", "src"), "dst = 1 / src", required=("dst", "src"),
            same_shape=("src",)),
-    OpSpec("TENSOR_SCALAR_REDUCE", 0x0D, ("dve",), ("dst", "src", "operand0", "reduce_res"),
+    OpSpec("TENSOR_SCALAR_REDUCE", 0x0D, FROM_INSTRUCTIONS, ("dst", "src", "operand0", "reduce_res"),
            "dst = src <op0> operand0; reduce_res = (-)reduce(reduce_op, dst)", required=("dst", "src"),
            imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True),
                  Imm("reduce_op", "alu")),
            flags=("reverse0", "negate"), writes=("dst", "reduce_res"), scalar_slots=("operand0", "reduce_res"),
            same_shape=("src",)),
-    OpSpec("SCALAR_TENSOR_TENSOR", 0x0E, ("dve", "pool"), ("dst", "data", "operand0", "operand1"),
+    OpSpec("SCALAR_TENSOR_TENSOR", 0x0E, FROM_INSTRUCTIONS, ("dst", "data", "operand0", "operand1"),
            "dst = (data <op0> operand0) <op1> operand1", required=("dst", "data", "operand1"),
            imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu")),
            flags=("reverse0", "reverse1"), scalar_slots=("operand0",), same_shape=("data", "operand1")),
     OpSpec("SEM_WAIT", 0x0F, ENGINE_NAMES, (), "block until wait_sem >= wait_value", writes=()),
 )  # fmt: skip
 OPCODES: dict[str, OpSpec] = {s.mnemonic: s for s in _SPECS}
+# Opcodes whose engines come from the instructions that lower to them (see FROM_INSTRUCTIONS).
+DERIVED_ENGINES: set[str] = {s.mnemonic for s in _SPECS if not s.engines}
 OPCODE_BY_CODE: dict[int, OpSpec] = {s.code: s for s in _SPECS}
 assert len(OPCODE_BY_CODE) == len(OPCODES), "opcode codes are unique"
 assert all(len(s.slots) <= MAX_SLOTS and len(s.imms) <= MAX_IMMS for s in _SPECS)
@@ -274,6 +280,17 @@ def register_opcode(spec: OpSpec) -> OpSpec:
         raise ValueError(f"opcode {spec.mnemonic} / {spec.code:#x} is already declared")
     OPCODES[spec.mnemonic] = spec
     OPCODE_BY_CODE[spec.code] = spec
+    if not spec.engines:
+        DERIVED_ENGINES.add(spec.mnemonic)
+    return spec
+
+
+def set_opcode_engines(mnemonic: str, engines: tuple[str, ...]) -> OpSpec:
+    """The engines of an opcode whose engines come from its instructions (``instructions.declare``)."""
+    if mnemonic not in DERIVED_ENGINES:
+        raise ValueError(f"opcode {mnemonic} names its engines itself")
+    spec = replace(OPCODES[mnemonic], engines=engines)
+    OPCODES[mnemonic] = OPCODE_BY_CODE[spec.code] = spec
     return spec
 
 

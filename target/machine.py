@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from nkic.target.vocab import Vocabulary
+from nkic.target.vocab import HBM_MEMORIES, ON_CHIP, Vocabulary
 
 __all__ = [
     "Engine", "ENGINES", "ENGINE_NAMES", "ENGINE_BY_NAME", "NKI_ENGINES", "ENGINE_OF_HINT", "Target", "TARGETS",
@@ -24,28 +24,49 @@ __all__ = [
 class Engine:
     """One engine of a NeuronCore. ``code`` is its id in instruction records and also its semaphore id.
 
-    ``psum``: whether its instructions may access PSUM; ``alu_ops``: the ALU ops its scalar stages support (None:
-    all of them).
+    ``reads`` / ``writes``: the memories its data-path instructions may read / write (IR names; HBM only through
+    DMA). Which instructions it may run is each instruction's declaration (``InstrSpec.engines``); these are the
+    memories, whatever the instruction.
     """
 
     name: str  # IR / ISA name
     nki: str  # the nki.isa.engine member that selects it
     code: int
     label: str
-    psum: bool = True
-    alu_ops: frozenset[str] | None = None
+    reads: frozenset[str] = frozenset(ON_CHIP)
+    writes: frozenset[str] = frozenset(ON_CHIP)
     # XORWOW generators per compute lane (0: the engine has no PRNG). The docs size rand_get_state/rand_set_state
     # at 6 words per lane on GpSimd and 24 on VectorE: one XORWOW state (x0..x4, d) is 6 words, so VectorE lanes
     # hold 4 generators.
     rng_generators: int = 0
 
+    @property
+    def psum(self) -> bool:
+        """Whether any of its instructions may touch PSUM."""
+        return "psum" in self.reads | self.writes
 
+    def reaches(self, memory: str, write: bool) -> bool:
+        """Whether it may write (``write``) or read ``memory`` (an IR or ISA memory name)."""
+        return memory in (self.writes if write else self.reads)
+
+
+# The memories of each engine, from the NKI ISA reference (nki/api/nki/isa/__init__.py):
+# - TensorE: nisa.nc_matmul "must read inputs from SBUF and write outputs to PSUM"; nisa.nc_transpose "Tensor Engine
+#   nc_transpose must read the input tile from SBUF and write the transposed result to PSUM".
+# - ScalarE: nisa.activation "The input data tile can be an SBUF or PSUM tile. Similarly, the instruction can write
+#   the output dst tile into either SBUF or PSUM."
+# - VectorE: nisa.tensor_reduce "Both the input data and dst tiles can be in SBUF or PSUM."
+# - GpSimd: nisa.tensor_tensor "Since GpSimd Engine cannot access PSUM, ..." (also nisa.nc_n_gather, nisa.rng).
+# - SyncE issues the DMAs: nisa.dma_copy moves data "between memory locations (SBUF or HBM) using DMA engines"
+#   (a PSUM source was dropped in NKI 0.3).
+_SBUF = frozenset({"sbuf"})
+_DMA_MEMS = frozenset({"sbuf", *HBM_MEMORIES})
 ENGINES: tuple[Engine, ...] = (
-    Engine("pe", "tensor", 0, "PE (TensorE)"),
-    Engine("act", "scalar", 1, "ACT (ScalarE)", alu_ops=frozenset({"multiply", "add", "subtract", "bypass"})),
+    Engine("pe", "tensor", 0, "PE (TensorE)", reads=_SBUF, writes=frozenset({"psum"})),
+    Engine("act", "scalar", 1, "ACT (ScalarE)"),
     Engine("dve", "vector", 2, "DVE (VectorE)", rng_generators=4),
-    Engine("pool", "gpsimd", 3, "POOL (GpSimdE)", psum=False, rng_generators=1),
-    Engine("sp", "sync", 4, "SP (SyncE)", psum=False),
+    Engine("pool", "gpsimd", 3, "POOL (GpSimdE)", reads=_SBUF, writes=_SBUF, rng_generators=1),
+    Engine("sp", "sync", 4, "SP (SyncE)", reads=_DMA_MEMS, writes=_DMA_MEMS),
 )
 ENGINE_NAMES: tuple[str, ...] = tuple(e.name for e in ENGINES)
 ENGINE_BY_NAME: dict[str, Engine] = {e.name: e for e in ENGINES}

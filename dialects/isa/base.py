@@ -49,7 +49,7 @@ from nkic.dialects.common import (
     value_of,
 )
 from nkic.dialects.inst import RoleOperandOp
-from nkic.target.instructions import InstrSpec, dims_problem
+from nkic.target.instructions import InstrSpec, dims_problem, engine_problem
 from nkic.target.isa import (
     DERIVED_FLAGS,
     ENUM_KINDS,
@@ -365,6 +365,7 @@ class IsaInst(RoleOperandOp):
 
     SPEC: ClassVar[OpSpec]
     DIMS_RULES: ClassVar[tuple[InstrSpec, ...]] = ()  # the instructions lowering to SPEC that have a dims_rule
+    INSTR_SPECS: ClassVar[tuple[InstrSpec, ...]] = ()  # the instructions lowering to SPEC (their engines)
     ENGINE: ClassVar[str] = ""
     MNEMONIC: ClassVar[str] = ""
     REQUIRED: ClassVar[tuple[str, ...]] = ()
@@ -661,6 +662,9 @@ class IsaInst(RoleOperandOp):
         for role in self.role_names:
             self._verify_operand(role)
         self._verify_imms()
+        problem = self.engine_problem()  # after the immediates: its ALU ops are known names
+        if problem is not None:
+            raise VerifyException(f"{self.MNEMONIC} cannot run on engine '{self.ENGINE}': {problem}")
         self.verify_format()
         self._verify_encoding()
 
@@ -686,6 +690,21 @@ class IsaInst(RoleOperandOp):
             problem = dims_problem(spec, dims)
             if problem is not None:
                 raise VerifyException(problem)
+
+    def engine_problem(self, nc_version: int | None = None) -> str | None:
+        """Why no NKI instruction lowering to this opcode may run on this engine with these ALU ops, on
+        generation ``nc_version`` (None: on some generation), or None. The operands' memories are the operand
+        checks' (the same ``Engine.reads`` / ``writes``)."""
+        if "control" in self.SPEC.traits:  # every stream holds a copy: there is no placement to check
+            return None
+        problems = []
+        for spec in self.INSTR_SPECS:
+            fields = {f.name: self.field(f.isa_name) for f in spec.fields if f.kind == "alu" and f.isa_name}
+            problem = engine_problem(spec, self.ENGINE, nc_version, None, fields)
+            if problem is None:
+                return None
+            problems.append(problem)
+        return problems[0] if problems else None
 
     def _verify_header(self) -> None:
         spec = self.SPEC
@@ -748,14 +767,19 @@ class IsaInst(RoleOperandOp):
             if mem == "psum":
                 raise VerifyException(f"'{role}': a register moves to or from SBUF or HBM, not PSUM")
             return
-        if mem == "hbm" and "dma" not in self.SPEC.traits:
+        if mem == "none":
+            return
+        # What each engine may read and write: target/machine.py ENGINES, from the NKI ISA reference.
+        engine, write = ENGINE_BY_NAME[self.ENGINE], role in self.SPEC.writes
+        if engine.reaches(mem, write):
+            return
+        if mem == "hbm":
             raise VerifyException(f"'{role}': engine {self.ENGINE} cannot access HBM (only SP DMA can)")
-        if mem == "psum" and not ENGINE_BY_NAME[self.ENGINE].psum:
+        if mem == "psum" and not engine.psum:
             raise VerifyException(f"'{role}': engine {self.ENGINE} cannot access PSUM")
-        if self.ENGINE == "pe":
-            want = "psum" if role == "dst" else "sbuf"
-            if mem != want:
-                raise VerifyException(f"'{role}': PE {self.MNEMONIC} {role} must be in {want}, got {mem}")
+        reach = sorted(engine.writes if write else engine.reads)
+        raise VerifyException(f"'{role}': {self.ENGINE.upper()} {self.MNEMONIC} {role} must be in "
+                              f"{' or '.join(reach)}, got {mem}")  # fmt: skip
 
     def _verify_onchip(self, role: str, loc: IsaLocAttr, ap: AccessPatternAttr) -> None:
         step, nparts = ap.pairs[0]

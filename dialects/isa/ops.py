@@ -261,9 +261,11 @@ def _op_class(spec: OpSpec, engine: str) -> type[IsaInst]:
         "FLAGS": spec.flags,
         "DERIVED_FLAGS": spec.derived_flags,
         "DIMS_RULES": tuple(s for s in INSTRUCTIONS.values() if s.opcode == spec.mnemonic and s.dims_rule),
+        "INSTR_SPECS": tuple(s for s in INSTRUCTIONS.values() if s.opcode == spec.mnemonic),
         "__doc__": f"``{spec.mnemonic}`` on {engine}: {spec.doc}.",
         "__annotations__": {k: ClassVar[object] for k in ("SPEC", "ENGINE", "MNEMONIC", "ROLES", "REQUIRED", "IMMS",
-                                                          "FLAGS", "DERIVED_FLAGS", "DIMS_RULES")},
+                                                          "FLAGS", "DERIVED_FLAGS", "DIMS_RULES",
+                                                          "INSTR_SPECS")},
     }  # fmt: skip
     body.update({imm.prop: imm_prop_def(imm) for imm in spec.imms})
     body.update({f: opt_prop_def(BoolAttr) for f in spec.flags if f not in spec.derived_flags})

@@ -1,14 +1,15 @@
 // RUN: nkic-opt %s -p assign-engines --split-input-file --verify-diagnostics | filecheck %s
 
-// Fixed homes (PE, ACT, Pool), the least-loaded legal engine for elementwise work, never Pool with a PSUM
-// operand, PE for a PSUM-destined transpose; a hint the engine cannot honour is an error.
+// Fixed homes (PE, ACT, Pool), the least-loaded legal engine for elementwise work (memset only on DVE or Pool, as
+// the NKI reference says), never Pool with a PSUM operand, PE for a PSUM-destined transpose; a hint the engine
+// cannot honour is an error.
 // CHECK: bir.matmul {{.*}} engine = "pe"
 // CHECK-NEXT: bir.activation {{.*}} engine = "act"
 // CHECK-NEXT: bir.iota {{.*}} engine = "pool"
 // CHECK-NEXT: bir.tensor_copy {{.*}} engine = "dve"
 // CHECK-NEXT: bir.tensor_copy {{.*}} engine = "pool"
-// CHECK-NEXT: bir.memset dst @x{{.*}} engine = "act"
-// CHECK-NEXT: bir.tensor_copy dst @x[0 : [512, 128], [1, 512]], src @p{{.*}} engine = "dve"
+// CHECK-NEXT: bir.memset dst @x{{.*}} engine = "dve"
+// CHECK-NEXT: bir.tensor_copy dst @x[0 : [512, 128], [1, 512]], src @p{{.*}} engine = "act"
 // CHECK-NEXT: bir.transpose {{.*}} engine = "pe"
 
 builtin.module {
@@ -38,4 +39,59 @@ builtin.module {
   }
 }
 
-// CHECK: instruction 0 (tensor_copy) cannot run on pool; legal engines: dve, act
+// CHECK: instruction 0 (tensor_copy): cannot run on pool: nisa.tensor_copy: POOL (GpSimdE) cannot read PSUM ('src')
+
+// -----
+
+// Only the engines the reference names: tensor_tensor and memset never on ACT, tensor_reduce and
+// scalar_tensor_tensor only on DVE, however loaded DVE and Pool are; tensor_scalar on Pool only for rsqrt;
+// tensor_tensor's power only on Pool.
+// CHECK: bir.activation {{.*}} engine = "act"
+// CHECK-NEXT: bir.tensor_tensor {{.*}} engine = "dve"
+// CHECK-NEXT: bir.tensor_tensor {{.*}} engine = "pool"
+// CHECK-NEXT: bir.memset {{.*}} engine = "pool"
+// CHECK-NEXT: bir.tensor_reduce {{.*}} engine = "dve"
+// CHECK-NEXT: bir.scalar_tensor_tensor {{.*}} engine = "dve"
+// CHECK-NEXT: bir.tensor_scalar {{.*}} engine = "act"
+// CHECK-NEXT: bir.tensor_scalar {{.*}} engine = "pool", op0 = "rsqrt"
+// CHECK-NEXT: bir.tensor_tensor {{.*}} engine = "pool"{{.*}} op = "power"
+builtin.module {
+  bir.function @f attributes {inputs = [], outputs = []} {
+    bir.memloc @x : sbuf [128, 512] float32
+    bir.memloc @y : sbuf [128, 512] float32
+    bir.memloc @r : sbuf [128, 1] float32
+    bir.activation dst @y[0 : [512, 128], [1, 512]], data @x[0 : [512, 128], [1, 512]] {id = 0 : i64, engine = "unassigned", func = "exp"}
+    bir.tensor_tensor dst @y[0 : [512, 128], [1, 512]], data1 @x[0 : [512, 128], [1, 512]], data2 @x[0 : [512, 128], [1, 512]] {id = 1 : i64, engine = "unassigned", op = "add"}
+    bir.tensor_tensor dst @y[0 : [512, 128], [1, 512]], data1 @x[0 : [512, 128], [1, 512]], data2 @x[0 : [512, 128], [1, 512]] {id = 2 : i64, engine = "unassigned", op = "add"}
+    bir.memset dst @x[0 : [512, 128], [1, 512]] {id = 3 : i64, engine = "unassigned", value = 0.0 : f32}
+    bir.tensor_reduce dst @r[0 : [1, 128], [1, 1]], data @x[0 : [512, 128], [1, 512]] {id = 4 : i64, engine = "unassigned", op = "add", axes = array<i64: 1>}
+    bir.scalar_tensor_tensor dst @y[0 : [512, 128], [1, 512]], data @x[0 : [512, 128], [1, 512]], operand1 @x[0 : [512, 128], [1, 512]] {id = 5 : i64, engine = "unassigned", op0 = "multiply", operand0 = 2.0 : f32, op1 = "add"}
+    bir.tensor_scalar dst @y[0 : [512, 128], [1, 512]], data @x[0 : [512, 128], [1, 512]] {id = 6 : i64, engine = "unassigned", op0 = "multiply", operand0 = 2.0 : f32}
+    bir.tensor_scalar dst @y[0 : [512, 128], [1, 512]], data @x[0 : [512, 128], [1, 512]] {id = 7 : i64, engine = "unassigned", op0 = "rsqrt", operand0 = 0.0 : f32}
+    bir.tensor_tensor dst @y[0 : [512, 128], [1, 512]], data1 @x[0 : [512, 128], [1, 512]], data2 @x[0 : [512, 128], [1, 512]] {id = 8 : i64, engine = "unassigned", op = "power"}
+  }
+}
+
+// -----
+
+// tensor_reduce reading PSUM: DVE (the only engine the reference names, and it reaches PSUM).
+// CHECK: bir.tensor_reduce {{.*}} engine = "dve"
+builtin.module {
+  bir.function @f attributes {inputs = [], outputs = []} {
+    bir.memloc @p : psum [128, 512] float32
+    bir.memloc @r : sbuf [128, 1] float32
+    bir.tensor_reduce dst @r[0 : [1, 128], [1, 1]], data @p[0 : [512, 128], [1, 512]] {id = 0 : i64, engine = "unassigned", op = "maximum", axes = array<i64: 1>}
+  }
+}
+
+// -----
+
+// An explicit engine the reference excludes is refused.
+builtin.module {
+  bir.function @f attributes {inputs = [], outputs = []} {
+    bir.memloc @x : sbuf [128, 512] float32
+    bir.memset dst @x[0 : [512, 128], [1, 512]] {id = 0 : i64, engine = "act", value = 0.0 : f32}
+  }
+}
+
+// CHECK: instruction 0 (memset): cannot run on act: nisa.memset runs on dve, pool (the NKI ISA reference), not act

@@ -4,7 +4,7 @@
 builtin.module {
   isa.core @sg00 {
     isa.stream "act" {
-      isa_act.memset dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 16]] {id = 0 : i64, value = 0.0 : f32, wait_sem = 2 : i64, wait_value = 1 : i64, signal_sem = 1 : i64}
+      isa_act.tensor_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 16]], src sbuf(p0, 0x80, float32)[0 : [1, 128], [1, 16]] {id = 0 : i64, wait_sem = 2 : i64, wait_value = 1 : i64, signal_sem = 1 : i64}
     }
     isa.stream "dve" {
       isa_dve.memset dst sbuf(p0, 0x40, float32)[0 : [1, 128], [1, 16]] {id = 1 : i64, value = 0.0 : f32, wait_sem = 1 : i64, wait_value = 1 : i64, signal_sem = 2 : i64}
@@ -17,12 +17,12 @@ builtin.module {
 // -----
 
 // The same two instructions ordered through one semaphore are fine.
-// CHECK: isa_act.memset
+// CHECK: isa_act.tensor_copy
 // CHECK: isa_dve.memset {{.*}} wait_sem = 1 : i64, wait_value = 1 : i64
 builtin.module {
   isa.core @sg00 {
     isa.stream "act" {
-      isa_act.memset dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 16]] {id = 0 : i64, value = 0.0 : f32, signal_sem = 1 : i64}
+      isa_act.tensor_copy dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 16]], src sbuf(p0, 0x80, float32)[0 : [1, 128], [1, 16]] {id = 0 : i64, signal_sem = 1 : i64}
     }
     isa.stream "dve" {
       isa_dve.memset dst sbuf(p0, 0x40, float32)[0 : [1, 128], [1, 16]] {id = 1 : i64, value = 0.0 : f32, wait_sem = 1 : i64, wait_value = 1 : i64, signal_sem = 2 : i64}

@@ -524,3 +524,40 @@ builtin.module {
 }
 // CHECK: 'src': engine sp cannot access PSUM
 
+
+// -----
+
+// Engine legality (target/instructions.py, from the NKI ISA reference): nisa.tensor_scalar's `engine` is
+// "nki.isa.engine.gpsimd (only allowed for rsqrt)".
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pool" {
+      isa_pool.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64, op0 = "multiply", operand0 = 2.000000e+00 : f32}
+    }
+  }
+}
+// CHECK: TENSOR_SCALAR cannot run on engine 'pool': nisa.tensor_scalar: POOL (GpSimdE) does not compute op0=multiply (it computes rsqrt)
+
+// -----
+
+// nisa.tensor_tensor: "nl.power. (Which runs on the GpSimd engine.)"
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64, op = "power"}
+    }
+  }
+}
+// CHECK: TENSOR_TENSOR cannot run on engine 'dve': nisa.tensor_tensor: DVE (VectorE) does not compute op=power
+
+// -----
+
+// TensorE reads only SBUF: "Tensor Engine nc_transpose must read the input tile from SBUF".
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pe" {
+      isa_pe.transpose dst psum(p0, 0x0, float32)[0 : [1, 32], [1, 32]], src psum(p0, 0x800, float32)[0 : [1, 32], [1, 32]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: 'src': PE TRANSPOSE src must be in sbuf, got psum

@@ -29,10 +29,8 @@
 // CHECK-NEXT: isa.stream "act" {
 // CHECK-NEXT: isa_act.activate dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 7 : i64, func = "exp", scale = 5.000000e-01 : f32, bias = -1.000000e+00 : f32, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 1 : i64}
 // CHECK-NEXT: isa_act.activate dst sbuf(p0, 0x800, bfloat16)[0 : [1, 128], [2, 256]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 256]], bias sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], scale sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 8 : i64, func = "gelu_apprx_tanh", reduce_cmd = "reset_reduce", reduce_op = "add", signal_sem = 1 : i64}
-// CHECK-NEXT: isa_act.tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 9 : i64, op = "add"}
 // CHECK-NEXT: isa_act.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 10 : i64, op0 = "multiply", operand0 = 2.000000e+00 : f32, op1 = "add", operand1 = 0.000000e+00 : f32, reverse1 = true}
 // CHECK-NEXT: isa_act.tensor_copy dst sbuf(p64, 0x800, bfloat16)[0 : [1, 64], [1, 16], [1, 32]], src sbuf(p0, 0x0, float32)[0 : [1, 64], [32, 16], [1, 32]] {id = 11 : i64}
-// CHECK-NEXT: isa_act.memset dst sbuf(p0, 0x3000, int32)[0 : [1, 128], [1, 4]] {id = 12 : i64, value = -7 : i64}
 // CHECK-NEXT: isa_act.activate2 dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], imm0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], relu_param sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 72 : i64, func = "prelu", op0 = "multiply", op1 = "subtract", imm1 = 5.000000e-01 : f32, reduce_cmd = "reset_reduce", reduce_op = "abs_max", reverse1 = true}
 // CHECK-NEXT: isa_act.activate2 dst sbuf(p0, 0x800, bfloat16)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 73 : i64, func = "silu_dx", op0 = "bypass", op1 = "bypass"}
 // CHECK-NEXT: isa_act.sem_wait {id = 13 : i64, wait_sem = 0 : i64, wait_value = 2 : i64, signal_sem = 1 : i64}
@@ -70,13 +68,11 @@
 // CHECK-NEXT: }
 // CHECK-NEXT: isa.stream "pool" {
 // CHECK-NEXT: isa_pool.tensor_tensor dst sbuf(p0, 0x800, int32)[0 : [1, 128], [1, 512]], in0 sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 512]], in1 sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 512]] {id = 24 : i64, op = "bitwise_xor", signal_sem = 3 : i64}
-// CHECK-NEXT: isa_pool.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], operand1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 25 : i64, op0 = "add", op1 = "maximum"}
-// CHECK-NEXT: isa_pool.tensor_reduce dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 26 : i64, op = "add"}
+// CHECK-NEXT: isa_pool.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], operand1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 25 : i64, op0 = "rsqrt", op1 = "bypass"}
 // CHECK-NEXT: isa_pool.tensor_copy dst sbuf(p0, 0x800, float16)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 27 : i64}
 // CHECK-NEXT: isa_pool.memset dst sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 512]] {id = 28 : i64, value = 1.000000e+00 : f32}
 // CHECK-NEXT: isa_pool.iota dst sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 64]], pattern none(int32)[0 : [64, 128], [1, 64]] {id = 29 : i64, offset = -3 : i64}
 // CHECK-NEXT: isa_pool.affine_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = 30 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f32}
-// CHECK-NEXT: isa_pool.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 31 : i64, op0 = "multiply", operand0 = 3.000000e+00 : f32, op1 = "add"}
 // CHECK-NEXT: isa_pool.tensor_partition_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 1], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 41 : i64, op = "maximum"}
 // CHECK-NEXT: isa_pool.rng dst sbuf(p0, 0x3300, int8)[0 : [1, 128], [1, 64]] {id = 48 : i64}
 // CHECK-NEXT: isa_pool.rand_set_state src sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 6]] {id = 49 : i64}
@@ -118,10 +114,8 @@ builtin.module {
     isa.stream "act" {
       isa_act.activate dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 7 : i64, func = "exp", scale = 5.000000e-01 : f32, bias = -1.000000e+00 : f32, wait_sem = 8 : i64, wait_value = 1 : i64, signal_sem = 1 : i64}
       isa_act.activate dst sbuf(p0, 0x800, bfloat16)[0 : [1, 128], [2, 256]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 256]], bias sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], scale sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 8 : i64, func = "gelu_apprx_tanh", reduce_cmd = "reset_reduce", reduce_op = "add", signal_sem = 1 : i64}
-      isa_act.tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 9 : i64, op = "add"}
       isa_act.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 10 : i64, op0 = "multiply", operand0 = 2.000000e+00 : f32, op1 = "add", operand1 = 0.000000e+00 : f32, reverse1 = true}
       isa_act.tensor_copy dst sbuf(p64, 0x800, bfloat16)[0 : [1, 64], [1, 16], [1, 32]], src sbuf(p0, 0x0, float32)[0 : [1, 64], [32, 16], [1, 32]] {id = 11 : i64}
-      isa_act.memset dst sbuf(p0, 0x3000, int32)[0 : [1, 128], [1, 4]] {id = 12 : i64, value = -7 : i64}
       isa_act.activate2 dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], imm0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], relu_param sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, 0x3008, float32)[0 : [1, 128], [1, 1]] {id = 72 : i64, func = "prelu", op0 = "multiply", op1 = "subtract", imm1 = 5.000000e-01 : f32, reduce_cmd = "reset_reduce", reduce_op = "abs_max", reverse1 = true}
       isa_act.activate2 dst sbuf(p0, 0x800, bfloat16)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 73 : i64, func = "silu_dx", op0 = "bypass", op1 = "bypass"}
       isa_act.sem_wait {id = 13 : i64, wait_sem = 0 : i64, wait_value = 2 : i64, signal_sem = 1 : i64}
@@ -159,13 +153,11 @@ builtin.module {
     }
     isa.stream "pool" {
       isa_pool.tensor_tensor dst sbuf(p0, 0x800, int32)[0 : [1, 128], [1, 512]], in0 sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 512]], in1 sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 512]] {id = 24 : i64, op = "bitwise_xor", signal_sem = 3 : i64}
-      isa_pool.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], operand1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 25 : i64, op0 = "add", op1 = "maximum"}
-      isa_pool.tensor_reduce dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 26 : i64, op = "add"}
+      isa_pool.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]], operand1 sbuf(p0, 0x3004, float32)[0 : [1, 128], [1, 1]] {id = 25 : i64, op0 = "rsqrt", op1 = "bypass"}
       isa_pool.tensor_copy dst sbuf(p0, 0x800, float16)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 27 : i64}
       isa_pool.memset dst sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 512]] {id = 28 : i64, value = 1.000000e+00 : f32}
       isa_pool.iota dst sbuf(p0, 0x0, int32)[0 : [1, 128], [1, 64]], pattern none(int32)[0 : [64, 128], [1, 64]] {id = 29 : i64, offset = -3 : i64}
       isa_pool.affine_select dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = 30 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f32}
-      isa_pool.scalar_tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], data sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand1 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 31 : i64, op0 = "multiply", operand0 = 3.000000e+00 : f32, op1 = "add"}
       isa_pool.tensor_partition_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 1], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 41 : i64, op = "maximum"}
       isa_pool.rng dst sbuf(p0, 0x3300, int8)[0 : [1, 128], [1, 64]] {id = 48 : i64}
       isa_pool.rand_set_state src sbuf(p0, 0x3400, uint32)[0 : [1, 128], [1, 6]] {id = 49 : i64}
