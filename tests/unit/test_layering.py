@@ -16,6 +16,8 @@ The rules (a folder's modules never import the listed modules or packages):
   compiler; running a kernel is ``nkic.execute``'s job — nor the other modules above it (``execute``, ``api``,
   ``alias``, ``library/``, ``kernels/``);
 * ``gcpause.py``: xDSL or any nkic module — the tracer and the driver both use it;
+* ``safeio.py``: xDSL or any nkic module — every layer that writes a file (the runtime, the driver, the cache, the
+  tools) uses it;
 * ``hlo/`` (the StableHLO front door, beside ``frontend/``): ``passes/``, ``runtime/``, ``tools/``, ``library/``,
   ``kernels/`` nor the modules above (``driver``, ``execute``, ``api``, ``alias``, ``framework``) — it lowers
   through the frontend and the dialects; ``dialects/``, ``frontend/`` and ``passes/`` never import it;
@@ -152,6 +154,7 @@ RULES: dict[str, Rule] = {
     "hlo": Rule("hlo", lambda m: _within(m, *_nkic("passes", "runtime", "tools", "library", "kernels", *_ABOVE))),
     "kernels": Rule("kernels", lambda m: not _kernels_allow(m)),
     "gcpause.py": Rule("gcpause.py", lambda m: _within(m, "xdsl", "nkic")),
+    "safeio.py": Rule("safeio.py", lambda m: _within(m, "xdsl", "nkic")),
 }
 
 def violations(rule: Rule) -> list[str]:
