@@ -741,10 +741,16 @@ def _widened(ctx: Any, t: NkiTensor) -> NkiTensor:
 
 # -- shape and selection ------------------------------------------------------------------------------------
 @_export()
-def broadcast_to(ctx: Any, x: Any, shape: Sequence[int], dtype: Any = None, **_: Any) -> NkiTensor:
+def broadcast_to(ctx: Any, x: Any = None, shape: Sequence[int] | None = None, dtype: Any = None, src: Any = None,
+                 **_: Any) -> NkiTensor:  # fmt: skip
     """A new SBUF tile of ``shape`` repeating x's size-1 dims (same rank): free dims by a tensor_copy of a
-    stride-0 view, the partition dim through TensorE (see ``_broadcast_partitions``)."""
-    x = _tile("broadcast_to", "x", x)
+    stride-0 view, the partition dim through TensorE (see ``_broadcast_partitions``). ``src=`` is the legacy name
+    of ``x`` (``nl.broadcast_to(src, *, shape)``)."""
+    if (x is None) == (src is None):
+        raise NkiError("nl.broadcast_to: give the tile to broadcast once, as x (or the legacy src=)")
+    if shape is None:
+        raise NkiError("nl.broadcast_to: missing the target shape=")
+    x = _tile("broadcast_to", "x", x if src is None else src)
     target = tuple(int(d) for d in shape)
     want = _dtype(dtype, x.dtype)
     if _broadcast_shape("broadcast_to", x.shape, target) != target:

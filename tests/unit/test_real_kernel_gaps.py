@@ -483,3 +483,16 @@ def test_legacy_iota_rejects_what_is_no_index() -> None:
                                        r"float") as err:  # fmt: skip
         bad(rand(128, 4))
     assert err.value.line == line_of(__file__, "nisa.iota(1.5,")
+
+
+def test_legacy_broadcast_to_takes_src() -> None:
+    """The legacy signature ``nl.broadcast_to(src, *, shape)`` spelled with keywords, as the docs' example does."""
+
+    @nki.jit
+    def spread(a):
+        out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.hbm)
+        nl.store(out, nl.broadcast_to(src=nl.load(a), shape=(128, 64)))
+        return out
+
+    a = rand(1, 64)
+    np.testing.assert_array_equal(spread(a), np.repeat(a, 128, axis=0))
