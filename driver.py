@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
+from nkic import safeio
 from nkic.gcpause import gc_paused
 
 if TYPE_CHECKING:
@@ -139,6 +140,8 @@ def compile_module(
     profiles; off by default, since the paths make the bytes depend on where the kernel lives.
     ``roll_loops`` (default: ``NKIC_ROLL_LOOPS=1``, see ``nkic.passes.loop_rolling.roll_default``) keeps uniform
     ``affine_range``/``sequential_range`` loops rolled (ARCHITECTURE.md "Rolled loops"); off, every loop unrolls.
+    ``dump_dir`` gets the IR after every stage and the NEFF, each file written atomically inside it and never through
+    a symbolic link (``nkic.safeio``; a failed write is an ``OutputError`` naming the file).
     """
     from nkic.passes.bir_to_isa import BirToIsaPass
     from nkic.passes.resolver import use_resolver
@@ -154,8 +157,8 @@ def compile_module(
     result = CompileResult(neff=b"", module=module)
     dump = Path(dump_dir) if dump_dir is not None else None
     if dump is not None:
-        dump.mkdir(parents=True, exist_ok=True)
-        (dump / "00-penguin.mlir").write_text(str(module) + "\n")
+        safeio.make_dirs(dump)
+        safeio.write_text(dump / "00-penguin.mlir", str(module) + "\n", within=dump)
 
     def record(stage: str, t0: float) -> None:
         rec = StageRecord(stage, time.perf_counter() - t0, count_ops(module))
@@ -182,7 +185,7 @@ def compile_module(
                 module.verify()
             record(p.name, t0)
             if dump is not None:
-                (dump / f"{i:02d}-{p.name}.mlir").write_text(str(module) + "\n")
+                safeio.write_text(dump / f"{i:02d}-{p.name}.mlir", str(module) + "\n", within=dump)
         if not verify_each_pass:
             t0 = time.perf_counter()
             module.verify()
@@ -192,7 +195,7 @@ def compile_module(
         result.neff = write_neff(isa_module_to_neff(module, name, meta, sources))
         record("neff", t0)
     if dump is not None:
-        (dump / f"{name}.neff").write_bytes(result.neff)
+        safeio.write_bytes(dump / f"{name}.neff", result.neff, within=dump)
     return result
 
 

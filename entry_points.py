@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nkic import safeio
 from nkic.execute import neff_of, run_kernel_with_profile, simulate
 from nkic.frontend.context import active_context
 from nkic.frontend.errors import NkiError
@@ -126,21 +127,23 @@ class _Runner(Kernel):
         return None
 
     def _save(self, neff: bytes, run: RunResult) -> None:
+        """Write the NEFF and the profile that were asked for, each atomically and never through a symbolic link
+        (``nkic.safeio``); a failure is one ``NkiError`` naming the file and why."""
         folder = Path(self.artifacts.get("working_directory") or self.artifacts.get("artifacts_dir") or ".")
         overwrite = self.artifacts.get("overwrite", True)
-        for key, write in (("save_neff_name", lambda p: p.write_bytes(neff)),
-                           ("save_trace_name", lambda p: run.profile.write_chrome_trace(str(p)))):  # fmt: skip
+        for key, write in (("save_neff_name", lambda p: safeio.write_bytes(p, neff)),
+                           ("save_trace_name", lambda p: run.profile.write_chrome_trace(p))):  # fmt: skip
             name = self.artifacts.get(key)
             if not name:
                 continue
             path = folder / os.fspath(name)
-            if path.exists() and not overwrite:
+            if os.path.lexists(path) and not overwrite:  # a link counts: it is there, even when it leads nowhere
                 raise NkiError(f"{path} exists", "pass overwrite=True to replace it")
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                safeio.make_dirs(path.parent)
                 write(path)
-            except OSError as e:
-                raise NkiError(f"cannot write {path}: {e.strerror or e}") from None
+            except safeio.OutputError as e:
+                raise NkiError(str(e)) from None
 
 
 def _runner(kernel: Any, artifacts: dict[str, Any]) -> Any:

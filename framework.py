@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nkic import safeio
+
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
@@ -74,11 +76,11 @@ def compile_stablehlo(
     module.verify()
     dump = Path(dump_dir) if dump_dir is not None else None
     if dump is not None:
-        dump.mkdir(parents=True, exist_ok=True)
-        (dump / "00-stablehlo.mlir").write_text(str(module) + "\n")
+        safeio.make_dirs(dump)  # every dump file atomic and inside dump_dir (nkic.safeio), as compile_module's
+        safeio.write_text(dump / "00-stablehlo.mlir", str(module) + "\n", within=dump)
     route(module, routing)
     if dump is not None:
-        (dump / "00-stablehlo-routed.mlir").write_text(str(module) + "\n")
+        safeio.write_text(dump / "00-stablehlo-routed.mlir", str(module) + "\n", within=dump)
     fn = main_function(module)
     arg_types = [a.type for a in fn.body.block.args]
     ret = fn.body.block.last_op

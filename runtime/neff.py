@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 
-from nkic import __version__
+from nkic import __version__, safeio
 from nkic.runtime.encoding import (
     ENGINES, Instr, Operand, _flag_names, decode_stream, encode_stream, imm_values, operand_json, to_json,
 )
@@ -553,8 +553,8 @@ def write_neff(neff: Neff) -> bytes:
 
 
 def save_neff(neff: Neff, path: str | os.PathLike[str]) -> None:
-    with open(path, "wb") as f:
-        f.write(write_neff(neff))
+    """Write ``neff`` to ``path`` atomically, never through a symbolic link (``nkic.safeio``)."""
+    safeio.write_bytes(path, write_neff(neff))
 
 
 # ---------------------------------------------------------------------------------------------------------------

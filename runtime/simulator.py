@@ -25,6 +25,7 @@ from functools import partial
 
 import numpy as np
 
+from nkic import safeio
 from nkic.runtime import rng
 from nkic.runtime import semantics as sem
 from nkic.runtime.errors import SimulationDeadlock, SimulationError
@@ -192,8 +193,8 @@ class Profile:
                 "otherData": {"target": self.target, "total_ns": self.total_ns}}  # fmt: skip
 
     def write_chrome_trace(self, path: str | os.PathLike[str]) -> None:
-        with open(path, "w") as f:
-            json.dump(self.to_chrome_trace(), f)
+        """Write the Chrome trace JSON atomically, never through a symbolic link (``nkic.safeio``)."""
+        safeio.write_text(path, json.dumps(self.to_chrome_trace()))
 
 
 @dataclass

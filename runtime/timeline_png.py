@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from nkic import safeio
 from nkic.runtime.simulator import Profile, ProfileEvent
 from nkic.target.machine import ENGINE_NAMES
 
@@ -166,6 +167,5 @@ def render(profile: Profile, width: int = 1600, title: str = "") -> np.ndarray:
 def write_timeline(profile: Profile, path: str, width: int = 1600, title: str = "") -> int:
     """Render and write the PNG; returns its size in bytes."""
     data = png_bytes(render(profile, width, title))
-    with open(path, "wb") as f:
-        f.write(data)
+    safeio.write_bytes(path, data)  # atomic, never through a symbolic link
     return len(data)
