@@ -10,7 +10,9 @@ sees is a copy (writing it has no effect on the loop), as NKI documents.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from nkic.frontend.context import nki_op
@@ -96,9 +98,29 @@ def _end(ctx: Any, cond: VirtualRegister) -> None:
 
 
 def _positive_step(step: Any, what: str) -> int:
-    if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
-        raise NkiError(f"{what}: step must be a compile-time positive integer, got {step!r}")
+    from nkic.frontend.isa import language_rules
+
+    language_rules(None, what, {}, step=step)  # target/rules/language.py
     return step
+
+
+# How many ``with nl.no_reorder():`` blocks enclose the code being traced (per thread / context).
+_NO_REORDER: contextvars.ContextVar[int] = contextvars.ContextVar("nkic_no_reorder", default=0)
+
+
+@contextmanager
+def no_reorder_block() -> Iterator[None]:
+    token = _NO_REORDER.set(_NO_REORDER.get() + 1)
+    try:
+        yield
+    finally:
+        _NO_REORDER.reset(token)
+
+
+def _not_in_no_reorder(ctx: Any, loop: str) -> None:
+    from nkic.frontend.isa import language_rules
+
+    language_rules(ctx, "no_reorder", {}, loop=loop, depth=_NO_REORDER.get())
 
 
 @nki_op
@@ -127,6 +149,7 @@ def fori_loop(ctx: Any, lower: Any, upper: Any, body_fun: Callable[[VirtualRegis
     """``for i in range(lower, upper, step): body_fun(i)`` on the device; ``i`` is a register, passed by value."""
     if not callable(body_fun):
         raise NkiError(f"fori_loop: body_fun must be callable, got {type(body_fun).__name__}")
+    _not_in_no_reorder(ctx, "fori_loop")
     for i in _range(ctx, lower, upper, _positive_step(step, "fori_loop")):
         body_fun(i)
 
@@ -138,6 +161,7 @@ def while_loop(ctx: Any, init: Any, body_fun: Callable[[VirtualRegister], Any]) 
         raise NkiError(f"while_loop: init must be a VirtualRegister, got {type(init).__name__}")
     if not callable(body_fun):
         raise NkiError(f"while_loop: body_fun must be callable, got {type(body_fun).__name__}")
+    _not_in_no_reorder(ctx, "while_loop")
     cond = register_value(ctx, init, "while_loop init")
     _begin(ctx, cond)
     result = body_fun(register_value(ctx, cond, "while_loop"))

@@ -20,7 +20,7 @@ from nkic.frontend.grid import masked, refuse_mask, with_mask
 from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
 from nkic.frontend import isa as _nisa  # records instructions (nl.device_print's)
 from nkic.frontend import tiles
-from nkic.frontend.control import dynamic_range, fori_loop, while_loop  # noqa: F401 — runtime loops
+from nkic.frontend.control import dynamic_range, fori_loop, no_reorder_block, while_loop  # noqa: F401 — runtime loops
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import ALIASES, TOKENS, OpToken
 from nkic.frontend.tensor import NkiTensor
@@ -247,8 +247,9 @@ def range(ctx: Any, start: Any, stop: Any = None, step: Any = 1, **_: Any) -> bu
 
 
 def no_reorder() -> Any:
-    """Scheduling directive (``sequential_range(directives=…)`` or ``with``); a no-op for nkic."""
-    return nullcontext()
+    """Scheduling directive (``sequential_range(directives=…)`` or ``with``): nkic keeps program order anyway; as a
+    ``with`` block it marks where a register-based dynamic loop is not allowed (``frontend/control.py``)."""
+    return no_reorder_block()
 
 
 # -- SPMD ---------------------------------------------------------------------------------------------------
@@ -318,9 +319,7 @@ def device_print(ctx: Any, print_prefix: Any = None, tensor: Any = None, **kw: A
         print_prefix = kw.pop("prefix")
     if "x" in kw and tensor is None:
         tensor = kw.pop("x")
-    if not isinstance(print_prefix, str):
-        raise NkiError(f"nl.device_print: print_prefix must be a constant string, got {type(print_prefix).__name__}",
-                       "the prefix is evaluated at trace time: pass a str (an f-string of trace-time values works)")
+    _nisa.language_rules(ctx, "device_print", {}, print_prefix=print_prefix)
     prefix = str.__str__(print_prefix)  # a str subclass (an nl dtype) prints as its text
     try:
         prefix.encode("utf-8")

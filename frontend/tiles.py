@@ -50,7 +50,6 @@ from nkic.frontend.grid import with_mask
 from nkic.frontend.ops import TILE_FUNCTIONS
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.unsupported import close_names
-from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import get_target
 from nkic.target.vocab import ACT_FUNCS, DTYPES, FLOAT_DTYPES
 
@@ -351,12 +350,10 @@ def load_transpose2d(ctx: Any, src: NkiTensor, dtype: Any = None, **kw: Any) -> 
 def copy(ctx: Any, x: NkiTensor, dtype: Any = None, **kw: Any) -> NkiTensor:
     """A new SBUF tile with x's values (from SBUF or PSUM), cast to ``dtype`` (ScalarE tensor_copy)."""
     isa._mask(kw)
+    isa.language_rules(ctx, "copy", {"x": x})
     x = _tile("copy", "x", x)
     out = _new(ctx, x.shape, _dtype(dtype, x.dtype))
-    if "act" in INSTRUCTIONS["tensor_copy"].engines_on(get_target(ctx.options.target).nc_version):
-        _impl("tensor_copy")(ctx, out, x, engine="scalar")
-    else:  # "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine. Instead, use nisa.activation"
-        _impl("activation")(ctx, out, "copy", x)
+    _impl("tensor_copy")(ctx, out, x, engine="scalar")
     return out
 
 
@@ -395,9 +392,7 @@ def shared_constant(ctx: Any, constant: Any, **_: Any) -> NkiTensor:
 def _binary_function(name: str, op: str, result: str | None = None, since: int = 2) -> None:
     def impl(ctx: Any, x: Any, y: Any, dtype: Any = None, **kw: Any) -> NkiTensor:
         isa._mask(kw)
-        target = get_target(ctx.options.target)
-        if int(target.name[3:]) < since:
-            raise NkiError(f"nl.{name} is not available on {target.name}", f"it needs gen{since} or newer")
+        isa.language_rules(ctx, name, {"x": x, "y": y}, x=x, y=y)  # abs_max/abs_min: gen4 (target/rules/language.py)
         return _binary(ctx, name, op, x, y, dtype, result)
 
     impl.__doc__ = f"``x {op} y`` element-wise (tensor_tensor, or tensor_scalar for a number / (P, 1) tile)."
@@ -522,9 +517,7 @@ def logical_not(ctx: Any, x: Any, dtype: Any = None, **_: Any) -> NkiTensor:
 @_export()
 def invert(ctx: Any, x: Any, dtype: Any = None, **_: Any) -> NkiTensor:
     """``~x`` for integer tiles: XOR with all ones (tensor_scalar bitwise_xor)."""
-    t = _tile("invert", "x", x)
-    if _is_float(t.dtype):
-        raise NkiError(f"nl.invert: the input must be integer typed, got {t.dtype}")
+    isa.language_rules(ctx, "invert", {"x": _tile("invert", "x", x)})
     return _scalar_op(ctx, "invert", x, dtype, "bitwise_xor", -1.0)
 
 
@@ -606,6 +599,7 @@ def _reduce_axes(fn: str, x: NkiTensor, axis: Any) -> tuple[int, ...]:
             raise NkiError(f"nl.{fn}: axis {a} is out of range for a tile of shape {x.shape}")
         axes.append(a % x.ndim)
     axes = sorted(set(axes))
+    isa.language_rules(None, fn, {"x": x}, axes=tuple(axes))
     if 0 in axes:
         raise NkiError(f"nl.{fn}: cannot reduce along the partition axis 0", "reduce free axes only")
     return tuple(axes)
@@ -717,6 +711,7 @@ def matmul(ctx: Any, x: Any, y: Any, transpose_x: bool = False, **kw: Any) -> Nk
     x, y = _tile("matmul", "x", x), _tile("matmul", "y", y)
     if x.ndim != 2 or y.ndim != 2:
         raise NkiError(f"nl.matmul: expected 2-D tiles, got shapes {x.shape} and {y.shape}")
+    isa.language_rules(ctx, "matmul", {"x": x, "y": y}, transpose_x=bool(transpose_x))
     stationary = x if transpose_x else _transpose_to_psum(ctx, "matmul", x, x.dtype)
     k, m = stationary.shape
     if y.shape[0] != k:
@@ -741,17 +736,12 @@ def _widened(ctx: Any, t: NkiTensor) -> NkiTensor:
 
 # -- shape and selection ------------------------------------------------------------------------------------
 @_export()
-def broadcast_to(ctx: Any, x: Any = None, shape: Sequence[int] | None = None, dtype: Any = None, src: Any = None,
-                 **_: Any) -> NkiTensor:  # fmt: skip
+def broadcast_to(ctx: Any, x: Any, shape: Sequence[int], dtype: Any = None, **_: Any) -> NkiTensor:
     """A new SBUF tile of ``shape`` repeating x's size-1 dims (same rank): free dims by a tensor_copy of a
-    stride-0 view, the partition dim through TensorE (see ``_broadcast_partitions``). ``src=`` is the legacy name
-    of ``x`` (``nl.broadcast_to(src, *, shape)``)."""
-    if (x is None) == (src is None):
-        raise NkiError("nl.broadcast_to: give the tile to broadcast once, as x (or the legacy src=)")
-    if shape is None:
-        raise NkiError("nl.broadcast_to: missing the target shape=")
-    x = _tile("broadcast_to", "x", x if src is None else src)
+    stride-0 view, the partition dim through TensorE (see ``_broadcast_partitions``)."""
+    x = _tile("broadcast_to", "x", x)
     target = tuple(int(d) for d in shape)
+    isa.language_rules(ctx, "broadcast_to", {"x": x}, x_shape=x.shape, shape=target)
     want = _dtype(dtype, x.dtype)
     if _broadcast_shape("broadcast_to", x.shape, target) != target:
         raise NkiError(f"nl.broadcast_to: cannot broadcast shape {x.shape} to {target}")

@@ -133,4 +133,4 @@ def dtype_of(call: Call, role: str) -> str | None:
 
 
 # The rule families, one module per group of engines; importing them registers their rules.
-from nkic.target.rules import pe, scalar, vector  # noqa: E402,F401
+from nkic.target.rules import language, pe, scalar, vector  # noqa: E402,F401

@@ -26,8 +26,8 @@ NP = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float
 RNG = np.random.default_rng(7)
 
 
-def _docstrings() -> dict[str, str]:
-    tree = ast.parse(STUBS.read_text())
+def _docstrings(stubs: Path = STUBS) -> dict[str, str]:
+    tree = ast.parse(stubs.read_text())
     return {f.name: ast.get_docstring(f) or "" for f in tree.body if isinstance(f, ast.FunctionDef)}
 
 
@@ -41,11 +41,13 @@ def test_every_rule_cites_a_sentence_of_the_reference() -> None:
         pytest.skip("the NKI API reference stubs are not in ../shared/corpus")
     from nkic.target.instructions import INSTRUCTIONS
 
-    docs = {name: _plain(text) for name, text in _docstrings().items()}
+    docs = {f"nisa.{name}": _plain(text) for name, text in _docstrings().items()}
+    language = STUBS.parent.parent / "language" / "__init__.py"  # nl.* rules (target/rules/language.py)
+    docs.update({f"nl.{name}": _plain(text) for name, text in _docstrings(language).items()})
     for instr, rules in RULES.items():
         for r in rules:
-            api = r.api.removeprefix("nisa.") or INSTRUCTIONS[instr].nki_name or instr
-            assert _plain(r.says) in docs[api], f"{instr}: not a sentence of nisa.{api}: {r.says!r}"
+            api = r.api or f"nisa.{INSTRUCTIONS[instr].nki_name or instr}"
+            assert _plain(r.says) in docs[api], f"{instr}: not a sentence of {api}: {r.says!r}"
 
 
 # -- nc_matmul ----------------------------------------------------------------------------------------------------
