@@ -36,10 +36,13 @@ from nkic.target.instructions import (
     SHUFFLE_KEEP,
     SHUFFLE_QUADRANT,
     TOPK_MAX_N,
+    InstrSpec,
     Role,
     activate2_problem,
     sendrecv_problem,
     dims_problem,
+    engine_problem,
+    legal_engines,
     shuffle_start_problem,
 )
 from nkic.target.machine import (
@@ -233,7 +236,7 @@ def _record(
             raise NkiError(problem)
     if op in RULES and getattr(ctx, "_api_call", "").startswith("nisa."):
         _documented_rules(ctx, target, op, given, attrs)
-    hinted = ENGINE_BY_NAME.get(ENGINE_OF_HINT.get(engine_name, ""))
+    _engine_check(target, op, given, attrs, ENGINE_OF_HINT.get(engine_name, ""))
     for role, t in given.items():
         if not t.storage.buffer == "psum":
             continue
@@ -244,9 +247,28 @@ def _record(
                 f"more than one {bank}-byte bank",
                 f"split the PSUM tile into bank-sized ({bank} bytes per partition) views",
             )
-        if hinted is not None and not hinted.psum:
-            raise NkiError(f"{op}: the {engine_name} engine cannot access PSUM ('{role}')")
     ctx.inst(op, given, attrs)
+
+
+def _engine_check(target: Target, op: str, given: dict[str, NkiTensor], attrs: dict[str, Any], engine: str) -> None:
+    """``engine=`` must be one the declaration allows on this generation, for these operands' memories and ALU ops
+    (``target.instructions.engine_problem``, what assign-engines and the ISA verifier ask too); with no engine
+    given, some engine must be able to run it."""
+    spec = INSTRUCTIONS[op]
+    memories = {r: getattr(t.storage.buffer, "name", str(t.storage.buffer)) for r, t in given.items()}
+    fields = {f.name: attrs.get(f.name) for f in spec.fields if f.kind == "alu"}
+    if engine and engine != "unassigned":
+        problem = engine_problem(spec, engine, target.nc_version, memories, fields)
+        if problem is not None:
+            raise NkiError(f"{op}: engine={ENGINE_BY_NAME[engine].nki} is not allowed: {problem}",
+                           f"use one of {', '.join(_nki_engines(spec, target))} or leave engine unset")  # fmt: skip
+    elif not legal_engines(spec, target.nc_version, memories, fields):
+        problems = [engine_problem(spec, e, target.nc_version, memories, fields) for e in spec.engines]
+        raise NkiError(f"{op}: no engine can run it here: {'; '.join(p for p in problems if p)}")
+
+
+def _nki_engines(spec: InstrSpec, target: Target) -> list[str]:
+    return [f"nisa.engine.{ENGINE_BY_NAME[e].nki}" for e in spec.engines_on(target.nc_version)]
 
 
 def _documented_rules(ctx: Any, target: Target, op: str, given: dict[str, NkiTensor], attrs: dict[str, Any]) -> None:
@@ -1297,11 +1319,12 @@ _RNG_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 _RAND2_DTYPES = ("float8_e4m3", "float8_e5m2", "float16", "bfloat16", "float32", *_RNG_DTYPES)
 
 
-def _rng_engine(ctx: Any, op: str, engine: Any, default: str, vector_since: int, gpsimd_since: int) -> str:
-    """The engine hint of an RNG instruction: vector or gpsimd, each from the generation the docs name."""
+def _rng_engine(ctx: Any, op: str, engine: Any, default: str) -> str:
+    """The engine hint of an RNG instruction: vector or gpsimd, each from the generation its declaration names."""
     eng = _enum(engine, _ENGINE, "engine")
     eng = default if eng == "unknown" else eng
-    since = {"vector": vector_since, "gpsimd": gpsimd_since}.get(eng)
+    spec, name = INSTRUCTIONS[op], ENGINE_OF_HINT.get(eng, "")
+    since = max(spec.since, spec.engine_since.get(name, 0)) if name in spec.engines else None
     if since is None:
         raise NkiError(f"{op}: engine must be nisa.engine.vector or nisa.engine.gpsimd, got {eng}")
     target = _target(ctx)
@@ -1319,7 +1342,7 @@ def rng(ctx: Any, dst: NkiTensor, engine: Any = None, **kw: Any) -> None:
     _on_chip(name, "dst", dst)
     if dst.dtype not in _RNG_DTYPES:
         raise NkiError(f"{name}: dst must be an integer tile ({', '.join(_RNG_DTYPES)}), got {dst.dtype}")
-    eng = _rng_engine(ctx, name, engine if engine is not None else "vector", "vector", 2, 3)
+    eng = _rng_engine(ctx, name, engine if engine is not None else "vector", "vector")
     _record(ctx, name, {"dst": dst}, {"engine": eng}, eng)
 
 
@@ -1370,7 +1393,7 @@ def rand_set_state(ctx: Any, src_seeds: NkiTensor, engine: Any = None, **kw: Any
     name = "rand_set_state"
     src = _tensor(name, "src_seeds", src_seeds)
     _in(name, "src_seeds", src, "sbuf")
-    eng = _rng_engine(ctx, name, engine, "gpsimd", 4, 3)
+    eng = _rng_engine(ctx, name, engine, "gpsimd")
     _api_rules(ctx, name, {"ranks": {"src_seeds": src.ndim}})
     _record(ctx, name, {"src_seeds": src}, {"engine": eng}, eng)
 
@@ -1382,7 +1405,7 @@ def rand_get_state(ctx: Any, dst: NkiTensor, engine: Any = None, **kw: Any) -> N
     name = "rand_get_state"
     dst = _tensor(name, "dst", dst)
     _on_chip(name, "dst", dst)
-    eng = _rng_engine(ctx, name, engine, "gpsimd", 4, 3)
+    eng = _rng_engine(ctx, name, engine, "gpsimd")
     _api_rules(ctx, name, {"ranks": {"dst": dst.ndim}})
     _record(ctx, name, {"dst": dst}, {"engine": eng}, eng)
 # -- the top-k family ---------------------------------------------------------------------------------------

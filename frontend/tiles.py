@@ -50,6 +50,7 @@ from nkic.frontend.grid import with_mask
 from nkic.frontend.ops import TILE_FUNCTIONS
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.unsupported import close_names
+from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import get_target
 from nkic.target.vocab import ACT_FUNCS, DTYPES, FLOAT_DTYPES
 
@@ -353,7 +354,10 @@ def copy(ctx: Any, x: NkiTensor, dtype: Any = None, **kw: Any) -> NkiTensor:
     isa.language_rules(ctx, "copy", {"x": x})
     x = _tile("copy", "x", x)
     out = _new(ctx, x.shape, _dtype(dtype, x.dtype))
-    _impl("tensor_copy")(ctx, out, x, engine="scalar")
+    if "act" in INSTRUCTIONS["tensor_copy"].engines_on(get_target(ctx.options.target).nc_version):
+        _impl("tensor_copy")(ctx, out, x, engine="scalar")
+    else:  # "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine. Instead, use nisa.activation"
+        _impl("activation")(ctx, out, "copy", x)
     return out
 
 
@@ -736,10 +740,16 @@ def _widened(ctx: Any, t: NkiTensor) -> NkiTensor:
 
 # -- shape and selection ------------------------------------------------------------------------------------
 @_export()
-def broadcast_to(ctx: Any, x: Any, shape: Sequence[int], dtype: Any = None, **_: Any) -> NkiTensor:
+def broadcast_to(ctx: Any, x: Any = None, shape: Sequence[int] | None = None, dtype: Any = None, src: Any = None,
+                 **_: Any) -> NkiTensor:  # fmt: skip
     """A new SBUF tile of ``shape`` repeating x's size-1 dims (same rank): free dims by a tensor_copy of a
-    stride-0 view, the partition dim through TensorE (see ``_broadcast_partitions``)."""
-    x = _tile("broadcast_to", "x", x)
+    stride-0 view, the partition dim through TensorE (see ``_broadcast_partitions``). ``src=`` is the legacy name
+    of ``x`` (``nl.broadcast_to(src, *, shape)``)."""
+    if (x is None) == (src is None):
+        raise NkiError("nl.broadcast_to: give the tile to broadcast once, as x (or the legacy src=)")
+    if shape is None:
+        raise NkiError("nl.broadcast_to: missing the target shape=")
+    x = _tile("broadcast_to", "x", x if src is None else src)
     target = tuple(int(d) for d in shape)
     isa.language_rules(ctx, "broadcast_to", {"x": x}, x_shape=x.shape, shape=target)
     want = _dtype(dtype, x.dtype)
