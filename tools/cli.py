@@ -7,7 +7,14 @@
     nkic info k.neff
     nkic demo [--out-dir DIR]
 
-Errors print one message and exit non-zero; ``--debug`` shows the traceback.
+Errors print one message and exit non-zero; ``--debug`` shows the traceback. A message that already names its place
+(``k.py:7: error: ...``) is printed as it is, else after ``nkic: error:``.
+
+Every file written goes through ``nkic.safeio``: atomically (a temporary file beside it, fsynced, renamed into
+place), never through a symbolic link, and for ``nkic run`` into the ``--output-dir`` folder opened before the run.
+Ctrl-C (SIGINT) prints ``nkic: interrupted`` and exits 130 (128 + SIGINT), leaving no partial file. When stdout is
+closed early (``nkic info k.neff | head -1``) the command ends quietly with status 141 (128 + SIGPIPE), which is what
+a shell shows for ``cat`` or ``seq`` in the same place.
 """
 
 from __future__ import annotations
@@ -15,14 +22,18 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import errno
 import importlib.util
 import json
 import os
 import re
 import sys
+import traceback
 from pathlib import Path
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+from nkic import safeio
 
 # numpy is imported inside the commands only, so that main() can still choose the BLAS threading (see below).
 if TYPE_CHECKING:
@@ -32,6 +43,10 @@ if TYPE_CHECKING:
 
 _SPEC = re.compile(r"^(?P<dtype>[A-Za-z_][A-Za-z0-9_]*)\[(?P<dims>[^\[\]]*)\]$")
 _BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")  # an unquoted string value (no brackets, commas, quotes)
+# A message that starts with its own place, as an NkiError's "k.py:7: error: ..." does: printed without a prefix.
+_LOCATED = re.compile(r"[^\n]*?:\d+(?::\d+)?: error: ")
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command Ctrl-C stopped
+EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for `cat` or `seq` whose reader went away
 
 
 class CliError(Exception):
@@ -164,13 +179,11 @@ def cmd_compile(args: argparse.Namespace) -> None:
     if args.grid != 1:
         kernel = kernel[args.grid]
     traced_name = getattr(kernel, "name", "kernel")
-    try:
-        result = compile_kernel(kernel, (), kwargs, dump_dir=dump_dir, verify_each_pass=args.verify_each_pass or None,
-                                metrics=args.metrics, debug_info=not args.no_source_info,
-                                roll_loops=args.roll_loops)  # fmt: skip
-    except OSError as e:  # only the dump files are written while compiling
-        raise CliError(f"--dump-dir {args.dump_dir}: cannot write {e.filename}: {e.strerror or e}") from None
-    _write(output, lambda f: f.write(result.neff))
+    # A dump file that cannot be written is a safeio.OutputError naming it and why (main prints it).
+    result = compile_kernel(kernel, (), kwargs, dump_dir=dump_dir, verify_each_pass=args.verify_each_pass or None,
+                            metrics=args.metrics, debug_info=not args.no_source_info,
+                            roll_loops=args.roll_loops)  # fmt: skip
+    safeio.write_bytes(output, result.neff)
     how = "from the cache" if result.cached else f"{result.total_seconds:.2f} s"
     print(f"compiled {traced_name}: {len(result.neff)} bytes -> {args.output} ({how})")
     if args.dump_dir:
@@ -192,7 +205,7 @@ def _compile_stablehlo(args: argparse.Namespace, output: Path, dump_dir: Path | 
     name = Path(args.kernel).stem
     program = compile_stablehlo(text, routing=not args.no_routing, dump_dir=dump_dir, name=_safe_stem(name),
                                 verify_each_pass=args.verify_each_pass or None)  # fmt: skip
-    _write(output, lambda f: f.write(program.result.neff))
+    safeio.write_bytes(output, program.result.neff)
     ins = ", ".join(f"{n}{list(s)}" for n, s, _ in program.inputs)
     outs = ", ".join(f"{n}{list(s)}" for n, s, _ in program.outputs)
     print(f"compiled {args.kernel}: {len(program.result.neff)} bytes -> {args.output} "
@@ -288,35 +301,37 @@ def cmd_run(args: argparse.Namespace) -> None:
         return
     out = _directory(args.output_dir, "--output-dir")
     paths = {v.name: output_path(out, v.name) for v in neff.variables if v.kind == "output"}  # before the run
-    result = run_neff(data, inputs, target=str(target))
-    for name, value in result.outputs.items():
-        # .npy has no bfloat16/float8: such outputs are stored as float32, which holds them exactly.
-        stored = value.astype(np.float32) if value.dtype.kind == "V" else value
-        path = paths[name]
-        _write(path, lambda f, stored=stored: np.save(f, stored))
-        note = f" (stored as {stored.dtype})" if stored is not value else ""
-        print(f"output {name}: {value.dtype}{list(value.shape)} -> {path}{note}")
+    # The folder is opened before the run and the outputs are written relative to that handle, never through a
+    # link: whatever is renamed or linked in --output-dir during the run, the files land in this folder.
+    with safeio.Folder(out) as folder:
+        result = run_neff(data, inputs, target=str(target))
+        for name, value in result.outputs.items():
+            # .npy has no bfloat16/float8: such outputs are stored as float32, which holds them exactly.
+            stored = value.astype(np.float32) if value.dtype.kind == "V" else value
+            path = paths[name]
+            folder.write_with(path.name, lambda f, stored=stored: np.save(f, stored))
+            note = f" (stored as {stored.dtype})" if stored is not value else ""
+            print(f"output {name}: {value.dtype}{list(value.shape)} -> {path}{note}")
     print(result.profile.summary())
     _write_profile(profile, args.profile, result)
 
 
 def _write_profile(path: Path | None, shown: str, result: Any) -> None:
     if path is not None:
-        _write(path, lambda f: f.write(json.dumps(result.profile.to_chrome_trace()).encode()))
+        safeio.write_text(path, json.dumps(result.profile.to_chrome_trace()))
         print(f"profile (Chrome trace JSON, opens in Perfetto): {shown}")
 
 
 def output_path(out: Path, name: str) -> Path:
-    """``out/<name>.npy``, refused unless ``name`` is a safe name (target/names.py) and the path, with every
-    symbolic link resolved, is a file directly inside ``out`` (a NEFF is untrusted: its names must not escape)."""
+    """``out/<name>.npy``, refused unless ``name`` is a safe name (target/names.py: a NEFF is untrusted, its names
+    must not escape the folder) and nothing but a regular file is there (a symbolic link is never written through;
+    checked here before the run, and again when writing)."""
     from nkic.target.names import is_safe_name
 
     if not is_safe_name(name):
         raise CliError(f"output name {name[:60]!r} is not a safe file name; refusing to write it")
     path = out / f"{name}.npy"
-    if path.resolve().parent != out.resolve():  # e.g. out/<name>.npy is a symbolic link out of the folder
-        raise CliError(f"output '{name}' resolves to {path.resolve()}, outside --output-dir {out}; "
-                       "refusing to write it")  # fmt: skip
+    safeio.check_destination(path)
     return path
 
 
@@ -326,48 +341,39 @@ def _shown(text: str) -> str:
     return shown if len(shown) <= 80 else f"{shown[:60]}...({len(text)} characters)"
 
 
-def _os_error(option: str, text: str, e: OSError, doing: str) -> CliError:
-    return CliError(f"{option} {_shown(text)}: {doing} ({e.strerror or e})")
+# safeio's errors whose reason is nkic's own sentence naming the culprit ("the directory nodir does not exist",
+# "afile is not a directory", "it is a symbolic link ..."); any other is the OS's word for it.
+_NAMED_REASONS = (0, errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EEXIST)
 
 
 def _directory(text: str, option: str) -> Path:
-    """Create the directory ``text`` names; one-line errors name the option and the path."""
+    """Create the directory ``text`` names (with its parents); one-line errors name the option and the path."""
     path = Path(text)
     if "\0" in text:
         raise CliError(f"{option} {_shown(text)}: a path cannot contain NUL")
     try:
-        path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise CliError(f"{option} {_shown(text)}: exists and is not a directory") from None
-    except OSError as e:
-        raise _os_error(option, text, e, "cannot create the directory") from None
+        safeio.make_dirs(path)
+    except safeio.OutputError as e:
+        reason = e.strerror if e.errno in _NAMED_REASONS else f"cannot create the directory ({e.strerror})"
+        raise CliError(f"{option} {_shown(text)}: {reason}") from None
     return path
 
 
 def _file_path(text: str, option: str) -> Path:
-    """A file the command will write: checked before any work is done (its folder exists, it is not a folder)."""
+    """A file the command will write: checked before any work is done (its folder exists, nothing but a regular file
+    is there: not a folder, not a symbolic link; the file system takes the name). The write checks again."""
     path = Path(text)
     if "\0" in text:
         raise CliError(f"{option} {_shown(text)}: a path cannot contain NUL")
     try:
-        if path.is_dir():
-            raise CliError(f"{option} {_shown(text)}: is a directory")
-        if not path.parent.is_dir():
-            raise CliError(f"{option} {_shown(text)}: the directory {_shown(str(path.parent))} does not exist")
-        os.stat(path)  # a name the file system refuses (too long, ...) fails here, before the work
-    except FileNotFoundError:
-        pass
-    except OSError as e:
-        raise _os_error(option, text, e, "cannot write there") from None
+        safeio.check_destination(path)
+    except safeio.OutputError as e:
+        if e.errno == errno.EISDIR:
+            reason = "is a directory"
+        else:
+            reason = e.strerror if e.errno in _NAMED_REASONS else f"cannot write there ({e.strerror})"
+        raise CliError(f"{option} {_shown(text)}: {reason}") from None
     return path
-
-
-def _write(path: Path, write: Any) -> None:
-    try:
-        with open(path, "wb") as f:
-            write(f)
-    except OSError as e:
-        raise CliError(f"cannot write {_shown(str(path))}: {e.strerror or e}") from None
 
 
 def cmd_info(args: argparse.Namespace) -> None:
@@ -404,17 +410,17 @@ def cmd_profile(args: argparse.Namespace) -> None:
         for (loc, call), (count, busy) in list(profile.by_source().items())[: args.top]:
             print(f"  {busy:>12.1f} ns {count:>6} instrs  {loc}  {call}")
     png = png_bytes(render(profile, args.width, neff.name))
-    _write(output, lambda f: f.write(png))
+    safeio.write_bytes(output, png)
     print(f"timeline ({len(png)} bytes PNG): {args.output}")
     if trace is not None:
-        _write(trace, lambda f: f.write(json.dumps(profile.to_chrome_trace()).encode()))
+        safeio.write_text(trace, json.dumps(profile.to_chrome_trace()))
         print(f"profile (Chrome trace JSON, opens in Perfetto): {args.trace}")
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
     from nkic.tools.demo import run_demo
 
-    run_demo(Path(args.out_dir))
+    run_demo(_directory(args.out_dir, "--out-dir"))
 
 
 def _read(path: str) -> bytes:
@@ -437,9 +443,10 @@ def cmd_cache(args: argparse.Namespace) -> None:
         raise CliError(f"the NEFF cache is off: set {cache.CACHE_DIR_ENV} to a folder")
     if args.action == "clear":
         try:
-            print(f"removed {cache.clear(directory)} entries from {directory}")
+            removed = cache.clear(directory)
         except OSError as e:
             raise CliError(f"cannot clear {directory}: {e.strerror or e}") from None
+        print(f"removed {removed} entries from {directory}")  # outside the try: a closed stdout is not a cache error
         return
     st = cache.stats(directory)
     print(f"cache: {directory}")
@@ -449,8 +456,18 @@ def cmd_cache(args: argparse.Namespace) -> None:
         print(f"temporary files: {st.temporary} (writes in progress, or left by killed processes; removed after an hour)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a closed stdout while printing ``--help`` or usage is not swallowed: argparse ignores
+    the OSError, which would make ``nkic --help | head -1`` exit 0 or 141 depending on whether stdout happens to be
+    buffered; raised, it reaches ``main``'s handler like every other command's output."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if message:
+            (file or sys.stderr).write(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nkic", description="The nkic NKI compiler and NeuronCore simulator.")
+    p = _Parser(prog="nkic", description="The nkic NKI compiler and NeuronCore simulator.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="compile FILE.py:KERNEL (or a StableHLO module FILE.mlir) to a NEFF")
@@ -519,8 +536,49 @@ def default_blas_threads() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``nkic`` command; returns the exit status. Ctrl-C is one line and status 130, a closed stdout is quiet
+    with status 141 (see the module docstring), whatever the command was doing, argument parsing included."""
     default_blas_threads()
-    args = build_parser().parse_args(argv)
+    args: argparse.Namespace | None = None
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+            status = _dispatch(args)
+        except SystemExit:  # argparse's --help and usage errors: their output must reach a closed pipe here too
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()  # a reader that went away shows here, inside the handlers, not in Python's exit
+        return status
+    except KeyboardInterrupt:
+        # safeio removes the temporary file of a write in progress, so no partial output is left behind
+        with contextlib.suppress(OSError):
+            if args is not None and args.debug:
+                traceback.print_exc()
+            print("nkic: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return stdout_closed()
+
+
+def stdout_closed() -> int:
+    """End quietly after the reader of stdout went away (``| head -1``): the Python documentation's recipe (the
+    signal module's note on SIGPIPE) points stdout at /dev/null, so that flushing what is still buffered when the
+    interpreter exits cannot fail again and print ``Exception ignored ... BrokenPipeError``; the status is the one a
+    shell shows for a Unix tool killed by SIGPIPE."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no real stdout (an embedding host): nothing to do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return EXIT_STDOUT_CLOSED
+
+
+def error_line(e: BaseException) -> str:
+    """``nkic: error: MESSAGE``, or MESSAGE alone when it already starts with its place (``k.py:7: error: ...``)."""
+    text = str(e)
+    return text if _LOCATED.match(text) else f"nkic: error: {text}"
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.debug:
         args.func(args)
         return 0
@@ -532,9 +590,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         args.func(args)
-    except (CliError, NkiError, NeffFormatError, SimulationError, PassFailedException, ValueError, TypeError,
-            KeyError) as e:  # fmt: skip
-        print(f"nkic: error: {e}", file=sys.stderr)
+    except BrokenPipeError:  # an OSError, but not a failure of the command: main ends quietly
+        raise
+    except (CliError, NkiError, NeffFormatError, SimulationError, PassFailedException, safeio.OutputError,
+            ValueError, TypeError, KeyError) as e:  # fmt: skip
+        print(error_line(e), file=sys.stderr)
         return 1
     except Exception as e:  # any other failure is still one line unless --debug
         print(f"nkic: error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from nkic import safeio
+
 
 def run_demo(out_dir: Path) -> None:
     from nkic.driver import compile_traced, run_neff
@@ -16,12 +18,12 @@ def run_demo(out_dir: Path) -> None:
     lhsT = rng.standard_normal((256, 128), dtype=np.float32)
     rhs = rng.standard_normal((256, 1024), dtype=np.float32)
     traced = matmul.trace(lhsT, rhs)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    safeio.make_dirs(out_dir)  # a file in the way is one OutputError line, not FileExistsError
     t0 = time.perf_counter()
     compiled = compile_traced(traced, dump_dir=out_dir / "ir")
     compile_s = time.perf_counter() - t0
     neff_path = out_dir / "matmul.neff"
-    neff_path.write_bytes(compiled.neff)
+    safeio.write_bytes(neff_path, compiled.neff)
     t0 = time.perf_counter()
     result = run_neff(compiled.neff, {"lhsT": lhsT, "rhs": rhs})
     sim_s = time.perf_counter() - t0

@@ -8,10 +8,15 @@ errors; the op and message for verifier and pass failures) on stderr with exit s
 (an internal crash is one line, exit status 2; ``NKIC_TRACEBACK=1`` shows the traceback). With
 ``--verify-diagnostics``, ``// expected-error {{text}}`` in a chunk is an expectation: the chunk must fail with a
 diagnostic containing ``text``, else the run exits 1.
+
+``-o FILE`` is written atomically and never through a symbolic link (``nkic.safeio``), and only when the run
+succeeds: a failing run leaves the previous FILE as it was. Ctrl-C prints ``nkic-opt: interrupted`` and exits 130; a
+closed stdout (``nkic-opt k.mlir | head -1``) ends quietly with status 141, as the ``nkic`` command does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -26,12 +31,14 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from nkic import safeio
 from nkic.dialects import get_all_dialects
 from nkic.dialects.stablehlo import StableHloParser
 from nkic.hlo import get_hlo_passes
 from nkic.library import RESOLVER
 from nkic.passes import get_all_passes
 from nkic.passes.resolver import set_default_resolver
+from nkic.tools.cli import EXIT_INTERRUPTED, stdout_closed
 from nkic.tools.targets import BINARY_TARGETS, get_all_targets
 
 
@@ -59,9 +66,23 @@ def check_string_literals(text: str, name: str) -> None:
         pos = s.end()
 
 
+class _PendingText(io.StringIO):
+    """The text for ``-o FILE``, kept in memory until the run has succeeded (then ``NkicOptMain.run`` writes it with
+    ``safeio``). xDSL closes its output stream in a ``finally``, success or not, so closing keeps the text."""
+
+    def close(self) -> None:
+        pass
+
+
 class NkicOptMain(xDSLOptMain):
     version_format = "nkic-opt (xdsl {xdsl_version})"
     unmet_expectations = 0
+    _pending: _PendingText | None = None
+
+    def run(self) -> None:
+        super().run()
+        if self._pending is not None:
+            safeio.write_text(self.args.output_file, self._pending.getvalue())
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         data = chunk.read()
@@ -128,7 +149,11 @@ class NkicOptMain(xDSLOptMain):
 
     def prepare_output(self) -> IO[str]:
         # Binary targets write their own file; stdout only gets a one-line summary.
-        return sys.stdout if self._binary_target() else super().prepare_output()
+        if self._binary_target() or self.args.output_file is None:
+            return sys.stdout
+        safeio.check_destination(self.args.output_file)  # before the passes: a link or a missing folder fails fast
+        self._pending = _PendingText()
+        return self._pending
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
         if not self._binary_target():
@@ -138,8 +163,7 @@ class NkicOptMain(xDSLOptMain):
         if self.args.output_file is None:
             raise SystemExit(f"nkic-opt: -t {spec.name} writes a binary file; give it with -o FILE")
         data = target.to_bytes(self.ctx, prog)
-        with open(self.args.output_file, "wb") as f:
-            f.write(data)
+        safeio.write_bytes(self.args.output_file, data)
         return f"wrote {len(data)} bytes to {self.args.output_file}\n"
 
 
@@ -189,7 +213,24 @@ def _diagnostic(e: BaseException) -> str:
 
 
 def main(args: list[str] | None = None) -> None:
-    """The ``nkic-opt`` command; ``args`` replaces ``sys.argv[1:]`` (the IR fuzzer runs it in-process)."""
+    """The ``nkic-opt`` command; ``args`` replaces ``sys.argv[1:]`` (the IR fuzzer runs it in-process). Exits with
+    ``SystemExit``: 1 for bad input, 2 for an internal error, 130 when interrupted, 141 when stdout was closed."""
+    try:
+        try:
+            _main(args)
+        except SystemExit:  # argparse's --help and usage errors: their output must reach a closed pipe here too
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()  # a reader that went away shows here, inside the handlers, not in Python's exit
+    except KeyboardInterrupt:
+        with contextlib.suppress(OSError):
+            print("nkic-opt: interrupted", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except BrokenPipeError:
+        raise SystemExit(stdout_closed()) from None
+
+
+def _main(args: list[str] | None) -> None:
     try:
         tool = NkicOptMain(args=args)  # parses the command line and the pass pipeline
     except (ValueError, ArgSpecParseError) as e:
@@ -204,7 +245,10 @@ def main(args: list[str] | None = None) -> None:
     except (ParseError, DiagnosticException) as e:
         print(_diagnostic(e), file=sys.stderr)
         raise SystemExit(1) from None
-    except (KeyboardInterrupt, SystemExit):
+    except safeio.OutputError as e:  # -o: one line naming the file and why
+        print(f"nkic-opt: error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except (KeyboardInterrupt, SystemExit, BrokenPipeError):  # main's to report
         raise
     except Exception as e:
         if os.environ.get("NKIC_TRACEBACK"):
