@@ -6,6 +6,7 @@ import contextlib
 import gc
 import os
 import resource
+import threading
 from collections.abc import Iterator
 
 # A full collection runs at the start of a pause when what the collector does not scan (the frozen objects, below) may
@@ -21,6 +22,14 @@ FULL_MIN_BYTES = 1 << 30
 FULL_RATIO = 1.0
 _live = 0  # tracked objects after the last full collection
 _live_bytes = -1  # the process's resident bytes after the last full collection (-1: not measured yet)
+
+# The collector is process-wide, but pauses are made by every thread that traces or compiles. They are counted under
+# a lock: the first to enter (with the collector on) acts and turns it off, later ones (nested in the same thread or
+# overlapping from others) only join, and the last to leave freezes and turns it back on. A thread leaving while
+# another is still compiling must not re-enable it under that one (nor read the other's pause as "the caller disabled
+# the collector" and freeze nothing). Re-entrant, in case a finalizer run by the collection at the start compiles.
+_lock = threading.RLock()
+_depth = 0  # pauses in progress, every thread's; > 0 exactly while a pause holds the collector off
 
 
 def resident_bytes() -> int:
@@ -58,20 +67,31 @@ def gc_paused() -> Iterator[None]:
     (cheap: only they are scanned), so garbage the caller made (a simulation's cycles) is not frozen with them.
     Nested uses are free (only the outermost one acts); a collector the caller disabled stays disabled, and then
     nothing is frozen either (a program that uses ``gc.freeze`` itself keeps control by disabling the collector
-    around nkic)."""
-    global _live, _live_bytes
-    if not gc.isenabled():
+    around nkic). Thread-safe: pauses of several threads that overlap are one pause, from the first one's start to
+    the last one's end (see ``_lock``)."""
+    global _live, _live_bytes, _depth
+    with _lock:
+        if _depth == 0 and not gc.isenabled():
+            acting = False  # the caller disabled it: leave it alone
+        else:
+            acting = True
+            if _depth == 0:
+                if _full_collection_due():
+                    gc.unfreeze()
+                    gc.collect()
+                    _live, _live_bytes = len(gc.get_objects()), resident_bytes()
+                else:
+                    gc.collect(1)
+                gc.disable()
+            _depth += 1
+    if not acting:
         yield
         return
-    if _full_collection_due():
-        gc.unfreeze()
-        gc.collect()
-        _live, _live_bytes = len(gc.get_objects()), resident_bytes()
-    else:
-        gc.collect(1)
-    gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
-        gc.enable()
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                gc.freeze()
+                gc.enable()
