@@ -13,6 +13,7 @@ executor (``nkic.frontend.tracer.set_executor``), which is what makes ``kernel(*
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -28,6 +29,10 @@ __all__ = ["run_kernel", "run_traced", "simulate"]
 # id(traced) -> NEFF bytes. Keyed by identity because a TracedKernel is already the per-specialization cache entry of
 # its Kernel; the NEFF is dropped when the trace dies.
 _NEFFS: dict[tuple[int, bool], bytes] = {}
+# Threads running one trace at once (the kernel's trace cache hands them the same TracedKernel) compile it once: the
+# first holds the key's lock while it builds, the others wait for its NEFF. _BUILDS_LOCK guards _BUILDS.
+_BUILDS: dict[tuple[int, bool], threading.RLock] = {}
+_BUILDS_LOCK = threading.Lock()
 
 
 def run_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> list[np.ndarray]:
@@ -47,11 +52,24 @@ def neff_of(traced: TracedKernel, build: Callable[[], bytes] | None = None, debu
     from nkic.driver import compile_traced
 
     key = (id(traced), debug_info)
-    if key not in _NEFFS:
-        _NEFFS[key] = build() if build is not None else compile_traced(traced, debug_info=debug_info).neff
-        # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
-        weakref.finalize(traced, _NEFFS.pop, key, None)
-    return _NEFFS[key]
+    neff = _NEFFS.get(key)  # a hit takes no lock (a dict read is atomic)
+    if neff is not None:
+        return neff
+    with _BUILDS_LOCK:
+        building = _BUILDS.setdefault(key, threading.RLock())
+    try:
+        with building:
+            neff = _NEFFS.get(key)
+            if neff is None:
+                neff = build() if build is not None else compile_traced(traced, debug_info=debug_info).neff
+                _NEFFS[key] = neff
+                # Drop the entry when the trace dies, so a recycled id never finds a stale NEFF.
+                weakref.finalize(traced, _NEFFS.pop, key, None)
+            return neff
+    finally:
+        with _BUILDS_LOCK:
+            if _BUILDS.get(key) is building:  # a build that failed: a later thread may have put its own
+                del _BUILDS[key]
 
 
 def _run(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ import numpy as np
 import torch
 
 from nkic.frontend.errors import NkiError
-from nkic.frontend.tracer import CompileOptions, Kernel, TensorSpec, TracedKernel
+from nkic.frontend.tracer import CompileOptions, Kernel, TensorSpec, TraceCache, TracedKernel
 from nkic.interop import Call, _as_tuple, _is_torch, _split, _unflatten
 from nkic.target.vocab import numpy_dtype
 
@@ -55,7 +56,10 @@ _CALLS: list[_Call] = []  # a handle is an index here
 _HANDLES: dict[Any, int] = {}
 _OPS: dict[tuple[int, tuple[int, ...], int], Any] = {}  # (handle, written tensor slots, outputs) -> operator
 _OP_NAMES: set[str] = set()
-_TRACES: dict[Callable[..., Any], dict[Any, TracedKernel]] = {}
+_TRACES: dict[Callable[..., Any], TraceCache] = {}
+# Guards the registries above: a handle is the index its call gets in _CALLS, and an operator name must be unique, so
+# two threads registering at once must not interleave (the handles read a length another thread is about to change).
+_LOCK = threading.RLock()
 
 
 def call_torch(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
@@ -76,11 +80,12 @@ def _register(
 ) -> int:  # fmt: skip
     """The handle of a kernel and a call's non-tensor arguments (a constant in a compiled graph)."""
     key = (func, grid, repr(options), run, repr((args, kwargs, mask)))
-    if key not in _HANDLES:
-        kernel = Kernel(func, grid, options, _TRACES.setdefault(func, {}))  # one trace cache per kernel function
-        _HANDLES[key] = len(_CALLS)
-        _CALLS.append(_Call(kernel, args, kwargs, mask, run))
-    return _HANDLES[key]
+    with _LOCK:
+        if key not in _HANDLES:
+            traces = _TRACES.setdefault(func, TraceCache())  # one trace cache per kernel function
+            _HANDLES[key] = len(_CALLS)
+            _CALLS.append(_Call(Kernel(func, grid, options, traces), args, kwargs, mask, run))
+        return _HANDLES[key]
 
 
 @torch._dynamo.allow_in_graph
@@ -106,9 +111,10 @@ def _trace(call: _Call, tensors: tuple[Any, ...]) -> tuple[TracedKernel, list[st
 
 def _operator(handle: int, written: tuple[int, ...], n_out: int) -> Any:
     key = (handle, written, n_out)
-    if key not in _OPS:
-        _OPS[key] = _define(_CALLS[handle], written, n_out)
-    return _OPS[key]
+    with _LOCK:  # one operator per key, each with a name of its own (_op_name)
+        if key not in _OPS:
+            _OPS[key] = _define(_CALLS[handle], written, n_out)
+        return _OPS[key]
 
 
 def _define(call: _Call, written: tuple[int, ...], n_out: int) -> Any:

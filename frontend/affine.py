@@ -10,6 +10,7 @@ a plain int.
 
 from __future__ import annotations
 
+import itertools
 import operator
 from dataclasses import dataclass
 from typing import Any
@@ -129,11 +130,12 @@ class LoopVar(IndexExpr):
     """The induction variable of one symbolic loop (``start + k·step`` for k in [0, trip))."""
 
     __slots__ = ("uid", "site", "first", "last", "frame", "name")
-    _next_uid = 0
+    # Process-wide and handed out by next() (one C call, atomic under the GIL), so loop variables made by threads
+    # tracing at the same time never share a uid; a read-modify-write of a class attribute could hand two the same.
+    _uids = itertools.count(1)
 
     def __init__(self, site: tuple[str, int, int], start: int, stop: int, step: int, frame: object):
-        LoopVar._next_uid += 1
-        self.uid = LoopVar._next_uid
+        self.uid = next(LoopVar._uids)
         self.site = site
         trip = len(range(start, stop, step))
         self.first, self.last = start, start + step * (trip - 1)

@@ -4,41 +4,52 @@
 active ``TraceContext`` (see ``tracer.py``) and routes through ``TraceContext.call``, which records the op. With no
 active trace — e.g. an nl call after the kernel returned — the call raises ``NkiError`` ("nki API called outside of
 an NKI kernel"), mirroring the official ``err_nki_api_outside_of_nki_kernel``.
+
+The active trace is per thread (and per ``contextvars`` context): a ``ContextVar``, not a module global, so threads
+tracing at the same time each find their own trace -- an nl call in one never records into, allocates in, or closes
+the loops of another's. A new thread starts with no active trace (its context starts empty), so a kernel traced in
+a thread is traced there from its beginning.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from contextvars import ContextVar, Token
 from typing import Any, TypeVar
 
 from nkic.frontend.errors import NkiError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_active: Any = None  # the running TraceContext (typed loosely: tracer.py imports this module)
+# The running TraceContext (typed loosely: tracer.py imports this module); None outside a trace.
+_ACTIVE: ContextVar[Any] = ContextVar("nkic_active_trace", default=None)
 
 
 def current_context() -> Any:
     """The running TraceContext; raises NkiError when called outside a kernel trace."""
-    if _active is None:
+    ctx = _ACTIVE.get()
+    if ctx is None:
         raise NkiError(
             "nki API called outside of an NKI kernel",
             "nl.* and nisa.* functions may only be called while a @nki.jit kernel is traced",
         )
-    return _active
+    return ctx
 
 
 def active_context() -> Any:
     """The running TraceContext or None (never raises)."""
-    return _active
+    return _ACTIVE.get()
 
 
-def set_active(ctx: Any) -> Any:
-    """Install ``ctx`` as the ambient context and return the previous one (for restoring)."""
-    global _active
-    previous, _active = _active, ctx
-    return previous
+def activate(ctx: Any) -> Token[Any]:
+    """Make ``ctx`` this thread's running trace (``None``: none); undo with :func:`deactivate` and the token."""
+    return _ACTIVE.set(ctx)
+
+
+def deactivate(token: Token[Any]) -> None:
+    """Restore the running trace that :func:`activate` replaced (in the same thread, innermost first)."""
+    _ACTIVE.reset(token)
 
 
 def nki_op(impl: F) -> F:

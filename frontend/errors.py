@@ -166,13 +166,16 @@ def _located_class(kind: type[BaseException]) -> type[NkiError]:
     not exit the interpreter), and so do kinds whose layout cannot be combined (NameError, OSError, ...)."""
     if not issubclass(kind, Exception) or issubclass(kind, NkiError):
         return NkiError
-    if kind not in _LOCATED:
+    located = _LOCATED.get(kind)
+    if located is None:
         try:
-            _LOCATED[kind] = type(f"NkiError_{kind.__name__}", (NkiError, kind),
-                                  {"__module__": __name__, "__str__": Exception.__str__})  # KeyError quotes
+            located = type(f"NkiError_{kind.__name__}", (NkiError, kind),
+                           {"__module__": __name__, "__str__": Exception.__str__})  # KeyError quotes
         except TypeError:
-            _LOCATED[kind] = NkiError
-    return _LOCATED[kind]
+            located = NkiError
+        # setdefault: two threads making the class at once both use the one stored (one class per kind)
+        located = _LOCATED.setdefault(kind, located)
+    return located
 
 
 class NeedsUnroll(BaseException):

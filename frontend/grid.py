@@ -22,6 +22,7 @@ import inspect
 import operator
 import sys
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -492,25 +493,28 @@ class Predicate:
         while f is not None:
             live.add(id(f))
             f = f.f_back
-        _PENDING[:] = [(fr, p) for fr, p in _PENDING if id(fr) in live]  # frames that returned took theirs along
-        _PENDING.append((frame, self))
+        # frames that returned took theirs along
+        _PENDING.set((*((fr, p) for fr, p in _PENDING.get() if id(fr) in live), (frame, self)))
         return True
 
     def __repr__(self) -> str:
         return f"Predicate(shape={self.shape}, {self.terms})"
 
 
-_PENDING: list[tuple[Any, Predicate]] = []  # (frame, left operand of an `and`) awaiting the right operand
+# (frame, left operand of an `and`) awaiting the right operand. Per thread (a ContextVar holding a tuple that is
+# replaced, never mutated): a thread tracing at the same time must neither absorb nor drop another's pending operand.
+_PENDING: ContextVar[tuple[tuple[Any, Predicate], ...]] = ContextVar("nkic_pending_and", default=())
 
 
 def _absorb(pred: Predicate) -> Predicate:
     """``pred`` joined with the pending left operands of ``and`` of the frame that made it (see ``__bool__``)."""
-    if not _PENDING:
+    pending = _PENDING.get()
+    if not pending:
         return pred
     frame = user_frame()
-    mine = [p for fr, p in _PENDING if fr is frame]
+    mine = [p for fr, p in pending if fr is frame]
     if mine:
-        _PENDING[:] = [(fr, p) for fr, p in _PENDING if fr is not frame]
+        _PENDING.set(tuple((fr, p) for fr, p in pending if fr is not frame))
         for p in mine:
             pred = pred & p
     return pred
@@ -693,8 +697,14 @@ class _Ambient:
 
 
 # The masks of the nl functions being traced (their instructions inherit the innermost); None while a mask's own
-# helper instructions are recorded.
-_AMBIENT: list[_Ambient | None] = []
+# helper instructions are recorded. A stack per thread: a ContextVar holding a tuple, pushed by ``_push_ambient`` and
+# popped by resetting its token, so another thread's trace never sees (or pops) this one's masks.
+_AMBIENT: ContextVar[tuple[_Ambient | None, ...]] = ContextVar("nkic_ambient_masks", default=())
+
+
+def _innermost_ambient() -> _Ambient | None:
+    stack = _AMBIENT.get()
+    return stack[-1] if stack else None
 
 
 def masked(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
@@ -706,9 +716,9 @@ def masked(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
     def run(ctx: Any, *args: Any, **kwargs: Any) -> Any:
         mask = as_mask(kwargs.pop("mask", None))
         ambient = None
-        if mask is None and _AMBIENT and _AMBIENT[-1] is not None:
-            ambient = _AMBIENT[-1]
-            mask = ambient.mask
+        if mask is None:
+            ambient = _innermost_ambient()
+            mask = ambient.mask if ambient is not None else None
         if mask is None and not _has_blocks(args, kwargs):
             return impl(ctx, *args, **kwargs)
         bound = sig.bind(ctx, *args, **kwargs)
@@ -765,7 +775,7 @@ def _predicated(ctx: Any, impl: Callable[..., Any], bound: inspect.BoundArgument
     dst: NkiTensor = bound.arguments["dst"]
     tmp = ctx.allocate(dst.shape, dst.dtype, dst.buffer, "", None)
     bound.arguments["dst"] = tmp
-    _AMBIENT.append(None)
+    token = _AMBIENT.set((*_AMBIENT.get(), None))
     try:
         result = impl(*bound.args, **bound.kwargs)
         pred = None
@@ -784,13 +794,13 @@ def _predicated(ctx: Any, impl: Callable[..., Any], bound: inspect.BoundArgument
             pred = holds
         isa.tensor_copy_predicated.__nki_impl__(ctx, dst, tmp, pred)
     finally:
-        _AMBIENT.pop()
+        _AMBIENT.reset(token)
     return result
 
 
 def ambient_mask() -> bool:
     """Whether the ``mask=`` of an enclosing ``nl`` function applies to the instructions recorded now."""
-    return bool(_AMBIENT) and _AMBIENT[-1] is not None
+    return _innermost_ambient() is not None
 
 
 def _has_blocks(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
@@ -805,11 +815,11 @@ def with_mask(impl: Callable[..., Any]) -> Callable[..., Any]:
         if mask is None:
             return impl(ctx, *args, **kwargs)
         ambient = _Ambient(mask, set())
-        _AMBIENT.append(ambient)
+        token = _AMBIENT.set((*_AMBIENT.get(), ambient))
         try:
             result = impl(ctx, *args, **kwargs)
         finally:
-            _AMBIENT.pop()
+            _AMBIENT.reset(token)
         b = box(mask)
         missed = [d for d, (lo_hi, n) in enumerate(zip(b.bounds, b.shape)) if lo_hi != (0, n)
                   and lo_hi[0] < lo_hi[1] and d not in ambient.applied]  # fmt: skip

@@ -31,6 +31,10 @@ into outputs of their own at the end of the program (an input cannot also be an 
 The frontend only traces: a ``Kernel`` called outside a trace hands itself to the executor that the layer above
 registered with :func:`set_executor` (``nkic.execute``: compile, then simulate); without one the call is an
 ``NkiError``.
+
+Threads may trace at the same time: the running ``TraceContext`` is per thread (``context.py``), everything else a
+trace changes lives in it, and a kernel's ``TraceCache`` is locked (one thread traces a specialization, the others
+wait for it).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import operator
 import os
 import re
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -55,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from nkic.frontend.affine import IndexExpr, LoopVar
-from nkic.frontend.context import active_context, is_nki_op, set_active
+from nkic.frontend.context import activate, active_context, deactivate, is_nki_op
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_dtype
 from nkic.frontend.emit import Affine, Loc, Operand
 from nkic.frontend.errors import NeedsUnroll, NkiError, NkiWarning, located_error, user_location
@@ -143,6 +148,42 @@ class TracedKernel:
 RETURN_ON_CHIP: Callable[[Any, Kernel, NkiTensor], NkiTensor | None] | None = None
 
 
+class TraceCache(dict[Any, TracedKernel]):
+    """A kernel's traces by specialization (``Kernel.specialization``), shared by the kernel's grid and option clones
+    (``kernel[2]``, ``with_options``) and safe to use from several threads at once.
+
+    :meth:`get_or_trace` builds a missing trace once: a thread asking for a specialization another thread is tracing
+    waits for that trace rather than making its own, so every caller gets the same ``TracedKernel`` (and the NEFF
+    ``nkic.execute`` keeps per trace is compiled once). A trace that fails is not stored: a waiting thread then
+    traces itself (and gets the same error, as a single thread would)."""
+
+    def __init__(self, entries: Any = ()):
+        super().__init__(entries)
+        self._lock = threading.Lock()  # guards _building
+        # specialization -> the lock its tracing thread holds. Re-entrant: a thread that needs the trace it is
+        # building (a kernel calling itself for the same arguments) recurses as it always did instead of deadlocking.
+        self._building: dict[Any, threading.RLock] = {}
+
+    def get_or_trace(self, key: Any, make: Callable[[], TracedKernel]) -> TracedKernel:
+        """The trace stored under ``key``, else ``make()``'s, stored (one thread makes it; the others wait)."""
+        traced = self.get(key)  # the common case, a hit, takes no lock (a dict read is atomic)
+        if traced is not None:
+            return traced
+        with self._lock:
+            building = self._building.setdefault(key, threading.RLock())
+        try:
+            with building:
+                traced = self.get(key)
+                if traced is None:
+                    traced = make()
+                    self[key] = traced
+                return traced
+        finally:
+            with self._lock:
+                if self._building.get(key) is building:  # a later thread may have put its own after a failure
+                    del self._building[key]
+
+
 class Kernel:
     """A ``@nki.jit`` function: the callable, its signature, grid and compile options, plus the trace cache."""
 
@@ -151,13 +192,15 @@ class Kernel:
         func: Callable[..., Any],
         grid: tuple[int, ...] | None = None,
         options: CompileOptions | None = None,
-        cache: dict[Any, TracedKernel] | None = None,
+        cache: TraceCache | dict[Any, TracedKernel] | None = None,
     ):
         self.func = func
         self.signature = inspect.signature(func)
         self.grid = grid
         self.options = options or CompileOptions()
-        self.cache: dict[Any, TracedKernel] = {} if cache is None else cache  # shared by grid/option clones
+        # Shared by grid/option clones (they pass theirs on). A plain dict is copied into a TraceCache of its own:
+        # the lock that guards the entries must be the entries' own, whichever Kernel object reaches them.
+        self.cache: TraceCache = cache if isinstance(cache, TraceCache) else TraceCache(cache or ())
         functools.update_wrapper(self, func)
 
     @property
@@ -202,13 +245,11 @@ class Kernel:
         """Trace for these arguments (arrays/TensorSpecs become params, the rest constants); cached."""
         bound = self._bind(args, kwargs)
         arrays, key = _specialize(bound)
-        full_key = (self.grid, self.options, key)
-        traced = self.cache.get(full_key)
-        if traced is None:
+        def make() -> TracedKernel:
             with gc_paused():  # see nkic.gcpause: a trace builds IR objects by the hundred thousand
-                traced = _trace(self, bound, arrays)
-            self.cache[full_key] = traced
-        return traced
+                return _trace(self, bound, arrays)
+
+        return self.cache.get_or_trace((self.grid, self.options, key), make)
 
     def specialization(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """What a trace for these arguments depends on besides the source: (grid, options, per-argument key — each
@@ -413,7 +454,7 @@ class TraceContext:
 
     # -- driving ----------------------------------------------------------------------------------------
     def run(self, bound: inspect.BoundArguments, arrays: list[tuple[str, Any]]) -> TracedKernel:
-        previous = set_active(self)
+        token = activate(self)
         self.live = True
         try:
             outputs: list[Storage] = []
@@ -431,7 +472,7 @@ class TraceContext:
             module = self.emitter.finish()
         finally:
             self.live = False
-            set_active(previous)
+            deactivate(token)
         inputs = [(n, tuple(v.shape), _array_dtype(n, v)) for n, v in arrays]
         # A returned whole-tensor reshape keeps its storage as the NEFF variable; the runner reshapes the result.
         outs_info = [(s.name, shape, s.dtype) for s, shape in zip(outputs, shapes, strict=True)]

@@ -18,6 +18,7 @@ Constructs nkic cannot honour are never warnings: they are ``NkiError`` s where 
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +35,7 @@ class NkiLegacyWarning(FutureWarning):
 
 _action: str | None = None  # set_action's choice; None: the environment decides
 _seen: set[tuple[str, int, str]] = set()
+_seen_lock = threading.Lock()  # one warning per site even when threads trace the same legacy kernel at once
 
 
 def set_action(action: str | None) -> None:
@@ -77,9 +79,10 @@ def legacy(construct: str, modern: str, where: tuple[str, int] | None = None) ->
         raise NkiError(f"legacy construct {construct} (nki-legacy=error)", f"the modern spelling is {modern}",
                        where=(file, line))  # fmt: skip
     key = (file, line, construct)
-    if key in _seen:
-        return
-    _seen.add(key)
+    with _seen_lock:
+        if key in _seen:
+            return
+        _seen.add(key)
     warnings.warn_explicit(f"{construct} is the legacy neuronxcc.nki spelling; the modern one is {modern}",
                            NkiLegacyWarning, file, line)  # fmt: skip
 
