@@ -445,7 +445,7 @@ def _element_types() -> dict[str, "Attribute"]:
         "float32": b.f32, "bfloat16": b.bf16, "float16": b.f16, "int32": b.i32, "int16": b.i16, "int8": b.i8,
         "uint32": b.IntegerType(32, b.Signedness.UNSIGNED), "uint16": b.IntegerType(16, b.Signedness.UNSIGNED),
         "uint8": b.IntegerType(8, b.Signedness.UNSIGNED), "float8_e4m3": b.f8E4M3, "float8_e5m2": b.f8E5M2,
-        "float8_e4m3fn": b.f8E4M3FN,
+        "float8_e4m3fn": b.f8E4M3FN, "tfloat32": b.tf32,
         "bool_": b.i1, "float8_e8m0fnu": b.Float8E8M0FNUType(),
         # packed MX data: four values per element
         "float8_e4m3fn_x4": b.VectorType(b.f8E4M3FN, [4]), "float8_e5m2_x4": b.VectorType(b.f8E5M2, [4]),

@@ -29,7 +29,7 @@ _ALIASES = {
 }  # fmt: skip
 
 # Names NKI knows but nkic cannot compile (yet).
-_UNSUPPORTED = {"tfloat32"}
+_UNSUPPORTED: set[str] = set()
 
 
 def normalize_dtype(value: Any) -> str:

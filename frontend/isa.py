@@ -971,7 +971,7 @@ def memset(ctx: Any, dst: NkiTensor, value: Any, engine: Any = None, **kw: Any) 
         # Which bits a non-zero fill would write (the value per element, or a 32-bit pattern) is undocumented.
         raise NkiError(f"memset: a packed MX tile ({dst.dtype}) can only be filled with 0, got {value}",
                        "view it as an integer dtype to write a bit pattern")  # fmt: skip
-    is_float = dst.dtype.startswith(("float", "bfloat"))
+    is_float = dst.dtype.startswith(("float", "bfloat", "tfloat"))
     if not is_float and float(value) != int(value):
         raise NkiError(f"memset: value {value} does not fit the integer dtype {dst.dtype}")
     eng = _enum(engine, _ENGINE, "engine")

@@ -58,7 +58,7 @@ DType = dtype  # the reference's name for the type (``DType = str`` there)
 float32 = dtype("float32")
 bfloat16 = dtype("bfloat16")
 float16 = dtype("float16")
-tfloat32 = dtype("tfloat32")  # known to NKI; nkic rejects it when it is used
+tfloat32 = dtype("tfloat32")  # float32 storage; the Tensor Engine drops the low 13 mantissa bits
 # Also known-but-unsupported: nki-library builds import-time tables keyed by these (kernel_helpers.py).
 float8_e4m3fn = dtype("float8_e4m3fn")
 float8_e8m0fnu = dtype("float8_e8m0fnu")

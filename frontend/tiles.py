@@ -725,8 +725,9 @@ def matmul(ctx: Any, x: Any, y: Any, transpose_x: bool = False, **kw: Any) -> Nk
     st, mv = _in_sbuf(ctx, stationary), _in_sbuf(ctx, y)
     # nc_matmul: "if one of the input tiles is tfloat32/float32, the other tile must also be tfloat32/float32": the
     # other is widened (exactly) rather than the float32 one narrowed
-    if (st.dtype == "float32") != (mv.dtype == "float32"):
-        st, mv = (_widened(ctx, st), mv) if mv.dtype == "float32" else (st, _widened(ctx, mv))
+    fp32 = ("float32", "tfloat32")
+    if (st.dtype in fp32) != (mv.dtype in fp32):
+        st, mv = (_widened(ctx, st), mv) if mv.dtype in fp32 else (st, _widened(ctx, mv))
     _impl("nc_matmul")(ctx, out, st, mv)
     return out
 

@@ -377,6 +377,13 @@ def mx_matmul(stationary: Array, moving: Array) -> Array:
         return (a @ b).astype(np.float32)
 
 
+def tf32(values: Array) -> Array:
+    """A tfloat32 operand as the PE reads it: float32 with the low 13 of its 23 mantissa bits dropped (1 sign, 8
+    exponent, 10 mantissa bits)."""
+    bits = np.ascontiguousarray(values, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)
+    return bits.view(np.float32)
+
+
 def double_row_operand(values: Array) -> Array:
     """A double_row matmul operand ``[K, 2, X]`` (read as (K, 2X)) as the (2K, X) matrix it contracts over: the
     contraction runs over the partitions and the dim of 2 together, so row ``2k + j`` is ``values[k, j, :]``."""

@@ -678,6 +678,7 @@ def _exec_matmul(core: _Core, ins: Instr) -> None:
         _transpose_mode(dst, stat, mov, ins.flag("accumulate"))
         return
     s, m = stat.f32(), mov.f32()
+    s, m = (sem.tf32(v) if view.op.dtype == "tfloat32" else v for v, view in ((s, stat), (m, mov)))
     if pack == 2:
         s, m = sem.double_row_operand(s), sem.double_row_operand(m)
     with np.errstate(invalid="ignore", over="ignore"):  # Inf x 0 is NaN on the PE too

@@ -93,16 +93,19 @@ DTYPES: dict[str, np.dtype] = {
     "float8_e5m2_x4": np.dtype(np.uint32),
     "float4_e2m1fn_x4": np.dtype(np.uint16),
     "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    # TensorFloat-32: float32 storage; the PE reads it with the low 13 mantissa bits dropped (runtime/semantics.py
+    # tf32). Last, so a numpy float32 array is float32 (dtype_from_numpy takes the first match).
+    "tfloat32": np.dtype(np.float32),
 }
 DTYPE_CODES = _numbered(
     "dtype",
     "0 float32, 1 bfloat16, 2 float16, 3 int32, 4 uint32, 5 int16, 6 uint16, 7 int8, 8 uint8, 9 float8_e4m3, "
     "10 float8_e5m2, 11 bool_, 12 float8_e8m0fnu, 13 float8_e4m3fn_x4, 14 float8_e5m2_x4, 15 float4_e2m1fn_x4, "
-    "16 float8_e4m3fn",
+    "16 float8_e4m3fn, 17 tfloat32",
 )
 assert set(DTYPE_CODES) == set(DTYPES)
 FLOAT_DTYPES = frozenset(
-    {"float32", "bfloat16", "float16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"}
+    {"float32", "bfloat16", "float16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "tfloat32"}
 )
 
 

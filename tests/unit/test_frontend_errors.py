@@ -157,25 +157,6 @@ def test_unsupported_input_dtype() -> None:
     assert str(e.value).startswith(f"{__file__}:{line_of('E-float64')}:")
 
 
-def k_tf32(x):
-    nl.ndarray((128, 512), nl.tfloat32)  # E-tf32
-    return out_like(x)
-
-
-def test_unsupported_dtype_tfloat32() -> None:
-    expect(k_tf32, "E-tf32", "unsupported dtype 'tfloat32'")
-    with pytest.raises(NkiError, match="unsupported dtype 'tfloat32'"):
-        TensorSpec((128, 512), "tfloat32")
-
-
-@pytest.mark.parametrize("name", ["tfloat32"])
-def test_known_but_unsupported_dtypes_exist(name: str) -> None:
-    # nki-library builds import-time tables keyed by these names, so nl must define them; using one is an error.
-    assert str(getattr(nl, name)) == name
-    with pytest.raises(NkiError, match=f"unsupported dtype '{name}'"):
-        TensorSpec((128, 512), getattr(nl, name))
-
-
 def k_bad_act(x):
     t = nl.ndarray((128, 512), x.dtype)
     nisa.activation(t, op=nl.add, data=t)  # E-act

@@ -47,7 +47,8 @@ def _act2(**kw: Any) -> None:
 
 def _exp(**kw: Any) -> None:
     shape = kw.pop("shape", (P, F))
-    nisa.exponential(dst=sb(shape, kw.pop("dst_dtype", nl.float32)), src=filled(shape, 1.0), **kw)
+    src = filled(shape, 1.0, kw.pop("src_dtype", nl.float32))
+    nisa.exponential(dst=sb(shape, kw.pop("dst_dtype", nl.float32)), src=src, **kw)
 
 
 def _drop(dst: Any = nl.float32, data: Any = nl.float32, prob: Any = nl.float32) -> None:
@@ -67,6 +68,9 @@ BREAKING: list[tuple[str, Callable[[], Any], int, str]] = [
     # (rule, body, generation, what the error says)
     ("activation scale fp32", lambda: _act(scale=filled((P, 1), 1.0, nl.bfloat16)), 3, "the scale tile is bfloat16"),
     ("activation v2 bias vector", lambda: _act(bias=1.0), 2, r"bias=1.0 is a constant; the bias must be a \[N, 1\] vector"),
+    ("activation bias not tfloat32", lambda: _act(bias=filled((P, 1), 1.0, nl.tfloat32)), 3, "the bias tile cannot be tfloat32"),  # noqa: E501
+    ("nc_matmul tfloat32 pair", lambda: nisa.nc_matmul(dst=sb((F, F), buffer=nl.psum), stationary=filled((P, F), 1.0, nl.tfloat32), moving=filled((P, F), 1.0, nl.bfloat16)), 3, "a tfloat32/float32 operand needs a tfloat32/float32 partner"),  # noqa: E501
+    ("exponential src not tfloat32", lambda: _exp(src_dtype=nl.tfloat32), 4, "'src' cannot be tfloat32"),
     ("activation N", lambda: _act(scale=filled((64, 1), 1.0)), 3, r"'scale' must be a \(128, 1\)"),
     ("activation partitions", lambda: _act(dst=sb((64, F))), 3, "partition count mismatch"),
     ("activation free", lambda: _act(dst=sb((P, 2 * F))), 3, "elements per partition"),
@@ -317,3 +321,57 @@ def test_generation_and_api_scoping() -> None:
     psum = Call("rand_get_state", {"dst": _op((P, 24), "uint32", "psum")}, {"engine": "vector"}, 4)
     assert not problems(psum) and problems(Call(**{**psum.__dict__, "gen": 3}))
     assert all(r.api.startswith("nl.") for name, rules in RULES.items() if name.startswith("nl.") for r in rules)
+
+
+# -- tfloat32: a dtype (float32 storage; the Tensor Engine drops the low 13 mantissa bits) ------------------------
+def _tf32_matmul(a: Any, b: Any, st: Any, mv: Any, via_nl: bool) -> Any:
+    out = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    x, y = nl.load(a, dtype=st), nl.load(b, dtype=mv)
+    if via_nl:
+        p = nl.matmul(x, y, transpose_x=True)
+    else:
+        p = sb((a.shape[1], b.shape[1]), nl.float32, nl.psum)
+        nisa.nc_matmul(dst=p, stationary=x, moving=y)
+    nl.store(out, p)
+    return out
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    return (x.astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+@pytest.mark.parametrize(("st", "mv", "via_nl", "gen"), [
+    ("tfloat32", "float32", False, 2),  # "if one of the input tiles is tfloat32/float32, the other tile must also be"
+    ("tfloat32", "tfloat32", False, 3),
+    ("float32", "tfloat32", False, 4),
+    ("tfloat32", "bfloat16", True, 3),  # nl.matmul widens the bf16 operand: the pair stays legal
+])  # fmt: skip
+def test_tfloat32_matmul_reads_ten_mantissa_bits(st: str, mv: str, via_nl: bool, gen: int) -> None:
+    a = (RNG.standard_normal((P, 32)) * (1 + 2.0**-15)).astype(np.float32)
+    b = RNG.integers(-3, 4, (P, 16)).astype(np.float32)
+    got = nki.jit(_tf32_matmul, platform_target=TARGETS[gen])(a, b, getattr(nl, st), getattr(nl, mv), via_nl)
+    conv = {"tfloat32": _tf32, "float32": lambda v: v.astype(np.float32),
+            "bfloat16": lambda v: v.astype(ml_dtypes.bfloat16).astype(np.float32)}  # fmt: skip
+    want = conv[st](a).astype(np.float64).T @ conv[mv](b).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    if st == "tfloat32":  # the dropped bits show: fp32 operands give another result
+        assert not np.allclose(got, a.astype(np.float64).T @ b, rtol=1e-7, atol=0)
+
+
+def test_tfloat32_tiles_hold_float32_values() -> None:
+    """Elsewhere a tfloat32 tile is float32 storage: a copy through one keeps every bit; exponential may write one."""
+
+    def kernel(a: Any) -> Any:
+        t = nl.load(a, dtype=nl.tfloat32)
+        e = sb(a.shape, nl.tfloat32)
+        nisa.exponential(dst=e, src=nl.load(a), max_value=0.0)
+        out = nl.ndarray((2, *a.shape), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out[0], nl.copy(t, dtype=nl.float32))
+        nl.store(out[1], e)
+        return out
+
+    a = RNG.standard_normal((P, 8)).astype(np.float32)
+    got = nki.jit(kernel, platform_target="trn3")(a)
+    np.testing.assert_array_equal(got[0], a)
+    np.testing.assert_allclose(got[1], np.exp(a), rtol=1e-6)
+    assert str(nl.tfloat32) == "tfloat32"

@@ -174,7 +174,7 @@ REC, OPS = 32, 32 + 2 * 64
         (lambda d: _patched(d, REC + 4, "<B", 30), "semaphore"),
         (lambda d: _patched(d, REC + 2, "<H", 0x40), "flag"),  # MATMUL defines bits 0..4
         (lambda d: _patched(d, OPS, "<B", 4), "memory code"),
-        (lambda d: _patched(d, OPS + 1, "<B", 17), "dtype code"),
+        (lambda d: _patched(d, OPS + 1, "<B", 18), "dtype code"),
         (lambda d: _patched(d, OPS + 3, "<B", 5), "free dims"),
     ],
 )
