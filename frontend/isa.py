@@ -943,6 +943,7 @@ def activate2(
                              "reduce_op": alu_op(reduce_op, "reduce_op") if reduce_op is not None else None,
                              "reduce_cmd": _enum(reduce_cmd if reduce_cmd is not None else "idle", _REDUCE_CMD,
                                                  "reduce_cmd")}  # fmt: skip
+    _api_rules(ctx, name, attrs)  # the documented (op0, op1) and reverse rules, citing their sentences
     problem = activate2_problem(attrs.get)
     if problem is not None:
         raise NkiError(problem)

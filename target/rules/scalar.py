@@ -162,12 +162,64 @@ for _api in ("nisa.activation", "nisa.activation_reduce", "nisa.activate2", "nis
 # activate2 (NeuronCore-v4)
 # ------------------------------------------------------------------------------------------------------------
 _since4("nisa.activate2", "Available only on NeuronCore-v4 and newer.", "(activate2 itself is only available")
-_ACTIVATE2_FIELDS = ("checked: target/instructions.py:activate2_problem (the (op0, op1) pairs, reverse and reduce "
-                     "fields, at the nisa call, in penguin/bir and in the ISA verifier)")
-for _start in ("- (nl.multiply, nl.bypass)", "- (nl.add, nl.bypass)", "- (nl.subtract, nl.bypass)",
-               "- op1 requires op0 to be set.", "- reverse0 requires op0 to be set", "Must be an arithmetic operator",
-               "Requires op0 to be set.", "Requires op1 to be set."):  # fmt: skip
-    waive("nisa.activate2", _start, _ACTIVATE2_FIELDS)
+for _start in ("- (nl.multiply, nl.bypass)", "- (nl.add, nl.bypass)", "- (nl.subtract, nl.bypass)"):
+    waive("nisa.activate2", _start, "semantics, not a restriction: what one of the six (op0, op1) combinations "
+          "computes ('scale only'); the combinations themselves are the rule 'The tensor-scalar stage supports six "
+          "(op0, op1) combinations:'")
+
+# The six pairs are data (target/instructions.py ACTIVATE2_STAGES; activate2_problem asks them again in penguin/bir
+# and the ISA verifier, with the reduce fields): these rules cite the sentences at the nisa call.
+_OPS0, _OPS1 = ("multiply", "add", "subtract", "bypass"), ("add", "subtract", "bypass")
+
+
+def _stage_ops(call: Call) -> tuple[str, str]:
+    return call.fields.get("op0") or "bypass", call.fields.get("op1") or "bypass"
+
+
+def _arithmetic(k: int, allowed: tuple[str, ...]) -> Callable[[Call], str | None]:
+    def test(call: Call) -> str | None:
+        op = _stage_ops(call)[k]
+        return None if op in allowed else f"activate2: op{k} must be one of {', '.join(allowed)}, got {op}"
+
+    return test
+
+
+rule("activate2", "Must be an arithmetic operator (e.g., nl.multiply, nl.add, nl.subtract) or nl.bypass for no "
+     "operation.")(_arithmetic(0, _OPS0))
+rule("activate2", "Must be an arithmetic operator (e.g., nl.add, nl.subtract) or nl.bypass for no operation.")(
+    _arithmetic(1, _OPS1))
+
+
+@rule("activate2", "op1 requires op0 to be set.")
+def _activate2_op1_needs_op0(call: Call) -> str | None:
+    op0, op1 = _stage_ops(call)
+    return f"activate2: op1={op1} needs op0 to be set (it is bypass)" if op0 == "bypass" and op1 != "bypass" else None
+
+
+def _reverse_needs(k: int) -> Callable[[Call], str | None]:
+    def test(call: Call) -> str | None:
+        if call.fields.get(f"reverse{k}") and _stage_ops(call)[k] == "bypass":
+            return f"activate2: reverse{k} needs op{k} to be set (it is bypass)"
+        return None
+
+    return test
+
+
+rule("activate2", "reverse0 requires op0 to be set; reverse1 requires op1 to be set.")(
+    lambda call: _reverse_needs(0)(call) or _reverse_needs(1)(call))
+rule("activate2", "Requires op0 to be set.")(_reverse_needs(0))
+rule("activate2", "Requires op1 to be set.")(_reverse_needs(1))
+
+
+@rule("activate2", "The tensor-scalar stage supports six (op0, op1) combinations:")
+def _activate2_pairs(call: Call) -> str | None:
+    from nkic.target.instructions import ACTIVATE2_STAGES
+
+    op0, op1 = _stage_ops(call)
+    if (op0, op1) in ACTIVATE2_STAGES or "op0" not in call.fields:
+        return None
+    pairs = ", ".join(f"({a}, {b})" for a, b in sorted(ACTIVATE2_STAGES))
+    return f"activate2: (op0, op1) = ({op0}, {op1}) is not one of {pairs}"
 waive("nisa.activate2", "- reduce_cmd.reset: Reset accumulators only",
       "semantics, not a restriction: what reduce_cmd=reset does (runtime/simulator.py implements it)")
 

@@ -79,7 +79,12 @@ BREAKING: list[tuple[str, Callable[[], Any], int, str]] = [
     ("activation_reduce reduce_res", lambda: nisa.activation_reduce(dst=sb((P, F)), op=nl.copy, data=filled((P, F), 1.0), reduce_op=nl.add, reduce_res=sb((P, 2))), 3, r"'reduce_res' must be a \(128, 1\) tile"),  # noqa: E501
     ("activate2 imm dtypes", lambda: _act2(imm0=filled((P, 1), 2.0), imm1=filled((P, 1), 1.0, nl.bfloat16), op0=nl.multiply, op1=nl.add), 4, "imm0 and imm1 tiles must share a dtype, got float32 and bfloat16"),  # noqa: E501
     ("activate2 N", lambda: _act2(imm0=filled((64, 1), 2.0), imm1=0.0, op0=nl.multiply, op1=nl.bypass), 4, r"'imm0' must be a \(128, 1\)"),  # noqa: E501
-    ("activate2 combos", lambda: _act2(imm0=1.0, imm1=1.0, op0=nl.add, op1=nl.multiply), 4, r"\(op0, op1\) = \(add, multiply\) is not one of"),  # noqa: E501
+    ("activate2 combos", lambda: _act2(imm0=1.0, imm1=1.0, op0=nl.add, op1=nl.add), 4, r"\(op0, op1\) = \(add, add\) is not one of"),  # noqa: E501
+    ("activate2 op0 arithmetic", lambda: _act2(imm0=1.0, imm1=1.0, op0=nl.maximum, op1=nl.bypass), 4, "op0 must be one of multiply, add, subtract, bypass, got maximum"),  # noqa: E501
+    ("activate2 op1 arithmetic", lambda: _act2(imm0=1.0, imm1=1.0, op0=nl.multiply, op1=nl.multiply), 4, "op1 must be one of add, subtract, bypass, got multiply"),  # noqa: E501
+    ("activate2 op1 requires op0", lambda: _act2(imm0=1.0, imm1=1.0, op0=nl.bypass, op1=nl.add), 4, "op1=add needs op0 to be set"),  # noqa: E501
+    ("activate2 reverse0 requires op0", lambda: _act2(imm0=1.0, imm1=1.0, op0=nl.bypass, op1=nl.bypass, reverse0=True), 4, "reverse0 needs op0 to be set"),  # noqa: E501
+    ("activate2 reverse1 requires op1", lambda: _act2(imm0=1.0, imm1=1.0, op0=nl.add, op1=nl.bypass, reverse1=True), 4, "reverse1 needs op1 to be set"),  # noqa: E501
     ("activate2 gen4", lambda: _act2(imm0=1.0, imm1=1.0, op0=nl.multiply, op1=nl.add), 3, "nisa.activate2 is not available on gen3"),  # noqa: E501
     ("exponential rank", lambda: _exp(shape=(P, 2, 2, 2, 2)), 4, "'src' is a 5-D tensor, at most 4-D"),
     ("exponential reduce_init", lambda: _exp(reduce_init=1.0), 4, "reduce_init is only used with reduce_cmd=load_reduce"),
@@ -186,6 +191,13 @@ def _activate2_edge(a: Any, b: Any) -> Any:
     return _store(dst)
 
 
+def _activate2_reverse_edge(a: Any, b: Any) -> Any:
+    """(subtract, bypass) with reverse0: op0 is set, so reverse0 may be: 3 - a."""
+    x, dst = nl.load(a), sb(a.shape)
+    nisa.activate2(dst=dst, op=nl.copy, data=x, imm0=3.0, imm1=0.0, op0=nl.subtract, op1=nl.bypass, reverse0=True)
+    return _store(dst)
+
+
 def _exponential_edge(a: Any, b: Any) -> Any:
     """A 4-D src, an fp32 max_value tile, reduce_init with load_reduce: sum(exp(a - 1)) + 2 per partition."""
     x = nl.load(a).reshape((a.shape[0], 2, 2, a.shape[1] // 4))
@@ -248,6 +260,7 @@ EDGES: list[tuple[str, Callable[..., Any], int, tuple[int, int], Callable[[np.nd
     ("activation v3 constant bias", _activation_const_bias, 3, (P, 3), lambda a, b: a + 2),
     ("activation_reduce PSUM reduce_res", _activation_reduce_edge, 2, (P, 1), lambda a, b: a.sum(1, keepdims=True)),
     ("activate2 bf16 immediates", _activate2_edge, 4, (P, 1), lambda a, b: a * 2 + 1),
+    ("activate2 reverse0 with op0", _activate2_reverse_edge, 4, (P, 1), lambda a, b: 3 - a),
     ("exponential 4-D, load_reduce", _exponential_edge, 4, (P, 1),
      lambda a, b: np.exp(a - 1).sum(1, keepdims=True) + 2),
     ("reciprocal into bf16", _reciprocal_edge, 3, (P, 1),
