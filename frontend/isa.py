@@ -50,13 +50,12 @@ from nkic.target.machine import (
     ENGINE_OF_HINT,
     NKI_ENGINES,
     PE_ARRAY,
-    XORWOW_WORDS,
     Target,
     get_target,
 )
 from nkic.target.rules import RULES, Call, Operand, problems
 from nkic.target.rules import message as rule_message
-from nkic.target.vocab import FLOAT_DTYPES, PACKED_DTYPES, REDUCE_CMDS
+from nkic.target.vocab import PACKED_DTYPES, REDUCE_CMDS
 
 
 # -- enums --------------------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ import builtins
 import copy as _copy  # `copy` itself is the nl.copy token in this namespace
 import dataclasses
 from collections.abc import Sequence
-from contextlib import nullcontext
 from typing import Any
 
 from nkic.frontend.affine import DynSlice
