@@ -1,7 +1,8 @@
 """Errors raised while tracing a kernel, located at the user's source line.
 
 Every user-facing problem is an ``NkiError`` whose message starts with ``file:line:`` of the innermost stack frame
-that belongs to the user: frames inside ``nkic/frontend`` (the tracer itself) and inside numpy / ml_dtypes (library
+that belongs to the user: frames inside ``nkic/frontend`` (the tracer itself), nkic's runtime entry points
+(``execute.py``, ``entry_points.py``, ``api.py``, ...) and inside numpy / ml_dtypes (library
 code the user called) are skipped, so the location is the kernel line that made the bad call.
 """
 
@@ -18,6 +19,13 @@ import numpy
 
 _FRONTEND_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (numpy, ml_dtypes))
+# nkic's runtime entry points: the modules a user's call goes through before the frontend checks its arguments
+# (kernel(a) -> execute.run_kernel -> Kernel.trace, nki.profile's runner, nki.simulate, the framework adapters). An
+# error raised there is about the user's call, so the user's frame is the one calling into them, not their lines.
+_ENTRY_POINT_FILES = frozenset(
+    os.path.join(os.path.dirname(_FRONTEND_DIR.rstrip(os.sep)), f"{m}.py")
+    for m in ("api", "execute", "entry_points", "interop", "interop_torch", "driver", "framework", "alias", "cache")
+)
 
 
 # Absolute file name -> whether it is internal. Every recorded instruction walks the stack (~5 frames) to the
@@ -31,14 +39,14 @@ def _is_internal(filename: str) -> bool:
     if known is not None:
         return known
     path = os.path.abspath(filename)
-    internal = path.startswith(_FRONTEND_DIR) or path.startswith(_LIBRARY_DIRS)
+    internal = path.startswith(_FRONTEND_DIR) or path.startswith(_LIBRARY_DIRS) or path in _ENTRY_POINT_FILES
     if os.path.isabs(filename) and len(_INTERNAL_ABS) < 4096:
         _INTERNAL_ABS[filename] = internal
     return internal
 
 
 def user_frame() -> FrameType | None:
-    """The innermost frame outside the tracer and outside numpy, or None if there is none."""
+    """The innermost frame outside the tracer, nkic's runtime entry points and numpy, or None if there is none."""
     frame = sys._getframe(1)
     known = _INTERNAL_ABS.get
     while frame is not None:

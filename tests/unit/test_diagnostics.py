@@ -1,0 +1,59 @@
+"""Diagnostics about the user's code (issue 26): every message names the user's file:line, never nkic's own files;
+tensors carry the user's names; silent surprises (a tile read after its loop, outputs never written) warn; 0.2-era
+``import nki`` kernels run under their meaning with one migration warning; the README's claims hold."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import nkic
+
+nkic.install_nki_alias()
+
+import nki  # noqa: E402
+import nki.language as nl  # noqa: E402
+
+
+def line_of(marker: str) -> int:
+    """The line of this file ending with ``# marker``."""
+    with open(__file__) as f:
+        for n, line in enumerate(f, 1):
+            if line.rstrip().endswith(f"# {marker}"):
+                return n
+    raise AssertionError(marker)
+
+
+def at_marker(message: str, marker: str) -> bool:
+    return message.startswith(f"{__file__}:{line_of(marker)}: ")
+
+
+def copy_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.load(a))
+    return out
+
+
+# -- 1. errors raised while checking a call's arguments name the call site -------------------------------------------
+def test_bad_argument_dtype_names_the_call_site() -> None:
+    kernel = nki.jit(copy_kernel)
+    with pytest.raises(nki.NkiError, match="unsupported dtype 'float64' for kernel argument 'a'") as e:
+        kernel(np.ones((128, 64), np.float64))  # D-f64
+    assert at_marker(str(e.value), "D-f64"), str(e.value)
+
+
+def test_bad_argument_dtype_through_simulate_names_the_call_site() -> None:
+    with pytest.raises(nki.NkiError, match="float64") as e:
+        nki.simulate(copy_kernel)(np.ones((128, 64), np.float64))  # D-sim-f64
+    assert at_marker(str(e.value), "D-sim-f64"), str(e.value)
+
+
+def test_profile_overwrite_refusal_names_the_call_site(tmp_path) -> None:
+    a = np.ones((128, 64), np.float32)
+    nki.profile(working_directory=tmp_path, save_neff_name="sm.neff")(copy_kernel)(a)
+    again = nki.profile(working_directory=tmp_path, save_neff_name="sm.neff")(copy_kernel)
+    with pytest.raises(nki.NkiError, match="sm.neff exists") as e:
+        again(a)  # D-profile
+    assert at_marker(str(e.value), "D-profile"), str(e.value)
