@@ -148,11 +148,21 @@ def _raised_in_nkic(tb: TracebackType | None) -> bool:
     return last is not None and (_is_nkic(os.path.abspath(last.tb_frame.f_code.co_filename)))
 
 
-def located_error(error: BaseException, context: str = "") -> NkiError:
+def located_error(error: BaseException, context: str = "", source: str | None = None) -> NkiError:
     """``error`` (any exception a kernel's code raised, SystemExit included) as an NkiError at the innermost line of
-    the user's code in its traceback: ``file:line: error: ZeroDivisionError: division by zero``."""
+    the user's code in its traceback: ``file:line: error: ZeroDivisionError: division by zero``.
+
+    A ``SyntaxError`` is located at the line it names (``k.py:10: error: SyntaxError: '(' was never closed``): its
+    traceback is the importer's (``<frozen importlib._bootstrap>``), not the file's. ``source`` is the file that
+    ``context`` is running: a syntax error in it needs no context (the location already says which file)."""
     tb = error.__traceback__
     where = _innermost_user_frame(tb)
+    if isinstance(error, SyntaxError) and error.filename and error.lineno:
+        what = f"{type(error).__name__}: {error.msg}" if error.msg else type(error).__name__
+        same_file = source is not None and os.path.abspath(error.filename) == os.path.abspath(source)
+        if context and not same_file:
+            what = f"{what} ({context})"
+        return _located_class(type(error))(what.rstrip("."), where=(error.filename, error.lineno))
     if isinstance(error, SystemExit):
         what = f"the kernel code called sys.exit({error.code!r})"
     else:

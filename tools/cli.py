@@ -120,7 +120,7 @@ def load_kernel(target: str) -> Any:
         raise CliError(f"{path}: cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    with user_code(f"importing {path}"):
+    with user_code(f"importing {path}", source=path):
         spec.loader.exec_module(module)
     kernel = getattr(module, name, None)
     if not isinstance(kernel, Kernel):
@@ -129,9 +129,10 @@ def load_kernel(target: str) -> Any:
 
 
 @contextlib.contextmanager
-def user_code(what: str) -> Iterator[None]:
+def user_code(what: str, source: str | None = None) -> Iterator[None]:
     """Run the user's module code: any exception it raises (SystemExit included) is one error at the innermost line
-    of the user's own file, not a traceback through nkic."""
+    of the user's own file, not a traceback through nkic; a syntax error in ``source`` (the file being run) is at
+    its own line."""
     from nkic.frontend import NkiError
     from nkic.frontend.errors import located_error
 
@@ -140,7 +141,7 @@ def user_code(what: str) -> Iterator[None]:
     except (NkiError, CliError):
         raise
     except (Exception, SystemExit, RecursionError) as e:  # noqa: B014 -- SystemExit is not an Exception
-        raise located_error(e, context=what) from e
+        raise located_error(e, context=what, source=source) from e
 
 
 def _check_grid(grid: int) -> None:

@@ -4,7 +4,8 @@ The script runs as ``__main__`` (``runpy``) with ``sys.argv = [SCRIPT.py, *ARGS]
 ``sys.path``, exactly as ``python SCRIPT.py`` would, after the ``nki`` alias is installed: a ``@nki.jit`` kernel called
 on numpy arrays compiles and simulates on the CPU (where torch is installed without torch_xla, ``import torch_xla`` is a CPU
 stand-in, ``nkic.interop.install_torch_xla_standin``). An ``NkiError`` escaping the script is printed as its one line
-(``file:line: error: ...``) and exits 1; any other exception is the script's own and keeps Python's traceback.
+(``file:line: error: ...``) and exits 1, as is a syntax error in the script; any other exception is the script's own
+and keeps Python's traceback.
 ``python -m nkic compile|run|info|demo ...`` is the ``nkic`` command. ``-W nki-legacy=default|ignore|error`` before the
 script chooses what the legacy ``neuronxcc.nki`` constructs do (``frontend/legacy/migration.py``).
 """
@@ -76,6 +77,16 @@ def main(argv: list[str] | None = None) -> int:
         runpy.run_path(script, run_name="__main__")
     except NkiError as e:
         print(str(e), file=sys.stderr)
+        return 1
+    except SyntaxError as e:
+        # The script itself does not compile: nothing of it ran, so there is no traceback of the script's to keep,
+        # only runpy's; say where, as every other error about the user's file is said. (A syntax error in a module
+        # the script imports is raised by the script's import line and keeps Python's traceback.)
+        if e.filename is None or os.path.abspath(e.filename) != os.path.abspath(script):
+            raise
+        from nkic.frontend.errors import located_error
+
+        print(str(located_error(e, source=script)), file=sys.stderr)
         return 1
     finally:
         sys.argv = saved_argv

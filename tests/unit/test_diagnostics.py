@@ -57,3 +57,42 @@ def test_profile_overwrite_refusal_names_the_call_site(tmp_path) -> None:
     with pytest.raises(nki.NkiError, match="sm.neff exists") as e:
         again(a)  # D-profile
     assert at_marker(str(e.value), "D-profile"), str(e.value)
+
+
+# -- 2. a syntax error in the kernel's file is reported at that file's line -------------------------------------------
+BAD_SYNTAX = """import nki
+import nki.language as nl
+
+
+@nki.jit
+def k(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    nl.store(out, t)
+    x = (1,
+    return out
+"""
+
+
+def test_syntax_error_in_the_kernel_file_names_its_line(tmp_path, monkeypatch, capsys) -> None:
+    from nkic.tools.cli import main
+
+    (tmp_path / "bad_syntax.py").write_text(BAD_SYNTAX)
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", "bad_syntax.py:k", "-o", "k.neff"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    file, sep, what = lines[0].partition(":10: error: ")
+    assert sep and os.path.samefile(file, tmp_path / "bad_syntax.py"), lines
+    assert what == "SyntaxError: '(' was never closed.", lines
+
+
+def test_syntax_error_in_a_script_is_one_line(tmp_path, monkeypatch, capsys) -> None:
+    from nkic.tools.script import main
+
+    (tmp_path / "bad_syntax.py").write_text(BAD_SYNTAX)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))  # the script's folder is put first on sys.path
+    assert main(["bad_syntax.py"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == ["bad_syntax.py:10: error: SyntaxError: '(' was never closed."], lines
