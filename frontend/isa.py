@@ -49,7 +49,6 @@ from nkic.target.machine import (
     ENGINE_BY_NAME,
     ENGINE_OF_HINT,
     NKI_ENGINES,
-    PE_ARRAY,
     Target,
     get_target,
 )
@@ -103,6 +102,7 @@ class oob_mode(Enum):
 
 
 _OOB_MODE = oob_mode  # dma_compute's parameter named `oob_mode` shadows the enum
+_DGE = dge_mode  # the DMA functions' parameter named `dge_mode` shadows the enum
 
 
 class matmul_perf_mode(Enum):
@@ -303,6 +303,13 @@ def _api_rules(ctx: Any, op: str, facts: dict[str, Any]) -> None:
         raise NkiError(rule_message(call, broken[0]))
 
 
+def _rules(ctx: Any, op: str, given: dict[str, NkiTensor | None], facts: dict[str, Any]) -> None:
+    """The reference's restrictions on this call, asked before the instruction is built: its operands, and as the
+    call's fields what the IR does not keep (raw parameters, full shapes; ``target/rules/pe.py``). Asked for the
+    ``nl`` functions' instructions too: these were the call's own checks before they were rules."""
+    _documented_rules(ctx, _target(ctx), op, {r: t for r, t in given.items() if t is not None}, facts)
+
+
 # (nc_version, instruction) pairs Target.has said yes to (it depends on nothing else, and imports the declarations
 # on every call); a no is asked again (it is an error anyway, and a declaration may yet be added).
 _AVAILABLE: set[tuple[int, str]] = set()
@@ -403,29 +410,23 @@ def dma_copy(
     for role, t in (("dst", dst), ("src", src)):
         if t.buffer == "psum":
             raise NkiError(f"dma_copy: '{role}' cannot be in PSUM", "copy PSUM to SBUF with nisa.tensor_copy first")
-    if dst.size != src.size:
-        raise NkiError(f"dma_copy: element count mismatch: dst has {dst.size} elements, src has {src.size}")
     skip = _dma_modes(ctx, "dma_copy", priority, oob_mode, dge_mode, engine)
+    _rules(ctx, "dma_copy", {"dst": dst, "src": src}, {
+        "priority": priority, "dge_mode": _enum(dge_mode if dge_mode is not None else "unknown", _DGE, "dge_mode"),
+        "hwdge_engine": _enum(engine, _ENGINE, "engine")})  # fmt: skip
     _record(ctx, "dma_copy", {"dst": dst, "src": src}, {"oob_skip": skip or None})
 
 
 def _dma_modes(ctx: Any, op: str, priority: Any, oob: Any, dge: Any, eng: Any = None) -> bool:
-    """Check a DMA's ``priority`` / ``oob_mode`` / ``dge_mode`` / ``engine``; True for ``oob_mode.skip``."""
-    mode = _enum(dge if dge is not None else "unknown", dge_mode, "dge_mode")
-    if mode == "hwdge" and _target(ctx).nc_version < 3:
-        raise NkiError(f"{op}: dge_mode=hwdge needs NeuronCore-v3 (gen3) or newer, the target is "
-                       f"{_target(ctx).name}")  # fmt: skip
+    """Check a DMA's ``priority`` / ``oob_mode`` / ``dge_mode`` / ``engine`` values (which generation and mode they
+    need are rules: ``target/rules/pe.py``); True for ``oob_mode.skip``."""
+    _enum(dge if dge is not None else "unknown", dge_mode, "dge_mode")
     hw = _enum(eng, _ENGINE, "engine")
-    if hw != "unknown":
-        if mode != "hwdge":
-            raise NkiError(f"{op}: engine= selects the HWDGE engine and is only valid with dge_mode=hwdge")
-        if hw not in ("sync", "scalar"):
-            raise NkiError(f"{op}: the HWDGE engine must be nisa.engine.sync or nisa.engine.scalar, got {hw}")
+    if hw not in ("unknown", "sync", "scalar"):
+        raise NkiError(f"{op}: the HWDGE engine must be nisa.engine.sync or nisa.engine.scalar, got {hw}")
     if priority is not None:
         if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 3:
             raise NkiError(f"{op}: priority must be an int 0..3, got {priority!r}")
-        if _target(ctx).nc_version < 4:
-            raise NkiError(f"{op}: priority needs NeuronCore-v4 (gen4), the target is {_target(ctx).name}")
     return _enum(oob if oob is not None else "error", oob_mode, "oob_mode") == "skip"
 
 
@@ -445,7 +446,10 @@ def dma_transpose(
     _mask(kw)
     skip = _dma_modes(ctx, "dma_transpose", priority, oob_mode, dge_mode)
     dst, src = _tensor("dma_transpose", "dst", dst), _tensor("dma_transpose", "src", src)
-    _in("dma_transpose", "dst", dst, "sbuf")
+    vector = src.dyn.index if src.dyn is not None and src.dyn.kind == "vector" else None
+    _rules(ctx, "dma_transpose", {"dst": dst, "src": src, "src_offset": vector}, {
+        "priority": priority, "dge_mode": _enum(dge_mode if dge_mode is not None else "unknown", _DGE, "dge_mode"),
+        "src_shape": tuple(src.shape), "src_indirect": src.dyn is not None, "oob_skip": skip})  # fmt: skip
     if src.ndim not in _DMA_TRANSPOSE_AXES:
         raise NkiError(f"dma_transpose: the source must be 2-D, 3-D or 4-D, got shape {src.shape}")
     canonical = _DMA_TRANSPOSE_AXES[src.ndim]
@@ -458,11 +462,6 @@ def dma_transpose(
     expected = tuple(src.shape[a] for a in perm)
     if dst.shape != expected:
         raise NkiError(f"dma_transpose: dst shape {dst.shape} must equal the permuted source shape {expected}")
-    if dst.dtype != src.dtype:
-        raise NkiError(
-            f"dma_transpose: dst is {dst.dtype} but src is {src.dtype}",
-            "a DMA transpose cannot cast: transpose into a same-dtype tile, then tensor_copy",
-        )
     # Every supported permutation swaps the outermost and innermost dims and keeps the middle ones, which is what
     # penguin.dma_transpose means for operands of any rank; no axes attribute is needed.
     _record(ctx, "dma_transpose", {"dst": dst, "src": src}, {"oob_skip": skip or None})
@@ -511,27 +510,9 @@ def nc_matmul(
     _mask(kw)
     op = "nc_matmul"
     dst, st, mv = _tensor(op, "dst", dst), _tensor(op, "stationary", stationary), _tensor(op, "moving", moving)
-    _in(op, "dst", dst, "psum")
-    _in(op, "stationary", st, "sbuf")
-    _in(op, "moving", mv, "sbuf")
     t = _target(ctx)
-    double_row = _perf_mode(op, perf_mode, t, st, mv)
+    double_row = _perf_mode(op, perf_mode)
     tiles = _pe_tiles(op, tile_position, tile_size, t)
-    if double_row and tiles is not None and tiles[3] < PE_ARRAY:
-        raise NkiError(f"{op}: perf_mode double_row cannot be combined with column tiling (tile_size {tiles[2:]})")
-    rows, cols = (PE_ARRAY, PE_ARRAY) if tiles is None else tiles[2:]
-    k, m, n = st.partitions, st.free_size // (2 if double_row else 1), mv.free_size // (2 if double_row else 1)
-    if mv.partitions != k:
-        raise NkiError(f"{op}: partition count mismatch: stationary has K={k} partitions, moving has {mv.partitions}")
-    if k > min(t.matmul_max_k, rows) or m > min(t.matmul_max_m, cols) or n > t.matmul_max_n:
-        raise NkiError(
-            f"{op}: matmul limits exceeded on {t.name}: K={k} (max {min(t.matmul_max_k, rows)}), M={m} "
-            f"(max {min(t.matmul_max_m, cols)}), N={n} (max {t.matmul_max_n})",
-            "tile the matmul: K is the partition dim of both inputs, M/N their free sizes; in tiling mode K and M "
-            "are bounded by tile_size",
-        )
-    if dst.partitions != m or dst.free_size != n:
-        raise NkiError(f"{op}: dst shape {dst.shape} does not match the [M={m}, N={n}] result")
     attrs: dict[str, Any] = {"accumulate": None if accumulate is None else bool(accumulate)}
     # gen2 has no transpose mode: is_transpose only labels the instruction for the profiler there (a plain matmul).
     attrs["is_transpose"] = bool(is_transpose) and t.nc_version >= 3 or None
@@ -540,28 +521,25 @@ def nc_matmul(
     attrs["is_moving_onezero"] = bool(is_moving_onezero) or None
     if tiles is not None:
         attrs.update(zip(("tile_row", "tile_col", "tile_rows", "tile_cols"), tiles))
-    _record(ctx, "matmul", {"dst": dst, "stationary": st, "moving": mv}, attrs)
+    operands = {"dst": dst, "stationary": st, "moving": mv}
+    # memories, K/M/N limits, tiling and double_row's rules (target/rules/pe.py)
+    _rules(ctx, "matmul", operands, {**attrs, "tile_position": tile_position, "tile_size": tile_size,
+                                     "shapes": {"stationary": tuple(st.shape), "moving": tuple(mv.shape)}})
+    m, n = st.free_size // (2 if double_row else 1), mv.free_size // (2 if double_row else 1)
+    if dst.partitions != m or dst.free_size != n:
+        raise NkiError(f"{op}: dst shape {dst.shape} does not match the [M={m}, N={n}] result")
+    _record(ctx, "matmul", operands, attrs)
 
 
-_FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3fn")
-
-
-def _perf_mode(op: str, perf_mode: Any, t: Target, st: NkiTensor, mv: NkiTensor) -> bool:
-    """Whether ``perf_mode`` asks for FP8 double-row mode (gen3+): both inputs fp8 shaped ``[K, 2, ...]``, the
-    contraction running over K and that dim of 2."""
+def _perf_mode(op: str, perf_mode: Any) -> bool:
+    """Whether ``perf_mode`` asks for FP8 double-row mode (gen3+; its generation, dtype and ``[K, 2, ...]`` shape are
+    rules: ``target/rules/pe.py``): the contraction runs over K and that dim of 2."""
     name = perf_mode.name if isinstance(perf_mode, matmul_perf_mode) else perf_mode
     if name in (None, "none"):
         return False
     if name not in ("double_row", "double_row_gen3"):  # the second spelling is NKI 0.1's
         raise NkiError(f"{op}: perf_mode must be matmul_perf_mode.none or matmul_perf_mode.double_row, "
                        f"got {perf_mode!r}")  # fmt: skip
-    if t.nc_version < 3:
-        raise NkiError(f"{op}: perf_mode double_row is not available on {t.name}", "it needs gen3 or newer")
-    for role, x in (("stationary", st), ("moving", mv)):
-        if str(x.dtype) not in _FP8 or (str(x.dtype) == "float8_e4m3fn" and t.nc_version < 4):
-            raise NkiError(f"{op}: perf_mode double_row needs float8 '{role}', got {x.dtype}")
-        if len(x.shape) < 3 or x.shape[1] != 2:
-            raise NkiError(f"{op}: perf_mode double_row needs '{role}' shaped [K, 2, ...], got {list(x.shape)}")
     return True
 
 
@@ -572,25 +550,17 @@ def _pe_tiles(op: str, tile_position: Any, tile_size: Any, t: Target) -> tuple[i
     parameter list says start_column must be 0, but its tiling section and nki-library's kernels tile columns too:
     nkic follows the latter. Tiling places the matmul on the array; the result is the same (see the MATMUL cost).
     """
-    if not tile_position and not tile_size:
-        return None
     if not tile_position or not tile_size:
-        raise NkiError(f"{op}: tile_position and tile_size must both be set to enable tiling mode")
+        return None  # one without the other: a rule (target/rules/pe.py)
     row, col = _static_pair(op, tile_position, "tile_position")
     rows, cols = _static_pair(op, tile_size, "tile_size")
     legal = (32, 64, 128) if t.nc_version >= 3 else (64, 128)
     if rows not in legal or cols not in legal:
         raise NkiError(f"{op}: tile_size sizes must be in {legal} on {t.name}, got {(rows, cols)}")
-    for name, start, size in (("start_row", row, rows), ("start_column", col, cols)):
-        if start % size or not 0 <= start < PE_ARRAY:
-            raise NkiError(f"{op}: tile_position {name} must be a multiple of {size} below {PE_ARRAY}, "
-                           f"got {start}")  # fmt: skip
-    return row, col, rows, cols
+    return row, col, rows, cols  # the positions' rules: target/rules/pe.py
 
 
 # -- MX (microscaling) -----------------------------------------------------------------------------------------
-_MX_FP8 = ("float8_e4m3fn_x4", "float8_e5m2_x4")
-_MX_SCALE = ("float8_e8m0fnu", "uint8")
 
 
 def _dtype_in(op: str, role: str, t: NkiTensor, *allowed: str) -> None:
@@ -611,31 +581,10 @@ def quantize_mx(ctx: Any, dst: NkiTensor, src: NkiTensor, dst_scale: NkiTensor, 
     _mask(kw)
     op = "quantize_mx"
     dst, src, scale = _tensor(op, "dst", dst), _tensor(op, "src", src), _tensor(op, "dst_scale", dst_scale)
-    for role, t in (("dst", dst), ("src", src), ("dst_scale", scale)):
-        _in(op, role, t, "sbuf")
-    _dtype_in(op, "src", src, "float16", "bfloat16")
-    _dtype_in(op, "dst", dst, *_MX_FP8)
-    _dtype_in(op, "dst_scale", scale, *_MX_SCALE)
     operands = {"dst": dst, "src": src, "dst_scale": scale}
+    _rules(ctx, op, operands, {})  # memories, dtypes, sizes (target/rules/pe.py)
     _dims_rule(op, op, operands)
     _record(ctx, op, operands, {}, "vector")
-
-
-def _tile_mode(op: str, tile_position: Any, tile_size: Any, k: int) -> None:
-    """nc_matmul_mx's row tiling: validated only, it changes which PE rows run the matmul, not its result."""
-    if not tile_position and not tile_size:
-        return
-    if not tile_position or not tile_size:
-        raise NkiError(f"{op}: tile_position and tile_size must both be set to enable tiling mode")
-    row, col = _static_pair(op, tile_position, "tile_position")
-    rows, cols = _static_pair(op, tile_size, "tile_size")
-    if cols != 128 or rows not in (32, 64, 128):
-        raise NkiError(f"{op}: tile_size must be (32, 128), (64, 128) or (128, 128) (row tiling only), got "
-                       f"{(rows, cols)}")  # fmt: skip
-    if col != 0 or row % rows or not 0 <= row < 128:
-        raise NkiError(f"{op}: tile_position must be (a multiple of {rows} below 128, 0), got {(row, col)}")
-    if k > rows:
-        raise NkiError(f"{op}: the stationary tile ({k} partitions) exceeds the row tile size {rows}")
 
 
 def _static_pair(op: str, value: Any, name: str) -> tuple[int, int]:
@@ -665,17 +614,11 @@ def nc_matmul_mx(
     op = "nc_matmul_mx"
     names = ("dst", "stationary", "moving", "stationary_scale", "moving_scale")
     operands = {r: _tensor(op, r, t) for r, t in zip(names, (dst, stationary, moving, stationary_scale, moving_scale))}
-    _in(op, "dst", operands["dst"], "psum")
-    for role in names[1:]:
-        _in(op, role, operands[role], "sbuf")
-    for role in names[1:3]:
-        _dtype_in(op, role, operands[role], *PACKED_DTYPES)
-    for role in names[3:]:
-        _dtype_in(op, role, operands[role], *_MX_SCALE)
-    _dtype_in(op, "dst", operands["dst"], "float32", "bfloat16")
+    pos = _static_pair(op, tile_position, "tile_position") if tile_position else None
+    size = _static_pair(op, tile_size, "tile_size") if tile_size else None
+    # memories, dtypes, sizes and row tiling (target/rules/pe.py); then the scales' layout (the declaration's)
+    _rules(ctx, "matmul_mx", operands, {"tile_position": pos, "tile_size": size})
     _dims_rule(op, "matmul_mx", operands)
-    # N <= 4096 (fp32) / 8192 (bf16), the entire PSUM: a PSUM tile cannot be larger.
-    _tile_mode(op, tile_position, tile_size, operands["stationary"].partitions)
     attrs = {"accumulate": None if accumulate is None else bool(accumulate)}
     _record(ctx, "matmul_mx", operands, attrs)
 
@@ -689,6 +632,7 @@ def nc_transpose(ctx: Any, dst: NkiTensor, data: NkiTensor, engine: Any = None, 
     _on_chip(op, "dst", dst)
     _on_chip(op, "data", data)
     eng = _enum(engine, _ENGINE, "engine")
+    _rules(ctx, "transpose", {"dst": dst, "data": data}, {"engine": eng})
     limit = 32 if eng == "vector" else 128
     if data.partitions > limit or data.free_size > limit:
         raise NkiError(f"{op}: data shape {data.shape} exceeds the {limit}x{limit} transpose limit of {eng}")
@@ -1693,7 +1637,9 @@ def dma_compute(
 ) -> None:
     """``dst = reduce_op(srcs[0] * scales[0], srcs[1] * scales[1], ...)`` by a DMA engine, in fp32 with one cast
     to dst's dtype; only ``nl.add`` and scales of 1.0, as in NKI. Operands in HBM or SBUF with equal element
-    counts; up to 5 sources (nkic's records have 6 operand slots; NKI allows 16).
+    counts; up to 16 sources, as in NKI. An instruction record has room for 5 (``DMA_COMPUTE_MAX_SRCS``): more are
+    summed by a chain of DMA_COMPUTEs through a float32 tensor of dst's shape (the first adds 5 sources, each next
+    one the running sum and 4 more, the last writes dst), the same left-to-right fp32 sum with one cast at the end.
 
     With a dynamic operand (``.ap(vector_offset=)``, or a scalar / register offset) it is NKI's read-modify-write:
     exactly two sources and ``unique_indices=True``; a gather RMW (``dst`` static, one source indirect, the other
@@ -1706,29 +1652,32 @@ def dma_compute(
         raise NkiError(f"{name}: srcs must be a list of tensors, got {type(srcs).__name__}")
     if not srcs:
         raise NkiError(f"{name}: srcs is empty")
-    if len(srcs) > DMA_COMPUTE_MAX_SRCS:
-        raise NkiError(f"{name}: {len(srcs)} sources, nkic supports at most {DMA_COMPUTE_MAX_SRCS}",
-                       "split the reduction into several dma_compute calls")  # fmt: skip
     sources = {f"src{i}": _tensor(name, f"srcs[{i}]", v) for i, v in enumerate(srcs)}
-    if alu_op(reduce_op, "reduce_op") != "add":
-        raise NkiError(f"{name}: reduce_op must be nl.add, got {alu_op(reduce_op, 'reduce_op')}")
-    if scales is not None:
-        factors = list(scales)
-        if len(factors) != len(srcs):
-            raise NkiError(f"{name}: {len(factors)} scales for {len(srcs)} sources")
-        if any(float(f) != 1.0 for f in factors):
-            raise NkiError(f"{name}: every scale must be 1.0, got {factors}")
     skip = _enum(oob_mode if oob_mode is not None else "error", _OOB_MODE, "oob_mode") == "skip"
     if not isinstance(unique_indices, bool):
         raise NkiError(f"{name}: unique_indices must be True or False, got {unique_indices!r}")
     for role, t in (("dst", dst), *((f"srcs[{i}]", v) for i, v in enumerate(sources.values()))):
         if t.buffer == "psum":
             raise NkiError(f"{name}: '{role}' cannot be in PSUM", "copy PSUM to SBUF with nisa.tensor_copy first")
-        if t.size != dst.size:
-            raise NkiError(f"{name}: element count mismatch: dst has {dst.size} elements, {role} has {t.size}")
-    if any(t.dyn is not None for t in (dst, *sources.values())):
+    dynamic = any(t.dyn is not None for t in (dst, *sources.values()))
+    # reduce_op, scales, element counts, unique indices, at most 16 sources (target/rules/pe.py)
+    _rules(ctx, name, {"dst": dst, **sources}, {
+        "reduce_op": alu_op(reduce_op, "reduce_op"), "scales": None if scales is None else list(scales),
+        "n_srcs": len(srcs), "unique_indices": unique_indices, "dynamic": dynamic,
+        "names": {f"src{i}": f"srcs[{i}]" for i in range(len(srcs))}})  # fmt: skip
+    if dynamic:
         _dma_compute_rmw(name, dst, list(sources.values()), unique_indices)
-    _record(ctx, name, {"dst": dst, **sources}, {"reduce_op": "add", "oob_skip": skip or None})
+    attrs = {"reduce_op": "add", "oob_skip": skip or None}
+    rest = list(sources.values())
+    if len(rest) > DMA_COMPUTE_MAX_SRCS:  # a chain through a float32 running sum (see the docstring)
+        acc = ctx.allocate(tuple(dst.shape), "float32", "sbuf" if dst.on_chip else "private_hbm", "", None)
+        head, rest = rest[:DMA_COMPUTE_MAX_SRCS], rest[DMA_COMPUTE_MAX_SRCS:]
+        _record(ctx, name, {"dst": acc, **{f"src{i}": t for i, t in enumerate(head)}}, attrs)
+        while len(rest) > DMA_COMPUTE_MAX_SRCS - 1:
+            head, rest = rest[: DMA_COMPUTE_MAX_SRCS - 1], rest[DMA_COMPUTE_MAX_SRCS - 1 :]
+            _record(ctx, name, {"dst": acc, **{f"src{i}": t for i, t in enumerate((acc, *head))}}, attrs)
+        rest = [acc, *rest]
+    _record(ctx, name, {"dst": dst, **{f"src{i}": t for i, t in enumerate(rest)}}, attrs)
 
 
 def _same_view(a: NkiTensor, b: NkiTensor) -> bool:
@@ -1787,12 +1736,9 @@ def sendrecv(
     partitions and elements per partition. A rank may be the core itself (a local copy)."""
     name = "sendrecv"
     src, dst = _tensor(name, "src", src), _tensor(name, "dst", dst)
-    _in(name, "src", src, "sbuf")
-    _in(name, "dst", dst, "sbuf")
-    if src.dtype != dst.dtype:
-        raise NkiError(f"{name}: src is {src.dtype} but dst is {dst.dtype}", "sendrecv cannot cast")
-    _partitions_agree(name, {"dst": dst, "src": src})
-    _free_agree(name, "dst", dst, "src", src)
+    # memories, one dtype, equal sizes, ranks 0 or 1 (target/rules/pe.py); then the ranks this launch has
+    _rules(ctx, name, {"dst": dst, "src": src}, {"send_to_rank": _int_param(name, "send_to_rank", send_to_rank),
+                                                 "recv_from_rank": _int_param(name, "recv_from_rank", recv_from_rank)})
     send, recv = _rank(ctx, name, "send_to_rank", send_to_rank), _rank(ctx, name, "recv_from_rank", recv_from_rank)
     pipe = _int_param(name, "pipe_id", pipe_id)
     if pipe < 0:
@@ -1823,6 +1769,8 @@ def core_barrier(ctx: Any, data: NkiTensor, cores: Any, engine: Any = None, **kw
                        "the barrier orders the cores' accesses to a shared tensor")  # fmt: skip
     if not isinstance(cores, (tuple, list)) or not cores:
         raise NkiError(f"{name}: cores must be a tuple of core ranks such as (0, 1), got {cores!r}")
+    # cores of the pair (0, 1) only (target/rules/pe.py)
+    _rules(ctx, name, {"data": data}, {"cores_given": tuple(_int_param(name, f"cores[{i}]", c) for i, c in enumerate(cores))})
     ranks = [_rank(ctx, name, f"cores[{i}]", c, in_launch=False) for i, c in enumerate(cores)]
     if len(set(ranks)) != len(ranks):
         raise NkiError(f"{name}: cores {tuple(ranks)} names a core twice")

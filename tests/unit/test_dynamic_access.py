@@ -121,7 +121,7 @@ def test_dma_transpose_gathers_then_transposes() -> None:
         nisa.dma_copy(dst=out, src=dst_sb)
         return out
 
-    data = RNG.standard_normal((50, 32)).astype(np.float32)
+    data = RNG.standard_normal((50, 32)).astype(ml_dtypes.bfloat16)  # "src.dtype is 2 bytes"
     idx = RNG.integers(0, 50, (16, 1)).astype(np.uint32)
     np.testing.assert_array_equal(kernel(data, idx), data[idx[:, 0]].T)
 

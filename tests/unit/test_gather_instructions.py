@@ -445,7 +445,7 @@ def test_dma_compute_accumulates_into_its_own_destination() -> None:
 
 @pytest.mark.parametrize(
     "call,message",
-    [(lambda d, xs: nisa.dma_compute(d, xs[:6], nl.add), "6 sources, nkic supports at most 5"),
+    [(lambda d, xs: nisa.dma_compute(d, xs[:1] * 17, nl.add), "17 sources, at most 16"),
      (lambda d, xs: nisa.dma_compute(d, xs[:2], nl.multiply), "reduce_op must be nl.add, got multiply"),
      (lambda d, xs: nisa.dma_compute(d, xs[:2], nl.add, scales=[1.0, 2.0]), r"every scale must be 1\.0"),
      (lambda d, xs: nisa.dma_compute(d, xs[:2], nl.add, scales=[1.0]), "1 scales for 2 sources"),

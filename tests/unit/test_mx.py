@@ -313,7 +313,7 @@ def _matmul_call(k=128, m=128, n=512, st_dtype=nl.float8_e4m3fn_x4, dst_dtype=nl
     (dict(m=127), "free dimension size of stationary must be even"),
     (dict(k=96, m=32, n=64, tile_position=(0, 0), tile_size=(64, 128)), "exceeds the row tile size 64"),
     (dict(tile_position=(0, 0)), "tile_position and tile_size must both be set"),
-    (dict(tile_position=(32, 0), tile_size=(64, 128)), "must be (a multiple of 64 below 128, 0)"),
+    (dict(tile_position=(32, 0), tile_size=(64, 128)), "start_row must be a multiple of 64 below 128"),
 ])  # fmt: skip
 def test_nc_matmul_mx_rules(kw, message: str) -> None:
     assert message in str(_trace_error(_matmul_call(**kw), np.zeros((1, 1), np.float32)))
