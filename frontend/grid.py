@@ -409,17 +409,17 @@ def _on_chip_pairs(t: NkiTensor, pairs: list[tuple[int, int]], order: list[tuple
                if (kind == "s" and x == 0 and pairs[r][1] > 1) or (kind == "b" and coeff[0][x] and bshape[x] > 1)]
     hint = "SBUF/PSUM views keep the partition dim first: index it with i_p = nl.arange(P)[:, None] (+ a constant)"
     if len(walking) > 1 or (walking and walking[0] != 0):
-        raise NkiError(f"on-chip tensor '{t.name}': the partition dim would not be the first dim of the view "
+        raise NkiError(f"on-chip tensor '{t.label}': the partition dim would not be the first dim of the view "
                        f"(it moves along result dims {walking})", hint + "; transpose with nisa.nc_transpose")
     if walking:
         kind, x = order[0]
         if kind == "b" and coeff[0][x] != 1:
-            raise NkiError(f"on-chip tensor '{t.name}': the partition index steps by {coeff[0][x]}", hint)
+            raise NkiError(f"on-chip tensor '{t.label}': the partition index steps by {coeff[0][x]}", hint)
         if pairs[0][0] != pstep:
-            raise NkiError(f"on-chip tensor '{t.name}': the first axis of the view moves the partition and a free dim "
+            raise NkiError(f"on-chip tensor '{t.label}': the first axis of the view moves the partition and a free dim "
                            "together, which no on-chip access pattern expresses", hint)  # fmt: skip
     elif pairs and pairs[0][1] > 1:
-        raise NkiError(f"on-chip tensor '{t.name}': the first dim of the view ({pairs[0][1]} elements) does not walk "
+        raise NkiError(f"on-chip tensor '{t.label}': the first dim of the view ({pairs[0][1]} elements) does not walk "
                        "the partitions", hint)  # fmt: skip
     if not pairs:
         return [(pstep, 1), (1, 1)]
@@ -432,7 +432,7 @@ def _runtime_view(t: NkiTensor, runtime: tuple[int, NkiTensor], offset: Any, pai
     """``data[idx_tile, i_f]``: the rows of result dim 0 start at the run-time indices (an indirect DMA)."""
     dim, idx = runtime
     if t.on_chip:
-        raise NkiError(f"a tensor index (run-time index) needs an HBM tensor, '{t.name}' is in {t.buffer}",
+        raise NkiError(f"a tensor index (run-time index) needs an HBM tensor, '{t.label}' is in {t.buffer}",
                        "gather on chip with nisa.local_gather / nl.gather_flattened")  # fmt: skip
     if at != 0 or not bshape:
         raise NkiError("a tensor index must come with index grids that start the result (data[idx, i_f])")

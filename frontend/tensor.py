@@ -47,6 +47,9 @@ class Storage:
     written: bool = field(default=False)
     # The symbolic loops open when it was allocated (LoopVars, outermost first): it exists only inside them.
     scope: tuple[Any, ...] = ()
+    # What messages call it: the user's name= or the variable the allocating line assigns it to (frontend/varnames.py);
+    # "" for none, then the IR name. The IR keeps ``name``, so dumps do not depend on the kernel's local names.
+    label: str = ""
 
     @property
     def size(self) -> int:
@@ -141,6 +144,11 @@ class NkiTensor:
     @property
     def name(self) -> str:
         return self.storage.name
+
+    @property
+    def label(self) -> str:
+        """The tensor's name in messages: the user's name for it when the trace knows one (``acc``), else the IR's."""
+        return self.storage.label or self.storage.name
 
     @property
     def ndim(self) -> int:
@@ -450,7 +458,7 @@ class NkiTensor:
         total = self.storage_elems()
         if lo < 0 or hi >= total:
             note = f" ({self.oob_note}; mask= the elements outside)" if self.oob_note else ""
-            return f"access pattern touches elements {lo}..{hi} of '{self.name}', which has {total}{note}"
+            return f"access pattern touches elements {lo}..{hi} of '{self.label}', which has {total}{note}"
         return None
 
     def _offset_scale(self, indirect_dim: Any, dtype: str) -> int:
@@ -478,7 +486,7 @@ class NkiTensor:
         if vector is not None:
             index = _index_tensor(vector, "vector_offset")
             if self.on_chip:
-                raise NkiError(".ap: vector_offset indexes an HBM tensor", f"'{self.name}' is in {self.buffer}")
+                raise NkiError(".ap: vector_offset indexes an HBM tensor", f"'{self.label}' is in {self.buffer}")
             if index.buffer != "sbuf":
                 raise NkiError(f".ap: vector_offset must be an SBUF tensor, got {index.buffer}")
             if index.size != pairs[0][1]:

@@ -121,7 +121,7 @@ def _tile(fn: str, role: str, x: Any) -> NkiTensor:
     if not x.on_chip:
         raise NkiError(
             f"nl.{fn}: '{role}' is in {x.buffer}; nl.{fn} works on SBUF/PSUM tiles",
-            f"load it first: nl.load({x.name}[...])",
+            f"load it first: nl.load({x.label}[...])",
         )
     return x
 

@@ -63,10 +63,11 @@ from nkic.frontend.affine import IndexExpr, LoopVar
 from nkic.frontend.context import activate, active_context, deactivate, is_nki_op
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_dtype
 from nkic.frontend.emit import Affine, Loc, Operand
-from nkic.frontend.errors import NeedsUnroll, NkiError, NkiWarning, located_error, user_location
+from nkic.frontend.errors import NeedsUnroll, NkiError, NkiWarning, located_error, user_frame, user_location
 from nkic.frontend.grid import block_layout, block_view, split_par_dim
 from nkic.frontend.instruction import NkiInstruction
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
+from nkic.frontend.varnames import assigned_name
 from nkic.gcpause import gc_paused
 from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import TARGET_ALIASES, get_target
@@ -580,8 +581,8 @@ class TraceContext:
                 file, line = t.storage.loc[:2]
                 raise NkiError(
                     "The input and output tensor of a NKI kernel must be in shared_hbm address space",
-                    f"'{t.name}' is in {t.buffer}; allocate outputs with buffer=nl.shared_hbm "
-                    f"(note: '{t.name}' is allocated at {file}:{line})",
+                    f"'{t.label}' is in {t.buffer}; allocate outputs with buffer=nl.shared_hbm "
+                    f"(note: '{t.label}' is allocated at {file}:{line})",
                     where=returned_at,
                 )
             if t.storage.name in self._constants:
@@ -672,12 +673,14 @@ class TraceContext:
             check_hbm_size(dims, dtype, self.options.target, "HBM tensor")
         addr = _address(address)
         loc = user_location()
+        label = name or assigned_name(user_frame())  # for messages: 'acc', not 'sbuf_1'
         if buf.name == "shared_hbm":
             name = self._shared_name(name, dims, dtype)
         else:
             name = self._unique(name or buf.name)
         handle = self.emitter.alloc(name, dims, dtype, buf.name, addr, Loc(*loc))
-        storage = Storage(name, dims, dtype, buf, addr, handle, self._owner, loc, scope=tuple(self.loops))
+        storage = Storage(name, dims, dtype, buf, addr, handle, self._owner, loc, scope=tuple(self.loops),
+                          label=label)
         if buf.name == "shared_hbm" and self._pid == 0:
             self._shared.append(storage)
         return NkiTensor(storage, 0, contiguous_pairs(dims))
@@ -768,7 +771,7 @@ class TraceContext:
 
     def _operand(self, role: str, t: NkiTensor) -> Operand:
         if t.storage.owner is not self._owner:
-            raise NkiError(f"tensor '{t.name}' belongs to another trace or SPMD program", "do not cache tensors")
+            raise NkiError(f"tensor '{t.label}' belongs to another trace or SPMD program", "do not cache tensors")
         self._check_scope(t.storage)
         problem = t.bounds_problem()
         if problem is not None:
@@ -1113,6 +1116,6 @@ def _warn_unwritten(op: str, role: str, t: NkiTensor, loc: Loc) -> None:
     simulator's NaN fill), so the result is garbage. A compile-time warning at the reading instruction's line; a
     tensor written only in part is not detected (the tracer tracks whole allocations)."""
     alloc = f"{os.path.basename(t.storage.loc[0])}:{t.storage.loc[1]}"
-    text = (f"{op} reads '{role}' from {t.buffer} tensor '{t.storage.name}' (allocated at {alloc}) before any "
+    text = (f"{op} reads '{role}' from {t.buffer} tensor '{t.label}' (allocated at {alloc}) before any "
             "instruction writes it")  # fmt: skip
     warnings.warn_explicit(text, NkiWarning, loc.file, loc.line, registry=_WARNED)

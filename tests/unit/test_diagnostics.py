@@ -96,3 +96,52 @@ def test_syntax_error_in_a_script_is_one_line(tmp_path, monkeypatch, capsys) -> 
     assert main(["bad_syntax.py"]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines == ["bad_syntax.py:10: error: SyntaxError: '(' was never closed."], lines
+
+
+# -- 4. tensors in messages carry the user's names --------------------------------------------------------------------
+def uninitialised_read(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    named = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf, name="partial_sums")
+    total = nl.add(acc, nl.load(a))  # D-uninit-acc
+    nl.store(out, nl.add(total, named))  # D-uninit-named
+    return out
+
+
+def unwritten_messages(kernel, *args: object) -> list[str]:
+    import warnings
+
+    from nkic.frontend.errors import NkiWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nki.jit(kernel).trace(*args)
+    return [str(w.message) for w in caught if issubclass(w.category, NkiWarning)]
+
+
+def test_uninitialised_read_names_the_variable() -> None:
+    messages = unwritten_messages(uninitialised_read, np.ones((128, 64), np.float32))
+    assert any("sbuf tensor 'acc' (allocated at test_diagnostics.py:" in m for m in messages), messages
+    assert any("sbuf tensor 'partial_sums'" in m for m in messages), messages  # name= wins over the variable
+    assert not any("sbuf_" in m for m in messages), messages
+    # only the call assigned to the name takes it: the inner allocation of `s = nl.add(nl.ndarray(...), ...)` is not 's'
+    messages = unwritten_messages(nested_calls, np.ones((128, 64), np.float32))
+    assert len(messages) == 1 and "tensor 's'" not in messages[0] and "tensor 'sbuf" in messages[0], messages
+
+
+def returns_a_tile(a):
+    result = nl.load(a)
+    return result
+
+
+def test_error_about_a_tensor_names_the_variable() -> None:
+    with pytest.raises(nki.NkiError, match="must be in shared_hbm") as e:
+        nki.jit(returns_a_tile).trace(np.ones((128, 64), np.float32))
+    assert "'result' is in sbuf" in str(e.value), str(e.value)
+
+
+def nested_calls(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    s = nl.add(nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf), nl.load(a))  # inner: not 's'
+    nl.store(out, s)
+    return out

@@ -147,7 +147,7 @@ def test_output_not_shared_hbm() -> None:
     """An error about what a kernel returns is at the return line, with the allocation line as a note."""
     e = expect(k_sbuf_out, "E-output", "The input and output tensor of a NKI kernel must be in shared_hbm address")
     assert "buffer=nl.shared_hbm" in str(e)
-    assert f"note: 'sbuf' is allocated at {__file__}:{line_of('E-output-alloc')}" in str(e), str(e)
+    assert f"note: 'out' is allocated at {__file__}:{line_of('E-output-alloc')}" in str(e), str(e)
     expect(k_int_out, "E-int-output", "kernel 'k_int_out' returned a int")
 
 
