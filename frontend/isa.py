@@ -31,8 +31,6 @@ from nkic.target.instructions import (
     GPSIMD_CORE_PARTITIONS,
     GPSIMD_GROUP,
     INSTRUCTIONS,
-    LOCAL_GATHER_ELEMS,
-    LOCAL_GATHER_MAX_INDICES,
     SHUFFLE_KEEP,
     SHUFFLE_QUADRANT,
     TOPK_MAX_N,
@@ -680,6 +678,8 @@ def tensor_scalar(
     t0, v0 = (None, 0.0) if first == "bypass" and operand0 is None else _scalar(name, "operand0", operand0, dst)
     attrs: dict[str, Any] = {"op0": first, "operand0": v0, "reverse0": bool(reverse0)}
     t1 = v1 = None
+    if op1 is None and operand1 is not None:
+        _api_rules(ctx, name, {"operand1_without_op1": True})
     if op1 is not None:
         attrs["op1"] = alu_op(op1, "op1")
         t1, v1 = _scalar(name, "operand1", operand1, dst)
@@ -911,10 +911,6 @@ def memset(ctx: Any, dst: NkiTensor, value: Any, engine: Any = None, **kw: Any) 
     _on_chip("memset", "dst", dst)
     if not isinstance(value, (int, float)):
         raise NkiError(f"memset: value must be a number, got {type(value).__name__}")
-    if dst.dtype in PACKED_DTYPES and value != 0:
-        # Which bits a non-zero fill would write (the value per element, or a 32-bit pattern) is undocumented.
-        raise NkiError(f"memset: a packed MX tile ({dst.dtype}) can only be filled with 0, got {value}",
-                       "view it as an integer dtype to write a bit pattern")  # fmt: skip
     is_float = dst.dtype.startswith(("float", "bfloat", "tfloat"))
     if not is_float and float(value) != int(value):
         raise NkiError(f"memset: value {value} does not fit the integer dtype {dst.dtype}")
@@ -932,14 +928,6 @@ def _pattern(op: str, pattern: Any) -> tuple[tuple[int, int], ...]:
     return pairs
 
 
-def _pattern_fits(op: str, pairs: tuple[tuple[int, int], ...], dst: NkiTensor) -> None:
-    count = 1
-    for _, n in pairs:
-        count *= n
-    if count != dst.free_size:
-        raise NkiError(f"{op}: pattern covers {count} elements per partition, dst has {dst.free_size}")
-
-
 @nki_op
 def iota(ctx: Any, dst: NkiTensor, pattern: Any, offset: Any = 0, channel_multiplier: Any = 0, **kw: Any) -> None:
     """``dst[p, i…] = offset + p·channel_multiplier + Σ step·i``."""
@@ -947,7 +935,6 @@ def iota(ctx: Any, dst: NkiTensor, pattern: Any, offset: Any = 0, channel_multip
     dst = _tensor("iota", "dst", dst)
     _in("iota", "dst", dst, "sbuf")
     pairs = _pattern("iota", pattern)
-    _pattern_fits("iota", pairs, dst)
     attrs = {"pattern": pairs, "offset": int(offset), "channel_multiplier": int(channel_multiplier)}
     _record(ctx, "iota", {"dst": dst}, attrs)
 
@@ -972,13 +959,9 @@ def affine_select(
     _in(name, "on_true_tile", on_true, "sbuf")
     _elementwise(name, {"dst": dst, "on_true_tile": on_true})
     pairs = _pattern(name, pattern)
-    _pattern_fits(name, pairs, dst)
     attrs = {"pattern": pairs, "channel_multiplier": int(channel_multiplier), "cmp_op": alu_op(cmp_op, "cmp_op"),
              "on_false_value": float(on_false_value), "offset": int(offset)}  # fmt: skip
     _record(ctx, name, {"dst": dst, "on_true": on_true}, attrs)
-
-
-_RANGE_COMPARISONS = ("equal", "less", "less_equal", "greater", "greater_equal")
 
 
 @nki_op
@@ -1004,19 +987,12 @@ def range_select(
     dst, on_true = _tensor(name, "dst", dst), _tensor(name, "on_true_tile", on_true_tile)
     _elementwise(name, {"dst": dst, "on_true_tile": on_true})
     ops = {k: alu_op(v, k) for k, v in (("comp_op0", comp_op0), ("comp_op1", comp_op1))}
-    for k, v in ops.items():
-        if v not in _RANGE_COMPARISONS:
-            raise NkiError(f"{name}: {k} must be one of {', '.join(_RANGE_COMPARISONS)}, got {v}")
     bounds = {k: _tensor(name, k, v) for k, v in (("bound0", bound0), ("bound1", bound1))}
     for k, t in bounds.items():
         _scalar(name, k, t, dst)
-        if t.dtype != "float32":
-            raise NkiError(f"{name}: '{k}' must be float32, got {t.dtype}")
     if reduce_res is not None:
         _scalar(name, "reduce_res", _tensor(name, "reduce_res", reduce_res), dst)
     reduce = alu_op(reduce_op if reduce_op is not None else "maximum", "reduce_op")
-    if reduce != "maximum":
-        raise NkiError(f"{name}: reduce_op must be nl.maximum, got {reduce}")
     attrs = {**ops, "on_false_value": float(on_false_value), "range_start": int(range_start), "reduce_op": reduce,
              "reduce_cmd": _enum(reduce_cmd if reduce_cmd is not None else "reset_reduce", _REDUCE_CMD, "reduce_cmd")}
     operands = {"dst": dst, "on_true": on_true, **bounds, "reduce_res": reduce_res}
@@ -1042,8 +1018,6 @@ def tensor_tensor_scan(
     name = "tensor_tensor_scan"
     t = {role: _tensor(name, role, v) for role, v in (("dst", dst), ("data0", data0), ("data1", data1))}
     _elementwise(name, t)
-    if t["data0"].buffer == "psum" and t["data1"].buffer == "psum":
-        raise NkiError(f"{name}: data0 and data1 cannot both be in PSUM", "copy one of them to SBUF first")
     t_init, v_init = _scalar(name, "initial", initial, t["dst"])
     attrs = {"op0": alu_op(op0, "op0"), "op1": alu_op(op1, "op1"), "initial": v_init, "reverse0": bool(reverse0),
              "reverse1": bool(reverse1)}  # fmt: skip
@@ -1062,8 +1036,6 @@ def tensor_copy_predicated(
     value = None
     if isinstance(src, NkiTensor):
         tensors["src"] = src
-        if src.dtype != dst.dtype:
-            raise NkiError(f"{name}: src is {src.dtype} but dst is {dst.dtype}", "src and dst share one dtype")
         if src.buffer == "psum" and pred.buffer == "psum":
             raise NkiError(f"{name}: src and predicate cannot both be in PSUM")
     elif isinstance(src, (int, float)) and not isinstance(src, bool):
@@ -1071,8 +1043,6 @@ def tensor_copy_predicated(
     else:
         raise NkiError(f"{name}: src must be a tile or a number, got {type(src).__name__}")
     _elementwise(name, tensors)
-    if pred.dtype not in ("uint8", "uint16", "uint32"):
-        raise NkiError(f"{name}: predicate must be uint8, uint16 or uint32, got {pred.dtype}")
     operands = {"dst": dst, "src": tensors.get("src"), "predicate": pred}
     _record(ctx, name, operands, {"src": value, "reverse_pred": bool(reverse_pred)}, "vector")
 
@@ -1085,10 +1055,6 @@ def bn_stats(ctx: Any, dst: NkiTensor, data: NkiTensor, **kw: Any) -> None:
     _on_chip("bn_stats", "dst", dst)
     _on_chip("bn_stats", "data", data)
     _partitions_agree("bn_stats", {"dst": dst, "data": data})
-    fmax = _target(ctx).bn_stats_fmax
-    if data.free_size > fmax:
-        raise NkiError(f"bn_stats: data has {data.free_size} elements per partition, at most {fmax}",
-                       "run bn_stats per 512-element tile and aggregate them with one bn_aggr")  # fmt: skip
     _record(ctx, "bn_stats", {"dst": dst, "data": data}, {})
 
 
@@ -1156,8 +1122,6 @@ def select_reduce(
     if t["predicate"].dtype not in ("int8", "uint8", "int16", "uint16"):
         raise NkiError(f"{name}: predicate must be int8, uint8, int16 or uint16, got {t['predicate'].dtype}")
     reduce = alu_op(reduce_op if reduce_op is not None else "maximum", "reduce_op")
-    if reduce != "maximum":
-        raise NkiError(f"{name}: reduce_op must be nl.maximum, got {reduce}")
     t_false, v_false = _scalar(name, "on_false", on_false, t["dst"])
     t_res = None
     if reduce_res is not None:
@@ -1165,9 +1129,6 @@ def select_reduce(
     attrs = {"on_false": v_false, "reduce_cmd": _enum(reduce_cmd if reduce_cmd is not None else "idle", _REDUCE_CMD,
              "reduce_cmd"), "reduce_op": reduce, "reverse_pred": bool(reverse_pred)}  # fmt: skip
     _record(ctx, name, {**t, "on_false": t_false, "reduce_res": t_res}, attrs, "vector")
-
-
-_CUMULATIVE_OPS = ("add", "subtract", "multiply", "maximum", "minimum")
 
 
 @nki_op
@@ -1188,12 +1149,7 @@ def tensor_scalar_cumulative(
     name = "tensor_scalar_cumulative"
     dst, src = _tensor(name, "dst", dst), _tensor(name, "src", src)
     _elementwise(name, {"dst": dst, "src": src})
-    for role, t in (("dst", dst), ("src", src)):
-        if t.dtype in ("int32", "uint32"):
-            raise NkiError(f"{name}: '{role}' cannot be {t.dtype} (the instruction has no 32-bit integer mode)")
     ops = {"op0": alu_op(op0, "op0"), "op1": alu_op(op1, "op1")}
-    if ops["op1"] not in _CUMULATIVE_OPS:
-        raise NkiError(f"{name}: op1 must be one of {', '.join(_CUMULATIVE_OPS)}, got {ops['op1']}")
     cmd = _enum(reduce_cmd if reduce_cmd is not None else "reset_reduce", _REDUCE_CMD, "reduce_cmd")
     t0, v0 = _scalar(name, "imm0", imm0, dst)
     t1 = v1 = None
@@ -1473,9 +1429,6 @@ def topk(ctx: Any, val_dst: NkiTensor, idx_dst: NkiTensor, src: NkiTensor, n: An
         _in(name, role, x, "sbuf")
         if x.ndim != 2:
             raise NkiError(f"{name}: '{role}' must be a 2-D tile, got shape {x.shape}")
-    _dtype_in(name, "src", t["src"], "bfloat16")
-    _dtype_in(name, "val_dst", t["val_dst"], "bfloat16")
-    _dtype_in(name, "idx_dst", t["idx_dst"], "uint32")
     count, k = _int_param(name, "n", n), t["val_dst"].free_size
     if not 8 <= count < TOPK_MAX_N:
         raise NkiError(f"{name}: n must satisfy 8 <= n < {TOPK_MAX_N}, got {count}")
@@ -1524,27 +1477,19 @@ def local_gather(
     name = "local_gather"
     t = {r: _tensor(name, r, v) for r, v in (("dst", dst), ("src_buffer", src_buffer), ("index", index))}
     _same_dtype(name, t["dst"], "src_buffer", t["src_buffer"])
-    if t["index"].dtype != "uint16":
-        raise NkiError(f"{name}: index must be uint16, got {t['index'].dtype}")
     for role, v in t.items():
         start = _start_partition(v)
         if start is not None and start % GPSIMD_CORE_PARTITIONS:
             raise NkiError(f"{name}: '{role}' starts at partition {start}, not on a GpSimd core boundary "
                            f"(a multiple of {GPSIMD_CORE_PARTITIONS})")  # fmt: skip
     per_idx = int(num_elem_per_idx)
-    if per_idx not in LOCAL_GATHER_ELEMS:
-        raise NkiError(f"{name}: num_elem_per_idx must be one of {list(LOCAL_GATHER_ELEMS)}, got {per_idx}")
     per_core = GPSIMD_CORE_PARTITIONS * t["index"].free_size  # the indices in one core's 16-partition slice
     valid = per_core if num_valid_indices is None else int(num_valid_indices)
-    if not 1 <= valid <= per_core:
-        raise NkiError(f"{name}: num_valid_indices must be 1..{per_core} (the indices in a 16-partition slice of "
-                       f"index), got {valid}")  # fmt: skip
-    if valid > LOCAL_GATHER_MAX_INDICES:
-        raise NkiError(f"{name}: {valid} indices per GpSimd core, at most {LOCAL_GATHER_MAX_INDICES}")
+    attrs = {"num_elem_per_idx": per_idx, "num_valid_indices": valid}
+    _documented_rules(ctx, _target(ctx), name, t, attrs)  # the fields' rules first: dst's size follows from them
     if t["dst"].free_size != valid * per_idx:
         raise NkiError(f"{name}: dst needs {valid} x {per_idx} = {valid * per_idx} elements per partition, has "
                        f"{t['dst'].free_size}")  # fmt: skip
-    attrs = {"num_elem_per_idx": per_idx, "num_valid_indices": valid}
     _record(ctx, name, t, attrs, "gpsimd")
 
 
@@ -1555,9 +1500,6 @@ def nc_n_gather(ctx: Any, dst: NkiTensor, data: NkiTensor, indices: NkiTensor, *
     _mask(kw)
     name = "nc_n_gather"
     t = {r: _tensor(name, r, v) for r, v in (("dst", dst), ("data", data), ("indices", indices))}
-    _same_dtype(name, t["dst"], "data", t["data"])
-    if t["indices"].dtype != "uint32":
-        raise NkiError(f"{name}: indices must be uint32, got {t['indices'].dtype}")
     _partitions_agree(name, t)  # type: ignore[arg-type]
     _free_agree(name, "dst", t["dst"], "indices", t["indices"])
     _record(ctx, name, t, {}, "gpsimd")
@@ -1587,8 +1529,6 @@ def nc_stream_shuffle(ctx: Any, dst: NkiTensor, src: NkiTensor, shuffle_mask: An
     dst, src = _tensor(name, "dst", dst), _tensor(name, "src", src)
     _on_chip(name, "dst", dst)
     _on_chip(name, "src", src)
-    _same_dtype(name, dst, "src", src)
-    _free_agree(name, "dst", dst, "src", src)
     mask = _shuffle_mask(name, shuffle_mask)
     for i in range(dst.partitions):
         quadrant, lane = divmod(i, SHUFFLE_QUADRANT)
@@ -1614,8 +1554,6 @@ def sequence_bounds(ctx: Any, dst: NkiTensor, segment_ids: NkiTensor, **kw: Any)
     name = "sequence_bounds"
     dst, seg = _tensor(name, "dst", dst), _tensor(name, "segment_ids", segment_ids)
     for role, v in (("dst", dst), ("segment_ids", seg)):
-        if v.dtype not in ("float32", "int32"):
-            raise NkiError(f"{name}: '{role}' must be float32 or int32, got {v.dtype}")
         if v.partitions != 1:
             raise NkiError(f"{name}: '{role}' must have one partition, got shape {v.shape}")
     if dst.free_size != 2 * seg.free_size:

@@ -1,18 +1,152 @@
-"""The documented restrictions of the Vector and GpSimd Engine instructions (tensor_tensor)."""
+"""The documented restrictions of the Vector and GpSimd Engine instructions: element-wise arithmetic (tensor_tensor,
+tensor_scalar, scalar_tensor_tensor), reductions and scans, copies and fills, selects, batch-norm statistics, the
+top-8 / top-k family, gathers and shuffles."""
 
 from __future__ import annotations
 
-from nkic.target.rules import Call, rule, dtype_of
+from collections.abc import Callable
+
+import numpy as np
+
+from nkic.target.instructions import GPSIMD_CORE_PARTITIONS, LOCAL_GATHER_ELEMS, LOCAL_GATHER_MAX_INDICES
+from nkic.target.rules import Call, dtype_of, rule, waive
+
+# The bitvec ALU operators of the reference's ALU table (nki-aluop); every other operator nkic knows is arithmetic.
+BITVEC = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "invert", "left_shift", "right_shift",
+                    "logical_shift_left", "logical_shift_right", "arith_shift_left", "arith_shift_right"})  # fmt: skip
+INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+FLOATS = ("float32", "bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float8_e3m4")
+FP32_MIN = float(np.finfo(np.float32).min)
+_UNSET = (None, "bypass")
+
+# Waiver reasons shared by many sentences.
+_ENGINES = "checked: target/instructions.py engine legality (InstrSpec engines)"
+_ENGINE_OPS = "checked: target/instructions.py engine legality (InstrSpec engine_ops: the ALU ops an engine may run)"
+_INDIRECT = ("checked: frontend/isa.py:_with_index_operands (nkic has no .indirect() views of compute operands: a "
+             "dynamic access pattern on a compute operand is rejected at the call, so no operand is gathered or "
+             "scattered)")  # fmt: skip
+_ELEMENTWISE = ("checked: frontend/isa.py:_elementwise (_partitions_agree / _free_agree at the call; InstrSpec."
+                "elementwise in the penguin/bir verifiers)")  # fmt: skip
+_SCALAR = "checked: frontend/isa.py:_scalar (a (P, 1) tile on dst's partitions, on chip)"
+_ON_CHIP = "checked: frontend/isa.py:_on_chip / _in, and the role's declared memories (target/instructions.py)"
+_PARTITION_BYTES = ("checked: frontend tile allocation (nl.ndarray: a tile bigger than one partition of its memory "
+                    "cannot be allocated; allocate-memory places every tile inside its partition)")  # fmt: skip
+_CHAINING = ("semantics, not a restriction: reduce_res=None keeps the result in the engine's registers (the "
+             "simulator carries them to the next call)")  # fmt: skip
+_NO_UNARY = ("checked: frontend/ops.py:alu_op (nkic's ALU vocabulary has no unary operator such as nl.abs: it is "
+             "rejected, so no operand0 goes unused)")  # fmt: skip
+
+
+def _is_int(dt: str | None) -> bool:
+    return dt is None or dt in INTS
+
+
+def _bitvec_dtypes(fn: str, *ops: str) -> Callable[[Call], str | None]:
+    """With a bitvec operator among ``ops``, every tile operand is of an integer dtype."""
+
+    def test(call: Call) -> str | None:
+        used = [call.fields.get(o) for o in ops if call.fields.get(o) in BITVEC]
+        if not used:
+            return None
+        for role, o in call.operands.items():
+            if o.dtype not in INTS:
+                return f"{fn}: the bitvec operator nl.{used[0]} needs integer tiles, '{role}' is {o.dtype}"
+        return None
+
+    return test
+
+
+def _arithmetic(fn: str, *ops: str) -> Callable[[Call], str | None]:
+    """None of ``ops`` is a bitvec operator."""
+
+    def test(call: Call) -> str | None:
+        for o in ops:
+            if call.fields.get(o) in BITVEC:
+                return f"{fn}: {o}=nl.{call.fields[o]} is a bitvec operator; {o} must be arithmetic"
+        return None
+
+    return test
+
+
+def _both_psum(fn: str, a: str, b: str) -> Callable[[Call], str | None]:
+    def test(call: Call) -> str | None:
+        x, y = call.operands.get(a), call.operands.get(b)
+        if x is not None and y is not None and x.memory == y.memory == "psum":
+            return f"{fn}: {a} and {b} cannot both be in PSUM"
+        return None
+
+    return test
+
+
+def _dtype(fn: str, role: str, *allowed: str, quote: bool = True) -> Callable[[Call], str | None]:
+    def test(call: Call) -> str | None:
+        dt = dtype_of(call, role)
+        if dt is None or dt in allowed:
+            return None
+        name = f"'{role}'" if quote else role
+        return f"{fn}: {name} must be {_either(allowed)}, got {dt}"
+
+    return test
+
+
+def _one_of(fn: str, name: str, allowed: tuple[str, ...], default: str | None = None) -> Callable[[Call], str | None]:
+    """The ALU field ``name`` is one of ``allowed`` (absent: ``default``, which passes)."""
+
+    def test(call: Call) -> str | None:
+        v = call.fields.get(name, default)
+        if v is None or v == default or v in allowed:
+            return None
+        return f"{fn}: {name} must be {_either(tuple('nl.' + a for a in allowed))}, got nl.{v}"
+
+    return test
+
+
+def _either(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else f"one of {', '.join(names)}" if len(names) > 3 else \
+        f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _same_dtype(fn: str, a: str, b: str) -> Callable[[Call], str | None]:
+    def test(call: Call) -> str | None:
+        x, y = dtype_of(call, a), dtype_of(call, b)
+        if x is None or y is None or x == y:
+            return None
+        return f"{fn}: {a} is {x} but {b} is {y}; they must share one dtype"
+
+    return test
+
+
+def _all(*tests: Callable[[Call], str | None]) -> Callable[[Call], str | None]:
+    def test(call: Call) -> str | None:
+        return next((p for p in (t(call) for t in tests) if p is not None), None)
+
+    return test
+
+
+def _pattern_count(fn: str, *roles: str) -> Callable[[Call], str | None]:
+    """The pattern's [step, num] pairs cover exactly the elements per partition of each of ``roles``."""
+
+    def test(call: Call) -> str | None:
+        pattern = call.fields.get("pattern")
+        if not pattern:
+            return None
+        count = 1
+        for _, n in pattern:
+            count *= int(n)
+        for role in roles:
+            o = call.operands.get(role)
+            if o is not None and o.dims[1] != count:
+                return f"{fn}: pattern covers {count} elements per partition, {role} has {o.dims[1]}"
+        return None
+
+    return test
+
 
 # ------------------------------------------------------------------------------------------------------------
 # tensor_tensor
 # ------------------------------------------------------------------------------------------------------------
-@rule("tensor_tensor", "However, the two input tiles, data1 and data2 cannot both reside in PSUM.")
-def _tensor_tensor_psum_inputs(call: Call) -> str | None:
-    d1, d2 = call.operands.get("data1"), call.operands.get("data2")
-    if d1 is not None and d2 is not None and d1.memory == d2.memory == "psum":
-        return "tensor_tensor: data1 and data2 cannot both be in PSUM"
-    return None
+rule("tensor_tensor", "However, the two input tiles, data1 and data2 cannot both reside in PSUM.")(
+    _both_psum("tensor_tensor", "data1", "data2"))
 
 
 @rule("tensor_tensor", "Since GpSimd Engine cannot access PSUM, the input/output tiles cannot be in PSUM if op is "
@@ -22,3 +156,414 @@ def _tensor_tensor_power_psum(call: Call) -> str | None:
         return None
     role = next((r for r, o in call.operands.items() if o.memory == "psum"), None)
     return None if role is None else f"tensor_tensor: op=nl.power runs on GpSimd, which cannot read PSUM ('{role}')"
+
+
+rule("tensor_tensor", "For bitvec operators, the input/output data types must be integer types")(
+    _bitvec_dtypes("tensor_tensor", "op"))
+waive("nisa.tensor_tensor", "The two tiles must have the same partition axis size", _ELEMENTWISE)
+waive("nisa.tensor_tensor", "When tensor indirection is used", _INDIRECT)
+waive("nisa.tensor_tensor", "When operands are manually allocated", _INDIRECT)
+
+# ------------------------------------------------------------------------------------------------------------
+# tensor_scalar
+# ------------------------------------------------------------------------------------------------------------
+waive("nisa.tensor_scalar", "Apply up to two math operators", _ENGINES)
+waive("nisa.tensor_scalar", "If bitvec operators are used, the tensor_scalar instruction must run on Vector",
+      _ENGINE_OPS + ": no bitvec op on act or pool")
+waive("nisa.tensor_scalar", "The Scalar Engine on trn2 only supports some operator combinations", _ENGINE_OPS)
+waive("nisa.tensor_scalar", ":param engine:", _ENGINE_OPS + ": pool only for rsqrt")
+waive("nisa.tensor_scalar", "Must be None or 0 when op0 is a unary operator", _NO_UNARY)
+for _start in ("When tensor indirection is used", "Tensor indirection is not supported", "When operands are manually "
+               "allocated", "In addition, on the Scalar engine a scattered dst"):  # fmt: skip
+    waive("nisa.tensor_scalar", _start, _INDIRECT)
+
+
+@rule("tensor_scalar", "op1 and operand1 are optional, but must be None (default values) when unused.",
+      api="nisa.tensor_scalar")
+def _tensor_scalar_unused_operand1(call: Call) -> str | None:
+    # The frontend asks with the fact 'operand1_without_op1' (no instruction field holds an operand without its op).
+    if call.fields.get("operand1_without_op1"):
+        return "tensor_scalar: operand1 is given but op1 is None; pass neither or both"
+    return None
+
+
+@rule("tensor_scalar", "The two operators, op0 and op1, in a tensor_scalar instruction must be of the same type "
+      "(both bitvec or both arithmetic).")
+def _tensor_scalar_op_kinds(call: Call) -> str | None:
+    op0, op1 = call.fields.get("op0"), call.fields.get("op1")
+    if op0 in _UNSET or op1 in _UNSET or (op0 in BITVEC) == (op1 in BITVEC):
+        return None
+    return f"tensor_scalar: op0=nl.{op0} and op1=nl.{op1} mix a bitvec and an arithmetic operator"
+
+
+rule("tensor_scalar", "Also, the input/output data types must be integer types, and input elements are treated as "
+     "bit patterns without any data type casting.")(_bitvec_dtypes("tensor_scalar", "op0", "op1"))
+
+
+# Read strictly (an operand tile must be float32 with an arithmetic operator), nki-library's MX MoE kernel
+# (moe_tkg/selective_expert_mx_impl.py) breaks it with a bfloat16 (P, 1) operand0 tile, and it runs on the device.
+waive("nisa.tensor_scalar", "Also, arithmetic operators impose no restriction on the data types", "ambiguous: "
+      "nki-library passes a bfloat16 (P, 1) operand0 tile to an arithmetic tensor_scalar (moe_tkg/"
+      "selective_expert_mx_impl.py) and it runs on the device; the sentence may mean the operand registers hold "
+      "float32 (a number is an fp32 immediate, a tile is read as fp32). Accepted")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# scalar_tensor_tensor
+# ------------------------------------------------------------------------------------------------------------
+rule("scalar_tensor_tensor", "Both op0 and op1 must be arithmetic operators")(
+    _arithmetic("scalar_tensor_tensor", "op0", "op1"))
+rule("scalar_tensor_tensor", "Bitvec operators are not supported.")(_arithmetic("scalar_tensor_tensor", "op0", "op1"))
+rule("scalar_tensor_tensor", "However, data and operand1 cannot both reside in PSUM.")(
+    _both_psum("scalar_tensor_tensor", "data", "operand1"))
+waive("nisa.scalar_tensor_tensor", "The operand1 tile must have the same shape as data", _ELEMENTWISE)
+waive("nisa.scalar_tensor_tensor", "The operand1 must be an SBUF or PSUM tile.", _ON_CHIP)
+waive("nisa.scalar_tensor_tensor", "The partition dimension size of input data, operand1, and output dst",
+      _ELEMENTWISE + "; a tile has at most 128 partitions (nl.ndarray)")
+waive("nisa.scalar_tensor_tensor", "The total number of elements per partition of input data, operand1",
+      _ELEMENTWISE + "; " + _PARTITION_BYTES)
+waive("nisa.scalar_tensor_tensor", "If operand0 is not a scalar", _SCALAR)
+
+# ------------------------------------------------------------------------------------------------------------
+# tensor_reduce
+# ------------------------------------------------------------------------------------------------------------
+rule("tensor_reduce", "For bitvec operators, the input/output data types must be integer types")(
+    _bitvec_dtypes("tensor_reduce", "op"))
+
+
+@rule("tensor_reduce", ":param negate: if True, reduction result is multiplied by -1.0; only applicable when op is an "
+      "arithmetic operator")
+def _tensor_reduce_negate(call: Call) -> str | None:
+    op = call.fields.get("op")
+    if call.fields.get("negate") and op in BITVEC:
+        return f"tensor_reduce: negate=True needs an arithmetic op, nl.{op} is a bitvec operator"
+    return None
+
+
+_AXES = "checked: frontend/isa.py:tensor_reduce / _axes (the axes are the trailing free axes, never axis 0)"
+for _start in ("The reduction axes must be the last contiguous", "Axis 0 (partition axis) cannot be reduced.",
+               "nisa.tensor_reduce only supports free axes reduction.", "The axis (or axes) along which to reduce",
+               "Axis 0 (partition dim) cannot be reduced."):  # fmt: skip
+    waive("nisa.tensor_reduce", _start, _AXES)
+waive("nisa.tensor_reduce", "- axis=(3,) reduces only D3", "semantics, not a restriction: an example of which "
+      "trailing axes reduce (frontend/isa.py:tensor_reduce)")
+waive("nisa.tensor_reduce", "The partition dimension size of input data and output dst tiles must be the same",
+      "checked: frontend/isa.py:_partitions_agree; a tile has at most 128 partitions (nl.ndarray)")
+waive("nisa.tensor_reduce", "The number of elements per partition of data must not exceed", _PARTITION_BYTES)
+_KEPT = "checked: frontend/isa.py:tensor_reduce (dst's elements per partition = the product of the kept axes)"
+waive("nisa.tensor_reduce", "The number of elements per partition in dst must be consistent", _KEPT)
+waive("nisa.tensor_reduce", "For example, if axis indicates all free dimensions", _KEPT)
+waive("nisa.tensor_reduce", "When operands are manually allocated", _INDIRECT)
+
+# ------------------------------------------------------------------------------------------------------------
+# tensor_scalar_reduce
+# ------------------------------------------------------------------------------------------------------------
+rule("tensor_scalar_reduce", "Also, op0 can only be arithmetic operation")(_arithmetic("tensor_scalar_reduce", "op0"))
+rule("tensor_scalar_reduce", "Bitvec operators are not supported in this API.")(
+    _arithmetic("tensor_scalar_reduce", "op0"))
+waive("nisa.tensor_scalar_reduce", "Unlike regular nisa.tensor_scalar", "signature: nisa.tensor_scalar_reduce has "
+      "no op1/operand1 parameter (checked when binding the call)")
+waive("nisa.tensor_scalar_reduce", "The reduction result is written into reduce_res", _SCALAR)
+_RESET_ONLY = ("checked: frontend/isa.py:tensor_scalar_reduce (nkic supports only reduce_cmd=reset_reduce and "
+               "rejects reduce_init)")  # fmt: skip
+waive("nisa.tensor_scalar_reduce", "reduce_init should only be set when reduce_cmd is load_reduce.", _RESET_ONLY)
+waive("nisa.tensor_scalar_reduce", "Must be provided when reduce_cmd is load_reduce.", _RESET_ONLY)
+waive("nisa.tensor_scalar_reduce", "When operands are manually allocated", _INDIRECT)
+waive("nisa.tensor_scalar_reduce", "Must be None or 0 when op0 is a unary operator", _NO_UNARY)
+_REVERSE0 = ("ambiguous: reverse0 is marked '(not supported yet)' yet its meaning is documented; nkic accepts it and "
+             "implements the documented meaning (operand0 as op0's lhs)")  # fmt: skip
+waive("nisa.tensor_scalar_reduce", ":param reverse0:", _REVERSE0)
+waive("nisa.tensor_scalar_reduce", "`<-- currently not supported yet.`", _REVERSE0)
+waive("nisa.tensor_scalar_reduce", "This is useful when chaining multiple calls", _CHAINING)
+
+# ------------------------------------------------------------------------------------------------------------
+# tensor_scalar_cumulative
+# ------------------------------------------------------------------------------------------------------------
+_CUMULATIVE_OPS = ("add", "subtract", "multiply", "maximum", "minimum")
+rule("tensor_scalar_cumulative", "- Scalar operation (op0) must be an arithmetic op (e.g., add, mult, max)")(
+    _arithmetic("tensor_scalar_cumulative", "op0"))
+rule("tensor_scalar_cumulative", "- Reduction operation (op1) is limited to add, subtract, mult, max, min")(
+    _one_of("tensor_scalar_cumulative", "op1", _CUMULATIVE_OPS))
+
+
+@rule("tensor_scalar_cumulative", "- INT32/UINT32 are not supported as input/output dtypes (ISA limitation)")
+def _cumulative_no_int32(call: Call) -> str | None:
+    for role in ("dst", "src"):
+        dt = dtype_of(call, role)
+        if dt in ("int32", "uint32"):
+            return f"tensor_scalar_cumulative: '{role}' cannot be {dt} (the instruction has no 32-bit integer mode)"
+    return None
+
+
+@rule("tensor_scalar_cumulative", "Must be FP32 datatype")
+def _cumulative_imm_fp32(call: Call) -> str | None:
+    for role in ("imm0", "imm1"):
+        dt = dtype_of(call, role)
+        if dt not in (None, "float32"):
+            return f"tensor_scalar_cumulative: the {role} tile is {dt}, it must be float32"
+    return None
+
+
+waive("nisa.tensor_scalar_cumulative", "When operands are manually allocated", _INDIRECT)
+
+# ------------------------------------------------------------------------------------------------------------
+# tensor_tensor_scan
+# ------------------------------------------------------------------------------------------------------------
+rule("tensor_tensor_scan", "The two input tiles, data0 and data1 cannot both reside in PSUM.")(
+    _both_psum("tensor_tensor_scan", "data0", "data1"))
+waive("nisa.tensor_tensor_scan", "The two input tiles (data0 and data1) must have the same", _ELEMENTWISE)
+
+# ------------------------------------------------------------------------------------------------------------
+# tensor_copy / tensor_copy_predicated / memset
+# ------------------------------------------------------------------------------------------------------------
+waive("nisa.tensor_copy", "Users should be cautious", "advice, not a restriction")
+waive("nisa.tensor_copy", "In addition, since GpSimd Engine cannot access PSUM", _ENGINES)
+waive("nisa.tensor_copy", "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine.",
+      _ENGINES + " (engine_since: act from NeuronCore-v3)")
+waive("nisa.tensor_copy", "When tensor indirection is used", _INDIRECT)
+waive("nisa.tensor_copy", "When operands are manually allocated", _INDIRECT)
+waive("nisa.tensor_copy", "In addition, on the Scalar engine a scattered dst", _INDIRECT)
+waive("nisa.tensor_copy", ":param src: the source of copy, must be a tile in SBUF or PSUM.", _ON_CHIP)
+
+
+@rule("tensor_copy_predicated", "1. src (if it is a tensor), dst, and predicate must occupy the same number of "
+      "partitions and same number of elements per partition. 2. predicate must be of type uint8, uint16, or uint32. "
+      "3. src and dst must share the same data type.")
+def _copy_predicated(call: Call) -> str | None:
+    dst = call.operands.get("dst")
+    for role in ("src", "predicate"):
+        o = call.operands.get(role)
+        if dst is not None and o is not None and o.dims != dst.dims:
+            return (f"tensor_copy_predicated: '{role}' is {o.dims[0]} x {o.dims[1]} (partitions x elements), dst is "
+                    f"{dst.dims[0]} x {dst.dims[1]}")  # fmt: skip
+    return _dtype("tensor_copy_predicated", "predicate", "uint8", "uint16", "uint32", quote=False)(call) or _same_dtype(
+        "tensor_copy_predicated", "src", "dst")(call)
+
+
+waive("nisa.tensor_copy_predicated", "This instruction provides low-level control", "semantics, not a restriction: "
+      "what the instruction is for")
+waive("nisa.tensor_copy_predicated", "When operands are manually allocated", _INDIRECT)
+
+
+@rule("memset", "For x4 packed types (float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4), only value=0 is "
+      "supported.")
+def _memset_packed(call: Call) -> str | None:
+    from nkic.target.vocab import PACKED_DTYPES
+
+    dt, value = dtype_of(call, "dst"), call.fields.get("value")
+    if dt in PACKED_DTYPES and value not in (None, 0):
+        return f"memset: a packed MX tile ({dt}) can only be filled with 0, got {value}"
+    return None
+
+
+# ------------------------------------------------------------------------------------------------------------
+# iota / affine_select / range_select / select_reduce
+# ------------------------------------------------------------------------------------------------------------
+_PATTERN = "checked: frontend/isa.py:_pattern (1 to 4 [step, num] pairs of integers; offset and channel_multiplier " \
+           "are int()-ed)"
+rule("iota", "The total number of elements in pattern must match the number of elements per partition in the dst "
+     "tile.")(_pattern_count("iota", "dst"))
+waive("nisa.iota", "The pattern is defined by an int32 offset", _PATTERN)
+waive("nisa.iota", ":param pattern:", _PATTERN)
+waive("nisa.iota", "The output dst tile must be in SBUF.", _ON_CHIP)
+waive("nisa.iota", "The partition dimension size of dst must not exceed 128.", "checked: a tile has at most 128 "
+      "partitions (nl.ndarray); the penguin verifier bounds every on-chip access pattern")
+waive("nisa.iota", "The number of elements per partition of dst must not exceed", _PARTITION_BYTES)
+
+rule("affine_select", "- The total number of elements in pattern must match the number of elements per partition in "
+     "the dst and on_true_tile tiles.")(_pattern_count("affine_select", "dst", "on_true"))
+waive("nisa.affine_select", ":param pattern:", _PATTERN)
+waive("nisa.affine_select", "The output dst tile must be in SBUF.", _ON_CHIP)
+waive("nisa.affine_select", "The input on_true_tile must also be in SBUF.", _ON_CHIP)
+waive("nisa.affine_select", "The on_false_value must be float32", "semantics, not a restriction: on_false_value is "
+      "a number, stored as the instruction's fp32 immediate whatever the tiles' dtypes (frontend/isa.py:affine_select)")
+waive("nisa.affine_select", "The input tile on_true_tile, the calculated boolean predicate tile", _ELEMENTWISE)
+waive("nisa.affine_select", "- The partition dimension size of dst and on_true_tile", _ELEMENTWISE)
+waive("nisa.affine_select", "- The number of elements per partition of dst and on_true_tile", _PARTITION_BYTES)
+
+_RANGE_COMPARISONS = ("equal", "less", "less_equal", "greater", "greater_equal")
+rule("range_select", "The comparison operators must be one of:")(_all(
+    _one_of("range_select", "comp_op0", _RANGE_COMPARISONS), _one_of("range_select", "comp_op1", _RANGE_COMPARISONS)))
+
+
+@rule("range_select", "- on_true_tile must be one of the FP dtypes, and bound0/bound1 must be FP32 types.")
+def _range_select_dtypes(call: Call) -> str | None:
+    dt = dtype_of(call, "on_true")
+    if dt is not None and dt not in FLOATS:
+        return f"range_select: on_true_tile must be a floating-point tile, got {dt}"
+    return _dtype("range_select", "bound0", "float32")(call) or _dtype("range_select", "bound1", "float32")(call)
+
+
+@rule("range_select", "Due to hardware constraints, this must be FP32_MIN (-3.4028235e+38).")
+def _range_select_fill(call: Call) -> str | None:
+    v = call.fields.get("on_false_value")
+    if v is None or np.float32(v) == np.float32(FP32_MIN):
+        return None
+    return f"range_select: on_false_value must be FP32_MIN (-3.4028235e+38), got {v}"
+
+
+rule("range_select", "Currently only nl.maximum is supported.")(
+    _one_of("range_select", "reduce_op", ("maximum",), default="bypass"))
+waive("nisa.range_select", "Available only on NeuronCore-v3 and newer.", "checked: target/instructions.py since=3 "
+      "(frontend/isa.py:_record: 'nisa.range_select is not available on trn1'; Target.has for IR)")
+waive("nisa.range_select", "In this case, you must make sure reduce_res.dtype is FP32", "advice, not a restriction: "
+      "a numerical-stability note (a bf16 row of -inf against a non-fp32 max)")
+waive("nisa.range_select", "Partition dim sizes must match across on_true_tile", _ELEMENTWISE + "; " + _SCALAR)
+waive("nisa.range_select", "- bound0 and bound1 must have one element per partition", _SCALAR)
+waive("nisa.range_select", "This is useful when chaining multiple calls", _CHAINING)
+waive("nisa.range_select", "Defaults to 0, and must be a compile-time integer.", "signature: range_start is int()-ed "
+      "at the call (frontend/isa.py:range_select; a loop index unrolls)")
+
+rule("select_reduce", "- reduce_op only supports max")(
+    _one_of("select_reduce", "reduce_op", ("maximum",), default="bypass"))
+rule("select_reduce", ":param reduce_op: (optional) Reduction operator to apply (only nl.maximum is supported)")(
+    _one_of("select_reduce", "reduce_op", ("maximum",), default="bypass"))
+
+
+@rule("select_reduce", "- reduce_res dtype must of float type")
+def _select_reduce_res_float(call: Call) -> str | None:
+    dt = dtype_of(call, "reduce_res")
+    return None if dt is None or dt in FLOATS else f"select_reduce: reduce_res must be a float tile, got {dt}"
+
+
+waive("nisa.select_reduce", "- on_true, dst, and predicate must have identical shapes", _ELEMENTWISE)
+waive("nisa.select_reduce", "- on_false dtype must be float32 if on_false is a scalar.", "semantics, not a "
+      "restriction: a number on_false is stored as the instruction's fp32 immediate (frontend/isa.py:_scalar)")
+waive("nisa.select_reduce", "- reduce_res must be a vector of shape", _SCALAR)
+waive("nisa.select_reduce", ":param reduce_res:", _SCALAR)
+waive("nisa.select_reduce", "This is useful when chaining multiple calls", _CHAINING)
+
+# ------------------------------------------------------------------------------------------------------------
+# bn_stats / bn_aggr
+# ------------------------------------------------------------------------------------------------------------
+BN_STATS_FMAX = 512  # nl.tile_size.bn_stats_fmax, the same on every generation (Target.bn_stats_fmax)
+
+
+def _bn_stats_fmax(call: Call) -> str | None:
+    data = call.operands.get("data")
+    if data is None or data.dims[1] <= BN_STATS_FMAX:
+        return None
+    return f"bn_stats: data has {data.dims[1]} elements per partition, at most {BN_STATS_FMAX}"
+
+
+rule("bn_stats", "Due to hardware limitation, the number of elements per partition (i.e., free dimension size) of the "
+     "input data must not exceed 512 (nl.tile_size.bn_stats_fmax).")(_bn_stats_fmax)
+rule("bn_stats", ":param data: the input tile (up to 512 elements per partition)")(_bn_stats_fmax)
+waive("nisa.bn_aggr", "Therefore, the number of elements per partition of data must be a modulo of three.",
+      "checked: target/instructions.py:_bn_aggr_dims (InstrSpec.dims_rule, at the call and in every verifier)")
+
+# ------------------------------------------------------------------------------------------------------------
+# max8 / nc_find_index8 / topk / nonzero_with_count
+# ------------------------------------------------------------------------------------------------------------
+_RANK = "checked: frontend/isa.py:_rank_at_most (source up to rank 3; the 8-wide result a 2-D tile)"
+_TOP8 = "checked: target/instructions.py:_top8_count (InstrSpec.dims_rule, at the call and in every verifier)"
+waive("nisa.max8", "The source tile can be up to 3-dimensional", _RANK)
+waive("nisa.max8", "The number of elements read per partition must be between 8 and 16,384", _TOP8)
+waive("nisa.max8", "The source and output must have the same partition dimension size", "checked: target/"
+      "instructions.py:_max8_dims (dst is (src partitions, 8))")
+waive("nisa.nc_find_index8", "The data tensor can be up to 3-dimensional", _RANK)
+waive("nisa.nc_find_index8", "The data tensor must have between 8 and 16,384", _TOP8)
+waive("nisa.nc_find_index8", "The vals tensor must have exactly 8 elements per partition.", "checked: frontend/isa.py:"
+      "_eight_per_partition and target/instructions.py:_find_index8_dims")
+waive("nisa.nc_find_index8", "If provided, a mask is applied only to the data tensor.", "semantics, not a "
+      "restriction: what a mask would apply to (nkic takes no mask= on nisa calls: frontend/isa.py:_mask)")
+
+rule("topk", "The source must be BF16.")(_dtype("topk", "src", "bfloat16"))
+rule("topk", "- Source must be BF16 in SBUF.")(_dtype("topk", "src", "bfloat16"))
+rule("topk", "- val_dst must be BF16 in SBUF with shape [par_dim, k].")(_dtype("topk", "val_dst", "bfloat16"))
+rule("topk", "- idx_dst must be uint32 in SBUF with shape [par_dim, k].")(_dtype("topk", "idx_dst", "uint32"))
+waive("nisa.topk", "The source and outputs must be in SBUF.", _ON_CHIP)
+waive("nisa.topk", "- partition dim must be a multiple of 16", "checked: target/instructions.py:_topk_dims "
+      "(InstrSpec.dims_rule, with val_dst/idx_dst's [par_dim, k] shape)")
+
+waive("nisa.nonzero_with_count", "Available only on NeuronCore-v3 and newer.", "checked: target/instructions.py "
+      "since=3 (frontend/isa.py:_record: 'not available on trn1'; Target.has for IR)")
+_GPSIMD_CORES = ("semantics, not a restriction: which partitions the instruction reads and writes (runtime/"
+                 "simulator.py leaves the others untouched)")  # fmt: skip
+waive("nisa.nonzero_with_count", "NOTE: this instruction only operates on partitions", _GPSIMD_CORES)
+waive("nisa.nonzero_with_count", "In nonzero_with_count, each GpSimd core reads from", _GPSIMD_CORES)
+
+# ------------------------------------------------------------------------------------------------------------
+# local_gather / nc_n_gather / nc_stream_shuffle / sequence_bounds
+# ------------------------------------------------------------------------------------------------------------
+
+waive("nisa.local_gather", "If you only need to gather elements within a partition", "advice, not a restriction")
+
+
+@rule("local_gather", "Note, num_valid_indices must not exceed the total element count in each 16-partition index "
+      "slice (i.e., num_valid_indices <= index.size / (index.shape[0] / 16)).")
+def _local_gather_valid(call: Call) -> str | None:
+    index, valid = call.operands.get("index"), call.fields.get("num_valid_indices")
+    if index is None or valid is None:
+        return None
+    per_core = GPSIMD_CORE_PARTITIONS * index.dims[1]
+    if not 1 <= valid <= per_core:
+        return (f"local_gather: num_valid_indices must be 1..{per_core} (the indices in a 16-partition slice of "
+                f"index), got {valid}")  # fmt: skip
+    return None
+
+
+rule("local_gather", "The indices in index tile must be uint16 types.")(
+    _dtype("local_gather", "index", "uint16", quote=False))
+
+
+@rule("local_gather", "The number of contiguous elements to gather per index per partition num_elem_per_idx must be "
+      "one of the following values: [1, 2, 4, 8, 16, 32].")
+def _local_gather_elems(call: Call) -> str | None:
+    n = call.fields.get("num_elem_per_idx")
+    if n is None or n in LOCAL_GATHER_ELEMS:
+        return None
+    return f"local_gather: num_elem_per_idx must be one of {list(LOCAL_GATHER_ELEMS)}, got {n}"
+
+
+@rule("local_gather", "The number of indices for gather per core must be less than or equal to 4096.")
+def _local_gather_max(call: Call) -> str | None:
+    valid = call.fields.get("num_valid_indices")
+    if valid is None or valid <= LOCAL_GATHER_MAX_INDICES:
+        return None
+    return f"local_gather: {valid} indices per GpSimd core, at most {LOCAL_GATHER_MAX_INDICES}"
+
+
+waive("nisa.local_gather", "The partition axis size of src_buffer must match that of index", "checked: target/"
+      "instructions.py:_local_gather_dims (InstrSpec.dims_rule, at the call and in every verifier)")
+
+rule("nc_n_gather", "The output dst tile must have the same data type as data.")(
+    _same_dtype("nc_n_gather", "dst", "data"))
+rule("nc_n_gather", "The indices tile must be uint32.")(_dtype("nc_n_gather", "indices", "uint32", quote=False))
+waive("nisa.nc_n_gather", "All input and output tiles (data, indices, and dst) must be in SBUF.", _ON_CHIP)
+waive("nisa.nc_n_gather", "GpSimd Engine cannot access PSUM", _ENGINES)
+_N_GATHER_DIMS = "checked: target/instructions.py:_n_gather_dims (InstrSpec.dims_rule); frontend/isa.py:nc_n_gather"
+waive("nisa.nc_n_gather", "The partition dimension of data, indices, and dst must be the same.", _N_GATHER_DIMS)
+waive("nisa.nc_n_gather", "The partition dimension size of data, indices, and dst must be the same", _N_GATHER_DIMS
+      + "; a tile has at most 128 partitions (nl.ndarray)")
+waive("nisa.nc_n_gather", "The number of elements per partition in dst must match", _N_GATHER_DIMS)
+waive("nisa.nc_n_gather", "The indices' values must be within the range", "checked: runtime/simulator.py (the "
+      "indices are run-time data: an index out of range is a simulation error)")
+
+
+@rule("nc_stream_shuffle", "#. dst must have same data type as src. #. dst must have the same number of elements per "
+      "partition as src.")
+def _shuffle_like(call: Call) -> str | None:
+    src, dst = call.operands.get("src"), call.operands.get("dst")
+    if src is None or dst is None:
+        return None
+    if src.dims[1] != dst.dims[1]:
+        return f"nc_stream_shuffle: dst has {dst.dims[1]} elements per partition but src has {src.dims[1]}"
+    return _same_dtype("nc_stream_shuffle", "dst", "src")(call)
+
+
+waive("nisa.nc_stream_shuffle", "Each mask element must be in data type int or affine expression.",
+      "checked: frontend/isa.py:_shuffle_mask (32 integers, each a partition of the quadrant or 255)")
+_SHUFFLE_STARTS = ("checked: target/instructions.py:shuffle_start_problem (frontend/isa.py:nc_stream_shuffle, from the "
+                   "tiles' start partitions)")  # fmt: skip
+for _start in ("If num_active_partitions is 96/128", "If num_active_partitions is 64,",
+               "If num_active_partitions is 32,"):  # fmt: skip
+    waive("nisa.nc_stream_shuffle", _start, _SHUFFLE_STARTS)
+
+waive("nisa.sequence_bounds", "The partition dimension must always be 1.", "checked: target/instructions.py:"
+      "_sequence_bounds_dims (InstrSpec.dims_rule, at the call and in every verifier); frontend/isa.py:sequence_bounds")
+rule("sequence_bounds", "Both the input tile (segment_ids) and output tile (dst) must have data type nl.float32 or "
+     "nl.int32.")(_all(_dtype("sequence_bounds", "segment_ids", "float32", "int32"),
+                      _dtype("sequence_bounds", "dst", "float32", "int32")))  # fmt: skip
+waive("nisa.sequence_bounds", "All segment IDs must be non-negative integers.", "checked: runtime/simulator.py (the "
+      "ids are run-time data: a negative or non-integral id is a simulation error)")

@@ -32,8 +32,8 @@
 // CHECK: penguin.scalar_tensor_tensor dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], operand0 %m[0 : [1, 128], [1, 1]], operand1 %x[0 : [512, 128], [1, 512]] {op0 = "multiply", op1 = "add"}
 // CHECK: penguin.tensor_scalar_reduce dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], reduce_res %s[0 : [1, 128], [1, 1]] {op0 = "multiply", operand0 = 5.000000e-01 : f32, reduce_op = "maximum"}
 // CHECK: penguin.tensor_tensor_scan dst %x[0 : [512, 128], [1, 512]], data0 %x[0 : [512, 128], [1, 512]], data1 %p[0 : [512, 128], [1, 512]], initial %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", reverse1 = true}
-// CHECK: penguin.tensor_copy_predicated dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512]] {reverse_pred = true}
-// CHECK: penguin.tensor_copy_predicated dst %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512]] {src = 5.000000e-01 : f32}
+// CHECK: penguin.tensor_copy_predicated dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512] as uint32] {reverse_pred = true}
+// CHECK: penguin.tensor_copy_predicated dst %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512] as uint32] {src = 5.000000e-01 : f32}
 // CHECK: penguin.bn_stats dst %st[0 : [6, 128], [1, 6]], data %x[0 : [512, 128], [1, 512]]
 // CHECK: penguin.bn_aggr dst %mv[0 : [2, 128], [1, 2]], data %st[0 : [6, 128], [1, 6]]
 // CHECK: penguin.exponential dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], max_value %m[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {reduce_cmd = "reset_reduce"}
@@ -129,8 +129,8 @@ builtin.module {
       penguin.scalar_tensor_tensor dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], operand0 %m[0 : [1, 128], [1, 1]], operand1 %x[0 : [512, 128], [1, 512]] {op0 = "multiply", op1 = "add"}
       penguin.tensor_scalar_reduce dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], reduce_res %s[0 : [1, 128], [1, 1]] {op0 = "multiply", operand0 = 0.5 : f32, reduce_op = "maximum"}
       penguin.tensor_tensor_scan dst %x[0 : [512, 128], [1, 512]], data0 %x[0 : [512, 128], [1, 512]], data1 %p[0 : [512, 128], [1, 512]], initial %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", reverse1 = true}
-      penguin.tensor_copy_predicated dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512]] {reverse_pred = true}
-      penguin.tensor_copy_predicated dst %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512]] {src = 5.000000e-01 : f32}
+      penguin.tensor_copy_predicated dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512] as uint32] {reverse_pred = true}
+      penguin.tensor_copy_predicated dst %x[0 : [512, 128], [1, 512]], predicate %x[0 : [512, 128], [1, 512] as uint32] {src = 5.000000e-01 : f32}
       penguin.bn_stats dst %st[0 : [6, 128], [1, 6]], data %x[0 : [512, 128], [1, 512]]
       penguin.bn_aggr dst %mv[0 : [2, 128], [1, 2]], data %st[0 : [6, 128], [1, 6]]
       penguin.exponential dst %x[0 : [512, 128], [1, 512]], src %x[0 : [512, 128], [1, 512]], max_value %m[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {reduce_cmd = "reset_reduce"}
