@@ -66,6 +66,7 @@ from nkic.frontend.emit import Affine, Loc, Operand
 from nkic.frontend.errors import NeedsUnroll, NkiError, NkiWarning, located_error, user_frame, user_location
 from nkic.frontend.grid import block_layout, block_view, split_par_dim
 from nkic.frontend.instruction import NkiInstruction
+from nkic.frontend.loop_tiles import LoopTiles
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
 from nkic.frontend.varnames import assigned_name
 from nkic.gcpause import gc_paused
@@ -450,6 +451,7 @@ class TraceContext:
         self._api_call = ""  # the outermost nki API function being called ("nl.softmax"), named on its instructions
         self.registers = 0  # virtual registers allocated in the program being traced (register 0 reads as zero)
         self.dynamic_loops: list[tuple[str, int]] = []  # open runtime loops (dynamic_range, ...): where they began
+        self.loop_tiles = LoopTiles()  # unrolled loops' tiles, to warn about one read after its loop (per program)
         self.instructions = 0  # traced so far, every SPMD program together (target/limits.py)
         self.max_instructions = max_instructions()
 
@@ -491,6 +493,7 @@ class TraceContext:
         self._site_counts = {}
         self.registers = 0
         self.dynamic_loops = []
+        self.loop_tiles = LoopTiles()
         self._params: list[Storage] = []
         self._kernel_frame: Any = None
         self.emitter.begin_program(pid)
@@ -512,6 +515,7 @@ class TraceContext:
                            "its trip count must come from its bounds; compute it into a register",
                            where=self.dynamic_loops[-1])  # fmt: skip
         outputs, returns_tuple = self._outputs(result)
+        self.loop_tiles.warn()
         outputs, hidden, aliases = self._alias_inputs(outputs)
         # Under a grid a returned input stays an input (read back after the run), not a result of the program.
         self.emitter.end_program([s.handle for s in outputs + hidden if not s.is_param])
@@ -683,6 +687,7 @@ class TraceContext:
                           label=label)
         if buf.name == "shared_hbm" and self._pid == 0:
             self._shared.append(storage)
+        self.loop_tiles.allocated(storage)
         return NkiTensor(storage, 0, contiguous_pairs(dims))
 
     def constant(self, values: np.ndarray) -> NkiTensor:
@@ -757,6 +762,7 @@ class TraceContext:
         for role, t in operands.items():
             if role in writes:
                 t.storage.written = True
+            self.loop_tiles.accessed(t.storage, role in writes, (loc.file, loc.line))
         self._emitted.append(self.emitter.inst(op, emitted, attrs, loc))
         self._last_loc = loc
 
@@ -819,7 +825,7 @@ class TraceContext:
         self._site_counts[(file, line)] = occurrence + 1
         site = (file, line, occurrence)
         if site in self.unrolled or (file, line, -1) in self.unrolled or not range(start, stop, step):
-            return range(start, stop, step)
+            return self.loop_tiles.unrolled(range(start, stop, step), f"{kind}_range", file, line)
         return self._symbolic_loop(kind, start, stop, step, site, Loc(file, line, col))
 
     def _symbolic_loop(self, kind: str, start: int, stop: int, step: int, site: Any, loc: Loc) -> Iterator[Any]:

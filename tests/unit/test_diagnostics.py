@@ -145,3 +145,73 @@ def nested_calls(a):
     s = nl.add(nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf), nl.load(a))  # inner: not 's'
     nl.store(out, s)
     return out
+
+
+# -- 5. a tile read after the loop that defines it --------------------------------------------------------------------
+def tile_after_its_loop(a):
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(4):  # D-loop
+        t = nl.load(a[i * 128:(i + 1) * 128, :])
+    nl.store(out, t)  # D-after-loop
+    return out
+
+
+def carried_accumulator(a):
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(4):
+        acc = nl.add(acc, nl.load(a[i * 128:(i + 1) * 128, :]))  # each iteration reads the previous one's tile
+    nl.store(out, acc)
+    return out
+
+
+def tiles_kept_per_iteration(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    tiles = []
+    for i in nl.affine_range(4):
+        tiles.append(nl.load(a[i * 128:(i + 1) * 128, :]))
+    for i in range(4):  # every iteration's tile is read after the loop: the tutorial's hoist_load
+        nl.store(out[i * 128:(i + 1) * 128, :], tiles[i])
+    return out
+
+
+def reused_after_its_loop(a):
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(4):
+        t = nl.load(a[i * 128:(i + 1) * 128, :])
+        nl.store(out, t)
+    t[...] = nl.exp(nl.load(a[0:128, :]))  # written before it is read: a scratch tile reused, not a surprise
+    nl.store(out, t)
+    return out
+
+
+def loop_warnings(kernel, a: np.ndarray) -> tuple[list[str], object]:
+    import warnings
+
+    from nkic.frontend.errors import NkiWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = nki.simulate(kernel)(a)
+    return [f"{w.lineno}: {w.message}" for w in caught if issubclass(w.category, NkiWarning)], result
+
+
+def test_tile_read_after_its_loop_warns() -> None:
+    a = np.random.default_rng(5).standard_normal((512, 64)).astype(np.float32)
+    messages, result = loop_warnings(tile_after_its_loop, a)
+    np.testing.assert_array_equal(result, a[384:512])  # the last iteration's tile, as the warning says
+    after = [m for m in messages if "after the loop" in m]
+    assert len(after) == 1, messages
+    assert after[0].startswith(f"{line_of('D-after-loop')}: ") and "tile 't'" in after[0], after
+    assert f"test_diagnostics.py:{line_of('D-loop')}" in after[0] and "last iteration" in after[0], after
+    assert "iteration 3 of 4" in after[0], after
+    # no warning where the last tile is what the loop meant: loop-carried state, a tile per iteration, a reused tile
+    messages, result = loop_warnings(carried_accumulator, a)
+    assert not [m for m in messages if "after the loop" in m], messages
+    np.testing.assert_allclose(result, a.reshape(4, 128, 64).sum(axis=0), rtol=1e-5, atol=1e-5)
+    messages, result = loop_warnings(tiles_kept_per_iteration, a)
+    assert not [m for m in messages if "after the loop" in m], messages
+    np.testing.assert_array_equal(result, a)
+    messages, result = loop_warnings(reused_after_its_loop, a)
+    assert not [m for m in messages if "after the loop" in m], messages
+    np.testing.assert_allclose(result, np.exp(a[0:128]), rtol=1e-5)
