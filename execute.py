@@ -5,7 +5,9 @@ running a kernel is *trace, compile once, simulate*. Importing it registers :fun
 executor (``nkic.frontend.tracer.set_executor``), which is what makes ``kernel(*arrays)`` compile and simulate;
 ``nkic.api``, the public NKI module that ``import nki`` gives after the alias, imports it for that reason.
 
-* ``simulate(kernel)(*args, **kwargs)``: the NKI ``nki.simulate``; numpy arrays in, numpy arrays out.
+* ``simulate(kernel)(*args, **kwargs)``: the NKI ``nki.simulate``; numpy arrays in, numpy arrays out. Output
+  elements the kernel never wrote (they hold the simulator's NaN fill) are one ``NkiWarning`` line per output at the
+  caller's line; ``simulate(kernel, strict=True)`` makes that an ``NkiError``.
 * ``run_kernel(kernel, args, kwargs)``: the executor behind both; inputs the kernel writes are copied back into the
   caller's arrays; the NEFF goes through the ``NKIC_CACHE_DIR`` cache (``nkic.cache``) when it is set.
 * ``run_traced(traced, arrays)``: compile a ``TracedKernel`` (cached per trace) and simulate it on named inputs.
@@ -13,16 +15,18 @@ executor (``nkic.frontend.tracer.set_executor``), which is what makes ``kernel(*
 
 from __future__ import annotations
 
+import functools
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from nkic.frontend.errors import NkiError
+from nkic.frontend.errors import NkiError, NkiWarning, user_location
 from nkic.frontend.tracer import Kernel, TensorSpec, TracedKernel, jit, set_executor
-from nkic.runtime.simulator import RunResult
+from nkic.runtime.simulator import RunResult, unwritten_outputs
 
 __all__ = ["run_kernel", "run_traced", "simulate"]
 
@@ -83,26 +87,46 @@ def _run(
     return ({**result.inputs, **result.outputs} if traced.grid > 1 else result.outputs), result
 
 
-def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], strict: bool = False) -> Any:
     """Trace ``kernel`` for these arguments (cached), compile, simulate; a tuple if the kernel returns one.
 
     An input the kernel writes is copied back into the caller's array afterwards, as NKI's simulator does. JAX and
-    PyTorch arrays are accepted too (``nkic/interop.py``)."""
+    PyTorch arrays are accepted too (``nkic/interop.py``). ``strict``: an output element the kernel never wrote is
+    an error, not a warning (:func:`check_outputs_written`)."""
     from nkic.interop import framework_call
 
-    result = framework_call(kernel, args, kwargs, _run_numpy)
-    return _run_numpy(kernel, args, kwargs) if result is NotImplemented else result
+    run = functools.partial(_run_numpy, strict=strict) if strict else _run_numpy
+    result = framework_call(kernel, args, kwargs, run)
+    return run(kernel, args, kwargs) if result is NotImplemented else result
 
 
-def _run_numpy(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return run_kernel_with_profile(kernel, args, kwargs)[0]
+def _run_numpy(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], strict: bool = False) -> Any:
+    return run_kernel_with_profile(kernel, args, kwargs, strict=strict)[0]
+
+
+# One coverage warning per (message, line) for the process, as Python's "default" action: a kernel called in a loop
+# would otherwise repeat it on every call.
+_WARNED: dict[Any, Any] = {}
+
+
+def check_outputs_written(run: RunResult, strict: bool = False) -> None:
+    """The output-coverage check after a simulation: each output with elements no instruction wrote (they come back
+    as the simulator's NaN fill) is one ``NkiWarning`` line at the user's call (``output 'out' rows 256..511 were
+    never written``); ``strict``: the first is an ``NkiError`` instead."""
+    problems = unwritten_outputs(run)
+    if problems and strict:
+        raise NkiError(problems[0], "write every element of each output, or return a smaller one")
+    file, line, _ = user_location()
+    for text in problems:
+        warnings.warn_explicit(text, NkiWarning, file, line, registry=_WARNED)
 
 
 def run_kernel_with_profile(
-    kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], debug_info: bool = False
+    kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], debug_info: bool = False, strict: bool = False
 ) -> tuple[Any, TracedKernel, RunResult]:
     """:func:`run_kernel`, also returning the trace (its NEFF is :func:`neff_of`) and the run (its profile);
-    ``debug_info`` puts each instruction's source into the NEFF, so the profile names the kernel lines."""
+    ``debug_info`` puts each instruction's source into the NEFF, so the profile names the kernel lines; ``strict``
+    as for :func:`run_kernel`."""
     traced = kernel.trace(*args, **kwargs)
     inputs: dict[str, np.ndarray] = {}
     for name, value in kernel.array_arguments(*args, **kwargs).items():
@@ -114,6 +138,7 @@ def run_kernel_with_profile(
     # Through compile_kernel for the NEFF cache (NKIC_CACHE_DIR); its trace is the one above, from the trace cache.
     build = lambda: compile_kernel(kernel, args, kwargs, debug_info=debug_info).neff  # noqa: E731
     outputs, run = _run(traced, inputs, build, debug_info=True) if debug_info else _run(traced, inputs, build)
+    check_outputs_written(run, strict)
     for name, output in traced.written_inputs:
         if inputs[name].flags.writeable:  # a read-only array keeps its values
             np.copyto(inputs[name], outputs[output], casting="unsafe")
@@ -122,12 +147,13 @@ def run_kernel_with_profile(
     return value, traced, run
 
 
-def simulate(kernel: Any) -> Callable[..., Any]:
+def simulate(kernel: Any, strict: bool = False) -> Callable[..., Any]:
     """``nki.simulate(kernel)(*arrays, **kwargs)``: trace, compile to a NEFF and run it on nkic's simulator.
 
-    ``kernel`` is a ``@nki.jit`` kernel (``kernel[2]`` for a grid) or a plain function, which is jitted first."""
+    ``kernel`` is a ``@nki.jit`` kernel (``kernel[2]`` for a grid) or a plain function, which is jitted first.
+    ``strict=True``: output elements the kernel never wrote are an ``NkiError`` (by default a warning)."""
     k = kernel if isinstance(kernel, Kernel) else jit(kernel)
-    return lambda *args, **kwargs: run_kernel(k, args, kwargs)
+    return lambda *args, **kwargs: run_kernel(k, args, kwargs, strict=strict)
 
 
 set_executor(run_kernel)

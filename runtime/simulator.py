@@ -203,6 +203,9 @@ class RunResult:
     profile: Profile
     # Every input variable's contents after the run: a kernel may write its inputs (all programs share them).
     inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    # Each output's elements that some instruction wrote (whole elements: every byte), by name; empty for a
+    # timing-only run, which moves no data. An unwritten element holds the NaN fill (see unwritten_outputs).
+    written: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -238,6 +241,9 @@ class _Core:
         # have sent, by pipe, while their exchange is being applied.
         self.pair: list[_Core] = [self]
         self.outbox: dict[int, np.ndarray] = {}
+        # Output variable id -> one flag byte per byte of it, set by every write (shared by the cores, as hbm is):
+        # which output elements the kernel wrote, for the coverage check after the run.
+        self.written: dict[int, np.ndarray] = {}
         # DEBUG_PRINT: the NEFF's string table (its prefixes) and where a printed line goes (set by simulate).
         self.strings: tuple[str, ...] = ()
         self.on_print: Callable[[str], None] = print_line
@@ -293,6 +299,9 @@ class _View:
     free: int
     # Fast path: a strided (nparts, free * itemsize) byte view of ``mem`` when the pattern is dense per row.
     window: np.ndarray | None = None
+    # An output variable's written-flags (_Core.written, shaped as ``mem``) and their window: store_raw sets them.
+    written: np.ndarray | None = None
+    written_window: np.ndarray | None = None
 
     @property
     def dtype(self) -> np.dtype:
@@ -319,8 +328,12 @@ class _View:
         values = np.ascontiguousarray(values, dtype=self.dtype).reshape(self.nparts, self.free)
         if self.window is not None:
             self.window[...] = values.view(np.uint8).reshape(self.nparts, -1)
+            if self.written_window is not None:
+                self.written_window[...] = 1
             return
         self.mem[self.rows, self.cols] = values.view(np.uint8).reshape(self.nparts, self.free, -1)
+        if self.written is not None:
+            self.written[self.rows, self.cols] = 1
 
     def store(self, values: np.ndarray) -> None:
         """Cast engine results (float32 or int64) to the operand dtype and write them."""
@@ -373,6 +386,9 @@ def _resolve_hbm(core: _Core, op: Operand) -> _View:
     outer = max(op.pattern[0][1], 1)
     cols = _byte_cols(offsets, op.itemsize).reshape(outer, -1, op.itemsize)
     view = _View(op, buf[None, :], np.zeros((1, 1, 1), np.int64), cols, outer, cols.shape[1])
+    written = core.written.get(op.var_id)
+    if written is not None:
+        view.written = written[None, :]
     row = offsets[: cols.shape[1]]
     step = op.pattern[0][0] * op.itemsize
     if _dense(row, op.itemsize) and (outer == 1 or step >= len(row) * op.itemsize):
@@ -380,6 +396,10 @@ def _resolve_hbm(core: _Core, op: Operand) -> _View:
         view.window = np.lib.stride_tricks.as_strided(
             buf[int(row[0]) :], shape=(outer, len(row) * op.itemsize), strides=(max(step, 1), 1)
         )
+        if written is not None:
+            view.written_window = np.lib.stride_tricks.as_strided(
+                written[int(row[0]) :], shape=(outer, len(row) * op.itemsize), strides=(max(step, 1), 1)
+            )
     return view
 
 
@@ -563,6 +583,7 @@ class _Elements:
     rows: np.ndarray
     bytes: np.ndarray
     valid: np.ndarray
+    written: np.ndarray | None = None  # an output variable's written-flags, shaped as ``mem`` (_Core.written)
 
     def read(self, keep: np.ndarray) -> np.ndarray:
         cols = self.bytes[keep][:, None] + np.arange(self.op.itemsize)
@@ -572,6 +593,8 @@ class _Elements:
         cols = self.bytes[keep][:, None] + np.arange(self.op.itemsize)
         raw = np.ascontiguousarray(values, DTYPES[self.op.dtype]).view(np.uint8).reshape(-1, self.op.itemsize)
         self.mem[self.rows[keep][:, None], cols] = raw
+        if self.written is not None:
+            self.written[self.rows[keep][:, None], cols] = 1
 
 
 def _dynamic_values(core: _Core, ins: Instr, op: Operand, slot: str) -> np.ndarray:
@@ -627,7 +650,9 @@ def _elements(core: _Core, ins: Instr, slot: str) -> _Elements:
     if not op.dyn and not row_ok.all():
         raise SimulationError(f"{slot} access outside its {op.memory} memory ({limit} bytes)")
     valid = np.repeat(row_ok, first.shape[1])
-    return _Elements(op, mem, rows.reshape(-1), np.where(valid, first.reshape(-1), 0), valid)
+    written = core.written.get(op.var_id) if op.memory == "hbm" else None
+    return _Elements(op, mem, rows.reshape(-1), np.where(valid, first.reshape(-1), 0), valid,
+                     written[None, :] if written is not None else None)  # fmt: skip
 
 
 def _out_of_bounds_report(e: _Elements, slot: str, values: np.ndarray) -> str:
@@ -1844,9 +1869,13 @@ def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
     tgt = get_target(target)
     hbm = _init_hbm(neff, inputs, tgt.hbm_bytes, timing_only)
     cores = [_Core(i, tgt, hbm) for i in range(len(neff.subgraphs))]
+    # A timing-only run moves no data: every output would look unwritten, so nothing is tracked.
+    written = {} if timing_only else {v.var_id: np.zeros(v.size, np.uint8) for v in neff.variables
+                                      if v.kind == "output"}  # fmt: skip
     for core in cores:
         core.pair = cores  # the LNC=2 pair reads its partner's sent tiles
         core.strings, core.on_print = tuple(neff.strings), on_print
+        core.written = written
     profile = _Scheduler(neff, cores, tgt, max_events, timing_only).run()
     profile.sources = {(c, i): src for c, sg in enumerate(neff.subgraphs) for i, src in sg.sources.items()}
     final = {
@@ -1854,7 +1883,53 @@ def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
         for v in neff.variables if v.kind in ("output", "input")
     }  # fmt: skip
     inputs = {v.name: final.pop(v.name) for v in neff.variables if v.kind == "input"}
-    return RunResult(final, profile, inputs)
+    elements = {v.name: written[v.var_id].reshape(-1, DTYPES[v.dtype].itemsize).all(axis=1).reshape(v.shape)
+                for v in neff.variables if v.var_id in written}  # fmt: skip
+    return RunResult(final, profile, inputs, elements)
+
+
+def unwritten_outputs(result: RunResult) -> list[str]:
+    """One line per output with elements no instruction wrote (they hold the simulator's NaN fill): ``output 'out'
+    rows 256..511 were never written`` when whole rows (along the first dim) are missing, else how many elements
+    and where. Empty when every output was written whole, or the run tracked nothing (timing only)."""
+    return [line for name, mask in result.written.items() if (line := _coverage_line(name, mask)) is not None]
+
+
+def _ranges(indices: np.ndarray, most: int = 3) -> str:
+    """``256..511``, ``0..3, 8..11``: the runs of sorted indices, at most ``most`` of them then ``...``."""
+    runs: list[str] = []
+    breaks = np.flatnonzero(np.diff(indices) != 1)
+    starts = np.concatenate(([0], breaks + 1))
+    ends = np.concatenate((breaks, [len(indices) - 1]))
+    for lo, hi in zip(starts, ends):
+        if len(runs) == most:
+            runs.append("...")
+            break
+        a, b = int(indices[lo]), int(indices[hi])
+        runs.append(f"{a}..{b}" if b > a else f"{a}")
+    return ", ".join(runs)
+
+
+def _coverage_line(name: str, written: np.ndarray) -> str | None:
+    missing = ~written
+    count = int(missing.sum())
+    if count == 0:
+        return None
+    if missing.ndim == 0:
+        return f"output '{name}' was never written"
+    if missing.ndim == 1:
+        return f"output '{name}' elements {_ranges(np.flatnonzero(missing))} were never written"
+    per_row = missing.reshape(missing.shape[0], -1)
+    rows = np.flatnonzero(per_row.any(axis=1))
+    if per_row[rows].all():
+        said = "row {} was" if len(rows) == 1 else "rows {} were"
+        return f"output '{name}' {said.format(_ranges(rows))} never written"
+    where = f"rows {_ranges(rows)}"
+    if missing.ndim == 2:  # the columns too, when the hole is a box
+        cols = np.flatnonzero(missing.any(axis=0))
+        if missing[np.ix_(rows, cols)].all():
+            where += f" (columns {_ranges(cols)})"
+    return f"output '{name}' has {count} of {missing.size} elements never written, in {where}"
 
 
 def simulate_in_order(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",

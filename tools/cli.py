@@ -287,6 +287,7 @@ def cmd_run(args: argparse.Namespace) -> None:
 
     from nkic.driver import run_neff
     from nkic.runtime.neff import read_neff
+    from nkic.runtime.simulator import unwritten_outputs
 
     data = _read(args.neff)
     neff = read_neff(data)
@@ -306,6 +307,9 @@ def cmd_run(args: argparse.Namespace) -> None:
     # link: whatever is renamed or linked in --output-dir during the run, the files land in this folder.
     with safeio.Folder(out) as folder:
         result = run_neff(data, inputs, target=str(target))
+        unwritten = unwritten_outputs(result)  # elements no instruction wrote: they hold the NaN fill
+        if unwritten and args.strict:  # a failed run writes nothing
+            raise CliError(unwritten[0])
         for name, value in result.outputs.items():
             # .npy has no bfloat16/float8: such outputs are stored as float32, which holds them exactly.
             stored = value.astype(np.float32) if value.dtype.kind == "V" else value
@@ -313,6 +317,8 @@ def cmd_run(args: argparse.Namespace) -> None:
             folder.write_with(path.name, lambda f, stored=stored: np.save(f, stored))
             note = f" (stored as {stored.dtype})" if stored is not value else ""
             print(f"output {name}: {value.dtype}{list(value.shape)} -> {path}{note}")
+    for line in unwritten:
+        print(f"nkic: warning: {line}", file=sys.stderr)
     print(result.profile.summary())
     _write_profile(profile, args.profile, result)
 
@@ -503,6 +509,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="simulate the timeline without numerics (inputs optional, no outputs): for kernels too "
                         "large to compute on a CPU")  # fmt: skip
     r.add_argument("--cast", action="store_true", help="cast inputs whose .npy dtype differs from the kernel's")
+    r.add_argument("--strict", action="store_true",
+                   help="output elements the kernel never wrote are an error (default: a warning)")  # fmt: skip
     r.set_defaults(func=cmd_run)
     i = sub.add_parser("info", help="describe a NEFF")
     i.add_argument("neff")

@@ -215,3 +215,81 @@ def test_tile_read_after_its_loop_warns() -> None:
     messages, result = loop_warnings(reused_after_its_loop, a)
     assert not [m for m in messages if "after the loop" in m], messages
     np.testing.assert_allclose(result, np.exp(a[0:128]), rtol=1e-5)
+
+
+# -- 6. outputs the kernel never writes -------------------------------------------------------------------------------
+def half_written(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(2):  # rows 256..511 are forgotten
+        nl.store(out[i * 128:(i + 1) * 128, :], nl.load(a[i * 128:(i + 1) * 128, :]))
+    return out
+
+
+def corner_written(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out[0:128, 0:32], nl.load(a[0:128, 0:32]))
+    nl.store(out[128:256, :], nl.load(a[128:256, :]))
+    return out
+
+
+def copy_256(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(2):
+        nl.store(out[i * 128:(i + 1) * 128, :], nl.load(a[i * 128:(i + 1) * 128, :]))
+    return out
+
+
+def coverage_warnings(kernel, a: np.ndarray, **options: object) -> tuple[list[str], np.ndarray]:
+    import warnings
+
+    from nkic.frontend.errors import NkiWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = nki.simulate(kernel, **options)(a)  # D-coverage-call
+    return [f"{os.path.basename(w.filename)}:{w.lineno}: {w.message}" for w in caught
+            if issubclass(w.category, NkiWarning)], result
+
+
+def test_unwritten_output_rows_warn_once() -> None:
+    a = np.random.default_rng(7).standard_normal((512, 64)).astype(np.float32)
+    messages, result = coverage_warnings(half_written, a)
+    np.testing.assert_array_equal(result[:256], a[:256])
+    assert np.isnan(result[256:]).all()  # the simulator's fill: the warning says why
+    assert messages == [f"test_diagnostics.py:{line_of('D-coverage-call')}: output 'out' rows 256..511 were never "
+                        "written"], messages
+    a = a[:256]
+    messages, result = coverage_warnings(corner_written, a)
+    assert messages == [f"test_diagnostics.py:{line_of('D-coverage-call')}: output 'out' has 4096 of 16384 "
+                        "elements never written, in rows 0..127 (columns 32..63)"], messages
+    messages, _ = coverage_warnings(copy_256, a)  # every element written: silence
+    assert messages == [], messages
+
+
+def test_strict_makes_unwritten_output_an_error() -> None:
+    a = np.ones((512, 64), np.float32)
+    with pytest.raises(nki.NkiError, match=r"output 'out' rows 256\.\.511 were never written") as e:
+        nki.simulate(half_written, strict=True)(a)  # D-strict
+    assert at_marker(str(e.value), "D-strict"), str(e.value)
+    np.testing.assert_array_equal(nki.simulate(copy_256, strict=True)(a[:256]), a[:256])
+
+
+def test_nkic_run_reports_unwritten_outputs(tmp_path, monkeypatch, capsys) -> None:
+    from nkic.tools.cli import main
+
+    (tmp_path / "k.py").write_text(
+        "import nki\nimport nki.language as nl\n\n\n@nki.jit\ndef half(a):\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    for i in nl.affine_range(2):\n"
+        "        nl.store(out[i * 128:(i + 1) * 128, :], nl.load(a[i * 128:(i + 1) * 128, :]))\n    return out\n"
+    )
+    np.save(tmp_path / "a.npy", np.ones((512, 64), np.float32))
+    monkeypatch.chdir(tmp_path)
+    assert main(["compile", "k.py:half", "--arg", "a=float32[512,64]", "-o", "k.neff"]) == 0
+    capsys.readouterr()
+    assert main(["run", "k.neff", "--input", "a=a.npy", "--output-dir", "o"]) == 0
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "nkic: warning: output 'out' rows 256..511 were never written"]
+    assert main(["run", "k.neff", "--input", "a=a.npy", "--output-dir", "o2", "--strict"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "nkic: error: output 'out' rows 256..511 were never written"]
