@@ -15,6 +15,7 @@ from typing import Any
 
 from nkic.entry_points import baremetal, benchmark, profile, simulate_kernel, trace
 from nkic.execute import simulate
+from nkic.frontend import era02 as _era02
 from nkic.frontend import collectives, compiler, isa, language
 from nkic.frontend import nki_typing as typing
 from nkic.frontend.dtypes import dtype
@@ -31,7 +32,9 @@ __all__ = [
 
 def jit(fn: Any = None, **options: Any) -> Any:
     """``@nki.jit`` / ``@nki.jit(**options)``: a Kernel. Every ``mode`` compiles and simulates when the kernel is
-    called; ``mode="benchmark"`` also records ``.benchmark_result`` (``nki.benchmark``)."""
+    called; ``mode="benchmark"`` also records ``.benchmark_result`` (``nki.benchmark``); NKI 0.2's
+    ``mode="torchxla"`` warns (``frontend/era02.py``)."""
+    _era02.torchxla_mode(options)
     if options.get("mode") == "benchmark":
         rest = {k: v for k, v in options.items() if k != "mode"}
         return benchmark(None if fn is None else _jit(fn), **rest)

@@ -19,6 +19,7 @@ from nkic.frontend.grid import masked, refuse_mask, with_mask
 from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
 from nkic.frontend import isa as _nisa  # records instructions (nl.device_print's)
 from nkic.frontend import tiles
+from nkic.frontend import era02 as _era02  # NKI 0.2 idioms (string buffers)
 from nkic.frontend.control import dynamic_range, fori_loop, no_reorder_block, while_loop  # noqa: F401 — runtime loops
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import ALIASES, TOKENS, OpToken
@@ -161,15 +162,18 @@ def ndarray(
     ctx: Any, shape: Sequence[int], dtype: Any, buffer: Any = sbuf, name: str = "", address: Any = None, **_: Any
 ) -> NkiTensor:
     """A new tensor with undefined contents."""
+    _era02.string_buffer(buffer)
     return ctx.allocate(shape, dtype, buffer, name, address)
 
 
 @nki_op
 def empty_like(ctx: Any, x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **_: Any) -> NkiTensor:
+    _era02.string_buffer(buffer)
     return ctx.allocate(x.shape, dtype or x.dtype, buffer or x.buffer, name, None)  # NKI: same buffer as x
 
 
 def _filled(ctx: Any, shape: Any, value: float, dtype: Any, buffer: Any, name: str) -> NkiTensor:
+    _era02.string_buffer(buffer)
     t = ctx.allocate(shape, dtype, buffer, name, None)
     if not t.on_chip:
         raise NkiError("initial values on HBM tensors are not supported", "fill an SBUF tile and dma_copy it")

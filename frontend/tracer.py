@@ -62,6 +62,7 @@ import numpy as np
 from nkic.frontend.affine import IndexExpr, LoopVar
 from nkic.frontend.context import activate, active_context, deactivate, is_nki_op
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_dtype
+from nkic.frontend import era02
 from nkic.frontend.emit import Affine, Loc, Operand
 from nkic.frontend.errors import NeedsUnroll, NkiError, NkiWarning, located_error, user_frame, user_location
 from nkic.frontend.grid import block_layout, block_view, split_par_dim
@@ -678,6 +679,7 @@ class TraceContext:
         addr = _address(address)
         loc = user_location()
         label = name or assigned_name(user_frame())  # for messages: 'acc', not 'sbuf_1'
+        buf = era02.hbm_output(self.kernel.func, buf)  # NKI 0.2: a returned nl.hbm tensor is the kernel's output
         if buf.name == "shared_hbm":
             name = self._shared_name(name, dims, dtype)
         else:

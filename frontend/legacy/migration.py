@@ -68,9 +68,10 @@ def reset() -> None:
     _seen.clear()
 
 
-def legacy(construct: str, modern: str, where: tuple[str, int] | None = None) -> None:
+def legacy(construct: str, modern: str, where: tuple[str, int] | None = None,
+           spelling: str = "the legacy neuronxcc.nki spelling") -> None:
     """Report the legacy ``construct`` at the user's current kernel line (or ``where``), whose modern spelling is
-    ``modern``."""
+    ``modern``; ``spelling`` says whose it is (``frontend/era02.py``: "the NKI 0.2 spelling")."""
     what = action()
     if what == "ignore":
         return
@@ -83,7 +84,7 @@ def legacy(construct: str, modern: str, where: tuple[str, int] | None = None) ->
         if key in _seen:
             return
         _seen.add(key)
-    warnings.warn_explicit(f"{construct} is the legacy neuronxcc.nki spelling; the modern one is {modern}",
+    warnings.warn_explicit(f"{construct} is {spelling}; the modern one is {modern}",
                            NkiLegacyWarning, file, line)  # fmt: skip
 
 

@@ -293,3 +293,83 @@ def test_nkic_run_reports_unwritten_outputs(tmp_path, monkeypatch, capsys) -> No
     assert main(["run", "k.neff", "--input", "a=a.npy", "--output-dir", "o2", "--strict"]) == 1
     assert capsys.readouterr().err.strip().splitlines() == [
         "nkic: error: output 'out' rows 256..511 were never written"]
+
+
+# -- 7. NKI 0.2 kernels under `import nki` ----------------------------------------------------------------------------
+V02_KERNEL = '''import nki
+import nki.language as nl
+import nki.isa as nisa
+
+
+@nki.jit(mode="torchxla")
+def exp_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer="sbuf")
+    nisa.dma_copy(dst=t, src=a)
+    nl.store(out, nl.exp(t))
+    return out
+
+
+@nki.jit
+def private_output(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.private_hbm)
+    nl.store(out, nl.load(a))
+    return out
+'''
+
+
+def v02_module(tmp_path):
+    import importlib.util
+    import sys
+
+    path = tmp_path / "v02_kernels.py"
+    path.write_text(V02_KERNEL)
+    spec = importlib.util.spec_from_file_location(f"v02_kernels_{tmp_path.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module, path
+
+
+def test_v02_idioms_run_with_one_warning_each(tmp_path) -> None:
+    import warnings
+
+    from nkic.frontend.legacy import migration
+
+    migration.reset()
+    migration.set_action("default")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module, path = v02_module(tmp_path)
+            a = np.random.default_rng(8).standard_normal((128, 64)).astype(np.float32)
+            np.testing.assert_allclose(module.exp_kernel(a), np.exp(a), rtol=1e-5)
+            module.exp_kernel(a)  # a second call warns no more
+        got = sorted((w.lineno, str(w.message)) for w in caught if issubclass(w.category, migration.NkiLegacyWarning))
+        assert got == [
+            (6, "nki.jit(mode='torchxla') is the NKI 0.2 spelling; the modern one is @nki.jit without mode (the "
+                "framework comes from the arguments)"),
+            (8, "returning the nl.hbm tensor 'out' as the output is the NKI 0.2 spelling; the modern one is "
+                "buffer=nl.shared_hbm"),
+            (9, "buffer='sbuf' is the NKI 0.2 spelling; the modern one is buffer=nl.sbuf"),
+        ], got
+        assert all(w.filename == str(path) for w in caught if issubclass(w.category, migration.NkiLegacyWarning))
+        with pytest.raises(nki.NkiError, match="must be in shared_hbm"):  # an explicit private_hbm output is 0.3's
+            module.private_output(a)
+    finally:
+        migration.set_action(None)
+        migration.reset()
+
+
+def test_v02_idiom_is_an_error_under_nki_legacy_error(tmp_path) -> None:
+    from nkic.frontend.legacy import migration
+
+    migration.reset()
+    migration.set_action("error")
+    try:
+        with pytest.raises(nki.NkiError, match=r"legacy construct nki.jit\(mode='torchxla'\) \(nki-legacy=error\)") as e:
+            v02_module(tmp_path)
+        assert str(e.value).startswith(f"{tmp_path / 'v02_kernels.py'}:6: error: "), str(e.value)
+    finally:
+        migration.set_action(None)
+        migration.reset()
