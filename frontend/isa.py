@@ -648,6 +648,7 @@ def tensor_tensor(
     _mask(kw)
     name = "tensor_tensor"
     t = {role: _tensor(name, role, v) for role, v in (("dst", dst), ("data1", data1), ("data2", data2))}
+    _rules(ctx, name, t, {})  # the documented shape rules first (target/rules/vector.py)
     _elementwise(name, t)
     eng = _enum(engine, _ENGINE, "engine")
     _record(ctx, name, t, {"op": alu_op(op), "engine": eng}, eng)  # type: ignore[arg-type]
@@ -705,6 +706,7 @@ def scalar_tensor_tensor(
     name = "scalar_tensor_tensor"
     dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
     other = _tensor(name, "operand1", operand1)
+    _rules(ctx, name, {"dst": dst, "data": data, "operand1": other}, {})
     _elementwise(name, {"dst": dst, "data": data, "operand1": other})
     t0, v0 = _scalar(name, "operand0", operand0, dst)
     attrs = {"op0": alu_op(op0, "op0"), "operand0": v0, "op1": alu_op(op1, "op1"), "reverse0": bool(reverse0),
@@ -754,7 +756,7 @@ def tensor_reduce(
     dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
     _on_chip(name, "dst", dst)
     _on_chip(name, "data", data)
-    _partitions_agree(name, {"dst": dst, "data": data})
+    _rules(ctx, name, {"dst": dst, "data": data}, {})
     axes = _axes(axis, data.ndim)
     if list(axes) != list(range(data.ndim - len(axes), data.ndim)):
         raise NkiError(f"tensor_reduce: axes {axes} must be the trailing free axes of a rank-{data.ndim} tensor")
@@ -957,6 +959,7 @@ def affine_select(
     dst, on_true = _tensor(name, "dst", dst), _tensor(name, "on_true_tile", on_true_tile)
     _in(name, "dst", dst, "sbuf")
     _in(name, "on_true_tile", on_true, "sbuf")
+    _rules(ctx, name, {"dst": dst, "on_true": on_true}, {})
     _elementwise(name, {"dst": dst, "on_true_tile": on_true})
     pairs = _pattern(name, pattern)
     attrs = {"pattern": pairs, "channel_multiplier": int(channel_multiplier), "cmp_op": alu_op(cmp_op, "cmp_op"),
@@ -1017,6 +1020,7 @@ def tensor_tensor_scan(
     _mask(kw)
     name = "tensor_tensor_scan"
     t = {role: _tensor(name, role, v) for role, v in (("dst", dst), ("data0", data0), ("data1", data1))}
+    _rules(ctx, name, t, {})
     _elementwise(name, t)
     t_init, v_init = _scalar(name, "initial", initial, t["dst"])
     attrs = {"op0": alu_op(op0, "op0"), "op1": alu_op(op1, "op1"), "initial": v_init, "reverse0": bool(reverse0),
@@ -1116,6 +1120,7 @@ def select_reduce(
     _mask(kw)
     name = "select_reduce"
     t = {r: _tensor(name, r, v) for r, v in (("dst", dst), ("predicate", predicate), ("on_true", on_true))}
+    _rules(ctx, name, t, {})
     _elementwise(name, t)
     if t["on_true"].buffer == "psum" and t["predicate"].buffer == "psum":
         raise NkiError(f"{name}: on_true and predicate cannot both be in PSUM")
@@ -1500,8 +1505,7 @@ def nc_n_gather(ctx: Any, dst: NkiTensor, data: NkiTensor, indices: NkiTensor, *
     _mask(kw)
     name = "nc_n_gather"
     t = {r: _tensor(name, r, v) for r, v in (("dst", dst), ("data", data), ("indices", indices))}
-    _partitions_agree(name, t)  # type: ignore[arg-type]
-    _free_agree(name, "dst", t["dst"], "indices", t["indices"])
+    _rules(ctx, name, t, {})  # type: ignore[arg-type]
     _record(ctx, name, t, {}, "gpsimd")
 
 

@@ -9,7 +9,9 @@ from collections.abc import Callable
 import numpy as np
 
 from nkic.target.instructions import GPSIMD_CORE_PARTITIONS, LOCAL_GATHER_ELEMS, LOCAL_GATHER_MAX_INDICES
-from nkic.target.rules import Call, dtype_of, rule, waive
+from nkic.target.rules import Call, Operand, dtype_of, rule, waive
+
+PARTITIONS = 128
 
 # The bitvec ALU operators of the reference's ALU table (nki-aluop); every other operator nkic knows is arithmetic.
 BITVEC = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "invert", "left_shift", "right_shift",
@@ -123,6 +125,45 @@ def _all(*tests: Callable[[Call], str | None]) -> Callable[[Call], str | None]:
     return test
 
 
+def _dims_agree(fn: str, *roles: str, partitions: bool = True, free: bool = True,
+                fits: bool = False) -> Callable[[Call], str | None]:  # fmt: skip
+    """The operands of ``roles`` (those given) agree on their partitions (at most 128) and / or elements per
+    partition (and, ``fits``, an SBUF operand fits one SBUF partition)."""
+
+    def test(call: Call) -> str | None:
+        given = [(r, call.operands[r]) for r in roles if r in call.operands]
+        if not given:
+            return None
+        (r0, o0), rest = given[0], given[1:]
+        for r, o in rest:
+            if partitions and o.dims[0] != o0.dims[0]:
+                return f"{fn}: partition count mismatch: '{r0}' has {o0.dims[0]} partitions, '{r}' has {o.dims[0]}"
+            if free and o.dims[1] != o0.dims[1]:
+                return f"{fn}: '{r0}' has {o0.dims[1]} elements per partition but '{r}' has {o.dims[1]}"
+        for r, o in given:
+            if partitions and o.dims[0] > PARTITIONS:
+                return f"{fn}: '{r}' has {o.dims[0]} partitions, at most {PARTITIONS}"
+            if fits and o.memory == "sbuf" and _bytes(o) > _sbuf_partition_bytes(call):
+                return (f"{fn}: '{r}' needs {_bytes(o)} bytes per partition, more than one SBUF partition "
+                        f"({_sbuf_partition_bytes(call)} bytes)")  # fmt: skip
+        return None
+
+    return test
+
+
+def _bytes(o: Operand) -> int:
+    from nkic.target.vocab import DTYPES
+
+    return o.dims[1] * DTYPES[o.dtype].itemsize if o.dtype in DTYPES else 0
+
+
+def _sbuf_partition_bytes(call: Call) -> int:
+    """One SBUF partition's bytes on the call's generation (the largest of any when unknown)."""
+    from nkic.target.machine import TARGETS
+
+    return max(t.sbuf_bytes_per_partition for t in TARGETS.values() if call.gen in (None, t.nc_version))
+
+
 def _pattern_count(fn: str, *roles: str) -> Callable[[Call], str | None]:
     """The pattern's [step, num] pairs cover exactly the elements per partition of each of ``roles``."""
 
@@ -160,7 +201,8 @@ def _tensor_tensor_power_psum(call: Call) -> str | None:
 
 rule("tensor_tensor", "For bitvec operators, the input/output data types must be integer types")(
     _bitvec_dtypes("tensor_tensor", "op"))
-waive("nisa.tensor_tensor", "The two tiles must have the same partition axis size", _ELEMENTWISE)
+rule("tensor_tensor", "The two tiles must have the same partition axis size and the same number of elements per "
+     "partition.")(_dims_agree("tensor_tensor", "dst", "data1", "data2"))
 waive("nisa.tensor_tensor", "When tensor indirection is used", _INDIRECT)
 waive("nisa.tensor_tensor", "When operands are manually allocated", _INDIRECT)
 
@@ -216,12 +258,14 @@ rule("scalar_tensor_tensor", "Both op0 and op1 must be arithmetic operators")(
 rule("scalar_tensor_tensor", "Bitvec operators are not supported.")(_arithmetic("scalar_tensor_tensor", "op0", "op1"))
 rule("scalar_tensor_tensor", "However, data and operand1 cannot both reside in PSUM.")(
     _both_psum("scalar_tensor_tensor", "data", "operand1"))
-waive("nisa.scalar_tensor_tensor", "The operand1 tile must have the same shape as data", _ELEMENTWISE)
+rule("scalar_tensor_tensor", "The operand1 tile must have the same shape as data for element-wise operation.")(
+    _dims_agree("scalar_tensor_tensor", "data", "operand1"))
 waive("nisa.scalar_tensor_tensor", "The operand1 must be an SBUF or PSUM tile.", _ON_CHIP)
-waive("nisa.scalar_tensor_tensor", "The partition dimension size of input data, operand1, and output dst",
-      _ELEMENTWISE + "; a tile has at most 128 partitions (nl.ndarray)")
-waive("nisa.scalar_tensor_tensor", "The total number of elements per partition of input data, operand1",
-      _ELEMENTWISE + "; " + _PARTITION_BYTES)
+rule("scalar_tensor_tensor", "The partition dimension size of input data, operand1, and output dst tiles must be the "
+     "same and must not exceed 128.")(_dims_agree("scalar_tensor_tensor", "data", "operand1", "dst", free=False))
+rule("scalar_tensor_tensor", "The total number of elements per partition of input data, operand1, and output dst "
+     "tiles must be the same and must not exceed the physical size of each SBUF partition.")(
+    _dims_agree("scalar_tensor_tensor", "data", "operand1", "dst", partitions=False, fits=True))
 waive("nisa.scalar_tensor_tensor", "If operand0 is not a scalar", _SCALAR)
 
 # ------------------------------------------------------------------------------------------------------------
@@ -247,8 +291,8 @@ for _start in ("The reduction axes must be the last contiguous", "Axis 0 (partit
     waive("nisa.tensor_reduce", _start, _AXES)
 waive("nisa.tensor_reduce", "- axis=(3,) reduces only D3", "semantics, not a restriction: an example of which "
       "trailing axes reduce (frontend/isa.py:tensor_reduce)")
-waive("nisa.tensor_reduce", "The partition dimension size of input data and output dst tiles must be the same",
-      "checked: frontend/isa.py:_partitions_agree; a tile has at most 128 partitions (nl.ndarray)")
+rule("tensor_reduce", "The partition dimension size of input data and output dst tiles must be the same and must not "
+     "exceed 128.")(_dims_agree("tensor_reduce", "data", "dst", free=False))
 waive("nisa.tensor_reduce", "The number of elements per partition of data must not exceed", _PARTITION_BYTES)
 _KEPT = "checked: frontend/isa.py:tensor_reduce (dst's elements per partition = the product of the kept axes)"
 waive("nisa.tensor_reduce", "The number of elements per partition in dst must be consistent", _KEPT)
@@ -311,7 +355,8 @@ waive("nisa.tensor_scalar_cumulative", "When operands are manually allocated", _
 # ------------------------------------------------------------------------------------------------------------
 rule("tensor_tensor_scan", "The two input tiles, data0 and data1 cannot both reside in PSUM.")(
     _both_psum("tensor_tensor_scan", "data0", "data1"))
-waive("nisa.tensor_tensor_scan", "The two input tiles (data0 and data1) must have the same", _ELEMENTWISE)
+rule("tensor_tensor_scan", "The two input tiles (data0 and data1) must have the same partition axis size and the same "
+     "number of elements per partition.")(_dims_agree("tensor_tensor_scan", "data0", "data1"))
 
 # ------------------------------------------------------------------------------------------------------------
 # tensor_copy / tensor_copy_predicated / memset
@@ -377,8 +422,10 @@ waive("nisa.affine_select", "The output dst tile must be in SBUF.", _ON_CHIP)
 waive("nisa.affine_select", "The input on_true_tile must also be in SBUF.", _ON_CHIP)
 waive("nisa.affine_select", "The on_false_value must be float32", "semantics, not a restriction: on_false_value is "
       "a number, stored as the instruction's fp32 immediate whatever the tiles' dtypes (frontend/isa.py:affine_select)")
-waive("nisa.affine_select", "The input tile on_true_tile, the calculated boolean predicate tile", _ELEMENTWISE)
-waive("nisa.affine_select", "- The partition dimension size of dst and on_true_tile", _ELEMENTWISE)
+rule("affine_select", "The input tile on_true_tile, the calculated boolean predicate tile, and the returned output "
+     "tile must have the same partition dimension size")(_dims_agree("affine_select", "on_true", "dst", free=False))
+rule("affine_select", "- The partition dimension size of dst and on_true_tile must be the same and must not exceed "
+     "128.")(_dims_agree("affine_select", "dst", "on_true", free=False))
 waive("nisa.affine_select", "- The number of elements per partition of dst and on_true_tile", _PARTITION_BYTES)
 
 _RANGE_COMPARISONS = ("equal", "less", "less_equal", "greater", "greater_equal")
@@ -426,7 +473,8 @@ def _select_reduce_res_float(call: Call) -> str | None:
     return None if dt is None or dt in FLOATS else f"select_reduce: reduce_res must be a float tile, got {dt}"
 
 
-waive("nisa.select_reduce", "- on_true, dst, and predicate must have identical shapes", _ELEMENTWISE)
+rule("select_reduce", "- on_true, dst, and predicate must have identical shapes (same number of partitions and "
+     "elements per partition)")(_dims_agree("select_reduce", "on_true", "dst", "predicate"))
 waive("nisa.select_reduce", "- on_false dtype must be float32 if on_false is a scalar.", "semantics, not a "
       "restriction: a number on_false is stored as the instruction's fp32 immediate (frontend/isa.py:_scalar)")
 waive("nisa.select_reduce", "- reduce_res must be a vector of shape", _SCALAR)
@@ -532,11 +580,12 @@ rule("nc_n_gather", "The output dst tile must have the same data type as data.")
 rule("nc_n_gather", "The indices tile must be uint32.")(_dtype("nc_n_gather", "indices", "uint32", quote=False))
 waive("nisa.nc_n_gather", "All input and output tiles (data, indices, and dst) must be in SBUF.", _ON_CHIP)
 waive("nisa.nc_n_gather", "GpSimd Engine cannot access PSUM", _ENGINES)
-_N_GATHER_DIMS = "checked: target/instructions.py:_n_gather_dims (InstrSpec.dims_rule); frontend/isa.py:nc_n_gather"
-waive("nisa.nc_n_gather", "The partition dimension of data, indices, and dst must be the same.", _N_GATHER_DIMS)
-waive("nisa.nc_n_gather", "The partition dimension size of data, indices, and dst must be the same", _N_GATHER_DIMS
-      + "; a tile has at most 128 partitions (nl.ndarray)")
-waive("nisa.nc_n_gather", "The number of elements per partition in dst must match", _N_GATHER_DIMS)
+rule("nc_n_gather", "The partition dimension of data, indices, and dst must be the same.")(
+    _dims_agree("nc_n_gather", "data", "indices", "dst", free=False))
+rule("nc_n_gather", "The partition dimension size of data, indices, and dst must be the same and must not exceed "
+     "128.")(_dims_agree("nc_n_gather", "data", "indices", "dst", free=False))
+rule("nc_n_gather", "The number of elements per partition in dst must match the number of elements per partition in "
+     "indices.")(_dims_agree("nc_n_gather", "dst", "indices", partitions=False))
 waive("nisa.nc_n_gather", "The indices' values must be within the range", "checked: runtime/simulator.py (the "
       "indices are run-time data: an index out of range is a simulation error)")
 
