@@ -373,3 +373,65 @@ def test_v02_idiom_is_an_error_under_nki_legacy_error(tmp_path) -> None:
     finally:
         migration.set_action(None)
         migration.reset()
+
+
+# -- 8. the README: how to reach nkic, and no stale "missing" list ----------------------------------------------------
+README = os.path.join(os.path.dirname(os.path.abspath(nkic.__file__)), "README.md")
+# A sentence saying nkic lacks something: every nki name it shows in backticks must really be missing.
+_MISSING_CLAIM = r"\blacks?\b|\bnot yet\b|\bmissing\b|\bnot (?:supported|implemented)\b|\bunsupported\b"
+_NKI_NAME = r"(?:nl|nisa|nki)(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?:\.\*)?"
+
+
+def _claimed_missing(text: str) -> list[str]:
+    """The nki names (``nl.x``, ``nisa.x``, ``nki.mod.x``, ``nki.mod.*``) in backticks in the sentences of ``text``
+    that claim something is missing."""
+    import re
+
+    text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks hold kernels, not claims
+    names: list[str] = []
+    # sentences and the clauses of a semicolon ("... work; a name nkic lacks raises ..." claims nothing of the first)
+    for sentence in re.split(r"(?<=\.)\s+(?=[A-Z(`])|(?<=;)\s+|\n\s*\n|\n\s*[-*|] ", text):
+        if re.search(_MISSING_CLAIM, sentence, flags=re.I):
+            names += [m.group(0) for tick in re.findall(r"`([^`\n]+)`", sentence)
+                      if (m := re.match(_NKI_NAME, tick)) is not None]
+    return names
+
+
+def _missing(name: str) -> bool:
+    """Whether the nki name is one nkic lacks: a placeholder (``frontend/unsupported.py``), or, for a module or
+    ``module.*``, a module defining no public function of its own (every name in it is a placeholder)."""
+    import importlib
+    import types
+
+    from nkic.frontend.unsupported import is_unsupported
+
+    path = name.removesuffix(".*").split(".")
+    root = {"nl": "nki.language", "nisa": "nki.isa"}.get(path[0], "nki")
+    value: object = importlib.import_module(root)
+    for part in path[1:]:
+        value = getattr(value, part)
+    if isinstance(value, types.ModuleType):
+        own = [k for k, v in vars(value).items() if not k.startswith("_") and callable(v)
+               and getattr(v, "__module__", None) == value.__name__]
+        return not own
+    return is_unsupported(value)
+
+
+def test_readme_says_how_to_run_nkic_and_lists_no_present_name_as_missing() -> None:
+    import sys
+
+    with open(README) as f:
+        text = f.read()
+    first = text.split("\n## ", 1)[0]
+    assert ".venv/bin/nkic" in first, "the README's first section must show .venv/bin/nkic"
+    assert ". .venv/bin/activate" in first, "the README's first section must show activating the venv"
+    if sys.prefix != sys.base_prefix:  # the tests run in a venv: the command the README shows is there
+        assert os.path.exists(os.path.join(os.path.dirname(sys.executable), "nkic"))
+    # every name it calls missing is missing (no stale list survives)
+    claims = _claimed_missing(text)
+    assert "nki.collectives.*" in claims, claims  # the parser finds the claims it is meant to check
+    present = [name for name in claims if not _missing(name)]
+    assert not present, f"the README says nkic lacks {present}, but nkic has them: update the README"
+    # and the check can tell: names nkic has are not missing, misspellings are
+    assert not _missing("nl.where") and not _missing("nisa.bn_stats") and _missing("nl.expp")
+    assert _claimed_missing("Not yet there: `nisa.bn_stats` and `nl.where`.") == ["nisa.bn_stats", "nl.where"]
