@@ -88,8 +88,7 @@ class LoopTiles:
         if write:
             self._rewritten.add(storage)
         elif storage not in self._rewritten:
-            iterations, first = run.read_after.setdefault(storage.loc, (set(), where))
-            iterations.add(index)
+            run.read_after.setdefault(storage.loc, (set(), where))[0].add(index)
 
     def warn(self) -> None:
         """The warnings of the program traced (call once, at its end)."""
