@@ -92,7 +92,7 @@ def _code_entry(frame: FrameType) -> tuple[tuple[Span | None, ...], dict[Span, s
     with _LOCK:
         if len(_CODES) >= _MAX_ENTRIES:
             _CODES.clear()
-        _CODES[id(code)] = (code, spans, table)  # type: ignore[assignment]
+        _CODES[id(code)] = (code, spans, table)
     return spans, table
 
 
