@@ -109,11 +109,12 @@ def _run_numpy(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], st
 _WARNED: dict[Any, Any] = {}
 
 
-def check_outputs_written(run: RunResult, strict: bool = False) -> None:
+def check_outputs_written(run: RunResult, strict: bool = False, names: Mapping[str, str] | None = None) -> None:
     """The output-coverage check after a simulation: each output with elements no instruction wrote (they come back
     as the simulator's NaN fill) is one ``NkiWarning`` line at the user's call (``output 'out' rows 256..511 were
-    never written``); ``strict``: the first is an ``NkiError`` instead."""
-    problems = unwritten_outputs(run)
+    never written``); ``strict``: the first is an ``NkiError`` instead. ``names``: the kernel's names of the output
+    variables (``TracedKernel.labels``)."""
+    problems = unwritten_outputs(run, names)
     if problems and strict:
         raise NkiError(problems[0], "write every element of each output, or return a smaller one")
     file, line, _ = user_location()
@@ -138,7 +139,7 @@ def run_kernel_with_profile(
     # Through compile_kernel for the NEFF cache (NKIC_CACHE_DIR); its trace is the one above, from the trace cache.
     build = lambda: compile_kernel(kernel, args, kwargs, debug_info=debug_info).neff  # noqa: E731
     outputs, run = _run(traced, inputs, build, debug_info=True) if debug_info else _run(traced, inputs, build)
-    check_outputs_written(run, strict)
+    check_outputs_written(run, strict, traced.labels)
     for name, output in traced.written_inputs:
         if inputs[name].flags.writeable:  # a read-only array keeps its values
             np.copyto(inputs[name], outputs[output], casting="unsafe")

@@ -141,6 +141,9 @@ class TracedKernel:
     # copies it back into the caller's array (NKI's simulator does the same); a returned input is returned as it.
     # Under a grid the output is the input itself (its contents after every program ran), and so is a returned input.
     written_inputs: tuple[tuple[str, str], ...] = ()
+    # Output variable -> the user's name for it where that differs (``result = nl.ndarray(...)`` is NEFF variable
+    # ``out``): what messages about the outputs call them.
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -481,7 +484,8 @@ class TraceContext:
         # A returned whole-tensor reshape keeps its storage as the NEFF variable; the runner reshapes the result.
         outs_info = [(s.name, shape, s.dtype) for s, shape in zip(outputs, shapes, strict=True)]
         name = safe_name(self.kernel.name, "kernel")  # the NEFF name (a Python identifier may be non-ASCII)
-        return TracedKernel(module, name, inputs, outs_info, self.grid, self.options, returns_tuple, written)
+        labels = {s.name: s.label for s in outputs if s.label and s.label != s.name}
+        return TracedKernel(module, name, inputs, outs_info, self.grid, self.options, returns_tuple, written, labels)
 
     def _run_program(
         self, pid: int, bound: inspect.BoundArguments

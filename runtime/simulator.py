@@ -1888,11 +1888,14 @@ def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
     return RunResult(final, profile, inputs, elements)
 
 
-def unwritten_outputs(result: RunResult) -> list[str]:
+def unwritten_outputs(result: RunResult, names: Mapping[str, str] | None = None) -> list[str]:
     """One line per output with elements no instruction wrote (they hold the simulator's NaN fill): ``output 'out'
     rows 256..511 were never written`` when whole rows (along the first dim) are missing, else how many elements
-    and where. Empty when every output was written whole, or the run tracked nothing (timing only)."""
-    return [line for name, mask in result.written.items() if (line := _coverage_line(name, mask)) is not None]
+    and where. Empty when every output was written whole, or the run tracked nothing (timing only). ``names``: what
+    to call an output variable in the message (the kernel's own name for it)."""
+    names = names or {}
+    return [line for name, mask in result.written.items()
+            if (line := _coverage_line(names.get(name, name), mask)) is not None]  # fmt: skip
 
 
 def _ranges(indices: np.ndarray, most: int = 3) -> str:

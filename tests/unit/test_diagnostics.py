@@ -435,3 +435,15 @@ def test_readme_says_how_to_run_nkic_and_lists_no_present_name_as_missing() -> N
     # and the check can tell: names nkic has are not missing, misspellings are
     assert not _missing("nl.where") and not _missing("nisa.bn_stats") and _missing("nl.expp")
     assert _claimed_missing("Not yet there: `nisa.bn_stats` and `nl.where`.") == ["nisa.bn_stats", "nl.where"]
+
+
+def half_written_result(a):
+    result = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(result[0:128, :], nl.load(a[0:128, :]))
+    return result
+
+
+def test_unwritten_output_is_named_as_the_kernel_names_it() -> None:
+    messages, _ = coverage_warnings(half_written_result, np.ones((256, 64), np.float32))
+    assert messages == [f"test_diagnostics.py:{line_of('D-coverage-call')}: output 'result' rows 128..255 were never "
+                        "written"], messages
