@@ -26,7 +26,6 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import secrets
 import sys
 import threading
 import time
@@ -36,12 +35,13 @@ from pathlib import Path
 from typing import Any
 
 import nkic
+from nkic import safeio
 
 CACHE_DIR_ENV = "NKIC_CACHE_DIR"
 MAX_BYTES_ENV = "NKIC_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 2 << 30
 MAGIC = b"NKIC-NEFF-CACHE-1\n"
-TMP_PREFIX = ".tmp-"
+TMP_PREFIX = safeio.TEMP_PREFIX  # a killed writer's leftover, removed after an hour
 STALE_TMP_SECONDS = 3600.0
 # Libraries whose version can change the NEFF bytes nkic prints (xDSL parses and prints the IR, numpy computes
 # constants and the NEFF's embedded data, ml-dtypes converts the narrow floats).
@@ -205,22 +205,12 @@ def load(directory: Path, digest: str) -> bytes | None:
 
 
 def store(directory: Path, digest: str, neff: bytes) -> None:
-    """Write the entry atomically and durably (a temporary file in the same folder, fsynced, renamed into place),
-    with the umask's permissions; then keep the cache within its size limit. Raises OSError."""
+    """Write the entry atomically and durably (``nkic.safeio``: a temporary file in the same folder, fsynced, renamed
+    into place, the umask's permissions, no link followed below the cache folder); then keep the cache within its
+    size limit. Raises OSError."""
     path = _entry(directory, digest)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f"{TMP_PREFIX}{secrets.token_hex(8)}"
-    # 0o666 through the umask, as open() would: mkstemp's 0600 would keep a team's members out of a shared cache
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + hashlib.sha256(neff).digest() + neff)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    safeio.make_dirs(path.parent)
+    safeio.write_bytes(path, MAGIC + hashlib.sha256(neff).digest() + neff, within=directory)
     evict(directory, max_bytes(), keep=path)
 
 

@@ -103,8 +103,9 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
                 f"partition dimension {self.dims[0]} exceeds the architecture limit of {NUM_PARTITIONS}"
             )
         if self.mem == "psum":
+            # a [P, B, ...] tensor may be B blocks (split-blocks allocates the live ones): one block must fit
             per_part = dtype_size(self.dtype)
-            for d in self.dims[1:]:
+            for d in self.dims[1 if len(self.dims) < 3 else 2 :]:
                 per_part *= d
             if per_part > MAX_PSUM_BYTES:
                 raise VerifyException(f"PSUM tensor needs {per_part} bytes per partition, PSUM has {MAX_PSUM_BYTES}")

@@ -668,15 +668,19 @@ class TraceContext:
         return result
 
     # -- allocation -------------------------------------------------------------------------------------
-    def allocate(self, shape: Any, dtype: Any, buffer: Any, name: str, address: Any) -> NkiTensor:
+    def allocate(self, shape: Any, dtype: Any, buffer: Any, name: str, address: Any, whole: bool = True) -> NkiTensor:
+        """A new tensor. ``whole=False``: an on-chip block tensor's layout, which need not fit as a whole."""
         self._note_kernel_frame()
         blocks = split_par_dim(shape)  # legacy (B, nl.par_dim(P), F): B blocks of (P, F) tiles
         dims = _shape(shape)
         dtype, buf = normalize_dtype(dtype), normalize_buffer(buffer)
         if blocks and buf.on_chip:
-            tensor = self.allocate(block_layout(dims, blocks), dtype, buf, name, address)
+            # The device compiler allocates the blocks that are live, not the declaration (passes/split_blocks.py):
+            # one block must fit here; the live blocks together are allocate-memory's to place.
+            _check_on_chip_shape(dims[blocks:], dtype, buf.name, self.options.target)
+            tensor = self.allocate(block_layout(dims, blocks), dtype, buf, name, address, whole=False)
             return block_view(tensor, dims, blocks)
-        if buf.on_chip:
+        if buf.on_chip and whole:
             _check_on_chip_shape(dims, dtype, buf.name, self.options.target)
         else:
             check_hbm_size(dims, dtype, self.options.target, "HBM tensor")

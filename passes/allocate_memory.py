@@ -40,6 +40,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import dense_i64_attr
+from nkic.passes.split_blocks import split_function
 from nkic.target.instructions import LOOP_PAIRS
 from nkic.target.machine import TARGETS, get_target
 
@@ -172,6 +173,17 @@ class AllocateMemoryPass(ModulePass):
             self.run_function(fn)
 
     def run_function(self, fn: bir.FunctionOp) -> None:
+        try:
+            self._place(fn)
+        except PassFailedException:
+            # Whole block tensors did not fit together: give every block its own live range and try again, as the
+            # device compiler allocates the blocks that are live (split-blocks keeps the whole ones that fit, for
+            # DMA coalescing, until it has to).
+            if split_function(fn) == 0:
+                raise
+            self._place(fn)
+
+    def _place(self, fn: bir.FunctionOp) -> None:
         ranges = live_ranges(fn)
         target = get_target(self.target)
         capacity = {"sbuf": target.sbuf_bytes_per_partition, "psum": target.psum_bytes_per_partition}

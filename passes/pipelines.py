@@ -57,10 +57,12 @@ def backend(
     from nkic.passes.print_metrics import PrintMetricsPass
     from nkic.passes.resolve_psum_accumulate import ResolvePsumAccumulatePass
     from nkic.passes.schedule_instructions import ScheduleInstructionsPass
+    from nkic.passes.split_blocks import SplitBlocksPass
 
     return (
         BirUnrollPass(roll=roll_loops),
         ResolvePsumAccumulatePass(),
+        SplitBlocksPass(target=target),
         # engines first, so that pre-schedule plans on them; then allocation follows the scheduled order
         AssignEnginesPass(target=target),
         PreSchedulePass(target=target, num_queues=num_queues, policy=alloc_policy),

@@ -12,6 +12,7 @@ import pytest
 
 from nkic.execute import simulate
 from nkic.frontend import TensorSpec
+from nkic.frontend.tracer import TraceCache
 from nkic.kernels.flash_attention import flash_attention
 
 BF16 = ml_dtypes.bfloat16
@@ -195,7 +196,7 @@ def test_causal_kv_sections_at_small_scale(monkeypatch: pytest.MonkeyPatch, wind
 
     monkeypatch.setattr(fa, "SECTION_THRESHOLD", 640)
     monkeypatch.setattr(fa, "SECTION_SIZE", 512)
-    monkeypatch.setattr(fa.flash_attention, "cache", {})  # traces made with other constants must not be reused
+    monkeypatch.setattr(fa.flash_attention, "cache", TraceCache())  # traces made with other constants must not be reused
     assert run_case(1, 1, 1100, 1100, 16, np.float32, window=window, scale=2.0) < FP32_TOL
     module = _trace(1100, 1100, d=16, sliding_window=window)
     assert _ops(module, "scalar_tensor_tensor")  # sections were merged

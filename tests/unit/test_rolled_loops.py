@@ -13,6 +13,7 @@ import pytest
 
 from nkic import api as nki
 from nkic.driver import compile_kernel, run_neff
+from nkic.frontend.tracer import TraceCache
 from nkic.runtime.neff import read_neff
 
 nl, nisa = nki.language, nki.isa
@@ -274,7 +275,7 @@ def test_rolled_attention_uniform_loops(
     from .test_flash_attention import BF16_TOL, attention_ref, rel_err
 
     monkeypatch.setattr(fa, "ROLLED_SECTION", section)
-    monkeypatch.setattr(fa.flash_attention_rolled, "cache", {})
+    monkeypatch.setattr(fa.flash_attention_rolled, "cache", TraceCache())
     if unroll_tiles:
         monkeypatch.setenv("NKIC_ROLL_INTERLEAVE", "2")
     rng = np.random.default_rng(8)
@@ -294,7 +295,7 @@ def test_rolled_attention_sections_at_small_scale(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(fa, "SECTION_THRESHOLD", 1024)
     monkeypatch.setattr(fa, "SECTION_SIZE", 1024)
-    monkeypatch.setattr(fa.flash_attention_rolled, "cache", {})
+    monkeypatch.setattr(fa.flash_attention_rolled, "cache", TraceCache())
     rng = np.random.default_rng(6)
     q, k, v = (rng.standard_normal((1, 2200, 32)).astype(np.float32) for _ in range(3))
     out, rolled, _ = _both(fa.flash_attention_rolled, (q, k, v), scale=0.25, sliding_window=window)

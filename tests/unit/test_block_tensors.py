@@ -1,0 +1,123 @@
+"""Legacy block tensors larger than the memory (``split-blocks``): the device compiler allocates the blocks that are
+live, so a ``(B, nl.par_dim(P), F)`` tensor declared at twice SBUF or PSUM whose blocks live one at a time compiles,
+simulates and matches numpy; one block that cannot fit is still an error at the user's line, and blocks that are all
+live at once still do not fit."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import nkic
+
+nkic.install_nki_alias()
+
+import neuronxcc.nki as nki  # noqa: E402
+import neuronxcc.nki.isa as nisa  # noqa: E402
+import neuronxcc.nki.language as nl  # noqa: E402
+
+from nkic.frontend.errors import NkiError  # noqa: E402
+from nkic.target.machine import get_target  # noqa: E402
+
+GEN3 = get_target("gen3")
+SBUF_BLOCKS = 2 * GEN3.sbuf_bytes_per_partition // (2048 * 4) + 1  # fp32 [128, 2048] blocks: over twice SBUF
+PSUM_BLOCKS = 2 * GEN3.psum_bytes_per_partition // (512 * 4)  # fp32 [128, 512] blocks (one bank each): twice PSUM
+
+
+@nki.jit
+def scale_blocks(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    buf = nl.ndarray((a.shape[0], nl.par_dim(128), a.shape[2]), dtype=nl.float32, buffer=nl.sbuf)
+    for b in nl.affine_range(a.shape[0]):
+        buf[b] = nl.load(a[b])
+        buf[b] = nl.multiply(buf[b], 2.0)
+        nl.store(out[b], buf[b])
+    return out
+
+
+@nki.jit
+def matmul_blocks(w, x):
+    n = x.shape[0]
+    out = nl.ndarray((n, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((n, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
+    wt = nl.load(w)
+    for b in nl.affine_range(n):
+        acc[b] = nisa.nc_matmul(wt, nl.load(x[b]))
+        nl.store(out[b], acc[b])
+    return out
+
+
+@nki.jit
+def two_block_tensors(a):
+    """Each block tensor fits SBUF alone, the two together do not: allocation splits them and tries again."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.ndarray((a.shape[0], nl.par_dim(128), a.shape[2]), dtype=nl.float32, buffer=nl.sbuf)
+    y = nl.ndarray((a.shape[0], nl.par_dim(128), a.shape[2]), dtype=nl.float32, buffer=nl.sbuf)
+    for b in nl.affine_range(a.shape[0]):
+        x[b] = nl.load(a[b])
+        y[b] = nl.add(x[b], 1.0)
+        nl.store(out[b], y[b])
+    return out
+
+
+@nki.jit
+def all_blocks_live(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    buf = nl.ndarray((a.shape[0], nl.par_dim(128), a.shape[2]), dtype=nl.float32, buffer=nl.sbuf)
+    total = nl.zeros((nl.par_dim(128), a.shape[2]), dtype=nl.float32, buffer=nl.sbuf)
+    for b in nl.affine_range(a.shape[0]):
+        buf[b] = nl.load(a[b])
+        total[...] = nl.add(total, buf[b])
+    for b in nl.affine_range(a.shape[0]):  # every block is read again after the total needed all of them
+        nl.store(out[b], nl.subtract(buf[b], total))
+    return out
+
+
+@nki.jit
+def one_huge_block(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    buf = nl.ndarray((2, nl.par_dim(128), 2 * 65536), dtype=nl.float32, buffer=nl.sbuf)  # 512 KiB per block
+    nl.store(out, nl.load(a))
+    return out
+
+
+def _quiet(fn, *args):  # noqa: ANN001, ANN202
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy idioms' migration hints
+        return nki.simulate_kernel(fn, *args)
+
+
+def test_an_sbuf_block_tensor_of_twice_sbuf_whose_blocks_live_one_at_a_time() -> None:
+    a = np.random.default_rng(0).standard_normal((SBUF_BLOCKS, 128, 2048)).astype(np.float32)
+    assert SBUF_BLOCKS * 2048 * 4 > 2 * GEN3.sbuf_bytes_per_partition
+    np.testing.assert_array_equal(_quiet(scale_blocks, a), 2 * a)
+
+
+def test_a_psum_block_tensor_of_twice_psum_one_matmul_per_block() -> None:
+    rng = np.random.default_rng(1)
+    w = rng.integers(-2, 3, (128, 128)).astype(np.float32)
+    x = rng.integers(-2, 3, (PSUM_BLOCKS, 128, 512)).astype(np.float32)
+    assert PSUM_BLOCKS * 512 * 4 == 2 * GEN3.psum_bytes_per_partition
+    np.testing.assert_array_equal(_quiet(matmul_blocks, w, x), np.einsum("km,bkn->bmn", w, x))
+
+
+def test_block_tensors_that_fit_alone_but_not_together() -> None:
+    blocks = GEN3.sbuf_bytes_per_partition // (4096 * 4)
+    assert 2 * blocks * 4096 * 4 > GEN3.sbuf_bytes_per_partition >= blocks * 4096 * 4
+    a = np.random.default_rng(2).standard_normal((blocks, 128, 4096)).astype(np.float32)
+    np.testing.assert_array_equal(_quiet(two_block_tensors, a), a + 1)
+
+
+def test_blocks_live_together_still_do_not_fit() -> None:
+    a = np.zeros((SBUF_BLOCKS, 128, 2048), np.float32)
+    with pytest.raises(Exception, match="does not fit in SBUF"):
+        _quiet(all_blocks_live, a)
+
+
+def test_one_block_larger_than_sbuf_is_an_error_at_the_users_line() -> None:
+    line = one_huge_block.func.__code__.co_firstlineno + 3
+    with pytest.raises(NkiError, match=re.escape(f"test_block_tensors.py:{line}: error: sbuf tensor needs 524288 bytes")):
+        _quiet(one_huge_block, np.zeros((128, 64), np.float32))
