@@ -591,7 +591,9 @@ class TraceContext:
                 raise NkiError(
                     "The input and output tensor of a NKI kernel must be in shared_hbm address space",
                     f"'{t.label}' is in {t.buffer}; allocate outputs with buffer=nl.shared_hbm "
-                    f"(note: '{t.label}' is allocated at {file}:{line})",
+                    f"(note: '{t.label}' is allocated at {file}:{line}"
+                    + ("; nl.hbm was the output buffer of NKI 0.2, in 0.3 it is private HBM)" if t.buffer == "hbm"
+                       else ")"),
                     where=returned_at,
                 )
             if t.storage.name in self._constants:

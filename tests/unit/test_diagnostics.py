@@ -447,3 +447,19 @@ def test_unwritten_output_is_named_as_the_kernel_names_it() -> None:
     messages, _ = coverage_warnings(half_written_result, np.ones((256, 64), np.float32))
     assert messages == [f"test_diagnostics.py:{line_of('D-coverage-call')}: output 'result' rows 128..255 were never "
                         "written"], messages
+
+
+def _hbm_tensor_like(a):
+    return nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
+
+
+def hbm_output_through_a_helper(a):
+    out = _hbm_tensor_like(a)
+    nl.store(out, nl.load(a))
+    return out
+
+
+def test_an_undetected_hbm_output_says_it_is_the_nki_02_meaning() -> None:
+    with pytest.raises(nki.NkiError, match="must be in shared_hbm") as e:
+        nki.jit(hbm_output_through_a_helper).trace(np.ones((128, 64), np.float32))
+    assert "NKI 0.2" in str(e.value) and "nl.hbm" in str(e.value), str(e.value)
