@@ -732,8 +732,6 @@ def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
         if not -ndim <= a < ndim:
             raise NkiError(f"tensor_reduce: axis {a} is out of range for a rank-{ndim} tensor")
         axes.append(a % ndim)
-    if 0 in axes:
-        raise NkiError("tensor_reduce: cannot reduce along the partition axis 0", "reduce free axes only")
     if not axes:
         raise NkiError("tensor_reduce: no axis given")
     return tuple(sorted(set(axes)))
@@ -756,15 +754,9 @@ def tensor_reduce(
     dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
     _on_chip(name, "dst", dst)
     _on_chip(name, "data", data)
-    _rules(ctx, name, {"dst": dst, "data": data}, {})
     axes = _axes(axis, data.ndim)
-    if list(axes) != list(range(data.ndim - len(axes), data.ndim)):
-        raise NkiError(f"tensor_reduce: axes {axes} must be the trailing free axes of a rank-{data.ndim} tensor")
-    kept = 1
-    for a in range(1, data.ndim):
-        kept *= 1 if a in axes else data.shape[a]
-    if dst.free_size != kept:
-        raise NkiError(f"tensor_reduce: dst has {dst.free_size} elements per partition, the result has {kept}")
+    # the documented rules (target/rules/vector.py): partitions, free axes only, trailing ones, dst's size
+    _rules(ctx, name, {"dst": dst, "data": data}, {"axes": axes, "shape": data.shape})
     attrs = {"op": alu_op(op), "axes": axes, "negate": bool(negate), "keepdims": bool(keepdims)}
     _record(ctx, name, {"dst": dst, "data": data}, attrs)
 

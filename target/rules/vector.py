@@ -284,19 +284,45 @@ def _tensor_reduce_negate(call: Call) -> str | None:
     return None
 
 
-_AXES = "checked: frontend/isa.py:tensor_reduce / _axes (the axes are the trailing free axes, never axis 0)"
-for _start in ("The reduction axes must be the last contiguous", "Axis 0 (partition axis) cannot be reduced.",
-               "nisa.tensor_reduce only supports free axes reduction.", "The axis (or axes) along which to reduce",
-               "Axis 0 (partition dim) cannot be reduced."):  # fmt: skip
-    waive("nisa.tensor_reduce", _start, _AXES)
+def _free_axes_only(call: Call) -> str | None:
+    axes = call.fields.get("axes")
+    return "tensor_reduce: cannot reduce along the partition axis 0" if axes and 0 in axes else None
+
+
+def _trailing_axes(call: Call) -> str | None:
+    axes, shape = call.fields.get("axes"), call.fields.get("shape")  # shape: the data's, asked at the call
+    if not axes or shape is None or list(axes) == list(range(len(shape) - len(axes), len(shape))):
+        return None
+    return f"tensor_reduce: axes {tuple(axes)} must be the trailing free axes of a rank-{len(shape)} tensor"
+
+
+def _dst_follows_axes(call: Call) -> str | None:
+    axes, shape, dst = call.fields.get("axes"), call.fields.get("shape"), call.operands.get("dst")
+    if not axes or shape is None or dst is None:
+        return None
+    kept = 1
+    for a in range(1, len(shape)):
+        kept *= 1 if a in axes else shape[a]
+    if dst.dims[1] != kept:
+        return f"tensor_reduce: dst has {dst.dims[1]} elements per partition, the result has {kept}"
+    return None
+
+
+rule("tensor_reduce", "Axis 0 (partition axis) cannot be reduced.")(_free_axes_only)
+rule("tensor_reduce", "nisa.tensor_reduce only supports free axes reduction.")(_free_axes_only)
+rule("tensor_reduce", "Axis 0 (partition dim) cannot be reduced.")(_free_axes_only)
+rule("tensor_reduce", "The reduction axes must be the last contiguous free dimension(s) of the tile, ending at the "
+     "final dimension.")(_trailing_axes)
+rule("tensor_reduce", "must be the last contiguous free dimension(s) ending at the final dim.")(_trailing_axes)
+rule("tensor_reduce", "The number of elements per partition in dst must be consistent with the axis field.")(
+    _dst_follows_axes)
+rule("tensor_reduce", "For example, if axis indicates all free dimensions of data are reduced, the number of elements "
+     "per partition in dst must be 1.")(_dst_follows_axes)
 waive("nisa.tensor_reduce", "- axis=(3,) reduces only D3", "semantics, not a restriction: an example of which "
       "trailing axes reduce (frontend/isa.py:tensor_reduce)")
 rule("tensor_reduce", "The partition dimension size of input data and output dst tiles must be the same and must not "
      "exceed 128.")(_dims_agree("tensor_reduce", "data", "dst", free=False))
 waive("nisa.tensor_reduce", "The number of elements per partition of data must not exceed", _PARTITION_BYTES)
-_KEPT = "checked: frontend/isa.py:tensor_reduce (dst's elements per partition = the product of the kept axes)"
-waive("nisa.tensor_reduce", "The number of elements per partition in dst must be consistent", _KEPT)
-waive("nisa.tensor_reduce", "For example, if axis indicates all free dimensions", _KEPT)
 waive("nisa.tensor_reduce", "When operands are manually allocated", _INDIRECT)
 
 # ------------------------------------------------------------------------------------------------------------
