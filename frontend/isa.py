@@ -917,8 +917,8 @@ def _pattern(op: str, pattern: Any) -> tuple[tuple[int, int], ...]:
         pairs = tuple((int(s), int(n)) for s, n in pattern)
     except (TypeError, ValueError):
         raise NkiError(f"{op}: pattern must be a list of [step, num] pairs, got {pattern!r}") from None
-    if not pairs or len(pairs) > 4 or any(n <= 0 for _, n in pairs):
-        raise NkiError(f"{op}: pattern {[list(p) for p in pairs]} needs 1 to 4 pairs with positive sizes")
+    if not pairs or any(n <= 0 for _, n in pairs):  # at most 4 pairs: target/rules/vector.py
+        raise NkiError(f"{op}: pattern {[list(p) for p in pairs]} needs pairs with positive sizes")
     return pairs
 
 
@@ -1339,7 +1339,7 @@ def max8(ctx: Any, dst: NkiTensor, src: NkiTensor, **kw: Any) -> None:
     dst, src = _tensor(name, "dst", dst), _tensor(name, "src", src)
     _on_chip(name, "dst", dst)
     _on_chip(name, "src", src)
-    _rank_at_most(name, "src", src, 3)
+    _rules(ctx, name, {"dst": dst, "src": src}, {"shapes": {"src": src.shape, "dst": dst.shape}})  # the ranks
     if dst.ndim != 2 or dst.shape != (src.partitions, 8):
         raise NkiError(f"{name}: dst must be a 2-D [{src.partitions}, 8] tile, got shape {dst.shape}")
     _record(ctx, name, {"dst": dst, "src": src}, {}, "vector")
@@ -1355,8 +1355,7 @@ def nc_find_index8(ctx: Any, dst: NkiTensor, data: NkiTensor, vals: NkiTensor, *
     t = {role: _tensor(name, role, v) for role, v in (("dst", dst), ("data", data), ("vals", vals))}
     for role, x in t.items():
         _on_chip(name, role, x)
-    _rank_at_most(name, "data", t["data"], 3)
-    _rank_at_most(name, "vals", t["vals"], 3)
+    _rules(ctx, "find_index8", t, {"shapes": {"data": t["data"].shape, "vals": t["vals"].shape}})  # the ranks
     _eight_per_partition(name, "vals", t["vals"], t["data"])
     if t["dst"].ndim != 2:
         raise NkiError(f"{name}: dst must be a 2-D [{t['data'].partitions}, 8] tile, got shape {t['dst'].shape}")

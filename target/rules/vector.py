@@ -430,12 +430,23 @@ def _memset_packed(call: Call) -> str | None:
 # ------------------------------------------------------------------------------------------------------------
 # iota / affine_select / range_select / select_reduce
 # ------------------------------------------------------------------------------------------------------------
-_PATTERN = "checked: frontend/isa.py:_pattern (1 to 4 [step, num] pairs of integers; offset and channel_multiplier " \
-           "are int()-ed)"
+def _pattern_4d(fn: str) -> Callable[[Call], str | None]:
+    def test(call: Call) -> str | None:
+        pattern = call.fields.get("pattern")
+        if isinstance(pattern, (tuple, list)) and len(pattern) > 4:
+            return f"{fn}: pattern {[list(p) for p in pattern]} has {len(pattern)} [step, num] pairs, at most 4"
+        return None
+
+    return test
+
+
+rule("iota", "The pattern is defined by an int32 offset, a tensor access pattern of up to 4D pattern and an int32 "
+     "channel_multiplier.")(_pattern_4d("iota"))
+rule("iota", "a list of [step, num] to describe up to 4D tensor sizes and strides")(_pattern_4d("iota"))
+rule("affine_select", "a list of [step, num] to describe up to 4D tensor sizes and strides for affine expression "
+     "generation")(_pattern_4d("affine_select"))
 rule("iota", "The total number of elements in pattern must match the number of elements per partition in the dst "
      "tile.")(_pattern_count("iota", "dst"))
-waive("nisa.iota", "The pattern is defined by an int32 offset", _PATTERN)
-waive("nisa.iota", ":param pattern:", _PATTERN)
 waive("nisa.iota", "The output dst tile must be in SBUF.", _ON_CHIP)
 waive("nisa.iota", "The partition dimension size of dst must not exceed 128.", "checked: a tile has at most 128 "
       "partitions (nl.ndarray); the penguin verifier bounds every on-chip access pattern")
@@ -443,7 +454,6 @@ waive("nisa.iota", "The number of elements per partition of dst must not exceed"
 
 rule("affine_select", "- The total number of elements in pattern must match the number of elements per partition in "
      "the dst and on_true_tile tiles.")(_pattern_count("affine_select", "dst", "on_true"))
-waive("nisa.affine_select", ":param pattern:", _PATTERN)
 waive("nisa.affine_select", "The output dst tile must be in SBUF.", _ON_CHIP)
 waive("nisa.affine_select", "The input on_true_tile must also be in SBUF.", _ON_CHIP)
 waive("nisa.affine_select", "The on_false_value must be float32", "semantics, not a restriction: on_false_value is "
@@ -529,13 +539,31 @@ waive("nisa.bn_aggr", "Therefore, the number of elements per partition of data m
 # ------------------------------------------------------------------------------------------------------------
 # max8 / nc_find_index8 / topk / nonzero_with_count
 # ------------------------------------------------------------------------------------------------------------
-_RANK = "checked: frontend/isa.py:_rank_at_most (source up to rank 3; the 8-wide result a 2-D tile)"
+def _ranks(fn: str, most: dict[str, int], exactly: dict[str, int]) -> Callable[[Call], str | None]:
+    """The tensors' ranks (the fact 'shapes', asked at the call: the instruction keeps no rank)."""
+
+    def test(call: Call) -> str | None:
+        shapes = call.fields.get("shapes") or {}
+        for role, n in most.items():
+            if role in shapes and len(shapes[role]) > n:
+                return f"{fn}: '{role}' can be at most {n}-dimensional, got shape {tuple(shapes[role])}"
+        for role, n in exactly.items():
+            if role in shapes and len(shapes[role]) != n:
+                src = call.operands.get("src")
+                return f"{fn}: dst must be a 2-D [{src.dims[0] if src else 'P'}, 8] tile, got shape {shapes[role]}"
+        return None
+
+    return test
+
+
+rule("max8", "The source tile can be up to 3-dimensional, while the output tile is always 2-dimensional.")(
+    _ranks("max8", {"src": 3}, {"dst": 2}))
+rule("find_index8", "The data tensor can be up to 3-dimensional, while the vals tensor must be up to 3-dimensional.")(
+    _ranks("nc_find_index8", {"data": 3, "vals": 3}, {}))
 _TOP8 = "checked: target/instructions.py:_top8_count (InstrSpec.dims_rule, at the call and in every verifier)"
-waive("nisa.max8", "The source tile can be up to 3-dimensional", _RANK)
 waive("nisa.max8", "The number of elements read per partition must be between 8 and 16,384", _TOP8)
 waive("nisa.max8", "The source and output must have the same partition dimension size", "checked: target/"
       "instructions.py:_max8_dims (dst is (src partitions, 8))")
-waive("nisa.nc_find_index8", "The data tensor can be up to 3-dimensional", _RANK)
 waive("nisa.nc_find_index8", "The data tensor must have between 8 and 16,384", _TOP8)
 waive("nisa.nc_find_index8", "The vals tensor must have exactly 8 elements per partition.", "checked: frontend/isa.py:"
       "_eight_per_partition and target/instructions.py:_find_index8_dims")
