@@ -13,6 +13,7 @@ from nkic.execute import simulate
 from nkic.frontend import tracer
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import TensorSpec, jit
+from nkic.runtime.simulator import RunResult
 
 BF16 = ml_dtypes.bfloat16
 
@@ -110,7 +111,8 @@ def test_call_and_simulate_use_the_execution_layer(monkeypatch: pytest.MonkeyPat
 
     def run(traced, inputs, build=None):
         received.update(inputs)
-        return {name: np.full(shape, 7, np.float32) for name, shape, _ in traced.outputs}, None
+        outputs = {name: np.full(shape, 7, np.float32) for name, shape, _ in traced.outputs}
+        return outputs, RunResult(outputs, None)  # type: ignore[arg-type]  (no profile; nothing tracked as written)
 
     monkeypatch.setattr(execute, "_run", run)
     monkeypatch.setattr(tracer, "_executor", execute.run_kernel)
