@@ -530,3 +530,18 @@ def value_of(attr: "Attribute | None") -> "str | int | float | bool | None":
     if isinstance(attr, IntegerAttr):
         return bool(attr.value.data) if attr.type == i1 else int(attr.value.data)
     raise TypeError(f"unexpected field attribute {attr}")
+
+
+# The generation a module was traced for (``builtin.module attributes {nkic.target = "gen2"}``), stamped by the
+# tracer as Triton stamps ``ttg.target``: passes run from nkic-opt on a dump plan for it.
+TARGET_ATTR = "nkic.target"
+
+
+def module_target(op: "Operation") -> str | None:
+    """The ``nkic.target`` of the module enclosing ``op`` (``op`` itself included), or None."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    while op is not None and not isinstance(op, ModuleOp):
+        op = op.parent_op()  # type: ignore[assignment]
+    attr = None if op is None else op.attributes.get(TARGET_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else None

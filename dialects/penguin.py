@@ -60,11 +60,12 @@ from nkic.dialects.common import (
     constant_bytes,
     dtype_of_element_type,
     int_attr,
+    module_target,
     string_attr,
 )
 from nkic.dialects.fastverify import fast_verify
 from nkic.dialects.inst import RoleOperandOp
-from nkic.target.machine import MAX_PSUM_BYTES, NUM_PARTITIONS
+from nkic.target.machine import MAX_PSUM_BYTES, NUM_PARTITIONS, TARGET_ALIASES, TARGETS
 from nkic.target.rules import RULES, Call, Operand, problems
 from nkic.target.rules import message as rule_message
 from nkic.target.vocab import ON_CHIP, dtype_size
@@ -428,18 +429,21 @@ class PenguinInst(RoleOperandOp):
             if t.mem in ON_CHIP and ap.shape[0] > NUM_PARTITIONS:
                 raise VerifyException(f"{role} spans {ap.shape[0]} partitions, the limit is {NUM_PARTITIONS}")
         if self.OPNAME in RULES:
-            broken = problems(self.rule_call())
+            call = self.rule_call()
+            broken = problems(call)
             if broken:
-                raise VerifyException(rule_message(self.rule_call(), broken[0]))
+                raise VerifyException(rule_message(call, broken[0]))
 
     def rule_call(self) -> Call:
-        """This instruction as the documented rules see it (``nkic.target.rules``); the IR names no target, so
-        only the rules of every generation apply."""
+        """This instruction as the documented rules see it (``nkic.target.rules``), on the generation its module
+        was traced for (``nkic.target``); IR without one gets only the rules of every generation."""
         operands = {}
         for role, value, ap in zip(self.role_names, self.tensors, self.aps.data):
             t = tensor_type(value)
             operands[role] = Operand(t.mem, ap.view_dtype or t.dtype, (ap.shape[0], fields.free_elements(ap.shape)))
-        return Call(self.OPNAME, operands, fields.field_values(self))
+        target = module_target(self)
+        gen = TARGETS[TARGET_ALIASES[target]].nc_version if target in TARGET_ALIASES else None
+        return Call(self.OPNAME, operands, fields.field_values(self), gen)
 
     def _on_gpsimd(self) -> bool:
         e = self.properties.get("engine")

@@ -27,6 +27,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from nkic.dialects import penguin
 from nkic.dialects.common import (
+    TARGET_ATTR,
     AccessPatternAttr,
     attr_of,
     dense_i64_attr,
@@ -218,7 +219,8 @@ class PenguinEmitter:
             raise ValueError("SPMD programs of one kernel must have the same inputs and outputs")
         self._programs.append(Region(block))
 
-    def finish(self) -> ModuleOp:
+    def finish(self, target: str | None = None) -> ModuleOp:
+        """The traced module, stamped with the generation it was traced for (``nkic.target``), verified."""
         assert self._param_types is not None and self._output_types is not None, "no program was traced"
         ftype = FunctionType.from_lists(self._param_types, self._output_types)
         kernel = penguin.KernelOp(self.kernel_name, ftype, self._programs)
@@ -230,6 +232,8 @@ class PenguinEmitter:
         )
         graph_block.add_ops([node, penguin.GraphReturnOp(node.outs)])
         module = ModuleOp([penguin.GraphOp("main", Region(graph_block)), kernel])
+        if target is not None:
+            module.attributes[TARGET_ATTR] = StringAttr(target)
         verify_traced(module)
         return module
 

@@ -476,7 +476,7 @@ class TraceContext:
                     raise NkiError("every SPMD program must return the same shared_hbm tensors")
                 else:  # an input any program writes is read back (one program may write none)
                     written += tuple(a for a in aliases if a not in written)
-            module = self.emitter.finish()
+            module = self.emitter.finish(get_target(self.options.target).name)
         finally:
             self.live = False
             deactivate(token)

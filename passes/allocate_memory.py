@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.passes.targeting import for_module
 from nkic.dialects import bir
 from nkic.dialects.common import dense_i64_attr
 from nkic.passes.split_blocks import split_function
@@ -157,12 +158,14 @@ POLICIES = ("lru", "rotate", "stack")
 @dataclass(frozen=True)
 class AllocateMemoryPass(ModulePass):
     name = "allocate-memory"
-    target: str = "gen3"
+    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     # "lru": the legal place used longest ago; "rotate": first fit after the previous allocation; "stack": lowest
     # free offset (immediate reuse). The module docstring says why and bench/README.md what each measures.
     policy: str = "rotate"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target:
+            return for_module(self, op).apply(ctx, op)
         if self.target not in TARGETS:
             raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         if self.policy not in POLICIES:

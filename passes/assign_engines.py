@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.passes.targeting import for_module
 from nkic.dialects import bir
 from nkic.dialects.common import string_attr
 from nkic.dialects.instructions import str_field
@@ -71,9 +72,11 @@ def assign(fn: bir.FunctionOp, target: Target) -> None:
 @dataclass(frozen=True)
 class AssignEnginesPass(ModulePass):
     name = "assign-engines"
-    target: str = "gen3"
+    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target:
+            return for_module(self, op).apply(ctx, op)
         if self.target not in TARGETS:
             raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.passes.targeting import for_module
 from nkic.dialects import bir
 from nkic.runtime.neff import Neff, Subgraph, Variable
 from nkic.runtime.simulator import simulate, simulate_in_order
@@ -108,11 +109,13 @@ def check(module: ModuleOp, target: str, seed: int, max_instructions: int) -> st
 @dataclass(frozen=True)
 class BirSimPass(ModulePass):
     name = "bir-sim"
-    target: str = "gen3"
+    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     seed: int = 0
     max_instructions: int = 20000
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target:
+            return for_module(self, op).apply(ctx, op)
         if self.target not in TARGETS:
             raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         print(check(op, self.target, self.seed, self.max_instructions), file=sys.stdout, flush=True)

@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.passes.targeting import for_module
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr, i64_attr
 from nkic.dialects.traits import IsControl, IsDma
@@ -371,11 +372,13 @@ def _apply(merging: list[_Group]) -> list[bir.BirInst]:
 @dataclass(frozen=True)
 class DmaOptimizationPass(ModulePass):
     name = "dma-optimization"
-    target: str = "gen3"
+    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     num_queues: int = 4
     coalesce: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target:
+            return for_module(self, op).apply(ctx, op)
         check_options(self.target, self.num_queues, NUM_DMA_QUEUES)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             if fn.has_loops():  # before coalescing walks the loop bodies

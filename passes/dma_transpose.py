@@ -55,6 +55,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, 
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.passes.targeting import for_module
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
 from nkic.dialects.traits import IsDma
@@ -312,12 +313,14 @@ class DmaTransposePass(ModulePass):
     """``force=true`` rewrites every qualifying group whatever the loads say (tests)."""
 
     name = "dma-transpose"
-    target: str = "gen3"
+    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     num_queues: int = 4
     force: bool = False
     scheduled: bool = False  # after pre-schedule: the edges are gone; the data flow's are computed for the replay
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target:
+            return for_module(self, op).apply(ctx, op)
         check_options(self.target, self.num_queues, NUM_DMA_QUEUES)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             if self.scheduled:

@@ -22,6 +22,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.dialects.common import module_target
+from nkic.passes.targeting import for_module
 from nkic.target.instructions import LOOP_OPCODE_PAIRS
 from nkic.target.machine import TARGETS, get_target
 
@@ -110,9 +112,12 @@ def _check_segment(core: str, streams: dict[str, list]) -> None:
 @dataclass(frozen=True)
 class IsaVerifyPass(ModulePass):
     name = "isa-verify"
-    target: str = ""  # a generation (gen2, trn1, ...) to check engine legality for; "" = any generation
+    # a generation (gen2, trn1, ...) to check engine legality for; "" = the module's nkic.target, else any generation
+    target: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target and module_target(op):
+            return for_module(self, op).apply(ctx, op)
         from nkic.dialects.isa import CoreOp
 
         if self.target and self.target not in TARGETS and not any(self.target in t.aliases for t in TARGETS.values()):

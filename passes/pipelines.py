@@ -16,6 +16,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from nkic.passes.targeting import for_module
+
 
 def frontend_lowering(kernel_format: str = "bir") -> tuple[ModulePass, ...]:
     from nkic.passes.inline_bir_kernel import InlineBirKernelPass
@@ -102,23 +104,27 @@ class FrontendLoweringPipeline(ModulePass):
 @dataclass(frozen=True)
 class BackendPipeline(ModulePass):
     name = "nkic-backend"
-    target: str = "gen3"
+    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     num_queues: int = 4
     metrics: bool = False
     roll_loops: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target:
+            return for_module(self, op).apply(ctx, op)
         _run(backend(self.target, self.num_queues, metrics=self.metrics, roll_loops=self.roll_loops), ctx, op)
 
 
 @dataclass(frozen=True)
 class FullPipeline(ModulePass):
     name = "nkic-pipeline"
-    target: str = "gen3"
+    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     num_queues: int = 4
     kernel_format: str = "bir"
     roll_loops: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target:
+            return for_module(self, op).apply(ctx, op)
         passes = frontend_lowering(self.kernel_format) + backend(self.target, self.num_queues, roll_loops=self.roll_loops)
         _run(passes, ctx, op)

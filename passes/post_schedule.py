@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.passes.targeting import for_module
 from nkic.dialects import bir
 from nkic.passes.dma_optimization import Costs, cost_figures, replay_graph
 from nkic.passes.schedule_instructions import check_options
@@ -139,10 +140,12 @@ def post_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
 @dataclass(frozen=True)
 class PostSchedulePass(ModulePass):
     name = "post-schedule"
-    target: str = "gen3"
+    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     num_queues: int = 4
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target:
+            return for_module(self, op).apply(ctx, op)
         check_options(self.target, self.num_queues)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             post_schedule(fn, get_target(self.target), self.num_queues)

@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.passes.targeting import for_module
 from nkic.dialects import bir
 from nkic.passes.assign_engines import legal_engines
 from nkic.passes.dependency_analysis import Addresses, body, edges, has_loops, kind_of, operands
@@ -324,11 +325,13 @@ class PreSchedulePass(ModulePass):
     reordered kernel (more live at once than the budgets foresaw), the program order is put back."""
 
     name = "pre-schedule"
-    target: str = "gen3"
+    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     num_queues: int = 4
     policy: str = "rotate"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target:
+            return for_module(self, op).apply(ctx, op)
         if self.target not in TARGETS:
             raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         fns = [f for f in op.ops if isinstance(f, bir.FunctionOp)]

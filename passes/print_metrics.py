@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.passes.targeting import for_module
 from nkic.dialects import bir
 from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.schedule_instructions import duration_ns
@@ -168,9 +169,11 @@ def report(m: Metrics) -> str:
 @dataclass(frozen=True)
 class PrintMetricsPass(ModulePass):
     name = "print-metrics"
-    target: str = "gen3"
+    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target:
+            return for_module(self, op).apply(ctx, op)
         if self.target not in TARGETS:
             raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         tgt = get_target(self.target)

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.passes.targeting import for_module
 from nkic.dialects import bir
 from nkic.dialects.common import i64_attr
 from nkic.passes.dependency_analysis import body, has_loops, kind_of
@@ -169,10 +170,12 @@ def check_options(target: str, num_queues: int, max_queues: int | None = None) -
 @dataclass(frozen=True)
 class ScheduleInstructionsPass(ModulePass):
     name = "schedule-instructions"
-    target: str = "gen3"
+    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     num_queues: int = 4  # the DMA queues insert-semaphores will spread transfers over
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target:
+            return for_module(self, op).apply(ctx, op)
         check_options(self.target, self.num_queues)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             schedule(fn, get_target(self.target), self.num_queues)

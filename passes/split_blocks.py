@@ -30,9 +30,10 @@ from xdsl.passes import ModulePass
 
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.passes.targeting import for_module
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr, names_attr
-from nkic.target.machine import DEFAULT_TARGET, TARGETS, get_target
+from nkic.target.machine import TARGETS, get_target
 from nkic.target.vocab import ON_CHIP, dtype_size
 
 
@@ -40,10 +41,12 @@ from nkic.target.vocab import ON_CHIP, dtype_size
 class SplitBlocksPass(ModulePass):
     name = "split-blocks"
 
-    target: str = DEFAULT_TARGET
+    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     always: bool = False  # split every qualifying memloc, not only those larger than their memory
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.target:
+            return for_module(self, op).apply(ctx, op)
         if self.target not in TARGETS:
             raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         limit = None if self.always else _capacity(self.target)

@@ -48,7 +48,7 @@ class RecordingEmitter:
     def end_program(self, outputs: list[object]) -> None:
         self.calls.append(("end_program", tuple(outputs)))
 
-    def finish(self) -> list[tuple[Any, ...]]:
+    def finish(self, target: str | None = None) -> list[tuple[Any, ...]]:
         return self.calls
 
 

@@ -585,3 +585,18 @@ builtin.module {
   }
 }
 // CHECK: nc_matmul: stationary is float32 and moving is bfloat16; a tfloat32/float32 operand needs a tfloat32/float32 partner
+
+// -----
+
+// A module that names its generation gets that generation's rules too: a bf16 matmul result is not allowed on
+// trn2 (NeuronCore-v3).
+builtin.module attributes {nkic.target = "gen3"} {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x128xbf16>
+    %a = penguin.alloc "a" : !penguin.tensor<sbuf, 128x128xbf16>
+    penguin.matmul dst %p[0 : [128, 128], [1, 128]], stationary %a[0 : [128, 128], [1, 128]], moving %a[0 : [128, 128], [1, 128]]
+    penguin.return
+  }
+}
+// CHECK: nc_matmul: the PSUM result 'dst' is bfloat16, it must be float32 on NeuronCore-v3
