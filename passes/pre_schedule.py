@@ -348,12 +348,17 @@ def _fits(op: ModuleOp, ctx: Context, target: str, policy: str) -> bool:
     cost more time, and memory at the compile's peak, than the allocation."""
     from nkic.passes.allocate_memory import AllocateMemoryPass
 
-    unplaced = [m for f in op.ops if isinstance(f, bir.FunctionOp) for m in f.memlocs().values() if m.addr is None]
+    fns = [f for f in op.ops if isinstance(f, bir.FunctionOp)]
+    placed = {(f, name) for f in fns for name, m in f.memlocs().items() if m.addr is not None}
     try:
         AllocateMemoryPass(target=target, policy=policy).apply(ctx, op)
     except PassFailedException:
         return False
     finally:
-        for m in unplaced:
-            m.properties.pop("address", None)
+        # every memloc without an address before, including the per-block ones the allocator may have split off
+        # (split-blocks) while trying: those stay split, which changes no value, but unplaced
+        for f in fns:
+            for name, m in f.memlocs().items():
+                if (f, name) not in placed:
+                    m.properties.pop("address", None)
     return True

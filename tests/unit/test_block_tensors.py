@@ -121,3 +121,28 @@ def test_one_block_larger_than_sbuf_is_an_error_at_the_users_line() -> None:
     line = one_huge_block.func.__code__.co_firstlineno + 3
     with pytest.raises(NkiError, match=re.escape(f"test_block_tensors.py:{line}: error: sbuf tensor needs 524288 bytes")):
         _quiet(one_huge_block, np.zeros((128, 64), np.float32))
+
+
+def test_pre_schedules_trial_allocation_leaves_split_blocks_unplaced() -> None:
+    """pre-schedule asks allocate-memory whether its order fits, then takes the addresses off again: that includes
+    the per-block memlocs the allocator split off while trying, or they would stay fixed where the trial put them."""
+    from nkic.dialects import bir
+    from nkic.driver import make_context
+    from nkic.library import RESOLVER
+    from nkic.passes.bir_unroll import BirUnrollPass
+    from nkic.passes.pipelines import frontend_lowering
+    from nkic.passes.pre_schedule import _fits
+    from nkic.passes.resolver import use_resolver
+    from nkic.frontend import TensorSpec
+
+    blocks = GEN3.sbuf_bytes_per_partition // (4096 * 4)
+    module = two_block_tensors.trace(TensorSpec((blocks, 128, 4096), "float32")).module.clone()
+    ctx = make_context()
+    with warnings.catch_warnings(), use_resolver(RESOLVER):
+        warnings.simplefilter("ignore")
+        for p in (*frontend_lowering(), BirUnrollPass()):
+            p.apply(ctx, module)
+        assert _fits(module, ctx, "gen3", "rotate")
+    locs = [m for f in module.ops if isinstance(f, bir.FunctionOp) for m in f.memlocs().values()]
+    assert any(".b0" in m.sym_name.data for m in locs)  # the trial split the block tensors ...
+    assert all(m.addr is None for m in locs if m.mem in ("sbuf", "psum"))  # ... and left every one unplaced
