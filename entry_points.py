@@ -28,6 +28,7 @@ from nkic.frontend.context import active_context
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import Kernel, TensorSpec, jit
 from nkic.runtime.simulator import RunResult
+from nkic.target.calibration import status_line
 
 __all__ = ["baremetal", "benchmark", "profile", "simulate_kernel", "trace"]
 
@@ -103,13 +104,15 @@ class _Runner(Kernel):
 
     def _report(self) -> str:
         """What ``nki.benchmark`` prints after a run (the SDK prints neuron-bench's latency statistics): the
-        percentiles of the simulated latency, said to be simulated."""
+        percentiles of the simulated latency, said to be simulated; then the model's calibration status (its median
+        error on the public measurements of ``target/calibration.py``), one line."""
         assert self.benchmark_result is not None
         latency = self.benchmark_result.nc_latency
         cells = ", ".join(f"p{p}={latency.get_latency_percentile(p):.3f}" for p in _PERCENTILES)
         warmup, iters = self.artifacts.get("_warmup"), self.artifacts.get("_iters")
         return (f"nki.benchmark {self.kernel.name}: simulated NeuronCore latency (nkic cost model, not a device "
-                f"measurement; warmup={warmup}, iters={iters} change nothing) in us: {cells}")  # fmt: skip
+                f"measurement; warmup={warmup}, iters={iters} change nothing) in us: {cells}\n"
+                f"{status_line()}")  # fmt: skip
 
     def _time_only(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """``timing_only=True``: compile, then simulate the timeline without numerics; arguments may be
@@ -124,6 +127,8 @@ class _Runner(Kernel):
         run = run_neff(neff, arrays, target=traced.options.target, timing_only=True)
         self._save(neff, run)
         self.benchmark_result = BenchmarkResult(Latency(run.profile.total_ns / 1000.0))
+        if self.artifacts.get("_report"):
+            print(self._report(), flush=True)
         return None
 
     def _save(self, neff: bytes, run: RunResult) -> None:

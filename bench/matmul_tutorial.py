@@ -28,12 +28,13 @@ from nkic.driver import compile_traced  # noqa: E402
 from nkic.frontend import TensorSpec  # noqa: E402
 from nkic.runtime.neff import read_neff  # noqa: E402
 from nkic.runtime.simulator import simulate  # noqa: E402
+from nkic.target.calibration import MEASUREMENTS, MMT_SHAPE  # noqa: E402
 
 TUTORIAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus" / "aws-neuron-sdk" / "nki" / "examples" / \
     "matrix_multiplication" / "matrix_multiplication_nki_kernels.py"
-# MMT (general/nki/tutorials/matrix_multiplication.rst): latency in ms on trn1 at [4096, 8192] @ [8192, 8192] bf16.
-PUBLISHED_MS = {"nki_matmul_tiled_": 51.80, "nki_matmul_hoist_load_": 42.96,
-                "nki_matmul_block_free_dimension_": 22.07, "nki_matmul_fully_optimized_": 6.97}  # fmt: skip
+# MMT (general/nki/tutorials/matrix_multiplication.rst): latency in ms on trn1 at [4096, 8192] @ [8192, 8192] bf16,
+# from the calibration table (target/calibration.py).
+PUBLISHED_MS = {m.name: m.published_ns / 1e6 for m in MEASUREMENTS if m.published_shape == MMT_SHAPE}
 PE_BF16_FLOPS_PER_NS = 2 * 128 * 128 * 2.8  # trn1 TensorE: 128x128 MACs at 2.8 GHz = 91.75 TFLOP/s
 
 
@@ -64,10 +65,10 @@ def measure(kernel: object, k: int, m: int, n: int) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> None:
-    k, m, n = (int(a) for a in argv[:3]) if len(argv) >= 3 else (8192, 4096, 8192)
+    k, m, n = (int(a) for a in argv[:3]) if len(argv) >= 3 else MMT_SHAPE
     names = argv[3:] or list(PUBLISHED_MS)
     tutorial = load_tutorial()
-    scale = (k * m * n) / (8192 * 4096 * 8192)
+    scale = (k * m * n) / (MMT_SHAPE[0] * MMT_SHAPE[1] * MMT_SHAPE[2])
     print(f"lhsT [{k}, {m}] @ rhs [{k}, {n}] bf16 on trn1 (published figures scaled by FLOPs: x{scale:.4g})")
     print("| kernel | instructions | simulated ms | published ms (scaled) | ratio | PE roofline | PE busy |"
           " compile s | simulate s |")

@@ -288,6 +288,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     from nkic.driver import run_neff
     from nkic.runtime.neff import read_neff
     from nkic.runtime.simulator import unwritten_outputs
+    from nkic.target.calibration import status_line
 
     data = _read(args.neff)
     neff = read_neff(data)
@@ -299,6 +300,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     if args.timing_only:  # the timeline only: no numerics, so no outputs to write
         result = run_neff(data, inputs, target=str(target), timing_only=True)
         print(result.profile.summary())
+        print(status_line())  # how far the model is from published hardware latencies
         _write_profile(profile, args.profile, result)
         return
     out = _directory(args.output_dir, "--output-dir")
@@ -401,6 +403,7 @@ def cmd_profile(args: argparse.Namespace) -> None:
     from nkic.driver import run_neff
     from nkic.runtime.neff import read_neff
     from nkic.runtime.timeline_png import png_bytes, render
+    from nkic.target.calibration import status_line
 
     data = _read(args.neff)
     neff = read_neff(data)
@@ -412,6 +415,7 @@ def cmd_profile(args: argparse.Namespace) -> None:
     result = run_neff(data, inputs, target=str(neff.metadata.get("target", "gen3")))
     profile = result.profile
     print(profile.summary())
+    print(status_line())  # how far the model is from published hardware latencies
     if any(sg.sources for sg in neff.subgraphs):
         print("busiest kernel lines (every engine and queue):")
         for (loc, call), (count, busy) in list(profile.by_source().items())[: args.top]:
