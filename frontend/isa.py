@@ -154,6 +154,19 @@ def _in(op: str, role: str, t: NkiTensor, *buffers: str) -> None:
         raise NkiError(f"{op}: '{role}' must be in {' or '.join(b.upper() for b in buffers)}, not {t.buffer}")
 
 
+def _in_sbuf_not_psum(op: str, role: str, t: NkiTensor) -> None:
+    """A PSUM tile given to a GpSimd-only instruction whose reference requires SBUF (nisa.affine_select): the
+    reference's reason, and the copy that fixes it (nki-library's attention_cte copies the Q·Kᵀ scores out of
+    PSUM with nisa.tensor_copy before its causal affine_select)."""
+    fix = ("copy the PSUM tile to SBUF first with nisa.tensor_copy (VectorE and ScalarE read PSUM), then select from "
+           "the copy" if role != "dst" else "give it a dst in SBUF, and copy the result to PSUM if it must be there")
+    raise NkiError(
+        f"{op}: '{role}' must be in SBUF, not psum",
+        f"the NKI ISA reference: nisa.{op} runs on the GpSimd engine, its tiles must be in SBUF, and GpSimd cannot "
+        f"access PSUM on any NeuronCore generation. {fix}",
+    )
+
+
 def _partitions_agree(op: str, tensors: dict[str, NkiTensor | None]) -> None:
     given = [(r, t) for r, t in tensors.items() if t is not None]
     first_role, first = given[0]
@@ -949,8 +962,10 @@ def affine_select(
     _mask(kw)
     name = "affine_select"
     dst, on_true = _tensor(name, "dst", dst), _tensor(name, "on_true_tile", on_true_tile)
-    _in(name, "dst", dst, "sbuf")
-    _in(name, "on_true_tile", on_true, "sbuf")
+    for role, t in (("dst", dst), ("on_true_tile", on_true)):
+        if str(t.buffer) == "psum":
+            _in_sbuf_not_psum(name, role, t)
+        _in(name, role, t, "sbuf")
     _rules(ctx, name, {"dst": dst, "on_true": on_true}, {})
     _elementwise(name, {"dst": dst, "on_true_tile": on_true})
     pairs = _pattern(name, pattern)

@@ -455,7 +455,9 @@ waive("nisa.iota", "The number of elements per partition of dst must not exceed"
 rule("affine_select", "- The total number of elements in pattern must match the number of elements per partition in "
      "the dst and on_true_tile tiles.")(_pattern_count("affine_select", "dst", "on_true"))
 waive("nisa.affine_select", "The output dst tile must be in SBUF.", _ON_CHIP)
-waive("nisa.affine_select", "The input on_true_tile must also be in SBUF.", _ON_CHIP)
+waive("nisa.affine_select", "The input on_true_tile must also be in SBUF.", "checked: frontend/isa.py:affine_select "
+      "(a PSUM on_true_tile, e.g. matmul scores, is an error whose hint gives the reference's reason: GpSimd cannot "
+      "access PSUM; copy it to SBUF first), and the role's declared memories (target/instructions.py)")
 waive("nisa.affine_select", "The on_false_value must be float32", "semantics, not a restriction: on_false_value is "
       "a number, stored as the instruction's fp32 immediate whatever the tiles' dtypes (frontend/isa.py:affine_select)")
 rule("affine_select", "The input tile on_true_tile, the calculated boolean predicate tile, and the returned output "

@@ -496,3 +496,58 @@ def test_legacy_broadcast_to_takes_src() -> None:
 
     a = rand(1, 64)
     np.testing.assert_array_equal(spread(a), np.repeat(a, 128, axis=0))
+
+
+# -- affine_select of matmul scores (PSUM) ------------------------------------------------------------------------
+def _causal_scores(q_t: np.ndarray, k_t: np.ndarray, fill: float) -> np.ndarray:
+    scores = q_t.T.astype(np.float64) @ k_t.astype(np.float64)
+    keep = np.arange(scores.shape[0])[:, None] >= np.arange(scores.shape[1])[None, :]
+    return np.where(keep, scores, fill).astype(np.float32)
+
+
+def test_legacy_affine_select_of_psum_scores_keeps_the_reference_error() -> None:
+    """The legacy attention form: the Qᵀ·K scores straight from ``nisa.nc_matmul`` (a PSUM tile) as the causal
+    ``affine_select``'s ``on_true_tile``. The NKI ISA reference runs affine_select on GpSimd, which cannot access
+    PSUM, and requires ``on_true_tile`` in SBUF: still an error, at the kernel's line, with the reference's reason
+    and the copy that fixes it."""
+
+    @nki.jit
+    def causal(q_t, k_t):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.hbm)
+        scores = nisa.nc_matmul(nl.load(q_t), nl.load(k_t))
+        ip, jf = nl.mgrid[0:128, 0:128]
+        masked = nisa.affine_select(pred=(ip >= jf), on_true_tile=scores[ip, jf], on_false_value=-9984.0)
+        nl.store(out, masked)
+        return out
+
+    with pytest.raises(NkiError, match=r"affine_select: 'on_true_tile' must be in SBUF, not psum\. the NKI ISA "
+                                       r"reference: nisa\.affine_select runs on the GpSimd engine, its tiles must be "
+                                       r"in SBUF, and GpSimd cannot access PSUM .*copy the PSUM tile to SBUF first "
+                                       r"with nisa\.tensor_copy") as bad:  # fmt: skip
+        causal(rand(64, 128), rand(64, 128))
+    assert bad.value.line == line_of(__file__, "on_true_tile=scores[ip, jf], on_false_value=-9984.0)")
+
+
+def test_legacy_causal_mask_of_matmul_scores_copied_to_sbuf() -> None:
+    """What the hint says, as nki-library's attention_cte does it: the scores copied out of PSUM
+    (``nisa.tensor_copy``), then masked causally per key tile (``pred=(ip >= i_k * 128 + jf)``, the legacy flash
+    attention's form), checked against numpy."""
+
+    @nki.jit
+    def causal(q_t, k_t):
+        n_k = k_t.shape[1] // 128
+        out = nl.ndarray((128, k_t.shape[1]), dtype=nl.float32, buffer=nl.hbm)
+        q = nl.load(q_t)
+        for i_k in nl.affine_range(n_k):
+            scores = nisa.nc_matmul(q, nl.load(k_t[:, i_k * 128:(i_k + 1) * 128]))
+            scores_sb = nisa.tensor_copy(scores, dtype=nl.float32)
+            ip, jf = nl.mgrid[0:128, 0:128]
+            masked = nisa.affine_select(pred=(ip >= i_k * 128 + jf), on_true_tile=scores_sb[ip, jf],
+                                        on_false_value=-9984.0, dtype=nl.float32)
+            nl.store(out[:, i_k * 128:(i_k + 1) * 128], masked)
+        return out
+
+    q_t, k_t = rand(64, 128), rand(64, 256)
+    got = causal(q_t, k_t)
+    np.testing.assert_allclose(got, _causal_scores(q_t, k_t, -9984.0), rtol=1e-5, atol=1e-5)
+    assert (got[:, 128:] == np.float32(-9984.0)).all()
