@@ -285,30 +285,31 @@ def _documented_rules(ctx: Any, target: Target, op: str, given: dict[str, NkiTen
     """The reference's restrictions on this call (``nkic.target.rules``), for the ``nisa`` function the user
     called. An instruction an ``nl`` function emits is nkic's lowering, not the user's choice: the rules are the
     lowering's to keep (the penguin verifier checks them), not an error at the user's line."""
-    operands = {r: Operand(getattr(t.storage.buffer, "name", str(t.storage.buffer)), t.dtype,
-                           (t.partitions, t.free_size)) for r, t in given.items()}  # fmt: skip
-    call = Call(op, operands, attrs, target.nc_version, getattr(ctx, "_api_call", ""))
-    broken = problems(call)
-    if broken:
-        raise NkiError(rule_message(call, broken[0]))
+    operands = {r: _rule_operand(t) for r, t in given.items()}
+    _enforce(Call(op, operands, attrs, target.nc_version, getattr(ctx, "_api_call", "")))
 
 
 def language_rules(ctx: Any, fn: str, operands: dict[str, Any], **fields: Any) -> None:
     """The reference's restrictions on ``nl.<fn>`` itself (``target/rules/language.py``), asked by its
     implementation: the tiles among ``operands`` and the call's other arguments as ``fields`` (``ctx`` None: the
     generation is not known, so only rules of every generation apply)."""
-    tiles = {r: Operand(getattr(t.storage.buffer, "name", str(t.storage.buffer)), t.dtype, (t.partitions, t.free_size))
-             for r, t in operands.items() if isinstance(t, NkiTensor)}  # fmt: skip
-    call = Call(f"nl.{fn}", tiles, fields, _target(ctx).nc_version if ctx is not None else None, f"nl.{fn}")
-    broken = problems(call)
-    if broken:
-        raise NkiError(rule_message(call, broken[0]))
+    tiles = {r: _rule_operand(t) for r, t in operands.items() if isinstance(t, NkiTensor)}
+    _enforce(Call(f"nl.{fn}", tiles, fields, _target(ctx).nc_version if ctx is not None else None, f"nl.{fn}"))
 
 
 def _api_rules(ctx: Any, op: str, facts: dict[str, Any]) -> None:
     """The reference's restrictions on what no instruction field holds (a tensor's rank): the rules of ``op`` for
     the ``nisa`` function called, asked with those ``facts`` as the call's fields."""
-    call = Call(op, {}, facts, _target(ctx).nc_version, getattr(ctx, "_api_call", ""))
+    _enforce(Call(op, {}, facts, _target(ctx).nc_version, getattr(ctx, "_api_call", "")))
+
+
+def _rule_operand(t: NkiTensor) -> Operand:
+    """A tile as the documented rules see it: memory, dtype, (partitions, elements per partition)."""
+    return Operand(t.buffer.name, t.dtype, (t.partitions, t.free_size))
+
+
+def _enforce(call: Call) -> None:
+    """The first documented rule ``call`` breaks, as an NkiError at the user's line."""
     broken = problems(call)
     if broken:
         raise NkiError(rule_message(call, broken[0]))

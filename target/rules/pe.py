@@ -58,6 +58,16 @@ def _dtypes(name: str, roles: tuple[str, ...], allowed: tuple[str, ...]) -> Call
     return test
 
 
+def _same_dtype(name: str, a: str, b: str, note: str = "") -> Callable[[Call], str | None]:
+    """Roles ``a`` and ``b`` (when both are given) hold one dtype."""
+
+    def test(call: Call) -> str | None:
+        x, y = dtype_of(call, a), dtype_of(call, b)
+        return None if x is None or y is None or x == y else f"{name}: {a} is {x} but {b} is {y}{note}"
+
+    return test
+
+
 def _pair(value: Any) -> tuple[int, int] | None:
     """A static (int, int) pair, or None (absent, or not yet known: an affine expression is checked once bound)."""
     try:
@@ -470,10 +480,8 @@ waive(_QMX, "This instruction calculates the required scales", "semantics, not a
 # ------------------------------------------------------------------------------------------------------------
 # nc_transpose
 # ------------------------------------------------------------------------------------------------------------
-@rule("transpose", "The output dst tile must have the same data type as that of data.")
-def _transpose_dtype(call: Call) -> str | None:
-    d, s = dtype_of(call, "dst"), dtype_of(call, "data")
-    return None if d is None or s is None or d == s else f"nc_transpose: dst is {d} but data is {s}; they must match"
+rule("transpose", "The output dst tile must have the same data type as that of data.")(
+    _same_dtype("nc_transpose", "dst", "data", "; they must match"))
 
 
 @rule("transpose", "Tensor Engine nc_transpose must read the input tile from SBUF and write the transposed result to "
@@ -545,10 +553,7 @@ def _dma_transpose_src(call: Call) -> str | None:
     return _memories("dma_transpose", {"src": ("hbm", "sbuf")})(call)
 
 
-@rule("dma_transpose", "src.dtype == dst.dtype")
-def _dma_transpose_dtype(call: Call) -> str | None:
-    d, s = dtype_of(call, "dst"), dtype_of(call, "src")
-    return None if d is None or s is None or d == s else f"dma_transpose: dst is {d} but src is {s}"
+rule("dma_transpose", "src.dtype == dst.dtype")(_same_dtype("dma_transpose", "dst", "src"))
 
 
 def _indirect(call: Call) -> bool:
@@ -732,10 +737,8 @@ waive("nisa.dma_compute", "For dma_compute without vector_offset, the only suppo
 rule("sendrecv", "src and dst tiles must both be in SBUF.")(_memories("sendrecv", {"src": ("sbuf",), "dst": ("sbuf",)}))
 
 
-@rule("sendrecv", "src and dst must have the same data type, but they can be any supported data types in NKI.")
-def _sendrecv_dtype(call: Call) -> str | None:
-    s, d = dtype_of(call, "src"), dtype_of(call, "dst")
-    return None if s is None or d is None or s == d else f"sendrecv: src is {s} but dst is {d}; sendrecv cannot cast"
+rule("sendrecv", "src and dst must have the same data type, but they can be any supported data types in NKI.")(
+    _same_dtype("sendrecv", "src", "dst", "; sendrecv cannot cast"))
 
 
 @rule("sendrecv", "src and dst must have the same partition dimension size and the same number of elements per "
