@@ -65,7 +65,7 @@ from nkic.dialects.common import (
 )
 from nkic.dialects.fastverify import fast_verify
 from nkic.dialects.inst import RoleOperandOp
-from nkic.target.machine import MAX_PSUM_BYTES, NUM_PARTITIONS, TARGET_ALIASES, TARGETS
+from nkic.target.machine import MAX_PSUM_BYTES, NUM_PARTITIONS, TARGET_ALIASES, get_target
 from nkic.target.rules import RULES, Call, Operand, problems
 from nkic.target.rules import message as rule_message
 from nkic.target.vocab import ON_CHIP, dtype_size
@@ -442,7 +442,7 @@ class PenguinInst(RoleOperandOp):
             t = tensor_type(value)
             operands[role] = Operand(t.mem, ap.view_dtype or t.dtype, (ap.shape[0], fields.free_elements(ap.shape)))
         target = module_target(self)
-        gen = TARGETS[TARGET_ALIASES[target]].nc_version if target in TARGET_ALIASES else None
+        gen = get_target(target).nc_version if target in TARGET_ALIASES else None
         return Call(self.OPNAME, operands, fields.field_values(self), gen)
 
     def _on_gpsimd(self) -> bool:

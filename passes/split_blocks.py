@@ -65,11 +65,11 @@ class _Geometry:
     block: int  # bytes per partition of one block
 
 
-def _candidates(fn: bir.FunctionOp, limit: dict[str, int] | None) -> dict[str, _Geometry]:
+def _candidates(locs: dict[str, bir.MemLocOp], limit: dict[str, int] | None) -> dict[str, _Geometry]:
     """The memlocs that may be split: internal, unplaced, on chip, rank >= 3 with two or more blocks, and (with a
     ``limit`` per memory) larger than that limit."""
     out = {}
-    for name, loc in fn.memlocs().items():
+    for name, loc in locs.items():
         dims = loc.dims
         if (loc.mem not in ON_CHIP or loc.kind.data != "internal" or loc.addr is not None or loc.scope is not None
                 or loc.data is not None or len(dims) < 3 or dims[1] < 2):  # fmt: skip
@@ -111,10 +111,10 @@ def split_function(fn: bir.FunctionOp, limit: dict[str, int] | None = None) -> i
 
 
 def _split_once(fn: bir.FunctionOp, limit: dict[str, int] | None) -> int:
-    geometry = _candidates(fn, limit)
+    locs = fn.memlocs()
+    geometry = _candidates(locs, limit)
     if not geometry:
         return 0
-    locs = fn.memlocs()
     plans: dict[str, list[tuple[bir.BirInst, int, int, AccessPatternAttr]]] = {n: [] for n in geometry}
     for inst in fn.instructions():
         for i, (ref, ap) in enumerate(zip(inst.ref_names, inst.aps.data)):
