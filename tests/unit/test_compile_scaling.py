@@ -125,7 +125,9 @@ def test_memory_stays_bounded_across_compiles(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(gcpause, "FULL_RATIO", 0.0)
     monkeypatch.setattr(gcpause, "_live", 0)
     bounded = _objects_after_compiles(12)
-    assert max(bounded) < min(bounded) + 5 * made + 2_000, bounded  # 12 compiles without it: ~11 * made
+    # Growth over the lowest count so far (a drop is fine: caches of earlier tests in the worker may still evict).
+    grown = [b - min(bounded[: i + 1]) for i, b in enumerate(bounded)]
+    assert max(grown) < 5 * made + 2_000, bounded  # 12 compiles without the rule: ~11 * made
 
 
 def test_verify_once_by_default_and_after_every_pass_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
