@@ -30,8 +30,8 @@ from nkic.runtime import rng
 from nkic.runtime import semantics as sem
 from nkic.runtime.errors import SimulationDeadlock, SimulationError
 from nkic.runtime.neff import Neff, Variable, read_neff
-from nkic.runtime.timeline import DmaCore, EngineLane, PeThrottle, Transfer
-from nkic.target.costs import dependent_latency_ns, instr_ns, occupancy_ns, pe_throttles
+from nkic.runtime.timeline import DmaCore, EngineLane, PeThrottle, SharedPorts, Transfer
+from nkic.target.costs import PORT_NAMES, dependent_latency_ns, instr_ns, occupancy_ns, pe_throttles, shared_ports
 from nkic.target.instructions import (
     GPSIMD_CORE_PARTITIONS,
     GPSIMD_GROUP,
@@ -64,7 +64,7 @@ from nkic.target.vocab import DTYPES, PACKED_DTYPES
 
 __all__ = [
     "simulate", "run_neff_bytes", "RunResult", "Profile", "ProfileEvent", "SimulationError", "SimulationDeadlock",
-    "NUM_PARTITIONS", "DEFAULT_MAX_EVENTS",
+    "NUM_PARTITIONS", "DEFAULT_MAX_EVENTS", "PortWait",
 ]  # fmt: skip
 
 DEFAULT_MAX_EVENTS = 10_000_000
@@ -94,6 +94,19 @@ class ProfileEvent:
         return self.start_ns + self.dur_ns
 
 
+@dataclass(frozen=True)
+class PortWait:
+    """An instruction that waited for a shared SBUF/PSUM port another engine held (``costs.shared_ports``)."""
+
+    core: int
+    engine: str  # the engine that waited
+    holder: str  # the engine holding the port
+    port: str  # a key of costs.PORT_NAMES
+    inst_id: int
+    start_ns: float  # when it could have started
+    dur_ns: float  # how long it waited
+
+
 def _track_tid(track: str) -> int:
     # Engines use their engine id and queues their semaphore id, so tids never collide.
     return _ENGINE_IDS[track] if track in _ENGINE_IDS else QUEUE_SEM_BASE + int(track[1:])
@@ -110,6 +123,15 @@ class Profile:
     total_ns: float = 0.0
     # (core, inst_id) -> (file:line[:col], nki call), from the NEFF's source.json when it has one
     sources: dict[tuple[int, int], tuple[str, str]] = field(default_factory=dict)
+    port_waits: list[PortWait] = field(default_factory=list)  # engines waiting for a port another engine held
+
+    def port_contention(self) -> dict[tuple[str, str, str], float]:
+        """(waiting engine, holding engine, port) -> ns waited, summed over cores, longest first."""
+        out: dict[tuple[str, str, str], float] = {}
+        for w in self.port_waits:
+            key = (w.engine, w.holder, w.port)
+            out[key] = out.get(key, 0.0) + w.dur_ns
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
     @property
     def total_cycles(self) -> int:
@@ -148,6 +170,10 @@ class Profile:
                     continue
                 pct = 100.0 * busy / self.total_ns if self.total_ns else 0.0
                 lines.append(f"{core:>4} {track:<6} {count:>7} {busy:>12.1f} {pct:>6.1f}%")
+        for (engine, holder, port), ns in self.port_contention().items():
+            pct = 100.0 * ns / self.total_ns if self.total_ns else 0.0
+            lines.append(f"port contention: {engine} waited {ns:.1f} ns ({pct:.1f}%) for {holder} to release "
+                         f"{PORT_NAMES[port]}")  # fmt: skip
         return "\n".join(lines)
 
     def _metadata_events(self) -> list[dict[str, object]]:
@@ -188,13 +214,20 @@ class Profile:
         """Chrome trace-event JSON (loads in ui.perfetto.dev / chrome://tracing); timestamps in µs. With source
         information in the NEFF, each span is named ``MNEMONIC nl.call`` and its args give ``source`` (file:line)
         and ``call``."""
-        spans = [self._span(ev) for ev in self.events]
+        spans = [self._span(ev) for ev in self.events] + [_wait_span(w) for w in self.port_waits]
         return {"traceEvents": self._metadata_events() + spans, "displayTimeUnit": "ns",
                 "otherData": {"target": self.target, "total_ns": self.total_ns}}  # fmt: skip
 
     def write_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         """Write the Chrome trace JSON atomically, never through a symbolic link (``nkic.safeio``)."""
         safeio.write_text(path, json.dumps(self.to_chrome_trace()))
+
+
+def _wait_span(w: PortWait) -> dict[str, object]:
+    """A port wait on the waiting engine's track, category ``port-wait`` (not counted as busy time)."""
+    return {"ph": "X", "name": f"wait for {w.holder}'s port", "cat": "port-wait", "pid": w.core,
+            "tid": _track_tid(w.engine), "ts": w.start_ns / 1000.0, "dur": w.dur_ns / 1000.0,
+            "args": {"inst_id": w.inst_id, "port": PORT_NAMES[w.port], "holder": w.holder}}  # fmt: skip
 
 
 @dataclass
@@ -1530,6 +1563,7 @@ class _Scheduler:
         # queues under the core's bandwidth cap; semaphore signals still to arrive (a barrier waits for them).
         self.lanes = {(e.core, e.name): EngineLane() for e in self.engines}
         self.throttles = [PeThrottle() for _ in cores] if pe_throttles(target) else None
+        self.ports = [SharedPorts() for _ in cores]  # the ports engines share (costs.shared_ports)
         self.dma = [DmaCore(target, lambda: self.now, self._at, partial(self._land, c)) for c in range(len(cores))]
         self.signals_in_flight = [0] * len(cores)
         self.latency = {e: dependent_latency_ns(e, target) for e in ENGINE_NAMES}
@@ -1609,6 +1643,7 @@ class _Scheduler:
         lane = self.lanes[(eng.core, eng.name)]
         start = lane.ready_at(ins, self.now)  # after what this engine wrote and ins reads is readable
         dur = self._occupancy(eng, ins, start)
+        start = self._claim_ports(eng, ins, start, dur)
         eng.pc += 1
         eng.busy = True
         self._record(eng.core, eng.name, ins, start, dur)
@@ -1621,6 +1656,16 @@ class _Scheduler:
         if ins.signal_sem is not None:
             self.signals_in_flight[eng.core] += 1
             self._at(readable, partial(self._signal_later, eng.core, ins.signal_sem))
+
+    def _claim_ports(self, eng: _Engine, ins: Instr, start: float, dur: float) -> float:
+        """The start of ``ins`` once the shared ports it needs are free (a wait is booked in the profile)."""
+        ports = shared_ports(ins, self.target)
+        if not ports:
+            return start
+        began, blocker = self.ports[eng.core].claim(ports, eng.name, start, dur)
+        if blocker is not None:
+            self.profile.port_waits.append(PortWait(eng.core, eng.name, *blocker, ins.inst_id, start, began - start))
+        return began
 
     def _occupancy(self, eng: _Engine, ins: Instr, start: float) -> float:
         """How long ``ins`` holds its engine from ``start``: the calibrated occupancy, slowed while TensorE is

@@ -7,6 +7,8 @@ on while a NEFF runs, separate from the numerics:
   for the producer's dependent latency (in-order engines do not wait on their own semaphore);
 * :class:`PeThrottle`: TensorE's utilisation over a trailing window, and the rate it is capped to after a quiet
   one (gen3+);
+* :class:`SharedPorts`: the SBUF/PSUM ports two engines of a core share (``costs.shared_ports``): an instruction
+  that needs a port held by the other engine waits for it, and the wait is booked against the holder;
 * :class:`DmaCore`: one core's 16 queues (descriptors processed one after another per queue, data FIFO per
   queue) sharing the core's DMA bandwidth, max-min fair among the transfers moving data at once.
 """
@@ -30,7 +32,7 @@ from nkic.target.costs import (
 from nkic.target.isa import Instr, Operand
 from nkic.target.machine import NUM_DMA_QUEUES, NUM_PARTITIONS, Target
 
-__all__ = ["EngineLane", "PeThrottle", "DmaCore", "Transfer"]
+__all__ = ["EngineLane", "PeThrottle", "SharedPorts", "DmaCore", "Transfer"]
 
 # (memory, first partition, end partition, first byte, end byte) of an on-chip operand
 Extent = tuple[str, int, int, int, int]
@@ -117,6 +119,27 @@ class PeThrottle:
 
     def ran(self, start: float, end: float) -> None:
         self.busy.append((start, end))
+
+
+@dataclass
+class SharedPorts:
+    """One core's shared ports: port -> (free at, engine holding it). Engines claim a port in the order they issue
+    (the hardware's arbitration is not published; first come, first served)."""
+
+    held: dict[str, tuple[float, str]] = field(default_factory=dict)
+
+    def claim(self, ports: tuple[str, ...], engine: str, start: float,
+              dur: float) -> tuple[float, tuple[str, str] | None]:  # fmt: skip
+        """The start of an instruction of ``engine`` that holds ``ports`` for ``dur`` and could start at ``start``,
+        and (engine, port) of the hold that delayed it last (None: no wait). Books the ports until its end."""
+        blocker: tuple[str, str] | None = None
+        for port in ports:
+            free, by = self.held.get(port, (0.0, engine))
+            if free > start and by != engine:
+                start, blocker = free, (by, port)
+        for port in ports:
+            self.held[port] = (start + dur, engine)
+        return start, blocker
 
 
 @dataclass

@@ -13,6 +13,13 @@ Sources:
 * MMT: aws-neuron-sdk general/nki/tutorials/matrix_multiplication.rst, "Performance": the four tutorial kernels at
   lhsT [8192, 4096] @ rhs [8192, 8192] bf16 on one trn1 NeuronCore, 51.80 / 42.96 / 22.07 / 6.97 ms, the last at 85%
   of the PE roofline. ``bench/matmul_tutorial.py`` runs the published size; ``bench/README.md`` has that table.
+* MAMBA: aws-neuron-sdk nki/guides/tutorials/fused_mamba.rst: ``mamba_v1`` (the kernel of
+  nki/examples/fused_mamba/mamba_nki_kernels.py) at batch 1, channels 256, seq 512, state 16, fp32, on trn1:
+  172.93 µs (the tutorial's PyTorch 151.83 ms -> NKI 172.93 µs). The shape is (batch, channels, seq, state).
+* DMAO: aws-neuron-sdk nki/get-started/about/nki-dma-overview.rst: one [4, 4096] bf16 HBM -> SBUF transfer (32 KiB,
+  4 partitions, so one DMA engine) on trn2 takes 1,416 ns in the profile shown, i.e. the transfer's span on its
+  DMA queue; the model's figure is that transfer's data phase on its queue track (its trigger-to-start latency
+  is the separate fixed cost of DBW, not part of the span).
 """
 
 from __future__ import annotations
@@ -26,6 +33,10 @@ __all__ = ["MEASUREMENTS", "MMT_PE_ROOFLINE", "Measurement", "median_error", "st
 MMT = "MMT: aws-neuron-sdk general/nki/tutorials/matrix_multiplication.rst (Performance table, trn1)"
 MMT_SHAPE = (8192, 4096, 8192)  # (K, M, N): lhsT [K, M] @ rhs [K, N], bf16
 MMT_PE_ROOFLINE = 0.85  # MMT: fully_optimized reaches 85% of the PE roofline (checked by the calibration test)
+MAMBA = "MAMBA: aws-neuron-sdk nki/guides/tutorials/fused_mamba.rst (mamba_v1, trn1)"
+MAMBA_SHAPE = (1, 256, 512, 16)  # (batch, channels, seq, state), fp32
+DMAO = "DMAO: aws-neuron-sdk nki/get-started/about/nki-dma-overview.rst (one [4, 4096] bf16 HBM->SBUF transfer, trn2)"
+DMAO_SHAPE = (4, 4096)  # partitions, bf16 elements per partition
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,8 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("nki_matmul_hoist_load_", "gen2", 42.96e6, MMT, MMT_SHAPE, (1024, 512, 8192), 637430.4),
     Measurement("nki_matmul_block_free_dimension_", "gen2", 22.07e6, MMT, MMT_SHAPE, (1024, 512, 8192), 329025.7),
     Measurement("nki_matmul_fully_optimized_", "gen2", 6.97e6, MMT, MMT_SHAPE, (1024, 2048, 8192), 457252.4),
+    Measurement("mamba_v1", "gen2", 172.93e3, MAMBA, MAMBA_SHAPE, MAMBA_SHAPE, 169153.5),
+    Measurement("dma_hbm_to_sbuf", "gen3", 1416.0, DMAO, DMAO_SHAPE, DMAO_SHAPE, 1602.8),
 )  # fmt: skip
 
 

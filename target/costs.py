@@ -7,8 +7,9 @@ instructions for engine assignment, for the scheduler and for the simulator.
 
 The simulator's timeline adds the calibrated effects below (the "timeline model"): the time from an instruction's
 end to its results being readable (:data:`DEPENDENT_LATENCY_CYCLES`), the per-instruction floor and the VectorE
-fast modes (:func:`occupancy_cycles`), TensorE throttling at low duty (:data:`PE_THROTTLE_WINDOW_NS`...) and the DMA
-queues' descriptor pipelining under one per-core bandwidth cap (:func:`dma_transfer`). Sources, as keyed in the
+fast modes (:func:`occupancy_cycles`), TensorE throttling at low duty (:data:`PE_THROTTLE_WINDOW_NS`...), the DMA
+queues' descriptor pipelining under one per-core bandwidth cap (:func:`dma_transfer`) and the SBUF/PSUM ports two
+engines share (:func:`shared_ports`). Sources, as keyed in the
 project's hardware notes (each an aws-neuron/aws-neuron-sdk file): ISA26 = general/nki/api/nki/isa/__init__.py at
 release 2.26 (the "Estimated instruction cost" blocks); SH = nki/api/nki.api.shared.rst; A2/A3/A4 =
 nki/guides/architecture/trainium{_inferentia2,2,3}_arch.rst; PG = nki/deep-dives/nki_perf_guide.rst; DMA =
@@ -30,7 +31,8 @@ __all__ = [
     "MIN_II", "DMA_FIXED_NS", "SP_DMA_ISSUE_CYCLES", "COSTS", "cost", "instr_cycles", "instr_ns", "dma_ns",
     "dma_efficiency", "DEPENDENT_LATENCY_CYCLES", "dependent_latency_ns", "occupancy_cycles", "occupancy_ns",
     "DMA_DESCRIPTOR_NS", "DMA_LATENCY_NS", "dma_transfer", "dma_core_bytes_per_ns", "PE_THROTTLE_WINDOW_NS",
-    "PE_THROTTLE_UTILISATION", "PE_THROTTLE_RATE", "PE_THROTTLE_RAMP_NS", "pe_throttles",
+    "PE_THROTTLE_UTILISATION", "PE_THROTTLE_RATE", "PE_THROTTLE_RAMP_NS", "pe_throttles", "shared_ports",
+    "PORT_NAMES",
 ]  # fmt: skip
 
 MIN_II = 64  # minimum initiation interval of the data-path engines ("roughly 64 engine cycles" [SH])
@@ -562,3 +564,47 @@ def dma_transfer(instr: Instr, target: str | Target = DEFAULT_TARGET) -> tuple[f
         return 0.0, t.dma_bytes_per_ns
     nbytes, engines, eff = shape
     return nbytes / eff, engines * t.dma_bytes_per_ns
+
+
+# -- Shared SBUF/PSUM ports: engines that cannot access a memory at the same time -----------------------------------
+#
+# A2 (trainium_inferentia2_arch.rst, NeuronCore-v2): "VectorE and GpSimd share SBUF access" and "VectorE and ScalarE
+# share PSUM access": their accesses are serialized. A3 (trainium2_arch.rst, NeuronCore-v3) removes both conflicts
+# (PSUM in parallel when the banks differ), except that VectorE's performance modes (the 2x/4x of
+# :func:`_dve_fast_divisor`) borrow GpSimd's SBUF bus, "with hardware arbitration". A4 keeps v3's arrangement.
+# The simulator holds a port for the whole occupancy of an instruction that needs it (a streaming instruction reads
+# and writes for its whole duration), so two-input elementwise work, which the formulas already price at 2N for two
+# SBUF reads through one port, is bound by the port whichever of VectorE or GpSimd runs it.
+PORT_NAMES = {"sbuf-dve-pool": "the SBUF port VectorE and GpSimd share", "psum-dve-act": "the PSUM port VectorE and "
+              "ScalarE share", "pool-bus": "GpSimd's SBUF bus (VectorE's performance modes borrow it)"}  # fmt: skip
+SHARED_PORTS_UNTIL = 2  # nc_version: v2 shares the ports [A2]; v3 and v4 do not [A3, A4]
+
+
+def _touches(ins: Instr, memory: str) -> bool:
+    return any(op is not None and op.memory == memory for op in ins.operands)
+
+
+def _dve_perf_mode(ins: Instr, t: Target) -> bool:
+    """Whether a VectorE instruction runs in a performance mode (gen3+): the fast one-input modes or the 2-byte
+    tensor_tensor [A3]."""
+    if ins.engine != "dve" or t.nc_version < DVE_FAST_SINCE:
+        return False
+    if ins.opcode == "TENSOR_TENSOR":
+        return _dve_fast_divisor_tt(ins)
+    return _dve_fast_divisor(ins, t) > 1
+
+
+def shared_ports(instr: Instr, target: str | Target = DEFAULT_TARGET) -> tuple[str, ...]:
+    """The shared memory ports ``instr`` holds while it occupies its engine (keys of :data:`PORT_NAMES`)."""
+    t = get_target(target)
+    if instr.engine not in ("dve", "pool", "act") or instr.spec.traits & {"control", "dma"}:
+        return ()
+    ports: list[str] = []
+    if t.nc_version <= SHARED_PORTS_UNTIL:
+        if instr.engine in ("dve", "pool") and _touches(instr, "sbuf"):
+            ports.append("sbuf-dve-pool")
+        if instr.engine in ("dve", "act") and _touches(instr, "psum"):
+            ports.append("psum-dve-act")
+    elif (instr.engine == "pool" and _touches(instr, "sbuf")) or _dve_perf_mode(instr, t):
+        ports.append("pool-bus")
+    return tuple(ports)
