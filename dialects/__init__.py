@@ -26,6 +26,11 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return StableHLO
 
+    def chlo() -> Dialect:
+        from nkic.dialects.stablehlo import Chlo
+
+        return Chlo
+
     def nkic_attrs() -> Dialect:
         from nkic.dialects.common import NkicAttrs
 
@@ -44,5 +49,6 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         "bir": bir,
         "nkic": nkic_attrs,
         "stablehlo": stablehlo,
+        "chlo": chlo,
         **{n: isa(n) for n in ("isa", *(f"isa_{e}" for e in ENGINE_NAMES))},
     }

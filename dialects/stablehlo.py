@@ -1,9 +1,10 @@
 """The subset of StableHLO that nkic's framework front door reads (``nkic.hlo``).
 
 xDSL 0.74 has no StableHLO dialect (``xdsl-jax`` pins an older xDSL), so this is nkic's own: the ops that
-``jax.jit(f).lower(*args).compiler_ir("stablehlo")`` emits for dense MLP/attention programs, in MLIR's generic form
-(what ``get_asm(print_generic_op_form=True)`` prints) and, for the element-wise, shape and constant ops, the pretty
-form. Every op keeps its operands, results and attributes exactly as StableHLO defines them; verification checks
+``jax.jit(f).lower(*args).as_text()`` emits for norms, MLPs, attention, logsumexp, top-k/sort, cumsum, scatter,
+loops, convolutions and KV-cache steps, in MLIR's generic form (what ``get_asm(print_generic_op_form=True)``
+prints) and in the pretty form StableHLO gives each op (JAX prints sort, reduce_window, scatter and gather
+generically), plus the ``chlo`` ops JAX emits by default (``Chlo``; ``nkic.hlo.chlo_legalize`` decomposes them). Every op keeps its operands, results and attributes exactly as StableHLO defines them; verification checks
 the shape rules the lowering relies on (element-wise shapes, broadcast/transpose/reshape/dot dimensions).
 
 ``parse_stablehlo(text)`` is the parse boundary: it reads hex float literals as bit patterns. MLIR prints a
@@ -14,8 +15,8 @@ too); xDSL 0.74 reads the hex token as an integer and converts it to a float (4.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import ClassVar, Self
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Self
 
 import ml_dtypes
 import numpy as np
@@ -37,7 +38,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Data, Dialect, ParametrizedAttribute, Region, SSAValue
+from xdsl.ir import Attribute, Block, Data, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -215,6 +216,110 @@ class GatherAttr(ParametrizedAttribute):
         printer.print_string("<" + ", ".join([*parts, f"index_vector_dim = {self.index_vector_dim.data}"]) + ">")
 
 
+_SCATTER_FIELDS = ("update_window_dims", "inserted_window_dims", "input_batching_dims",
+                   "scatter_indices_batching_dims", "scatter_dims_to_operand_dims")  # fmt: skip
+
+
+@irdl_attr_definition
+class ScatterAttr(ParametrizedAttribute):
+    """``#stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0],
+    index_vector_dim = 1>``: the scatter's dimension numbers; absent lists are empty (and not printed)."""
+
+    name = "stablehlo.scatter"
+    update_window_dims: ArrayAttr[IntAttr]
+    inserted_window_dims: ArrayAttr[IntAttr]
+    input_batching_dims: ArrayAttr[IntAttr]
+    scatter_indices_batching_dims: ArrayAttr[IntAttr]
+    scatter_dims_to_operand_dims: ArrayAttr[IntAttr]
+    index_vector_dim: IntAttr
+
+    def dims(self, field: str) -> tuple[int, ...]:
+        return tuple(d.data for d in getattr(self, field).data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values, vector_dim = _parse_dim_fields(parser, _SCATTER_FIELDS, "scatter")
+        return (*(ArrayAttr([IntAttr(d) for d in values[f]]) for f in _SCATTER_FIELDS), IntAttr(vector_dim))
+
+    def print_parameters(self, printer: Printer) -> None:
+        parts = [f"{f} = [{', '.join(map(str, self.dims(f)))}]" for f in _SCATTER_FIELDS if self.dims(f)]
+        printer.print_string("<" + ", ".join([*parts, f"index_vector_dim = {self.index_vector_dim.data}"]) + ">")
+
+
+def _parse_dim_fields(parser: AttrParser, fields: tuple[str, ...], what: str) -> tuple[dict[str, list[int]], int]:
+    """``<field = [..], ..., index_vector_dim = N>``: the lists by field (absent ones empty) and the vector dim."""
+    values: dict[str, list[int]] = {f: [] for f in fields}
+    vector_dim = [0]
+
+    def entry() -> None:
+        key = parser.parse_identifier()
+        parser.parse_punctuation("=")
+        if key == "index_vector_dim":
+            vector_dim[0] = parser.parse_integer()
+        elif key in values:
+            values[key] = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        else:
+            parser.raise_error(f"unknown {what} dimension field '{key}'")
+
+    parser.parse_comma_separated_list(parser.Delimiter.ANGLE, entry)
+    return values, vector_dim[0]
+
+
+@irdl_attr_definition
+class ConvAttr(ParametrizedAttribute):
+    """``#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>``: which dimension of the input, the kernel and
+    the output is the batch (``b``) / feature (``f``), input / output feature (``i``/``o``) and each spatial one
+    (its index). Kept as the three layouts, one letter or spatial index per dimension."""
+
+    name = "stablehlo.conv"
+    input_layout: ArrayAttr[StringAttr]
+    kernel_layout: ArrayAttr[StringAttr]
+    output_layout: ArrayAttr[StringAttr]
+
+    LETTERS: ClassVar[tuple[str, str, str]] = ("bf", "io", "bf")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        parser.parse_punctuation("<")
+        layouts = parse_conv_layouts(parser)
+        parser.parse_punctuation(">")
+        return tuple(ArrayAttr([StringAttr(s) for s in lay]) for lay in layouts)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.text()}>")
+
+    def text(self) -> str:
+        lay = [f"[{', '.join(s.data for s in a.data)}]" for a in (self.input_layout, self.kernel_layout,
+                                                                  self.output_layout)]  # fmt: skip
+        return f"{lay[0]}x{lay[1]}->{lay[2]}"
+
+    def layout(self, which: int) -> tuple[str, ...]:
+        return tuple(s.data for s in (self.input_layout, self.kernel_layout, self.output_layout)[which].data)
+
+    def verify(self) -> None:
+        for lay, letters in zip((self.layout(0), self.layout(1), self.layout(2)), self.LETTERS):
+            spatial = sorted(int(s) for s in lay if s.isdigit())
+            if sorted(s for s in lay if not s.isdigit()) != sorted(letters) or spatial != list(range(len(spatial))):
+                raise VerifyException(f"stablehlo.conv: layout [{', '.join(lay)}] needs {letters[0]}, {letters[1]} "
+                                      "and spatial dimensions 0..n-1")  # fmt: skip
+
+
+def parse_conv_layouts(parser: AttrParser) -> tuple[list[str], list[str], list[str]]:
+    """``[b, f, 0]x[o, i, 0]->[b, f, 0]`` (the lexer reads ``0]x`` and ``x[`` as separate tokens)."""
+
+    def item() -> str:
+        if (i := parser.parse_optional_integer(allow_boolean=False, allow_negative=False)) is not None:
+            return str(i)
+        return parser.parse_identifier()
+
+    lhs = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, item)
+    parser.parse_keyword("x")
+    rhs = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, item)
+    parser.parse_punctuation("->")
+    out = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, item)
+    return lhs, rhs, out
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Helpers
 # ------------------------------------------------------------------------------------------------------------------
@@ -274,6 +379,60 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     values = attr.get_values()
     return np.asarray(values, dtype=np.float64 if dtype.kind == "f" or dtype == np.dtype(ml_dtypes.bfloat16)
                       else None).astype(dtype).reshape(tuple(t.get_shape()))  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Pretty-form helpers
+# ------------------------------------------------------------------------------------------------------------------
+
+
+def _int_list_(parser: Parser) -> list[int]:
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+
+
+def _bracketed(values: Sequence[int]) -> str:
+    return f"[{', '.join(map(str, values))}]"
+
+
+def _parse_operands_and_fields(parser: Parser, readers: dict[str, Callable[[], Any]]) -> tuple[list[Any], dict[str, Any]]:
+    """``%a, %b, ..., key = value, ...``: the operands, then ``key = value`` entries (each ``key`` one of
+    ``readers``)."""
+    operands = [parser.parse_unresolved_operand()]
+    found: dict[str, Any] = {}
+    while parser.parse_optional_punctuation(",") is not None:
+        if not found and parser._current_token.kind == MLIRTokenKind.PERCENT_IDENT:
+            operands.append(parser.parse_unresolved_operand())
+            continue
+        key = parser.parse_identifier()
+        if key not in readers:
+            parser.raise_error(f"unexpected '{key}', expected {' or '.join(readers) or 'an operand'}")
+        parser.parse_punctuation("=")
+        found[key] = readers[key]()
+    return operands, found
+
+
+def _finish_fn_typed(parser: Parser, cls: type[IRDLOperation], operands: Sequence[Any],
+                     properties: dict[str, Attribute], regions: Sequence[Region] = ()) -> Any:  # fmt: skip
+    """``attr-dict : (operand types) -> result types``, then the op."""
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    pos = parser.pos
+    ftype = parser.parse_function_type()
+    values = parser.resolve_operands(list(operands), list(ftype.inputs.data), pos)
+    return cls.create(operands=values, result_types=list(ftype.outputs.data), properties=properties,
+                      attributes=attrs, regions=list(regions))  # fmt: skip
+
+
+def _print_fn_type(printer: Printer, op: Operation) -> None:
+    printer.print_op_attributes(op.attributes)
+    ins = ", ".join(str(v.type) for v in op.operands)
+    outs = [str(r.type) for r in op.results]
+    printer.print_string(f" : ({ins}) -> " + (outs[0] if len(outs) == 1 else f"({', '.join(outs)})"))
+
+
+def _print_operands(printer: Printer, values: Sequence[SSAValue]) -> None:
+    printer.print_string(" ")
+    printer.print_list(values, printer.print_operand)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -505,6 +664,30 @@ class SliceOp(_HloOp):
         if tuple(-(-(b - a) // s) for a, b, s in zip(start, limit, step)) != shape_of(self.result):
             raise VerifyException("stablehlo.slice: result shape must be ceil((limit - start) / stride)")
 
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        """``stablehlo.slice %x [0:8, 4:16:2] : (T) -> U`` (``start:limit[:stride]`` per dimension)."""
+        x = parser.parse_unresolved_operand()
+
+        def bound() -> tuple[int, int, int]:
+            start = parser.parse_integer()
+            parser.parse_punctuation(":")
+            limit = parser.parse_integer()
+            step = parser.parse_integer() if parser.parse_optional_punctuation(":") is not None else 1
+            return start, limit, step
+
+        bounds = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, bound)
+        props = {k: i64_array([b[i] for b in bounds]) for i, k in enumerate(("start_indices", "limit_indices",
+                                                                              "strides"))}  # fmt: skip
+        return _finish_fn_typed(parser, cls, [x], props)  # type: ignore[return-value]
+
+    def print(self, printer: Printer) -> None:
+        start, limit, step = int_list(self.start_indices), int_list(self.limit_indices), int_list(self.strides)
+        parts = [f"{a}:{b}" + (f":{c}" if c != 1 else "") for a, b, c in zip(start, limit, step)]
+        _print_operands(printer, self.operand)
+        printer.print_string(f" [{', '.join(parts)}]")
+        _print_fn_type(printer, self)
+
 
 @irdl_op_definition
 class ConcatenateOp(_HloOp):
@@ -524,6 +707,19 @@ class ConcatenateOp(_HloOp):
         rest = {s[:d] + s[d + 1 :] for s in shapes}
         if rest != {out[:d] + out[d + 1 :]} or sum(s[d] for s in shapes) != out[d]:
             raise VerifyException("stablehlo.concatenate: operands must agree off the dimension and sum to it")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        """``stablehlo.concatenate %a, %b, dim = 1 : (T, U) -> V``."""
+        operands, fields = _parse_operands_and_fields(parser, {"dim": parser.parse_integer})
+        if "dim" not in fields:
+            parser.raise_error("stablehlo.concatenate needs 'dim = N'")
+        return _finish_fn_typed(parser, cls, operands, {"dimension": IntegerAttr(fields["dim"], i64)})  # type: ignore[return-value]
+
+    def print(self, printer: Printer) -> None:
+        _print_operands(printer, self.inputs)
+        printer.print_string(f", dim = {self.dimension.value.data}")
+        _print_fn_type(printer, self)
 
 
 @irdl_op_definition
@@ -550,6 +746,24 @@ class PadOp(_HloOp):
         want = tuple(lo + hi + n + max(n - 1, 0) * i for lo, hi, n, i in zip(low, high, src, interior))
         if want != shape_of(self.result):
             raise VerifyException(f"stablehlo.pad: result shape must be {want}")
+
+    _PRETTY: ClassVar[dict[str, str]] = {"low": "edge_padding_low", "high": "edge_padding_high",
+                                         "interior": "interior_padding"}  # fmt: skip
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        """``stablehlo.pad %x, %v, low = [1, 0], high = [1, 0], interior = [0, 0] : (T, tensor<f32>) -> U``."""
+        operands, fields = _parse_operands_and_fields(parser, {k: lambda: _int_list_(parser) for k in cls._PRETTY})
+        if set(fields) != set(cls._PRETTY):
+            parser.raise_error("stablehlo.pad needs low, high and interior")
+        props = {cls._PRETTY[k]: i64_array(v) for k, v in fields.items()}
+        return _finish_fn_typed(parser, cls, operands, props)  # type: ignore[return-value]
+
+    def print(self, printer: Printer) -> None:
+        _print_operands(printer, self.operand)
+        for word, prop in self._PRETTY.items():
+            printer.print_string(f", {word} = {_bracketed(int_list(self.properties[prop]))}")
+        _print_fn_type(printer, self)
 
 
 @irdl_op_definition
@@ -595,6 +809,19 @@ class DynamicSliceOp(_HloOp):
             raise VerifyException("stablehlo.dynamic_slice: one slice size per operand dimension, within it")
         if sizes != shape_of(self.result):
             raise VerifyException("stablehlo.dynamic_slice: the result shape is slice_sizes")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        """``stablehlo.dynamic_slice %x, %i, %j, sizes = [2, 16] : (T, tensor<i32>, tensor<i32>) -> U``."""
+        operands, fields = _parse_operands_and_fields(parser, {"sizes": lambda: _int_list_(parser)})
+        if "sizes" not in fields:
+            parser.raise_error("stablehlo.dynamic_slice needs 'sizes = [...]'")
+        return _finish_fn_typed(parser, cls, operands, {"slice_sizes": i64_array(fields["sizes"])})  # type: ignore[return-value]
+
+    def print(self, printer: Printer) -> None:
+        _print_operands(printer, self.operand)
+        printer.print_string(f", sizes = {_bracketed(int_list(self.slice_sizes))}")
+        _print_fn_type(printer, self)
 
 
 @irdl_op_definition
@@ -789,6 +1016,28 @@ class ReturnOp(_HloOp):
     def __init__(self, values: Sequence[SSAValue]):
         super().__init__(operands=[values])
 
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        """``stablehlo.return %a, %b : T, U``."""
+        operands = []
+        if parser._current_token.kind == MLIRTokenKind.PERCENT_IDENT:
+            operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        types: list[Attribute] = []
+        if operands:
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        op = cls(parser.resolve_operands(operands, types, parser.pos))
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.results_:
+            _print_operands(printer, self.results_)
+        printer.print_op_attributes(self.attributes)
+        if self.results_:
+            printer.print_string(" : " + ", ".join(str(v.type) for v in self.results_))
+
 
 @irdl_op_definition
 class ReduceOp(_HloOp):
@@ -824,47 +1073,90 @@ class ReduceOp(_HloOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        from xdsl.ir import Block
+        """``stablehlo.reduce(%x init: %c), (%y init: %d) across dimensions = [1] : (...) -> (...) reducer(%a: T,
+        %c: T) (%b: U, %d: U) { body }``, or ``... applies stablehlo.add across ...`` for a one-op body."""
 
-        parser.parse_punctuation("(")
-        x = parser.parse_unresolved_operand()
-        parser.parse_keyword("init")
-        parser.parse_punctuation(":")
-        init = parser.parse_unresolved_operand()
-        parser.parse_punctuation(")")
-        parser.parse_keyword("applies")
-        combiner = parser.parse_identifier()
+        def pair() -> tuple[Any, Any]:
+            parser.parse_punctuation("(")
+            x = parser.parse_unresolved_operand()
+            parser.parse_keyword("init")
+            parser.parse_punctuation(":")
+            init = parser.parse_unresolved_operand()
+            parser.parse_punctuation(")")
+            return x, init
+
+        pairs = [pair()]
+        while parser.parse_optional_punctuation(",") is not None:
+            pairs.append(pair())
+        combiner = None
+        if parser.parse_optional_keyword("applies") is not None:
+            combiner = parser.parse_identifier()
         parser.parse_keyword("across")
         parser.parse_keyword("dimensions")
         parser.parse_punctuation("=")
-        dims = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        dims = _int_list_(parser)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        pos = parser.pos
         ftype = parser.parse_function_type()
-        values = parser.resolve_operands([x, init], list(ftype.inputs.data), parser.pos)
-        scalar = ftype.inputs.data[1]
-        name = combiner.removeprefix("stablehlo.")
-        if name not in ELEMENTWISE or ELEMENTWISE[name].ARITY != 2:
-            parser.raise_error(f"stablehlo.reduce cannot apply '{combiner}'")
-        block = Block(arg_types=[scalar, scalar])
-        inner = ELEMENTWISE[name].create(operands=list(block.args), result_types=[scalar])
-        block.add_ops([inner, ReturnOp([inner.results[0]])])
+        operands = [p[0] for p in pairs] + [p[1] for p in pairs]
+        values = parser.resolve_operands(operands, list(ftype.inputs.data), pos)
+        scalars = list(ftype.inputs.data)[len(pairs) :]
+        region = _reduce_body(parser, combiner, scalars) if combiner is not None else _reducer_region(parser, len(pairs))
         return cls.create(operands=values, result_types=list(ftype.outputs.data), attributes=attrs,
-                          properties={"dimensions": i64_array(dims)}, regions=[Region(block)])  # fmt: skip
+                          properties={"dimensions": i64_array(dims)}, regions=[region])  # fmt: skip
 
     def print(self, printer: Printer) -> None:
-        combiner = self.combiner()
-        if combiner is None or len(self.inputs) != 2:
-            printer.print_op_with_default_format(self)
-            return
+        n = len(self.inputs) // 2
         printer.print_string("(")
-        printer.print_operand(self.inputs[0])
-        printer.print_string(" init: ")
-        printer.print_operand(self.inputs[1])
-        dims = ", ".join(map(str, int_list(self.dimensions)))
-        printer.print_string(f") applies stablehlo.{combiner} across dimensions = [{dims}]")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(f" : ({self.inputs[0].type}, {self.inputs[1].type}) -> {self.outs[0].type}")
+        for i in range(n):
+            if i:
+                printer.print_string(", (")
+            printer.print_operand(self.inputs[i])
+            printer.print_string(" init: ")
+            printer.print_operand(self.inputs[n + i])
+            printer.print_string(")")
+        combiner = self.combiner() if n == 1 else None
+        if combiner is not None:
+            printer.print_string(f" applies stablehlo.{combiner}")
+        printer.print_string(f" across dimensions = {_bracketed(int_list(self.dimensions))}")
+        _print_fn_type(printer, self)
+        if combiner is not None:
+            return
+        args = self.body.block.args
+        printer.print_string(" reducer")
+        for i in range(n):
+            printer.print_string("(")
+            printer.print_block_argument(args[i])
+            printer.print_string(", ")
+            printer.print_block_argument(args[n + i])
+            printer.print_string(") " if i == n - 1 else ")")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+
+def _reduce_body(parser: Parser, combiner: str, scalars: Sequence[Attribute]) -> Region:
+    """The one-op body ``applies stablehlo.<combiner>`` names."""
+    name = combiner.removeprefix("stablehlo.")
+    if name not in ELEMENTWISE or ELEMENTWISE[name].ARITY != 2 or len(scalars) != 1:
+        parser.raise_error(f"stablehlo.reduce cannot apply '{combiner}'")
+    block = Block(arg_types=[scalars[0], scalars[0]])
+    inner = ELEMENTWISE[name].create(operands=list(block.args), result_types=[scalars[0]])
+    block.add_ops([inner, ReturnOp([inner.results[0]])])
+    return Region(block)
+
+
+def _reducer_region(parser: Parser, n: int) -> Region:
+    """``reducer(%a0: T, %b0: T) (%a1: U, %b1: U) { body }``: the block takes the accumulators, then the
+    elements (a0, a1, ..., b0, b1, ...)."""
+    parser.parse_keyword("reducer")
+    lhs, rhs = [], []
+    for _ in range(n):
+        parser.parse_punctuation("(")
+        lhs.append(parser.parse_argument())
+        parser.parse_punctuation(",")
+        rhs.append(parser.parse_argument())
+        parser.parse_punctuation(")")
+    return parser.parse_region([*lhs, *rhs])
 
 
 @irdl_op_definition
@@ -943,6 +1235,51 @@ class WhileOp(_HloOp):
             if [a.type for a in region.block.args] != types:
                 raise VerifyException("stablehlo.while: each region takes the loop values")
 
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        """``stablehlo.while(%iterArg = %c, %iterArg_0 = %x) : T, U cond { ... } do { ... }``: the region
+        arguments are the names before ``=``."""
+        pairs: list[tuple[Any, Any]] = []
+
+        def pair() -> None:
+            name = parser.parse_argument(expect_type=False)
+            parser.parse_punctuation("=")
+            pairs.append((name, parser.parse_unresolved_operand()))
+
+        parser.parse_comma_separated_list(parser.Delimiter.PAREN, pair)
+        attrs = parser.parse_optional_attr_dict()
+        types: list[Attribute] = []
+        if pairs:
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        values = parser.resolve_operands([p[1] for p in pairs], types, parser.pos)
+        args = [name.resolve(t) for (name, _), t in zip(pairs, types)]
+        parser.parse_keyword("cond")
+        cond = parser.parse_region(args)
+        parser.parse_keyword("do")
+        body = parser.parse_region(args)
+        return cls.create(operands=values, result_types=types, attributes=attrs, regions=[cond, body])
+
+    def print(self, printer: Printer) -> None:
+        args = self.cond.block.args
+        printer.print_string("(")
+        for i, (arg, value) in enumerate(zip(args, self.operand)):
+            if i:
+                printer.print_string(", ")
+            printer.print_operand(arg)
+            printer.print_string(" = ")
+            printer.print_operand(value)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+        if self.operand:
+            printer.print_string(" : " + ", ".join(str(v.type) for v in self.operand))
+        printer.print_string(" cond ")
+        printer.print_region(self.cond, print_entry_block_args=False)
+        for a, b in zip(self.body.block.args, args):  # the body's arguments go by the cond's names
+            printer._ssa_values[a] = printer._ssa_values[b]  # pyright: ignore[reportPrivateUsage]
+        printer.print_string(" do ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
 
 @irdl_op_definition
 class OptimizationBarrierOp(_HloOp):
@@ -955,14 +1292,396 @@ class OptimizationBarrierOp(_HloOp):
             raise VerifyException("stablehlo.optimization_barrier: results must have the operands' types")
 
 
+# ------------------------------------------------------------------------------------------------------------------
+# Ops JAX emits beyond the dense MLP/attention subset (issue 27)
+# ------------------------------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class IsFiniteOp(_UnaryShapeOp):
+    """``stablehlo.is_finite %x : (tensor<8xf32>) -> tensor<8xi1>``: true where ``x`` is neither ±inf nor NaN."""
+
+    name = "stablehlo.is_finite"
+
+    def verify_(self) -> None:
+        super().verify_()
+        _same_shapes(self)
+        if ttype(self.result).element_type != IntegerType(1):
+            raise VerifyException("stablehlo.is_finite: the result is i1")
+
+
+@irdl_op_definition
+class ReverseOp(_UnaryShapeOp):
+    """``stablehlo.reverse %x, dims = [1] : tensor<8x16xf32>``: the operand with ``dimensions`` reversed."""
+
+    name = "stablehlo.reverse"
+    DIMS: ClassVar[str | None] = "dimensions"
+    dimensions = prop_def(DenseArrayBase)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if ttype(self.operand[0]) != ttype(self.result):
+            raise VerifyException("stablehlo.reverse: the result has the operand's type")
+        if any(not 0 <= d < len(shape_of(self.result)) for d in int_list(self.dimensions)):
+            raise VerifyException("stablehlo.reverse: dimension out of range")
+
+
+@irdl_op_definition
+class DynamicUpdateSliceOp(_HloOp):
+    """``stablehlo.dynamic_update_slice %x, %update, %i0, %i1 : (T, U, tensor<i32>, tensor<i32>) -> T``: ``x`` with
+    ``update`` written at the run-time start indices, each clamped into ``[0, size - update size]``."""
+
+    name = "stablehlo.dynamic_update_slice"
+    operand = var_operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if len(self.operand) < 2:
+            raise VerifyException("stablehlo.dynamic_update_slice takes an operand, an update and start indices")
+        src, upd = shape_of(self.operand[0]), shape_of(self.operand[1])
+        if len(self.operand) != 2 + len(src) or any(shape_of(v) for v in self.operand[2:]):
+            raise VerifyException("stablehlo.dynamic_update_slice: one scalar start index per operand dimension")
+        if len(upd) != len(src) or any(u > n for u, n in zip(upd, src)):
+            raise VerifyException("stablehlo.dynamic_update_slice: the update fits in the operand, rank for rank")
+        if ttype(self.result) != ttype(self.operand[0]):
+            raise VerifyException("stablehlo.dynamic_update_slice: the result has the operand's type")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        operands, _ = _parse_operands_and_fields(parser, {})
+        return _finish_fn_typed(parser, cls, operands, {})
+
+    def print(self, printer: Printer) -> None:
+        _print_operands(printer, self.operand)
+        _print_fn_type(printer, self)
+
+
+def _comparator_ok(region: Region, n: int, what: str) -> None:
+    block = region.block
+    if [shape_of(a) for a in block.args] != [()] * len(block.args) or len(block.args) != n:
+        raise VerifyException(f"{what}: the body takes {n} scalars")
+
+
+@irdl_op_definition
+class SortOp(_HloOp):
+    """``"stablehlo.sort"(%x, %i) <{dimension = 1 : i64, is_stable = true}> ({comparator})``: the operands sorted
+    together along ``dimension`` by the comparator on the (lhs, rhs) element pairs of every operand (generic form,
+    which is what JAX prints)."""
+
+    name = "stablehlo.sort"
+    dimension = prop_def(IntegerAttr)
+    is_stable = opt_prop_def(Attribute)
+    inputs = var_operand_def()
+    outs = var_result_def()
+    comparator = region_def()
+
+    def verify_(self) -> None:
+        shapes = {shape_of(v) for v in [*self.inputs, *self.outs]}
+        if not self.inputs or len(shapes) != 1 or len(self.inputs) != len(self.outs):
+            raise VerifyException("stablehlo.sort: operands and results of one shape, as many results as operands")
+        if not 0 <= self.dimension.value.data < len(next(iter(shapes))):
+            raise VerifyException("stablehlo.sort: dimension out of range")
+        _comparator_ok(self.comparator, 2 * len(self.inputs), "stablehlo.sort")
+
+
+def _pairs_attr(attr: Attribute | None, rank: int) -> list[tuple[int, int]]:
+    """``dense<[[lo, hi], ...]> : tensor<Nx2xi64>`` (or a splat) as N pairs; absent is all zero."""
+    if attr is None:
+        return [(0, 0)] * rank
+    flat = int_list(attr)
+    if len(flat) == 1:
+        flat = flat * (2 * rank)
+    if len(flat) != 2 * rank:
+        raise VerifyException(f"expected {rank} (low, high) pairs, got {len(flat)} values")
+    return [(flat[2 * i], flat[2 * i + 1]) for i in range(rank)]
+
+
+@irdl_op_definition
+class ReduceWindowOp(_HloOp):
+    """``"stablehlo.reduce_window"(%x, %init) <{window_dimensions = ..., window_strides = ..., padding = ...}>
+    ({body})``: the body folded over each window (``jnp.cumsum`` is a window the length of the axis, padded
+    before; pooling a strided window). Generic form, as JAX prints it."""
+
+    name = "stablehlo.reduce_window"
+    window_dimensions = prop_def(DenseArrayBase)
+    window_strides = opt_prop_def(DenseArrayBase)
+    base_dilations = opt_prop_def(DenseArrayBase)
+    window_dilations = opt_prop_def(DenseArrayBase)
+    padding = opt_prop_def(DenseIntOrFPElementsAttr)
+    inputs = var_operand_def()
+    outs = var_result_def()
+    body = region_def()
+
+    def geometry(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
+                                list[tuple[int, int]]]:  # fmt: skip
+        """(window, strides, base dilations, window dilations, padding), the defaults filled in."""
+        rank = len(shape_of(self.inputs[0]))
+        ones = (1,) * rank
+        get = lambda a: int_list(a) if a is not None else ones  # noqa: E731
+        return (int_list(self.window_dimensions), get(self.window_strides), get(self.base_dilations),
+                get(self.window_dilations), _pairs_attr(self.padding, rank))  # fmt: skip
+
+    def verify_(self) -> None:
+        n = len(self.inputs) // 2
+        if n == 0 or len(self.inputs) != 2 * n or len(self.outs) != n:
+            raise VerifyException("stablehlo.reduce_window takes N inputs, N init values and has N results")
+        src = shape_of(self.inputs[0])
+        window, strides, base, wdil, pad = self.geometry()
+        if not len(window) == len(strides) == len(base) == len(wdil) == len(src):
+            raise VerifyException("stablehlo.reduce_window: one window size, stride and dilation per dimension")
+        want = tuple(
+            0 if (span := (s - 1) * b + 1 + lo + hi) < (w - 1) * d + 1 else (span - (w - 1) * d - 1) // st + 1
+            for s, b, (lo, hi), w, d, st in zip(src, base, pad, window, wdil, strides)
+        )
+        if any(shape_of(r) != want for r in self.outs):
+            raise VerifyException(f"stablehlo.reduce_window: result shape must be {want}")
+        _comparator_ok(self.body, 2 * n, "stablehlo.reduce_window")
+
+
+@irdl_op_definition
+class ScatterOp(_HloOp):
+    """``"stablehlo.scatter"(%x, %indices, %updates) <{scatter_dimension_numbers = #stablehlo.scatter<...>}>
+    ({update})``: ``x`` with each update combined (by the body: add for ``.at[].add``/``segment_sum``, the
+    update itself for ``.at[].set``) into the window its index selects. Generic form, as JAX prints it."""
+
+    name = "stablehlo.scatter"
+    scatter_dimension_numbers = prop_def(ScatterAttr)
+    indices_are_sorted = opt_prop_def(Attribute)
+    unique_indices = opt_prop_def(Attribute)
+    inputs = var_operand_def()
+    outs = var_result_def()
+    update_computation = region_def()
+
+    def verify_(self) -> None:
+        n = (len(self.inputs) - 1) // 2
+        if n == 0 or len(self.inputs) != 2 * n + 1 or len(self.outs) != n:
+            raise VerifyException("stablehlo.scatter takes N inputs, the indices and N updates, and has N results")
+        if any(ttype(r) != ttype(x) for r, x in zip(self.outs, self.inputs[:n])):
+            raise VerifyException("stablehlo.scatter: each result has its input's type")
+        dn, rank = self.scatter_dimension_numbers, len(shape_of(self.inputs[0]))
+        if len(dn.dims("update_window_dims")) + len(dn.dims("inserted_window_dims")) + len(
+            dn.dims("input_batching_dims")
+        ) != rank:
+            raise VerifyException("stablehlo.scatter: window, inserted and batching dims must cover the operand")
+        _comparator_ok(self.update_computation, 2 * n, "stablehlo.scatter")
+
+
+_WINDOW_KEYS = {"stride": "window_strides", "lhs_dilate": "lhs_dilation", "rhs_dilate": "rhs_dilation"}
+
+
+@irdl_op_definition
+class ConvolutionOp(_HloOp):
+    """``stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {stride = [1],
+    pad = [[1, 1]], lhs_dilate = [1], rhs_dilate = [1], reverse = [false]} {feature_group_count = 1 : i64, ...}``."""
+
+    name = "stablehlo.convolution"
+    dimension_numbers = prop_def(ConvAttr)
+    window_strides = opt_prop_def(DenseArrayBase)
+    padding = opt_prop_def(DenseIntOrFPElementsAttr)
+    lhs_dilation = opt_prop_def(DenseArrayBase)
+    rhs_dilation = opt_prop_def(DenseArrayBase)
+    window_reversal = opt_prop_def(DenseArrayBase)
+    feature_group_count = prop_def(IntegerAttr)
+    batch_group_count = prop_def(IntegerAttr)
+    precision_config = opt_prop_def(ArrayAttr)
+    lhs = var_operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def spatial_rank(self) -> int:
+        return sum(s.isdigit() for s in self.dimension_numbers.layout(0))
+
+    def verify_(self) -> None:
+        if len(self.lhs) != 2:
+            raise VerifyException("stablehlo.convolution takes an input and a kernel")
+        dn = self.dimension_numbers
+        ranks = (len(shape_of(self.lhs[0])), len(shape_of(self.lhs[1])), len(shape_of(self.result)))
+        if ranks != tuple(len(dn.layout(i)) for i in range(3)):
+            raise VerifyException("stablehlo.convolution: dim_numbers must name every dimension of each operand")
+        x, w = dict(zip(dn.layout(0), shape_of(self.lhs[0]))), dict(zip(dn.layout(1), shape_of(self.lhs[1])))
+        groups = self.feature_group_count.value.data
+        if x["f"] != w["i"] * groups:
+            raise VerifyException("stablehlo.convolution: input features must be kernel input features x groups")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        operands = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        props: dict[str, Attribute] = {}
+        parser.parse_keyword("dim_numbers")
+        parser.parse_punctuation("=")
+        layouts = parse_conv_layouts(parser)
+        props["dimension_numbers"] = ConvAttr(*(ArrayAttr([StringAttr(s) for s in lay]) for lay in layouts))
+        if parser.parse_optional_punctuation(",") is not None:
+            parser.parse_keyword("window")
+            parser.parse_punctuation("=")
+            parser.parse_comma_separated_list(parser.Delimiter.BRACES, lambda: _parse_window_entry(parser, props))
+        attrs = parser.parse_optional_attr_dict()
+        for key in ("feature_group_count", "batch_group_count", "precision_config"):
+            if key in attrs:
+                props[key] = attrs.pop(key)
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        ftype = parser.parse_function_type()
+        values = parser.resolve_operands(operands, list(ftype.inputs.data), pos)
+        return cls.create(operands=values, result_types=list(ftype.outputs.data), properties=props, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string("(")
+        printer.print_list(self.lhs, printer.print_operand)
+        printer.print_string(f") dim_numbers = {self.dimension_numbers.text()}")
+        window = []
+        for word, prop in (("stride", "window_strides"), ("pad", "padding"), ("lhs_dilate", "lhs_dilation"),
+                           ("rhs_dilate", "rhs_dilation"), ("reverse", "window_reversal")):  # fmt: skip
+            value = self.properties.get(prop)
+            if value is None:
+                continue
+            if prop == "padding":
+                pairs = _pairs_attr(value, self.spatial_rank())
+                window.append(f"pad = [{', '.join(f'[{lo}, {hi}]' for lo, hi in pairs)}]")
+            elif prop == "window_reversal":
+                window.append(f"reverse = [{', '.join('true' if v else 'false' for v in int_list(value))}]")
+            else:
+                window.append(f"{word} = {_bracketed(int_list(value))}")
+        if window:
+            printer.print_string(f", window = {{{', '.join(window)}}}")
+        extra = {k: self.properties[k] for k in ("feature_group_count", "batch_group_count", "precision_config")
+                 if k in self.properties}  # fmt: skip
+        printer.print_op_attributes({**extra, **self.attributes})
+        printer.print_string(f" : ({self.lhs[0].type}, {self.lhs[1].type}) -> {self.result.type}")
+
+
+def _parse_window_entry(parser: Parser, props: dict[str, Attribute]) -> None:
+    key = parser.parse_identifier()
+    parser.parse_punctuation("=")
+    if key in _WINDOW_KEYS:
+        props[_WINDOW_KEYS[key]] = i64_array(_int_list_(parser))
+    elif key == "pad":
+        pairs = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: _int_list_(parser))
+        flat = [v for p in pairs for v in p]
+        props["padding"] = DenseIntOrFPElementsAttr.from_list(TensorType(i64, [len(pairs), 2]), flat)
+    elif key == "reverse":
+        flags = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: parser.parse_boolean())
+        props["window_reversal"] = DenseArrayBase.from_list(IntegerType(1), [int(f) for f in flags])
+    else:
+        parser.raise_error(f"unknown convolution window field '{key}'")
+
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# chlo: the client ops JAX emits by default (decomposed into StableHLO by ``chlo-legalize``)
+# ------------------------------------------------------------------------------------------------------------------
+
+
+class _ChloUnaryOp(_HloOp):
+    """``chlo.erf %x : tensor<8xf32> -> tensor<8xf32>``: an element-wise op on a float tensor."""
+
+    operand = var_operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if len(self.operand) != 1:
+            raise VerifyException(f"{self.name} takes one operand")
+        if ttype(self.operand[0]) != ttype(self.result):
+            raise VerifyException(f"{self.name}: the result has the operand's type")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        x = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        src = parser.parse_type()
+        dst = src
+        if parser.parse_optional_punctuation("->") is not None:
+            dst = parser.parse_type()
+        (value,) = parser.resolve_operands([x], [src], parser.pos)
+        return cls.create(operands=[value], result_types=[dst], attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operand[0])
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(f" : {self.operand[0].type} -> {self.result.type}")
+
+
+@irdl_op_definition
+class ChloSquareOp(_ChloUnaryOp):
+    name = "chlo.square"
+
+
+@irdl_op_definition
+class ChloErfOp(_ChloUnaryOp):
+    name = "chlo.erf"
+
+
+@irdl_op_definition
+class ChloErfcOp(_ChloUnaryOp):
+    name = "chlo.erfc"
+
+
+@irdl_op_definition
+class ChloTopKOp(_HloOp):
+    """``%v, %i = chlo.top_k(%x, k = 4) : tensor<8x16xf32> -> (tensor<8x4xf32>, tensor<8x4xi32>)``: the ``k``
+    largest elements of the last dimension, in descending order, and their indices."""
+
+    name = "chlo.top_k"
+    k = prop_def(IntegerAttr)
+    operand = var_operand_def()
+    outs = var_result_def()
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if len(self.operand) != 1 or len(self.outs) != 2:
+            raise VerifyException("chlo.top_k takes one operand and has two results")
+        src, k = shape_of(self.operand[0]), self.k.value.data
+        if not src or not 0 <= k <= src[-1]:
+            raise VerifyException("chlo.top_k: k must be at most the size of the last dimension")
+        want = (*src[:-1], k)
+        if shape_of(self.outs[0]) != want or shape_of(self.outs[1]) != want:
+            raise VerifyException(f"chlo.top_k: the results have shape {want}")
+        if ttype(self.outs[0]).element_type != ttype(self.operand[0]).element_type:
+            raise VerifyException("chlo.top_k: the values have the operand's element type")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        parser.parse_punctuation("(")
+        x = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        parser.parse_keyword("k")
+        parser.parse_punctuation("=")
+        k = parser.parse_integer()
+        parser.parse_punctuation(")")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        src = parser.parse_type()
+        parser.parse_punctuation("->")
+        outs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        (value,) = parser.resolve_operands([x], [src], parser.pos)
+        return cls.create(operands=[value], result_types=outs, attributes=attrs,
+                          properties={"k": IntegerAttr(k, i64)})  # fmt: skip
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string("(")
+        printer.print_operand(self.operand[0])
+        printer.print_string(f", k = {self.k.value.data})")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(f" : {self.operand[0].type} -> ({self.outs[0].type}, {self.outs[1].type})")
+
+
+Chlo = Dialect("chlo", [ChloSquareOp, ChloErfOp, ChloErfcOp, ChloTopKOp], [])
+
+
 StableHLO = Dialect(
     "stablehlo",
     [
         *ELEMENTWISE.values(), ConstantOp, ConvertOp, SliceOp, ReshapeOp, BroadcastInDimOp, TransposeOp, IotaOp, CompareOp,
         SelectOp, DotGeneralOp, ReturnOp, ReduceOp, CustomCallOp, CompositeOp, OptimizationBarrierOp, ConcatenateOp,
-        PadOp, GatherOp, DynamicSliceOp, WhileOp,
+        PadOp, GatherOp, DynamicSliceOp, WhileOp, IsFiniteOp, ReverseOp, DynamicUpdateSliceOp, SortOp, ReduceWindowOp,
+        ScatterOp, ConvolutionOp,
     ],
-    [PrecisionAttr, ComparisonDirectionAttr, ComparisonTypeAttr, DotAttr, GatherAttr, DotAlgorithmAttr],
+    [PrecisionAttr, ComparisonDirectionAttr, ComparisonTypeAttr, DotAttr, GatherAttr, DotAlgorithmAttr, ScatterAttr,
+     ConvAttr],
 )  # fmt: skip
 
 
