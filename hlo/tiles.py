@@ -125,6 +125,13 @@ def _unsupported(op: Operation, why: str) -> NkiError:
     return NkiError(f"{op.name}: {why}, at {where}", "nkic lowers the StableHLO subset listed in nkic/hlo/tiles.py")
 
 
+def _family_lowering(name: str) -> Callable[[SegmentInterpreter, Operation], None] | None:
+    """The lowering of ``name`` from the per-family modules (``nkic.hlo.families``: sort, scatter, loops, ...)."""
+    from nkic.hlo.families import LOWERINGS
+
+    return LOWERINGS.get(name)
+
+
 def result_dtype(value: SSAValue) -> np.dtype:
     return hlo.numpy_dtype(hlo.ttype(value).element_type)
 
@@ -173,7 +180,11 @@ class SegmentInterpreter:
             if op.name.removeprefix("stablehlo.") in hlo.ELEMENTWISE:
                 handler = self.elementwise
             if handler is None:
-                raise _unsupported(op, "no op-by-op lowering")
+                family = _family_lowering(op.name.removeprefix("stablehlo."))
+                if family is None:
+                    raise _unsupported(op, "no op-by-op lowering")
+                family(self, op)
+                continue
             handler(op)
 
     def finish(self, outputs: Sequence[tuple[SSAValue, str]]) -> list[Any]:
@@ -380,8 +391,8 @@ class SegmentInterpreter:
         StableHLO clamps a start index."""
         table_shape, idx_shape = hlo.shape_of(op.operand[0]), hlo.shape_of(op.operand[1])
         batch = _row_gather_batch(op, table_shape, idx_shape)
-        if batch is None:
-            raise _unsupported(op, "only the row gather operand[ids] (whole rows of dimension 0) is lowered")
+        if batch is None:  # any other form: element runs at computed offsets (nkic.hlo.gathers)
+            return _family_lowering("gather")(self, op)  # type: ignore[misc]
         table, ids = self.hbm(self.get(op.operand[0])), self.hbm(self.get(op.operand[1]))
         rows, width = table_shape[0], math.prod(table_shape[1:])
         n = math.prod(batch)
@@ -428,17 +439,18 @@ class SegmentInterpreter:
         self.values[op.results[0]] = x.reshape(shape) if isinstance(x, np.ndarray) else Hbm(x.tensor, shape, x.dtype)
 
     def op_while(self, op: hlo.WhileOp) -> None:
-        """A loop with a compile-time trip count, unrolled: the condition must fold to a constant on every
-        iteration (a counter from a constant start, as ``lax.fori_loop`` writes), at most ``MAX_UNROLL`` times."""
+        """A loop with a compile-time trip count is unrolled while the condition folds to a constant (a counter
+        from a constant start, as ``lax.fori_loop`` writes), at most ``MAX_UNROLL`` times; from the first trip
+        whose condition is computed at run time (or after ``MAX_UNROLL`` trips) the rest is a device loop on a
+        register condition (``nkic.hlo.loops``)."""
         values = [self.get(v) for v in op.operand]
         for trip in range(MAX_UNROLL + 1):
             (pred,) = self._run_region(op.cond, values)
-            if not isinstance(pred, np.ndarray):
-                raise _unsupported(op, "a loop whose condition is computed at run time")
+            if not isinstance(pred, np.ndarray) or trip == MAX_UNROLL:
+                values = _family_lowering("while.runtime")(self, op, values)  # type: ignore[misc, call-arg]
+                break
             if not bool(pred.reshape(-1)[0]):
                 break
-            if trip == MAX_UNROLL:
-                raise _unsupported(op, f"a loop of more than {MAX_UNROLL} iterations (loops are unrolled)")
             values = self._run_region(op.body, values)
         for r, v in zip(op.result, values):
             self.values[r] = v
@@ -517,6 +529,8 @@ class SegmentInterpreter:
     # -- reduce -------------------------------------------------------------------------------------------------
     def op_reduce(self, op: hlo.ReduceOp) -> None:
         combiner = op.combiner()
+        if len(op.inputs) == 4:  # (values, indices) -> argmax / argmin: nkic.hlo.reductions
+            return _family_lowering("reduce.arg")(self, op)  # type: ignore[misc]
         if len(op.inputs) != 2 or combiner not in _REDUCE:
             raise _unsupported(op, "only single-input add/maximum/minimum reductions")
         reduce_fn, combine_fn, identity = _REDUCE[combiner]
