@@ -1,15 +1,18 @@
 """``print-metrics``: a static report of each BIR function, printed to stdout; the IR is left unchanged.
 
 Per engine (DMA transfers per queue once ``insert-semaphores`` assigned them, else as ``dma``): ISA instructions
-(the ``sem_wait`` that carries each wait beyond an instruction's first included) and estimated busy time from the
-per-instruction figures of ``nkic.target.costs`` (the simulator's calibrated timeline adds what only a run knows:
-TensorE throttling, dependent-instruction latency, the DMA queues sharing the core's bandwidth). The critical path is the
-longest chain of dependency edges weighted by those durations: no schedule can finish sooner, whatever the engine
+(the ``sem_wait`` that carries each wait beyond an instruction's first included) and busy time under the
+simulator's model (``nkic.target.costs``): an engine instruction's ``occupancy_ns`` (MIN_II floor, VectorE fast
+modes), a transfer's data phase alone on its queue (``dma_transfer``); only a run adds TensorE throttling and the
+queues sharing the core's bandwidth. The critical path is the longest chain of dependency edges weighted by those
+durations plus the same overheads as the simulator: a transfer's trigger and its first byte's DMA latency, a
+producer's dependent latency before its results are readable: no schedule can finish sooner, whatever the engine
 contention; beside it, the busiest engine's total, the other lower bound. "As scheduled" is the longest chain once
-each engine's and DMA queue's program order counts as edges too: the run time the current order allows under those
-figures (the simulator adds semaphore, issue and timeline effects). Semaphore waits are counted once
-``insert-semaphores`` ran. SBUF and PSUM high-water marks are the highest byte per partition any placed tensor
-reaches (after ``allocate-memory``), against the target's capacity.
+each engine's and DMA queue's program order counts as edges too. "Simulated" is the simulator's own timeline run on
+this schedule (a copy of the module lowered with ``bir-to-isa``, timing only): the number ``nkic run`` reports for the
+NEFF, once ``insert-semaphores`` placed the waits (before, the line says why it is missing). Semaphore waits are
+counted once ``insert-semaphores`` ran. SBUF and PSUM high-water marks are the highest byte per partition any placed
+tensor reaches (after ``allocate-memory``), against the target's capacity.
 
 The report is static: each instruction counts once, so a runtime loop's body (between ``loop_begin`` and
 ``loop_end``, whose trip count is known only at run time) counts once, and the report says so.
@@ -31,8 +34,8 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.passes.targeting import for_module
 from nkic.dialects import bir
 from nkic.dialects.traits import IsControl, IsDma
-from nkic.passes.schedule_instructions import duration_ns
-from nkic.target.costs import instr_ns
+from nkic.passes.lowering import cost_record
+from nkic.target.costs import DMA_LATENCY_NS, dependent_latency_ns, dma_transfer, instr_ns, occupancy_ns
 from nkic.target.isa import Instr
 from nkic.target.machine import ENGINE_NAMES, TARGETS, Target, get_target
 from nkic.target.vocab import dtype_size
@@ -53,6 +56,8 @@ class Metrics:
     in_order_ns: float = 0.0  # the longest chain once each engine's and queue's program order counts too
     high_water: dict[str, int] = field(default_factory=dict)  # memory -> bytes per partition
     capacity: dict[str, int] = field(default_factory=dict)
+    simulated_ns: float | None = None  # the simulator's timeline on the lowered module (None: not lowerable yet)
+    not_simulated: str = ""  # why simulated_ns is None
 
 
 def _track(inst: bir.BirInst) -> str:
@@ -73,7 +78,46 @@ def _high_water(fn: bir.FunctionOp) -> dict[str, int]:
     return out
 
 
-def metrics(fn: bir.FunctionOp, target: Target) -> Metrics:
+def _busy_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -> float:
+    """What the simulator books on the instruction's track: an engine's occupancy, a transfer's data phase (alone on
+    its queue: bytes at full efficiency over its engines' rate)."""
+    record = cost_record(inst, locs)
+    if inst.has_trait(IsDma):
+        work, rate = dma_transfer(record, target)
+        return work / rate
+    return occupancy_ns(record, target)
+
+
+def _span_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -> float:
+    """From the instruction's start to its end as the simulator times it, when nothing else runs: for a transfer,
+    the trigger on its issuing engine, the DMA latency before the first byte, then the data phase."""
+    if inst.has_trait(IsDma):
+        return occupancy_ns(cost_record(inst, locs), target) + DMA_LATENCY_NS + _busy_ns(inst, locs, target)
+    return _busy_ns(inst, locs, target)
+
+
+def _simulate(fn: bir.FunctionOp, target: Target) -> tuple[float | None, str]:
+    """The simulator's timing-only run of a lowered copy of ``fn``'s module: (total ns, "") or (None, why not)."""
+    from nkic.passes.bir_sim import neff_of
+    from nkic.passes.bir_to_isa import BirToIsaPass
+    from nkic.runtime.simulator import simulate
+
+    module = fn.parent_op()
+    if not isinstance(module, ModuleOp):
+        return None, "the function is not in a module"
+    insts = list(fn.instructions())
+    synced = any(i.signal is not None for i in insts) or not any(i.dep_list for i in insts)
+    if not synced or any(i.has_trait(IsDma) and i.queue is None for i in insts):
+        return None, "the semaphores and DMA queues come from insert-semaphores"
+    lowered = module.clone()
+    try:
+        BirToIsaPass().apply(Context(), lowered)
+    except PassFailedException as e:
+        return None, f"bir-to-isa: {e}"
+    return simulate(neff_of(lowered, fn.sym_name.data), {}, target=target.name, timing_only=True).profile.total_ns, ""
+
+
+def metrics(fn: bir.FunctionOp, target: Target, simulate: bool = True) -> Metrics:
     if any(isinstance(o, bir.LoopOp) for o in fn.body.walk()):
         raise PassFailedException("print-metrics needs unrolled BIR (run bir-unroll first)")
     m = Metrics(fn.sym_name.data)
@@ -90,7 +134,7 @@ def metrics(fn: bir.FunctionOp, target: Target) -> Metrics:
             raise PassFailedException(f"instruction {inst.inst_id} has no engine (run assign-engines first)")
         track = _track(inst)
         m.counts[track] = m.counts.get(track, 0) + 1
-        m.busy_ns[track] = m.busy_ns.get(track, 0.0) + duration_ns(inst, locs, target)
+        m.busy_ns[track] = m.busy_ns.get(track, 0.0) + _busy_ns(inst, locs, target)
         extra = max(0, len(inst.waits.get_values()) // 2 - 1) if inst.waits is not None else 0
         if extra:  # bir-to-isa puts the waits beyond the first in sem_wait instructions on the issuing engine
             engine = inst.engine.data
@@ -98,6 +142,8 @@ def metrics(fn: bir.FunctionOp, target: Target) -> Metrics:
             m.busy_ns[engine] = m.busy_ns.get(engine, 0.0) + extra * instr_ns(Instr("SEM_WAIT", engine), target)
     m.critical_ns, m.critical_insts, m.critical_by_track = _critical(fn, locs, target)
     m.in_order_ns = _critical(fn, locs, target, in_order=True)[0]
+    if simulate:
+        m.simulated_ns, m.not_simulated = _simulate(fn, target)
     m.high_water = _high_water(fn)
     m.capacity = {"sbuf": target.sbuf_bytes_per_partition, "psum": target.psum_bytes_per_partition}
     return m
@@ -110,6 +156,7 @@ def _critical(fn: bir.FunctionOp, locs: dict[str, bir.MemLocOp], target: Target,
     the estimated run time of the program as scheduled."""
     last_on: dict[str, int] = {}
     finish: dict[int, float] = {}
+    readable: dict[int, float] = {}  # finish + the producer engine's dependent latency (a transfer: when it landed)
     via: dict[int, int | None] = {}
     info: dict[int, tuple[str, float]] = {}
     barrier: int | None = None  # the last instruction before the latest control instruction, on the chain
@@ -119,19 +166,24 @@ def _critical(fn: bir.FunctionOp, locs: dict[str, bir.MemLocOp], target: Target,
             if finish:
                 barrier = max(finish, key=lambda k: finish[k])
             continue
-        dur = duration_ns(inst, locs, target)
+        dur = _span_ns(inst, locs, target)
         track = _track(inst)
         info[i] = (track, dur)
         best = barrier
         start = finish[barrier] if barrier is not None else 0.0
-        preds = [d for _, d in inst.dep_list]
+        # the simulator's waits: a semaphore signals when the producer's results are readable; an in-order engine
+        # waits for that only on a flow edge from itself (its own order covers the others)
+        preds = [(d, kind == "flow" or info[d][0] != track) for kind, d in inst.dep_list if d in info]
         if in_order and track in last_on:
-            preds.append(last_on[track])
+            preds.append((last_on[track], False))
         last_on[track] = i
-        for d in preds:
-            if finish.get(d, -1.0) > start:
-                start, best = finish[d], d
+        for d, latency in preds:
+            ready = readable[d] if latency else finish[d]
+            if ready > start:
+                start, best = ready, d
         finish[i], via[i] = start + dur, best
+        latency = 0.0 if inst.has_trait(IsDma) else dependent_latency_ns(inst.engine.data, target)
+        readable[i] = finish[i] + latency
     if not finish:
         return 0.0, 0, {}
     end = max(finish, key=lambda k: finish[k])
@@ -157,6 +209,11 @@ def report(m: Metrics) -> str:
     lines.append(f"  critical path: {m.critical_ns:.1f} ns over {m.critical_insts} instructions; busiest track "
                  f"{busiest[0]}: {busiest[1]:.1f} ns; no schedule beats {max(m.critical_ns, busiest[1]):.1f} ns")
     lines.append(f"  as scheduled (edges plus each engine's and queue's program order): {m.in_order_ns:.1f} ns")
+    if m.simulated_ns is not None:
+        lines.append(f"  simulated (the runtime's timeline on this schedule, as nkic run reports it): "
+                     f"{m.simulated_ns:.1f} ns")  # fmt: skip
+    elif m.not_simulated:
+        lines.append(f"  simulated: not yet ({m.not_simulated})")
     if m.control:
         lines.append(f"  {m.control} control instructions (barriers); a runtime loop's body counts once")
     for mem in ("sbuf", "psum"):
