@@ -28,7 +28,7 @@ from nkic.frontend.errors import NkiError, NkiWarning, user_location
 from nkic.frontend.tracer import Kernel, TensorSpec, TracedKernel, jit, set_executor
 from nkic.runtime.simulator import RunResult, unwritten_outputs
 
-__all__ = ["run_kernel", "run_traced", "simulate"]
+__all__ = ["run_kernel", "run_traced", "simulate", "run_ranks"]
 
 # id(traced) -> NEFF bytes. Keyed by identity because a TracedKernel is already the per-specialization cache entry of
 # its Kernel; the NEFF is dropped when the trace dies.
@@ -148,13 +148,118 @@ def run_kernel_with_profile(
     return value, traced, run
 
 
-def simulate(kernel: Any, strict: bool = False) -> Callable[..., Any]:
+def simulate(kernel: Any, strict: bool = False, ranks: int | None = None) -> Callable[..., Any]:
     """``nki.simulate(kernel)(*arrays, **kwargs)``: trace, compile to a NEFF and run it on nkic's simulator.
 
     ``kernel`` is a ``@nki.jit`` kernel (``kernel[2]`` for a grid) or a plain function, which is jitted first.
-    ``strict=True``: output elements the kernel never wrote are an ``NkiError`` (by default a warning)."""
+    ``strict=True``: output elements the kernel never wrote are an ``NkiError`` (by default a warning).
+    ``ranks=N``: launch N ranks (:func:`run_ranks`); the call returns a list of N per-rank results."""
     k = kernel if isinstance(kernel, Kernel) else jit(kernel)
+    if ranks is not None:
+        return lambda *args, **kwargs: run_ranks(k, args, kwargs, ranks, strict=strict)
     return lambda *args, **kwargs: run_kernel(k, args, kwargs, strict=strict)
+
+
+# -- multi-rank launches (nki.collectives; runtime/ranks.py) ------------------------------------------------------
+def _per_rank(value: Any, n: int) -> list[Any] | None:
+    """A list (or tuple) of n arrays is one argument per rank; anything else is given to every rank."""
+    if isinstance(value, (list, tuple)) and len(value) == n and value and all(hasattr(v, "shape") for v in value):
+        return list(value)
+    return None
+
+
+def rank_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], n: int) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Each rank's (args, kwargs): a per-rank list gives rank r its r-th array, a single value goes to every rank."""
+    def pick(value: Any, r: int) -> Any:
+        split = _per_rank(value, n)
+        return split[r] if split is not None else value
+
+    return [(tuple(pick(a, r) for a in args), {k: pick(v, r) for k, v in kwargs.items()}) for r in range(n)]
+
+
+def run_ranks(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], ranks: int, strict: bool = False,
+              timing_only: bool = False) -> list[Any]:
+    """Launch ``kernel`` on ``ranks`` ranks, each with its own HBM and arguments (:func:`rank_arguments`), in one
+    simulation (``runtime/ranks.py``); returns each rank's result, in rank order. Each distinct argument signature
+    is traced and compiled once; ranks whose traces differ must still agree on every collective they both reach
+    (kind, replica group, shapes), else an ``NkiError`` at the kernel line of the first that differs."""
+    from nkic.runtime.neff import read_neff
+    from nkic.runtime.ranks import MAX_RANKS, simulate_ranks
+
+    if isinstance(ranks, bool) or not isinstance(ranks, int) or not 1 <= ranks <= MAX_RANKS:
+        raise NkiError(f"ranks must be an int from 1 to {MAX_RANKS}, got {ranks!r}")
+    per_rank = rank_arguments(args, kwargs, ranks)
+    traces = [kernel.trace(*a, **kw) for a, kw in per_rank]
+    _check_collectives(traces, ranks)
+    neffs = {id(t): read_neff(neff_of(t)) for t in traces}
+    inputs = [_rank_inputs(kernel, a, kw) for a, kw in per_rank]
+    runs = simulate_ranks([neffs[id(t)] for t in traces], inputs, target=traces[0].options.target,
+                          timing_only=timing_only)  # fmt: skip
+    return [_rank_result(t, run, inp, strict) for t, run, inp in zip(traces, runs, inputs)]
+
+
+def _rank_inputs(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
+    inputs = {}
+    for name, value in kernel.array_arguments(*args, **kwargs).items():
+        if isinstance(value, TensorSpec):
+            raise NkiError(f"cannot run kernel '{kernel.name}' on a TensorSpec placeholder ('{name}')")
+        inputs[name] = value
+    return inputs
+
+
+def _rank_result(traced: TracedKernel, run: RunResult, inputs: Mapping[str, np.ndarray], strict: bool) -> Any:
+    outputs = {**run.inputs, **run.outputs} if traced.grid > 1 else run.outputs
+    check_outputs_written(run, strict, traced.labels)
+    for name, output in traced.written_inputs:
+        if inputs[name].flags.writeable:
+            np.copyto(inputs[name], outputs[output], casting="unsafe")
+    results = [outputs[name].reshape(shape) for name, shape, _ in traced.outputs]
+    return tuple(results) if traced.returns_tuple else results[0] if results else None
+
+
+def _collective_calls(traced: TracedKernel) -> list[tuple[str, str, tuple[str, ...], tuple[str, int]]]:
+    """Each collective of ``traced``'s first program in order: (instruction, group or pairs, operand types, where)."""
+    from nkic.target.collectives import COLLECTIVE_OPCODES
+    from nkic.target.instructions import INSTRUCTIONS
+
+    names = {f"penguin.{n}" for n, s in INSTRUCTIONS.items() if s.opcode in COLLECTIVE_OPCODES}
+    calls = []
+    for op in traced.module.walk():
+        if op.name in names:
+            props = op.properties
+            group = props.get("replica_groups") or props.get("source_target_pairs")
+            file, _, rest = str(props["loc"].data).rpartition(":")  # type: ignore[attr-defined]
+            if rest.isdigit() and ":" in file and file.rpartition(":")[2].isdigit():  # file:line:col
+                file, _, rest = file.rpartition(":")
+            where = (file, int(rest) if rest.isdigit() else 0)
+            calls.append((op.name[len("penguin."):], str(getattr(group, "data", group)),
+                          tuple(str(o.type) for o in op.operands), where))
+    return calls
+
+
+def _check_collectives(traces: list[TracedKernel], ranks: int) -> None:
+    """Every replica group names launched ranks; ranks with different traces agree on the collectives they share."""
+    from nkic.target.collectives import parse_groups, parse_pairs
+
+    seen: dict[int, list] = {}
+    for t in traces:
+        if id(t) not in seen:
+            seen[id(t)] = _collective_calls(t)
+    for calls in seen.values():
+        for name, group, _, where in calls:
+            ranks_named = [r for p in parse_pairs(group) for r in p] if ">" in group else \
+                [r for g in parse_groups(group) for r in g]  # fmt: skip
+            if any(r >= ranks for r in ranks_named):
+                raise NkiError(f"{name}: its replica group [{group}] names rank {max(ranks_named)}, but the launch "
+                               f"has {ranks} rank(s)", "launch more ranks, or name ranks 0..N-1", where)
+    first, *others = [seen[id(t)] for t in traces]
+    for r, calls in enumerate(others, 1):
+        for a, b in zip(first, calls):
+            if a[:3] != b[:3]:
+                raise NkiError(f"collective mismatch across ranks: rank 0 runs {a[0]} over [{a[1]}] on "
+                               f"{', '.join(a[2])}, rank {r} runs {b[0]} over [{b[1]}] on {', '.join(b[2])}",
+                               "every rank of a replica group must reach the same collectives with the same shapes",
+                               b[3])  # fmt: skip
 
 
 set_executor(run_kernel)

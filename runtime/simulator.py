@@ -32,6 +32,7 @@ from nkic.runtime.errors import SimulationDeadlock, SimulationError
 from nkic.runtime.neff import Neff, Variable, read_neff
 from nkic.runtime.timeline import DmaCore, EngineLane, PeThrottle, SharedPorts, Transfer
 from nkic.target.costs import PORT_NAMES, dependent_latency_ns, instr_ns, occupancy_ns, pe_throttles, shared_ports
+from nkic.target.collectives import COLLECTIVE_OPCODES
 from nkic.target.instructions import (
     GPSIMD_CORE_PARTITIONS,
     GPSIMD_GROUP,
@@ -273,6 +274,9 @@ class _Core:
         # The LNC=2 pair: every core of the run, by rank (set by simulate), and the tiles this core's sendrecvs
         # have sent, by pipe, while their exchange is being applied.
         self.pair: list[_Core] = [self]
+        # Ranks (runtime/ranks.py): the rank running this program (core ``index`` of its rank's pair) and how many
+        # ranks the launch has; the scheduler numbers core (rank r, program i) r * len(pair) + i.
+        self.rank, self.ranks = 0, 1
         self.outbox: dict[int, np.ndarray] = {}
         # Output variable id -> one flag byte per byte of it, set by every write (shared by the cores, as hbm is):
         # which output elements the kernel wrote, for the coverage check after the run.
@@ -1639,6 +1643,9 @@ class _Scheduler:
         if ins.opcode == "SENDRECV":  # the engine waits for the other cores of its pipe (_meet)
             self._post(eng.core, ("SENDRECV", int(_value(ins, "pipe_id"))), [eng], ins)
             return
+        if ins.opcode in COLLECTIVE_OPCODES:  # the engine waits for its replica group (runtime/collectives.py)
+            self._post(eng.core, ("COLLECTIVE", self.cores[eng.core].index), [eng], ins)
+            return
         self._execute(eng, ins)
         lane = self.lanes[(eng.core, eng.name)]
         start = lane.ready_at(ins, self.now)  # after what this engine wrote and ins reads is readable
@@ -1727,20 +1734,25 @@ class _Scheduler:
         posts = self.meetings.setdefault(key, {})
         posts[core] = (engines, ins)
         for e in engines:
-            e.busy, e.meeting = e.busy or what[0] == "SENDRECV", key
+            e.busy, e.meeting = e.busy or what[0] != "CORE_BARRIER", key
         members = self._members(key, core)
         if members is not None:
             self._meet(key, members)
 
     def _peers(self, core: int, ins: Instr) -> tuple[int, ...]:
-        """The cores ``core``'s instruction names: a sendrecv's two ranks, a barrier's cores."""
+        """The cores ``core``'s instruction names: a sendrecv's two ranks, a barrier's cores (of its own rank), a
+        collective's replica group."""
+        if ins.opcode in COLLECTIVE_OPCODES:
+            return _cc.peers(self.cores, core, ins)
         if ins.opcode == "SENDRECV":
             peers: tuple[int, ...] = (int(_value(ins, "send_to_rank")), int(_value(ins, "recv_from_rank")))
         else:
             peers = mask_cores(int(_value(ins, "core_mask")))
-            if core not in peers:
+            if self.cores[core].index not in peers:
                 raise SimulationError(f"core {core} CORE_BARRIER (inst_id {ins.inst_id}) names cores {peers}, "
                                       "not its own")  # fmt: skip
+        base = core - self.cores[core].index  # the LNC pair of core's own rank (0 unless several ranks run)
+        peers = tuple(base + p for p in peers)
         for p in peers:
             if p >= len(self.cores):
                 raise SimulationError(f"core {core} {ins.opcode} (inst_id {ins.inst_id}) names core {p}, but the "
@@ -1763,14 +1775,17 @@ class _Scheduler:
 
     def _meet(self, key: tuple, members: set[int]) -> None:
         """Every core of the meeting has arrived: exchange the sendrecv tiles, or release the barrier."""
+        if key[0][0] == "COLLECTIVE":
+            self._collective(key, members)
+            return
         posts = self.meetings[key]
         what, k = key
         first = posts[min(members)][1]
         for c in sorted(members):
             ins = posts[c][1]
             if ins.opcode == "SENDRECV":
-                to = int(_value(ins, "send_to_rank"))
-                if int(_value(posts[to][1], "recv_from_rank")) != c:
+                to = c - self.cores[c].index + int(_value(ins, "send_to_rank"))
+                if int(_value(posts[to][1], "recv_from_rank")) != self.cores[c].index:
                     raise SimulationError(f"core {c} sends to core {to} on pipe {what[1]} (exchange #{k}), but core "
                                           f"{to} receives from core {int(_value(posts[to][1], 'recv_from_rank'))}")
             elif ins.imm("core_mask") != first.imm("core_mask"):
@@ -1786,6 +1801,21 @@ class _Scheduler:
                 e.meeting = None
         if not posts:
             del self.meetings[key]
+
+    def _collective(self, key: tuple, members: set[int]) -> None:
+        """Every member of a replica group has reached its collective: apply it (runtime/collectives.py), then all
+        complete together after the slowest member's cost."""
+        posts = self.meetings[key]
+        group = {c: posts.pop(c) for c in sorted(members)}
+        if not posts:
+            del self.meetings[key]
+        _cc.meet(self.cores, {c: ins for c, (_, ins) in group.items()}, key[1], self.timing_only)
+        dur = max(self._cost(engines[0], ins) for engines, ins in group.values())
+        for c, ([eng], ins) in group.items():
+            eng.meeting = None
+            self._record(c, eng.name, ins, self.now, dur)
+            eng.pc += 1
+            self._at(self.now + dur, partial(self._finish, eng, ins.signal_sem))
 
     def _exchange(self, pipe: int, posts: dict[int, tuple[list[_Engine], Instr]]) -> None:
         """Each member's src goes to the dst of the core it sends to, all at once: every src is read before any
@@ -1807,6 +1837,8 @@ class _Scheduler:
 
     def _meeting_line(self, key: tuple, core: int, ins: Instr) -> str:
         (what, *pipe), k = key
+        if what == "COLLECTIVE":
+            return _cc.meeting_line(self.cores, self.engines, self.meetings[key], k, core, ins)
         at = f"sendrecv #{k} on pipe {pipe[0]}" if what == "SENDRECV" else f"core_barrier #{k}"
         missing = [p for p in self._peers(core, ins) if p not in self.meetings[key]]
         waits = []
@@ -2031,3 +2063,8 @@ def simulate_in_order(neff: Neff, inputs: Mapping[str, object], *, target: str =
 def run_neff_bytes(data: bytes, inputs: Mapping[str, object], **kwargs: object) -> RunResult:
     """Parse a serialised NEFF and :func:`simulate` it."""
     return simulate(read_neff(data), inputs, **kwargs)  # type: ignore[arg-type]
+
+
+# The collectives between ranks: their meetings' effects and the rank registers' executors (imported last: it
+# builds on this module).
+from nkic.runtime import collectives as _cc  # noqa: E402

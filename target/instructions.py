@@ -1180,3 +1180,7 @@ declare(
            required=("src",), imms=(Imm("queue", "u32"), Imm("prefix", "str")), writes=(),
            traits=frozenset({"dma"})),
 )
+
+# The collectives between ranks (nki.collectives) are declared in their own module, registered here so that every
+# reader of INSTRUCTIONS sees them.
+from nkic.target import collectives as _collectives  # noqa: E402,F401  (after the declarations it builds on)

@@ -66,7 +66,7 @@ def test_placeholders_import_and_work_as_table_entries() -> None:
     table = {no_such_function: "f", nl.add: no_such_instruction}  # module-level tables stay buildable
     assert table[nl.no_such_function] == "f" and table[nl.add] is nisa.no_such_instruction
     assert is_unsupported(nisa.no_such_enum.member) and is_unsupported(nki.compiler.no_such_option)
-    assert is_unsupported(nki.typing.no_such_type) and is_unsupported(nki.collectives.all_reduce)
+    assert is_unsupported(nki.typing.no_such_type) and is_unsupported(nki.collectives.no_such_collective)
     with pytest.raises(AttributeError):
         nl.__no_such_dunder__  # noqa: B018  # import machinery and inspect keep their AttributeError
     assert not isinstance(nl.sbuf, nl.NoSuchClass) and not issubclass(int, nisa.NoSuchClass)

@@ -11,7 +11,6 @@ import nkic
 
 nkic.install_nki_alias()
 import nki  # noqa: E402
-import nki.collectives as ncc  # noqa: E402
 import nki.isa as nisa  # noqa: E402
 import nki.language as nl  # noqa: E402
 
@@ -399,19 +398,3 @@ def test_core_barrier_errors_name_the_kernel_line(kw: dict, grid: int, message: 
 def test_core_barrier_engine_is_accepted(engine) -> None:
     a = _data((2, 128, 8), np.float32)
     np.testing.assert_array_equal(nki.simulate(_barrier_kernel(engine=engine)[2])(a), a)
-
-
-# -- nki.collectives: importable, not simulated ----------------------------------------------------------------
-@pytest.mark.parametrize("name", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
-                                  "rank_id", "ReplicaGroup"])  # fmt: skip
-def test_collectives_import_and_raise_at_the_kernel_line(name: str) -> None:
-    from nki.collectives import ReplicaGroup, all_gather, all_reduce  # noqa: F401  (imports never fail)
-
-    @nki.jit
-    def kernel(a):
-        getattr(ncc, name)(srcs=[a], dsts=[a])  # the call
-        return a
-
-    with pytest.raises(NkiError, match=rf"nki\.collectives\.{name} is not simulated yet.*nisa\.sendrecv") as e:
-        kernel[2].trace(np.zeros((2, 128, 8), np.float32))
-    assert (e.value.file, e.value.line) == (__file__, _line_of(kernel, "the call"))

@@ -29,9 +29,8 @@ def test_nki_error_is_one_line_with_the_kernel_location(tmp_path: Path) -> None:
     r = python_m_nkic(str(SCRIPTS / "nisa_error.py"), cwd=tmp_path)
     assert r.returncode == 1
     assert r.stderr.strip().splitlines() == [
-        f"{SCRIPTS / 'nisa_error.py'}:13: error: nki.collectives.all_reduce is not simulated yet: nkic simulates no "
-        "collective communication between ranks. between the two cores of an LNC=2 launch use nisa.sendrecv and "
-        "nisa.core_barrier"
+        f"{SCRIPTS / 'nisa_error.py'}:13: error: all_reduce: replica_group must be a nki.collectives.ReplicaGroup, "
+        "got NoneType."
     ]
 
 

@@ -1,4 +1,4 @@
-"""A script whose kernel calls an NKI function nkic lacks (a collective): ``python -m nkic`` reports one line and exits 1."""
+"""A kernel calling a collective without its replica group: ``python -m nkic`` reports one line and exits 1."""
 
 import numpy as np
 
@@ -10,7 +10,7 @@ import nki.language as nl
 @nki.jit
 def broken(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    ncc.all_reduce(srcs=[a], dsts=[out], replica_group=None, op=nl.add)  # line 13: not simulated by nkic
+    ncc.all_reduce(srcs=[a], dsts=[out], replica_group=None, op=nl.add)  # line 13: no replica group
     return out
 
 
