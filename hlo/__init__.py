@@ -26,6 +26,11 @@ def get_hlo_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return load
 
+    def chlo() -> type[ModulePass]:
+        from nkic.hlo.chlo_legalize import ChloLegalize
+
+        return ChloLegalize
+
     def lowering() -> type[ModulePass]:
         from nkic.hlo.lower import StablehloToPenguin
 
@@ -33,5 +38,6 @@ def get_hlo_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
     return {
         **{n: router(n) for n in ("route-attention-composite", "route-attention", "decompose-attention")},
+        "chlo-legalize": chlo,
         "stablehlo-to-penguin": lowering,
     }

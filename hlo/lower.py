@@ -1,5 +1,6 @@
 """StableHLO module -> penguin module (host graph of kernel nodes), the framework front door's lowering.
 
+0. ``chlo-legalize`` (``nkic.hlo.chlo_legalize``) decomposes the chlo ops into StableHLO.
 1. ``inline_calls``: every ``func.call`` in ``@main`` is replaced by the callee's body (JAX outlines ``tril``,
    ``_where``, ... as private functions); an unrouted ``stablehlo.composite`` is replaced by its decomposition.
 2. Constant folding (``tiles.fold``) finds every compile-time value.
@@ -35,6 +36,7 @@ from nkic.dialects.common import element_type
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import Kernel, TensorSpec
 from nkic.hlo import tiles
+from nkic.hlo.chlo_legalize import legalize_chlo
 
 ATTENTION_TARGETS = ("AttentionMMSoftmaxMM", "AttentionMMSoftmaxMMWithoutSwap", "CausalAttentionMMSoftmaxMMWithoutSwap")
 NKI_TARGET = "AwsNeuronCustomNativeKernel"
@@ -305,7 +307,8 @@ def _import_kernel(ref: str) -> Kernel:
 
 
 def lower_module(module: ModuleOp, nki_kernels: dict[str, Kernel] | None = None) -> ModuleOp:
-    """A (routed) StableHLO module -> a penguin module; ``module`` is modified (calls inlined)."""
+    """A (routed) StableHLO module -> a penguin module; ``module`` is modified (chlo decomposed, calls inlined)."""
+    legalize_chlo(module)
     inline_calls(module)
     return _Lowering(main_function(module), dict(nki_kernels or {})).run()
 

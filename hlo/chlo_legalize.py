@@ -1,0 +1,199 @@
+"""``chlo-legalize``: the chlo ops JAX emits by default, decomposed into StableHLO as StableHLO's own
+``chlo-legalize-to-stablehlo`` pass does (openxla/stablehlo, ``stablehlo/transforms/ChloLegalizeToStablehlo.cpp`` and
+``ChloDecompositionPatternsMath.td``), so the lowering sees StableHLO only and the numbers are XLA's:
+
+* ``chlo.square`` on a real operand is ``x * x`` ("Square on real input: x * x").
+* ``chlo.erf`` is Eigen's rational approximation ``x * Alpha(x^2) / Beta(x^2)`` on ``x`` clamped into [-4, 4], the
+  result clamped into [-1, 1] (``materializeErfApproximationF32``, "the same approximation as used in Eigen").
+* ``chlo.erfc`` is ``1 - x T(x^2)`` for ``|x| < 1`` and Cephes' ``exp(-x^2) / |x| * P(1/x^2)`` (``|x| < 2``) or
+  ``R(1/x^2)`` beyond, 0 where ``-x^2 < -maxlog`` and ``2 - erfc(-x)`` for ``x < 0``
+  (``materializeErfcApproximationF32``).
+* f16 and bf16 are computed in f32 and converted back (``materializeWithUpcast``); f64 is rejected (nkic's engines
+  compute in at most fp32).
+* ``chlo.top_k`` is a stable sort of (values, iota) along the last dimension with a ``GT``/``TOTALORDER``
+  comparator, sliced to the first ``k`` (``ConvertTopKOp``).
+
+A clamp is written ``minimum(maximum(x, lo), hi)``, which is StableHLO's definition of ``clamp``
+("min(max(operand, min_element), max_element)", StableHLO spec, clamp).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    BoolAttr,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from nkic.dialects import stablehlo as hlo
+from nkic.frontend.errors import NkiError
+
+# Coefficients, highest power first, as ChloLegalizeToStablehlo.cpp lists them (float literals, read as f32).
+ERF_ALPHA = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+             -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)  # fmt: skip
+ERF_BETA = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+            -1.42647390514189e-02)  # fmt: skip
+ERF_T = (7.853861353153693e-5, -8.010193625184903e-4, 5.188327685732524e-3, -2.685381193529856e-2,
+         1.128358514861418e-1, -3.761262582423300e-1, 1.128379165726710e0)  # fmt: skip
+ERFC_P = (2.326819970068386e-2, -1.387039388740657e-1, 3.687424674597105e-1, -5.824733027278666e-1,
+          6.210004621745983e-1, -4.944515323274145e-1, 3.404879937665872e-1, -2.741127028184656e-1,
+          5.638259427386472e-1)  # fmt: skip
+ERFC_R = (-1.047766399936249e1, 1.297719955372516e1, -7.495518717768503e0, 2.921019019210786e0,
+          -1.015265279202700e0, 4.218463358204948e-1, -2.820767439740514e-1, 5.641895067754075e-1)  # fmt: skip
+MAXLOG = 88.72283905206835
+
+
+@dataclass
+class _Builder:
+    """Inserts StableHLO ops before ``anchor``, each carrying the anchor's location (the chlo op's)."""
+
+    anchor: Operation
+
+    def add(self, op: Operation) -> SSAValue:
+        op.location = self.anchor.location
+        Rewriter.insert_op(op, InsertPoint.before(self.anchor))
+        return op.results[0]
+
+    def const(self, value: float, like: SSAValue) -> SSAValue:
+        t = hlo.ttype(like)
+        return self.add(hlo.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value])))
+
+    def op(self, name: str, *args: SSAValue) -> SSAValue:
+        return self.add(hlo.ELEMENTWISE[name].create(operands=list(args), result_types=[args[0].type]))
+
+    def compare(self, direction: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        t = hlo.ttype(a)
+        return self.add(hlo.CompareOp.create(
+            operands=[a, b], result_types=[TensorType(IntegerType(1), t.get_shape())],
+            properties={"comparison_direction": hlo.ComparisonDirectionAttr(direction)}))  # fmt: skip
+
+    def select(self, pred: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.add(hlo.SelectOp.create(operands=[pred, a, b], result_types=[a.type]))
+
+    def convert(self, x: SSAValue, element: Attribute) -> SSAValue:
+        t = hlo.ttype(x)
+        return self.add(hlo.ConvertOp.create(operands=[x], result_types=[TensorType(element, t.get_shape())]))
+
+    def clamp(self, lo: float, x: SSAValue, hi: float) -> SSAValue:
+        return self.op("minimum", self.op("maximum", x, self.const(lo, x)), self.const(hi, x))
+
+    def poly(self, x: SSAValue, coefficients: Sequence[float]) -> SSAValue:
+        """Horner's rule, as ``materializePolynomialApproximation``: c0, then ``p * x + c_i``."""
+        p = self.const(coefficients[0], x)
+        for c in coefficients[1:]:
+            p = self.op("add", self.op("multiply", p, x), self.const(c, x))
+        return p
+
+
+def erf_f32(b: _Builder, x: SSAValue) -> SSAValue:
+    x = b.clamp(-4.0, x, 4.0)
+    x_sq = b.op("multiply", x, x)
+    erf = b.op("divide", b.op("multiply", x, b.poly(x_sq, ERF_ALPHA)), b.poly(x_sq, ERF_BETA))
+    return b.clamp(-1.0, erf, 1.0)
+
+
+def _erfc_ge_one(b: _Builder, x: SSAValue) -> SSAValue:
+    x_sq = b.op("multiply", x, x)
+    z = b.op("negate", x_sq)
+    abs_x, one, two = b.op("abs", x), b.const(1.0, x), b.const(2.0, x)
+    recip_x_sq = b.op("divide", one, x_sq)
+    scale = b.op("multiply", b.op("exponential", z), b.op("divide", one, abs_x))
+    poly = b.select(b.compare("LT", abs_x, two), b.poly(recip_x_sq, ERFC_P), b.poly(recip_x_sq, ERFC_R))
+    zero = b.const(0.0, x)
+    approx = b.select(b.compare("LT", z, b.const(-MAXLOG, x)), zero, b.op("multiply", scale, poly))
+    return b.select(b.compare("LT", x, zero), b.op("subtract", two, approx), approx)
+
+
+def erfc_f32(b: _Builder, x: SSAValue) -> SSAValue:
+    one = b.const(1.0, x)
+    erf_small = b.op("multiply", x, b.poly(b.op("multiply", x, x), ERF_T))
+    small = b.compare("LT", b.op("abs", x), one)
+    return b.select(small, b.op("subtract", one, erf_small), _erfc_ge_one(b, x))
+
+
+def _with_upcast(b: _Builder, op: Operation, x: SSAValue, fn: Any) -> SSAValue:
+    element = hlo.ttype(x).element_type
+    if isinstance(element, Float32Type):
+        return fn(b, x)
+    if isinstance(element, (Float16Type, BFloat16Type)):
+        return b.convert(fn(b, b.convert(x, Float32Type())), element)
+    raise NkiError(f"{op.name} of {element}: nkic computes erf/erfc in f16, bf16 or f32")
+
+
+def _top_k(b: _Builder, op: hlo.ChloTopKOp) -> list[SSAValue]:
+    x = op.operand[0]
+    shape, k = hlo.shape_of(x), op.k.value.data
+    last = len(shape) - 1
+    iota = b.add(hlo.IotaOp.create(properties={"iota_dimension": IntegerAttr(last, i64)},
+                                   result_types=[TensorType(IntegerType(32), shape)]))  # fmt: skip
+    element = hlo.ttype(x).element_type
+    scalars = [TensorType(element, []), TensorType(element, []), TensorType(IntegerType(32), []),
+               TensorType(IntegerType(32), [])]  # fmt: skip
+    body = Block(arg_types=scalars)
+    kind = "TOTALORDER" if not isinstance(element, IntegerType) else "SIGNED"
+    cmp = hlo.CompareOp.create(
+        operands=[body.args[0], body.args[1]], result_types=[TensorType(IntegerType(1), [])],
+        properties={"comparison_direction": hlo.ComparisonDirectionAttr("GT"),
+                    "compare_type": hlo.ComparisonTypeAttr(kind)})  # fmt: skip
+    body.add_ops([cmp, hlo.ReturnOp([cmp.results[0]])])
+    sort = hlo.SortOp.create(
+        operands=[x, iota], result_types=[x.type, iota.type], regions=[Region(body)],
+        properties={"dimension": IntegerAttr(last, i64), "is_stable": BoolAttr(True, IntegerType(1))})  # fmt: skip
+    b.add(sort)
+    out = []
+    for r, res in zip(sort.results, op.outs):
+        limit = [*shape[:-1], k]
+        out.append(b.add(hlo.SliceOp.create(
+            operands=[r], result_types=[res.type],
+            properties={"start_indices": hlo.i64_array([0] * len(shape)), "limit_indices": hlo.i64_array(limit),
+                        "strides": hlo.i64_array([1] * len(shape))})))  # fmt: skip
+    return out
+
+
+def legalize_op(op: Operation) -> list[SSAValue] | None:
+    """The StableHLO values replacing ``op``'s results (inserted before it), or None for a non-chlo op."""
+    b = _Builder(op)
+    if isinstance(op, hlo.ChloSquareOp):
+        x = op.operand[0]
+        return [b.op("multiply", x, x)]
+    if isinstance(op, hlo.ChloErfOp):
+        return [_with_upcast(b, op, op.operand[0], erf_f32)]
+    if isinstance(op, hlo.ChloErfcOp):
+        return [_with_upcast(b, op, op.operand[0], erfc_f32)]
+    if isinstance(op, hlo.ChloTopKOp):
+        return _top_k(b, op)
+    return None
+
+
+def legalize_chlo(module: ModuleOp) -> None:
+    for op in list(module.walk()):
+        values = legalize_op(op)
+        if values is None:
+            continue
+        for old, new in zip(op.results, values):
+            old.replace_all_uses_with(new)
+        Rewriter.erase_op(op)
+
+
+@dataclass(frozen=True)
+class ChloLegalize(ModulePass):
+    """``chlo-legalize``: every chlo op replaced by its StableHLO decomposition."""
+
+    name = "chlo-legalize"
+
+    def apply(self, ctx: Any, op: ModuleOp) -> None:
+        legalize_chlo(op)

@@ -1,0 +1,62 @@
+"""The chlo ops JAX emits by default, parsed from ``as_text()`` and decomposed by ``chlo-legalize`` as StableHLO's
+``chlo-legalize-to-stablehlo`` does: the simulated results match JAX on the CPU (which runs XLA's decomposition of the
+same ops). Skipped without JAX."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+from nkic.dialects import stablehlo as hlo  # noqa: E402
+from nkic.framework import compile_stablehlo  # noqa: E402
+from nkic.hlo.chlo_legalize import legalize_chlo  # noqa: E402
+
+# Every branch of the approximations: |x| < 1, [1, 2), >= 2, past erf's clamp at 4, erfc's underflow (x^2 > maxlog at
+# |x| > 9.42) and negative x (erfc's reflection 2 - erfc(-x)).
+X = np.concatenate([np.linspace(-12.0, 12.0, 97), [-4.5, -3.99, -1.0, -0.5, 0.0, 1e-3, 0.999, 1.0, 1.999, 2.0, 9.5]])
+X = X.astype(np.float32).reshape(2, -1)
+
+
+def _program(*fns):  # type: ignore[no-untyped-def]
+    def f(x):  # type: ignore[no-untyped-def]
+        return tuple(fn(x) for fn in fns)
+
+    return f
+
+
+def test_as_text_emits_chlo_and_it_parses() -> None:
+    """The pretty form JAX prints holds chlo.square/erf/erfc/top_k; after chlo-legalize none is left."""
+    f = _program(jnp.square, jax.scipy.special.erf, jax.scipy.special.erfc, lambda x: jax.lax.top_k(x, 3))
+    text = jax.jit(f).lower(X).as_text()
+    for name in ("chlo.square", "chlo.erf ", "chlo.erfc", "chlo.top_k"):
+        assert name in text
+    module = hlo.parse_stablehlo(text)
+    module.verify()
+    legalize_chlo(module)
+    module.verify()
+    assert not [op.name for op in module.walk() if op.name.startswith("chlo.")]
+    assert any(isinstance(op, hlo.SortOp) for op in module.walk())
+
+
+def test_erf_erfc_square_match_xla_f32() -> None:
+    f = _program(jnp.square, jax.scipy.special.erf, jax.scipy.special.erfc)
+    got = compile_stablehlo(jax.jit(f).lower(X).as_text()).run(X)
+    want = [np.asarray(w) for w in jax.jit(f)(X)]
+    np.testing.assert_array_equal(got[0], want[0])
+    for g, w in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6)
+    assert got[2][0, 0] == 2.0 and got[2][1, -1] == 0.0  # erfc(-12) = 2, erfc(9.5) underflows to 0
+
+
+def test_gelu_exact_bf16() -> None:
+    """``gelu(approximate=False)`` emits chlo.erfc; bf16 is computed in f32 and rounded back, as XLA does."""
+    x = X.astype(ml_dtypes.bfloat16)
+    f = lambda a: jax.nn.gelu(a, approximate=False)  # noqa: E731
+    (got,) = compile_stablehlo(jax.jit(f).lower(x).as_text()).run(x)
+    want = np.asarray(jax.jit(f)(x))
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
