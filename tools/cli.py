@@ -296,6 +296,9 @@ def cmd_run(args: argparse.Namespace) -> None:
     profile = _file_path(args.profile, "--profile") if args.profile else None
     if args.output_dir is None and not args.timing_only:
         raise CliError("--output-dir is required (unless --timing-only)")
+    if args.ranks != 1:
+        _run_ranks(args, neff, profile)
+        return
     inputs = _load_inputs(args.input, neff, args.cast, required=not args.timing_only)
     if args.timing_only:  # the timeline only: no numerics, so no outputs to write
         result = run_neff(data, inputs, target=str(target), timing_only=True)
@@ -323,6 +326,54 @@ def cmd_run(args: argparse.Namespace) -> None:
         print(f"nkic: warning: {line}", file=sys.stderr)
     print(result.profile.summary())
     _write_profile(profile, args.profile, result)
+
+
+def _rank_inputs(specs: list[str], ranks: int) -> list[list[str]]:
+    """Each rank's ``--input`` specs: ``NAME=FILE.npy`` goes to every rank, ``NAME@R=FILE.npy`` to rank R only."""
+    common = [s for s in specs if "@" not in s.split("=", 1)[0]]
+    per_rank: list[list[str]] = [list(common) for _ in range(ranks)]
+    for spec in specs:
+        name, _, rest = spec.partition("=")
+        if "@" not in name:
+            continue
+        base, _, rank = name.partition("@")
+        if not rank.isdigit() or int(rank) >= ranks:
+            raise CliError(f"--input '{spec}': the rank after '@' must be 0..{ranks - 1}")
+        mine = per_rank[int(rank)]
+        mine[:] = [s for s in mine if s.split("=", 1)[0] != base] + [f"{base}={rest}"]
+    return per_rank
+
+
+def _run_ranks(args: argparse.Namespace, neff: Any, profile: Path | None) -> None:
+    """``--ranks N``: N ranks run the NEFF in one simulation (runtime/ranks.py), each with its own HBM and inputs;
+    rank r's output NAME is written to ``NAME.rank<r>.npy``."""
+    import numpy as np
+
+    from nkic.runtime.ranks import MAX_RANKS, simulate_ranks
+    from nkic.target.machine import DEFAULT_TARGET
+
+    if not 1 <= args.ranks <= MAX_RANKS:
+        raise CliError(f"--ranks {args.ranks}: from 1 to {MAX_RANKS} ranks")
+    inputs = [_load_inputs(specs, neff, args.cast, required=not args.timing_only)
+              for specs in _rank_inputs(args.input, args.ranks)]  # fmt: skip
+    target = str(neff.metadata.get("target") or DEFAULT_TARGET)
+    if args.timing_only:
+        results = simulate_ranks([neff] * args.ranks, inputs, target=target, timing_only=True)
+        print(results[0].profile.summary())
+        _write_profile(profile, args.profile, results[0])
+        return
+    out = _directory(args.output_dir, "--output-dir")
+    paths = [{v.name: output_path(out, f"{v.name}.rank{r}") for v in neff.variables if v.kind == "output"}
+             for r in range(args.ranks)]  # fmt: skip
+    with safeio.Folder(out) as folder:
+        results = simulate_ranks([neff] * args.ranks, inputs, target=target)
+        for r, result in enumerate(results):
+            for name, value in result.outputs.items():
+                stored = value.astype(np.float32) if value.dtype.kind == "V" else value
+                folder.write_with(paths[r][name].name, lambda f, stored=stored: np.save(f, stored))
+                print(f"rank {r} output {name}: {value.dtype}{list(value.shape)} -> {paths[r][name]}")
+    print(results[0].profile.summary())
+    _write_profile(profile, args.profile, results[0])
 
 
 def _write_profile(path: Path | None, shown: str, result: Any) -> None:
@@ -513,6 +564,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="simulate the timeline without numerics (inputs optional, no outputs): for kernels too "
                         "large to compute on a CPU")  # fmt: skip
     r.add_argument("--cast", action="store_true", help="cast inputs whose .npy dtype differs from the kernel's")
+    r.add_argument("--ranks", type=int, default=1, help="ranks running the NEFF, each with its own HBM "
+                   "(nki.collectives); --input NAME@R=FILE.npy gives rank R its own input")
     r.add_argument("--strict", action="store_true",
                    help="output elements the kernel never wrote are an error (default: a warning)")  # fmt: skip
     r.set_defaults(func=cmd_run)

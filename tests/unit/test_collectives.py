@@ -254,3 +254,23 @@ def test_bad_calls_are_errors_at_the_kernel_line(call, message: str) -> None:
 
     with pytest.raises(NkiError, match=message):
         kernel.trace(np.zeros((128, 8), np.float32))
+
+
+def test_nkic_run_ranks(tmp_path, capsys) -> None:
+    """``nkic run --ranks 4``: NAME=FILE goes to every rank, NAME@R=FILE to rank R; rank r writes NAME.rank<r>.npy."""
+    from nkic.driver import compile_kernel
+    from nkic.tools import cli
+
+    x = np.ones((128, 64), np.float32)
+    neff = tmp_path / "ar.neff"
+    neff.write_bytes(compile_kernel(sbuf_all_reduce, (x, "add"), {}).neff)
+    np.save(tmp_path / "ones.npy", x)
+    np.save(tmp_path / "threes.npy", 3 * x)
+    out = tmp_path / "out"
+    assert cli.main(["run", str(neff), "--ranks", "4", "--input", f"x={tmp_path / 'ones.npy'}",
+                     "--input", f"x@2={tmp_path / 'threes.npy'}", "--output-dir", str(out)]) == 0  # fmt: skip
+    for r in range(RANKS):
+        np.testing.assert_array_equal(np.load(out / f"out.rank{r}.npy"), 6 * x)  # 1 + 1 + 3 + 1
+    assert cli.main(["run", str(neff), "--ranks", "4", "--input", f"x@7={tmp_path / 'ones.npy'}",
+                     "--output-dir", str(out)]) != 0  # fmt: skip
+    assert "the rank after '@' must be 0..3" in capsys.readouterr().err
