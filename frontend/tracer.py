@@ -68,6 +68,7 @@ from nkic.frontend.errors import NeedsUnroll, NkiError, NkiWarning, located_erro
 from nkic.frontend.grid import block_layout, block_view, split_par_dim
 from nkic.frontend.instruction import NkiInstruction
 from nkic.frontend.loop_tiles import LoopTiles
+from nkic.frontend.peak_live import PeakLive
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
 from nkic.frontend.varnames import assigned_name
 from nkic.gcpause import gc_paused
@@ -458,6 +459,7 @@ class TraceContext:
         self.loop_tiles = LoopTiles()  # unrolled loops' tiles, to warn about one read after its loop (per program)
         self.instructions = 0  # traced so far, every SPMD program together (target/limits.py)
         self.max_instructions = max_instructions()
+        self.peak_live = PeakLive(self.options.target)  # the live working set, checked as the trace grows
 
     # -- driving ----------------------------------------------------------------------------------------
     def run(self, bound: inspect.BoundArguments, arrays: list[tuple[str, Any]]) -> TracedKernel:
@@ -499,6 +501,7 @@ class TraceContext:
         self.registers = 0
         self.dynamic_loops = []
         self.loop_tiles = LoopTiles()
+        self.peak_live.reset()
         self._params: list[Storage] = []
         self._kernel_frame: Any = None
         self.emitter.begin_program(pid)
@@ -515,6 +518,7 @@ class TraceContext:
         call = inspect.BoundArguments(bound.signature, arguments)  # type: ignore[arg-type]
         result = self.kernel.func(*call.args, **call.kwargs)
         assert not self.loops, "symbolic loop left open"
+        self.peak_live.check()
         if self.dynamic_loops:
             raise NkiError("a runtime loop (nl.dynamic_range) was left with break or return",
                            "its trip count must come from its bounds; compute it into a register",
@@ -681,6 +685,7 @@ class TraceContext:
             # one block must fit here; the live blocks together are allocate-memory's to place.
             _check_on_chip_shape(dims[blocks:], dtype, buf.name, self.options.target)
             tensor = self.allocate(block_layout(dims, blocks), dtype, buf, name, address, whole=False)
+            self.peak_live.blocked.add(tensor.storage.name)
             return block_view(tensor, dims, blocks)
         if buf.on_chip and whole:
             _check_on_chip_shape(dims, dtype, buf.name, self.options.target)
@@ -777,6 +782,7 @@ class TraceContext:
             self.loop_tiles.accessed(t.storage, role in writes, (loc.file, loc.line))
         self._emitted.append(self.emitter.inst(op, emitted, attrs, loc))
         self._last_loc = loc
+        self.peak_live.note([t.storage for t in operands.values()], loc)
 
     def _handle(self, name: str, first: int) -> NkiInstruction:
         """The NkiInstruction of a nisa call that traced the instructions from ``first`` on (its file:line names it
