@@ -9,7 +9,9 @@ process compiles uncached.
 
 import os
 
-__version__ = "0.1.0"
+from nkic.version import __version__
+
+__all__ = ["__version__", "NOT_PACKAGE", "SOURCE_STATS", "source_stats", "install_nki_alias"]
 
 # Folders at the package root that are not the compiler (an editable checkout's tests, benchmarks, build outputs).
 NOT_PACKAGE = ("tests", "bench", "build", "out")
@@ -37,6 +39,6 @@ SOURCE_STATS = source_stats()
 def install_nki_alias() -> None:
     """Make ``import nki`` / ``nki.language`` / ``nki.isa`` / ``nki.compiler`` / ``nki.typing`` resolve to nkic's
     public NKI modules (``nkic.api`` and the frontend namespaces)."""
-    from nkic.alias import install
+    from nkic.alias import install  # deferred: importing nkic imports no sub-package (see the docstring)
 
     install()

@@ -8,34 +8,40 @@ library's kernel resolver (``nkic.passes.resolver``) for the kernels a module na
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from nkic import safeio
+from nkic import cache, safeio
+from nkic.dialects import bir, get_all_dialects
+from nkic.dialects.common import module_target, stamp_target
 from nkic.gcpause import gc_paused
+from nkic.library import RESOLVER
+from nkic.passes.bir_to_isa import BirToIsaPass
+from nkic.passes.neff_assembly import isa_module_to_neff
+from nkic.passes.options import CompileOptions
+from nkic.passes.pipelines import backend, frontend_lowering
+from nkic.passes.resolver import KernelResolver, use_resolver
+from nkic.runtime.neff import Neff, read_neff, write_neff
+from nkic.runtime.simulator import RunResult, simulate
+from nkic.target.machine import DEFAULT_TARGET, get_target
 
 if TYPE_CHECKING:
     from nkic.frontend import Kernel, TracedKernel
-    from nkic.passes.resolver import KernelResolver
-    from nkic.runtime.simulator import RunResult
+
+OPTION_FIELDS = frozenset(f.name for f in fields(CompileOptions))
 
 
 def make_context() -> Context:
     """A context with every nkic dialect (and builtin) registered lazily."""
-    from xdsl.dialects.builtin import Builtin
-
-    from nkic.dialects import get_all_dialects
-
     ctx = Context()
     ctx.load_dialect(Builtin)
     for name, factory in get_all_dialects().items():
@@ -62,17 +68,10 @@ class CompileResult:
         return sum(s.seconds for s in self.stages)
 
 
-def pipeline_passes(
-    target: str = "gen3",
-    num_queues: int = 4,
-    kernel_format: str = "bir",
-    alloc_policy: str = "rotate",
-    metrics: bool = False,
-    roll_loops: bool = False,
-) -> list[ModulePass]:
-    from nkic.passes.pipelines import backend, frontend_lowering
-
-    return [*frontend_lowering(kernel_format), *backend(target, num_queues, alloc_policy, metrics, roll_loops)]
+def pipeline_passes(options: CompileOptions | None = None) -> list[ModulePass]:
+    """The whole pipeline's passes for ``options`` (default: ``CompileOptions.build()``)."""
+    options = CompileOptions.build() if options is None else options
+    return [*frontend_lowering(options), *backend(options)]
 
 
 def count_ops(module: ModuleOp) -> int:
@@ -90,22 +89,9 @@ def count_ops(module: ModuleOp) -> int:
     return n
 
 
-VERIFY_EACH_PASS_ENV = "NKIC_VERIFY_EACH_PASS"
-
-
-def verify_each_pass_default() -> bool:
-    """Whether ``compile_module`` verifies after every pass when not told: ``NKIC_VERIFY_EACH_PASS=1`` (the test
-    suite sets it); otherwise the module is verified once, after the last pass."""
-    return os.environ.get(VERIFY_EACH_PASS_ENV, "") not in ("", "0")
-
-
-
-
 def source_map(module: ModuleOp) -> list[dict[int, tuple[str, str]]]:
     """Per BIR function, in order (``bir-to-isa`` makes function i core i): instruction id -> (file:line[:col],
     nki call) of every instruction that knows where it was traced."""
-    from nkic.dialects import bir
-
     out = []
     for fn in [f for f in module.ops if isinstance(f, bir.FunctionOp)]:
         out.append({i.inst_id: (i.loc.data, i.call.data if i.call is not None else "")
@@ -117,42 +103,34 @@ def compile_module(
     module: ModuleOp,
     *,
     name: str = "kernel",
-    target: str = "gen3",
+    options: CompileOptions | None = None,
     dump_dir: str | Path | None = None,
     metadata: Mapping[str, Any] | None = None,
     on_stage: Callable[[StageRecord], None] | None = None,
-    verify_each_pass: bool | None = None,
-    kernel_format: str = "bir",
-    alloc_policy: str = "rotate",
     resolver: KernelResolver | None = None,
-    metrics: bool = False,
-    debug_info: bool = False,
-    roll_loops: bool | None = None,
+    **given: Any,
 ) -> CompileResult:
     """Run the whole pipeline on a penguin module (modified in place) and print the NEFF.
 
-    The module is verified after the last pass; ``verify_each_pass`` (default: ``verify_each_pass_default()``)
-    verifies it after every pass instead, as nkic-opt does; the cost is then part of each stage's time. The cyclic
-    garbage collector is paused for the compile (``gc_paused``).
+    ``options`` (a ``CompileOptions``; default: ``CompileOptions.build(**given)``, the environment and the given
+    option fields, e.g. ``roll_loops=True``) says what the pipeline does; its ``target``, when given, is stamped on
+    the module, which every pass reads (the tracer stamps the generation it traced for).
+    The module is verified after the last pass; ``verify_each_pass`` (``NKIC_VERIFY_EACH_PASS=1``) verifies it after
+    every pass instead, as nkic-opt does; the cost is then part of each stage's time. The cyclic garbage collector is
+    paused for the compile (``gc_paused``).
     ``resolver`` resolves the library kernels the module names (internal kernel nodes, IT54 macros); the default is
     ``nkic.library.RESOLVER``. ``metrics`` prints the ``print-metrics`` report before ``bir-to-isa``.
     ``debug_info`` writes each instruction's source (file:line and nki call, ``source_map``) into the NEFF, for
     profiles; off by default, since the paths make the bytes depend on where the kernel lives.
-    ``roll_loops`` (default: ``NKIC_ROLL_LOOPS=1``, see ``nkic.passes.loop_rolling.roll_default``) keeps uniform
-    ``affine_range``/``sequential_range`` loops rolled (ARCHITECTURE.md "Rolled loops"); off, every loop unrolls.
+    ``roll_loops`` (``NKIC_ROLL_LOOPS=1``) keeps uniform ``affine_range``/``sequential_range`` loops rolled
+    (ARCHITECTURE.md "Rolled loops"); off, every loop unrolls.
     ``dump_dir`` gets the IR after every stage and the NEFF, each file written atomically inside it and never through
     a symbolic link (``nkic.safeio``; a failed write is an ``OutputError`` naming the file).
     """
-    from nkic.passes.bir_to_isa import BirToIsaPass
-    from nkic.passes.resolver import use_resolver
-    from nkic.runtime.neff import write_neff
-    from nkic.tools.targets import isa_module_to_neff
-
-    if resolver is None:
-        from nkic.library import RESOLVER
-
-        resolver = RESOLVER
-
+    options = CompileOptions.build(**given) if options is None else options.override(**given)
+    if options.target is not None:
+        stamp_target(module, get_target(options.target).name)
+    resolver = RESOLVER if resolver is None else resolver
     ctx = make_context()
     result = CompileResult(neff=b"", module=module)
     dump = Path(dump_dir) if dump_dir is not None else None
@@ -166,19 +144,13 @@ def compile_module(
         if on_stage is not None:
             on_stage(rec)
 
-    if verify_each_pass is None:
-        verify_each_pass = verify_each_pass_default()
-    if roll_loops is None:
-        from nkic.passes.loop_rolling import roll_default
-
-        roll_loops = roll_default()
-    passes = pipeline_passes(target, kernel_format=kernel_format, alloc_policy=alloc_policy, metrics=metrics,
-                             roll_loops=roll_loops)  # fmt: skip
+    passes = pipeline_passes(options)
+    verify_each_pass = options.verify_each_pass
     sources = None
     with gc_paused(), use_resolver(resolver):
         for i, p in enumerate(passes, start=1):
             t0 = time.perf_counter()
-            if debug_info and isinstance(p, BirToIsaPass):
+            if options.debug_info and isinstance(p, BirToIsaPass):
                 sources = source_map(module)
             p.apply(ctx, module)
             if verify_each_pass:
@@ -191,12 +163,17 @@ def compile_module(
             module.verify()
             record("verify", t0)
         t0 = time.perf_counter()
-        meta = {"kernel": name, "target": target, **(metadata or {})}
+        meta = {"kernel": name, "target": target_name(module), **(metadata or {})}
         result.neff = write_neff(isa_module_to_neff(module, name, meta, sources))
         record("neff", t0)
     if dump is not None:
         safeio.write_bytes(dump / f"{name}.neff", result.neff, within=dump)
     return result
+
+
+def target_name(module: ModuleOp) -> str:
+    """The generation ``module`` was compiled for (its ``nkic.target``, else the default): the NEFF records it."""
+    return module_target(module) or DEFAULT_TARGET
 
 
 def traced_metadata(traced: TracedKernel) -> dict[str, Any]:
@@ -208,32 +185,19 @@ def traced_metadata(traced: TracedKernel) -> dict[str, Any]:
     }
 
 
-def compile_traced(traced: TracedKernel, *, dump_dir: str | Path | None = None, **kw: Any) -> CompileResult:
-    """Compile a ``TracedKernel`` (see ``nkic.frontend.tracer``)."""
-    meta = traced_metadata(traced)
-    options = traced.options
+def compile_traced(traced: TracedKernel, *, options: CompileOptions | None = None, **kw: Any) -> CompileResult:
+    """Compile a ``TracedKernel`` (see ``nkic.frontend.tracer``); ``options`` default to ``trace_options(traced,
+    **given)`` for the option fields among ``kw`` (the rest go to ``compile_module``)."""
+    given = {k: kw.pop(k) for k in list(kw) if k in OPTION_FIELDS}
+    options = trace_options(traced, **given) if options is None else options.override(**given)
     with gc_paused():  # around the clone too: its ops become the passes' garbage (see nkic.gcpause)
-        return compile_module(
-            traced.module.clone(),
-            name=traced.name,
-            target=getattr(options, "target", "gen3"),
-            kernel_format=getattr(options, "carrier_format", "bir"),
-            alloc_policy="stack" if getattr(options, "enable_stack_allocator", False) else "rotate",
-            dump_dir=dump_dir,
-            metadata=meta,
-            **kw,
-        )
+        return compile_module(traced.module.clone(), name=traced.name, options=options,
+                              metadata=traced_metadata(traced), **kw)  # fmt: skip
 
 
-def _variant(roll_loops: bool) -> str:
-    """The cache key's name for the compiler settings that change code and are not kernel options: rolling, and the
-    iterations per rolled body (``NKIC_ROLL_INTERLEAVE``), which changes a rolled program's bytes."""
-    from nkic.passes.loop_rolling import interleave_default
-
-    if not roll_loops:
-        return ""
-    n = interleave_default()
-    return "roll-loops" if n == 1 else f"roll-loops-interleave-{n}"
+def trace_options(traced: TracedKernel, **given: Any) -> CompileOptions:
+    """The options of compiling ``traced``: its decorator's, the environment's, then ``given``."""
+    return CompileOptions.build(traced.options, **given)
 
 
 def compile_kernel(
@@ -242,29 +206,27 @@ def compile_kernel(
     kwargs: Mapping[str, Any] | None = None,
     *,
     dump_dir: str | Path | None = None,
-    **kw: Any,
+    resolver: KernelResolver | None = None,
+    **given: Any,
 ) -> CompileResult:
     """Trace and compile ``kernel(*args, **kwargs)``, through the NEFF cache when ``NKIC_CACHE_DIR`` is set.
 
     Always traces (a ``trace`` stage). A hit then returns the cached NEFF (a ``cache`` stage) and runs no pass; a
     miss compiles and stores the NEFF. ``dump_dir`` and ``metrics`` ask for what only compiling makes, so they
     bypass the cache. See ``nkic.cache`` for the key: the traced module, the settings, the compiler."""
-    from nkic import cache
-    from nkic.passes.loop_rolling import roll_default
-
-    if kw.get("roll_loops") is None:
-        kw["roll_loops"] = roll_default()
     t0 = time.perf_counter()
     traced = kernel.trace(*args, **dict(kwargs or {}))
     stages = [StageRecord("trace", time.perf_counter() - t0, count_ops(traced.module))]
-    use_cache = dump_dir is None and not kw.get("metrics")
+    options = trace_options(traced, **given)
+    # another resolver's library kernels are not ours to key; dumps and metrics are what only compiling makes
+    use_cache = dump_dir is None and not options.metrics and resolver is None
     t0 = time.perf_counter()  # the cache stage: the key (printing the module) and the read
-    entry = _cache_entry(traced, kw) if use_cache else None
+    entry = _cache_entry(traced, options) if use_cache else None
     if entry is not None:
         neff = cache.load(*entry)
         if neff is not None:
             return CompileResult(neff, [*stages, StageRecord("cache", time.perf_counter() - t0, 0)], cached=True)
-    result = compile_traced(traced, dump_dir=dump_dir, **kw)
+    result = compile_traced(traced, options=options, dump_dir=dump_dir, resolver=resolver)
     result.stages[:0] = stages
     if entry is not None:
         try:
@@ -274,29 +236,24 @@ def compile_kernel(
     return result
 
 
-def _cache_entry(traced: TracedKernel, kw: Mapping[str, Any]) -> tuple[Path, str] | None:
-    """(cache folder, key) of compiling ``traced`` with the compile settings ``kw``; None when the cache is off or
-    the key cannot be computed (then the compile runs uncached)."""
-    from nkic import cache
-
+def _cache_entry(traced: TracedKernel, options: CompileOptions) -> tuple[Path, str] | None:
+    """(cache folder, key) of compiling ``traced`` with ``options``; None when the cache is off or the key cannot be
+    computed (then the compile runs uncached)."""
     directory = cache.cache_dir()
-    if directory is None or kw.get("resolver") is not None:  # another resolver's library kernels: not ours to key
+    if directory is None:
         return None
-    settings = {
-        "name": traced.name,
-        "metadata": traced_metadata(traced),
-        "variant": _variant(bool(kw.get("roll_loops"))),
-        "debug_info": bool(kw.get("debug_info")),  # the same code, other bytes: its own entry
-    }
+    settings = {"name": traced.name, "metadata": traced_metadata(traced), **options.cache_settings()}
     try:
         return directory, cache.key(str(traced.module), settings)
     except cache.Uncacheable:
         return None
 
 
-def run_neff(neff: bytes, inputs: Mapping[str, np.ndarray], *, target: str = "gen3",
+def run_neff(neff: bytes | Neff, inputs: Mapping[str, np.ndarray], *, target: str | None = None,
              timing_only: bool = False) -> RunResult:  # fmt: skip
-    """Simulate a NEFF; ``timing_only``: the timeline without numerics (inputs optional, outputs meaningless)."""
-    from nkic.runtime.simulator import run_neff_bytes
-
-    return run_neff_bytes(neff, dict(inputs), target=target, timing_only=timing_only)
+    """Simulate a NEFF (its bytes, or as ``read_neff`` returns it) on ``target`` (default: the generation the NEFF was
+    compiled for, as its metadata records); ``timing_only``: the timeline without numerics (inputs optional, outputs
+    meaningless)."""
+    program = read_neff(neff) if isinstance(neff, bytes) else neff
+    name = target or str(program.metadata.get("target") or DEFAULT_TARGET)
+    return simulate(program, dict(inputs), target=name, timing_only=timing_only)

@@ -30,7 +30,7 @@ class CompiledProgram:
     inputs: list[tuple[str, tuple[int, ...], np.dtype]]
     outputs: list[tuple[str, tuple[int, ...], np.dtype]]
 
-    def run(self, *arrays: Any, target: str = "gen3") -> list[np.ndarray]:
+    def run(self, *arrays: Any, target: str | None = None) -> list[np.ndarray]:
         from nkic.driver import run_neff
         from nkic.hlo.tiles import dims
 
@@ -103,7 +103,7 @@ def compile_stablehlo(
 
 
 def from_jax(fn: Callable[..., Any], *, routing: bool = True, dump_dir: str | Path | None = None,
-             target: str = "gen3") -> Callable[..., Any]:  # fmt: skip
+             target: str | None = None) -> Callable[..., Any]:  # fmt: skip
     """``from_jax(fn)(*args)``: ``fn`` lowered by JAX to StableHLO, compiled by nkic (once per argument signature)
     and simulated; the outputs in ``fn``'s output structure, as jax arrays when an argument is one."""
     import jax

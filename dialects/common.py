@@ -545,3 +545,8 @@ def module_target(op: "Operation") -> str | None:
         op = op.parent_op()  # type: ignore[assignment]
     attr = None if op is None else op.attributes.get(TARGET_ATTR)
     return attr.data if isinstance(attr, StringAttr) else None
+
+
+def stamp_target(module: "Operation", target: str) -> None:
+    """Name ``target`` as the generation ``module`` is compiled for (the tracer's stamp, or the driver's option)."""
+    module.attributes[TARGET_ATTR] = StringAttr(target)

@@ -38,12 +38,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from nkic.passes.targeting import for_module
+from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.dialects.common import dense_i64_attr
 from nkic.passes.split_blocks import split_function
 from nkic.target.instructions import LOOP_PAIRS
-from nkic.target.machine import TARGETS, get_target
 
 SBUF_ALIGN = 64
 _LOOP_ENDS = frozenset(LOOP_PAIRS.values())
@@ -158,16 +157,11 @@ POLICIES = ("lru", "rotate", "stack")
 @dataclass(frozen=True)
 class AllocateMemoryPass(ModulePass):
     name = "allocate-memory"
-    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     # "lru": the legal place used longest ago; "rotate": first fit after the previous allocation; "stack": lowest
     # free offset (immediate reuse). The module docstring says why and bench/README.md what each measures.
     policy: str = "rotate"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.target:
-            return for_module(self, op).apply(ctx, op)
-        if self.target not in TARGETS:
-            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         if self.policy not in POLICIES:
             raise PassFailedException(
                 f"unknown allocation policy '{self.policy}' (expected {', '.join(POLICIES)})"
@@ -188,7 +182,7 @@ class AllocateMemoryPass(ModulePass):
 
     def _place(self, fn: bir.FunctionOp) -> None:
         ranges = live_ranges(fn)
-        target = get_target(self.target)
+        target = target_of(fn)
         capacity = {"sbuf": target.sbuf_bytes_per_partition, "psum": target.psum_bytes_per_partition}
         fixed: dict[str, list[tuple[int, int]]] = {"sbuf": [], "psum": []}
         todo: list[bir.MemLocOp] = []

@@ -18,14 +18,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from nkic.passes.targeting import for_module
+from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.dialects.common import string_attr
 from nkic.dialects.instructions import str_field
 from nkic.passes.lowering import cost_ns
 from nkic.target.instructions import engine_problem
 from nkic.target.instructions import legal_engines as declared_legal_engines
-from nkic.target.machine import ENGINE_BY_NAME, TARGETS, Target, get_target
+from nkic.target.machine import ENGINE_BY_NAME, Target
 
 
 def _operands(inst: bir.BirInst, locs: dict[str, bir.MemLocOp]) -> tuple[dict[str, str], dict[str, str | None]]:
@@ -72,12 +72,7 @@ def assign(fn: bir.FunctionOp, target: Target) -> None:
 @dataclass(frozen=True)
 class AssignEnginesPass(ModulePass):
     name = "assign-engines"
-    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.target:
-            return for_module(self, op).apply(ctx, op)
-        if self.target not in TARGETS:
-            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
-            assign(fn, get_target(self.target))
+            assign(fn, target_of(op))

@@ -26,30 +26,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from nkic.passes.targeting import for_module
 from nkic.dialects import bir
-from nkic.runtime.neff import Neff, Subgraph, Variable
+from nkic.passes.bir_to_isa import BirToIsaPass
+from nkic.passes.neff_assembly import isa_module_to_neff
+from nkic.passes.targeting import target_of
+from nkic.runtime.neff import Neff
 from nkic.runtime.simulator import simulate, simulate_in_order
-from nkic.target.isa import StringTable
-from nkic.target.machine import ENGINE_NAMES, TARGETS
 from nkic.target.vocab import DTYPES
-
-
-def neff_of(isa_module: ModuleOp, name: str) -> Neff:
-    """The in-memory NEFF of an ISA module (what the ``neff`` target serialises; passes cannot import tools/)."""
-    from nkic.dialects.isa import program
-
-    variables: dict[str, Variable] = {}
-    subgraphs = []
-    strings = StringTable()
-    for core in [op for op in isa_module.ops if isinstance(op, program.CoreOp)]:
-        for var in program.core_vars(core).values():
-            variables.setdefault(var.sym_name.data, Variable(var.sym_name.data, var.id, var.kind.data, var.dims,
-                                                             var.dtype.data, var.contents()))  # fmt: skip
-        streams = program.core_streams(core)
-        subgraphs.append(Subgraph(core.sym_name.data, {e: [i.to_instr(strings) for i in streams.get(e, [])]
-                                                       for e in ENGINE_NAMES}))  # fmt: skip
-    return Neff(name, sorted(variables.values(), key=lambda v: v.var_id), subgraphs, strings=tuple(strings.strings))
 
 
 def inputs_for(neff: Neff, seed: int) -> dict[str, np.ndarray]:
@@ -77,10 +60,9 @@ def _first_difference(a: np.ndarray, b: np.ndarray) -> str:
            f"concurrent {show(b.reshape(-1)[k:k + 1])[0]}"
 
 
-def check(module: ModuleOp, target: str, seed: int, max_instructions: int) -> str:
-    """Run the check on a copy of ``module``; returns the report line, raises PassFailedException on a mismatch."""
-    from nkic.passes.bir_to_isa import BirToIsaPass
-
+def check(module: ModuleOp, seed: int, max_instructions: int) -> str:
+    """Run the check on a copy of ``module`` for its generation; returns the report line, raises
+    PassFailedException on a mismatch."""
     fns = [f for f in module.ops if isinstance(f, bir.FunctionOp)]
     count = sum(1 for fn in fns for _ in fn.instructions())
     if count > max_instructions:
@@ -89,8 +71,9 @@ def check(module: ModuleOp, target: str, seed: int, max_instructions: int) -> st
         return "bir-sim: skipped (the cores meet: sendrecv/core_barrier have no one-at-a-time order)"
     lowered = module.clone()
     BirToIsaPass().apply(Context(), lowered)
-    neff = neff_of(lowered, "bir_sim")
+    neff = isa_module_to_neff(lowered, "bir_sim")
     inputs = inputs_for(neff, seed)
+    target = target_of(module).name
     # device prints are compared too (same lines, same order: they are chained in program order), not shown
     printed: tuple[list[str], list[str]] = ([], [])
     want = simulate_in_order(neff, inputs, target=target, on_print=printed[0].append)
@@ -109,13 +92,8 @@ def check(module: ModuleOp, target: str, seed: int, max_instructions: int) -> st
 @dataclass(frozen=True)
 class BirSimPass(ModulePass):
     name = "bir-sim"
-    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     seed: int = 0
     max_instructions: int = 20000
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.target:
-            return for_module(self, op).apply(ctx, op)
-        if self.target not in TARGETS:
-            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
-        print(check(op, self.target, self.seed, self.max_instructions), file=sys.stdout, flush=True)
+        print(check(op, self.seed, self.max_instructions), file=sys.stdout, flush=True)

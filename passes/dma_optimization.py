@@ -38,7 +38,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from nkic.passes.targeting import for_module
+from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr, i64_attr
 from nkic.dialects.traits import IsControl, IsDma
@@ -47,7 +47,8 @@ from nkic.passes.schedule_instructions import check_options, duration_ns
 from nkic.passes.stretch_graph import StretchGraph, reorder
 from nkic.target.costs import dma_ns, instr_ns
 from nkic.target.isa import MAX_FREE_DIMS
-from nkic.target.machine import NUM_DMA_QUEUES, Target, get_target
+from nkic.passes.options import DEFAULT_NUM_QUEUES
+from nkic.target.machine import NUM_DMA_QUEUES, Target
 
 
 def assign_queues(fn: bir.FunctionOp, target: Target, num_queues: int, costs: Costs | None = None) -> float:
@@ -372,21 +373,18 @@ def _apply(merging: list[_Group]) -> list[bir.BirInst]:
 @dataclass(frozen=True)
 class DmaOptimizationPass(ModulePass):
     name = "dma-optimization"
-    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
-    num_queues: int = 4
+    num_queues: int = DEFAULT_NUM_QUEUES
     coalesce: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.target:
-            return for_module(self, op).apply(ctx, op)
-        check_options(self.target, self.num_queues, NUM_DMA_QUEUES)
+        check_options(self.num_queues, NUM_DMA_QUEUES)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             if fn.has_loops():  # before coalescing walks the loop bodies
                 raise PassFailedException("dma-optimization needs unrolled BIR (run bir-unroll first)")
             costs: Costs = {}
-            replayed = _coalesce(fn, get_target(self.target), self.num_queues, costs)[1] if self.coalesce else None
+            replayed = _coalesce(fn, target_of(op), self.num_queues, costs)[1] if self.coalesce else None
             if replayed is None:
-                assign_queues(fn, get_target(self.target), self.num_queues, costs)
+                assign_queues(fn, target_of(op), self.num_queues, costs)
             else:  # coalescing replayed the function as it now is: its queues are the ones to keep
                 _set_queues(replayed[1])
             StretchGraph.forget(fn)  # the last pass to read it: its memory goes with it

@@ -55,7 +55,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, 
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from nkic.passes.targeting import for_module
+from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
 from nkic.dialects.traits import IsDma
@@ -65,7 +65,8 @@ from nkic.passes.print_metrics import metrics
 from nkic.passes.schedule_instructions import check_options, duration_ns
 from nkic.passes.tensorcopy_accel import _reads, _writes
 from nkic.target.costs import dma_core_bytes_per_ns, dma_transfer
-from nkic.target.machine import NUM_DMA_QUEUES, Target, get_target
+from nkic.passes.options import DEFAULT_NUM_QUEUES
+from nkic.target.machine import NUM_DMA_QUEUES, Target
 from nkic.target.vocab import dtype_size
 
 MAX_DMA_TRANSPOSE_COLS = 128  # nki.isa.dma_transpose: src.shape[-1] <= 128
@@ -313,20 +314,17 @@ class DmaTransposePass(ModulePass):
     """``force=true`` rewrites every qualifying group whatever the loads say (tests)."""
 
     name = "dma-transpose"
-    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
-    num_queues: int = 4
+    num_queues: int = DEFAULT_NUM_QUEUES
     force: bool = False
     scheduled: bool = False  # after pre-schedule: the edges are gone; the data flow's are computed for the replay
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.target:
-            return for_module(self, op).apply(ctx, op)
-        check_options(self.target, self.num_queues, NUM_DMA_QUEUES)
+        check_options(self.num_queues, NUM_DMA_QUEUES)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             if self.scheduled:
-                _with_data_edges(fn, lambda f: rewrite(f, get_target(self.target), self.num_queues, self.force))
+                _with_data_edges(fn, lambda f: rewrite(f, target_of(op), self.num_queues, self.force))
             else:
-                rewrite(fn, get_target(self.target), self.num_queues, self.force)
+                rewrite(fn, target_of(op), self.num_queues, self.force)
 
 
 def _with_data_edges(fn: bir.FunctionOp, body: Callable[[bir.FunctionOp], object]) -> None:

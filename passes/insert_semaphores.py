@@ -24,6 +24,7 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.dialects import bir
 from nkic.dialects.common import i64_attr
 from nkic.dialects.traits import IsControl, IsDma
+from nkic.passes.options import DEFAULT_NUM_QUEUES
 from nkic.target.machine import ENGINE_NAMES, NUM_DMA_QUEUES, engine_sem, queue_sem
 
 ENGINE_SEM = {e: engine_sem(e) for e in ENGINE_NAMES}
@@ -78,7 +79,7 @@ def schedule(fn: bir.FunctionOp, num_queues: int) -> None:
 @dataclass(frozen=True)
 class InsertSemaphoresPass(ModulePass):
     name = "insert-semaphores"
-    num_queues: int = 4
+    num_queues: int = DEFAULT_NUM_QUEUES
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not 1 <= self.num_queues <= MAX_QUEUES:

@@ -8,7 +8,8 @@ Control instructions (registers, runtime loops) are barriers that reset the sema
 hold the same control instructions in the same order, with balanced LOOP_BEGIN/LOOP_END, and the protocol is
 played stretch by stretch between them (a loop body's stretch is then the same in every iteration).
 
-With a ``target``, every instruction's engine must be one its declaration allows on that generation (the ISA ops'
+When the module names its generation (``nkic.target``), every instruction's engine must be one its declaration
+allows on that generation (the ISA ops'
 own verifiers, which know no generation, accept an engine any generation allows): e.g. ``isa_act.tensor_copy`` is
 refused for gen2, where "tensor_copy is not supported on the Scalar Engine".
 """
@@ -22,17 +23,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from nkic.dialects.common import module_target
-from nkic.passes.targeting import for_module
+from nkic.dialects.isa import CoreOp, core_streams
+from nkic.passes.targeting import declared_target
 from nkic.target.instructions import LOOP_OPCODE_PAIRS
-from nkic.target.machine import TARGETS, get_target
 
 _LOOP_DEPTH = {**{b: 1 for b in LOOP_OPCODE_PAIRS}, **{e: -1 for e in LOOP_OPCODE_PAIRS.values()}}
 
 
 def check_core(core: object, nc_version: int | None = None) -> None:
-    from nkic.dialects.isa import core_streams
-
     name = core.sym_name.data  # type: ignore[attr-defined]
     segments: dict[str, list[list]] = {}
     controls: dict[str, list[tuple[int, str]]] = {}
@@ -112,17 +110,11 @@ def _check_segment(core: str, streams: dict[str, list]) -> None:
 @dataclass(frozen=True)
 class IsaVerifyPass(ModulePass):
     name = "isa-verify"
-    # a generation (gen2, trn1, ...) to check engine legality for; "" = the module's nkic.target, else any generation
-    target: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.target and module_target(op):
-            return for_module(self, op).apply(ctx, op)
-        from nkic.dialects.isa import CoreOp
-
-        if self.target and self.target not in TARGETS and not any(self.target in t.aliases for t in TARGETS.values()):
-            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
-        nc_version = get_target(self.target).nc_version if self.target else None
+        # engine legality for the module's generation; a module that names none is checked for any generation
+        target = declared_target(op)
+        nc_version = target.nc_version if target is not None else None
         cores = [c for c in op.ops if isinstance(c, CoreOp)]
         if not cores:
             raise PassFailedException("isa-verify expects isa.core ops (run bir-to-isa first)")

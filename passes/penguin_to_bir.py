@@ -18,14 +18,14 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-import nkic
 from nkic.dialects import bir, bir_json, klir_binary, penguin
 from nkic.dialects.common import dense_i64_attr, i64_attr, names_attr, string_attr
 from nkic.dialects.traits import AccumulatesDst, ReadsDst
 from nkic.target.machine import ENGINE_OF_HINT, NUM_PARTITIONS
 from nkic.target.vocab import ON_CHIP
+from nkic.version import __version__
 
-NKI_BINARY_VERSION = f"nkic-{nkic.__version__}"
+NKI_BINARY_VERSION = f"nkic-{__version__}"
 
 
 class _Deps:

@@ -28,13 +28,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from nkic.passes.targeting import for_module
+from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.passes.dma_optimization import Costs, cost_figures, replay_graph
 from nkic.passes.schedule_instructions import check_options
 from nkic.passes.stretch_graph import StretchGraph, reorder
 from nkic.target.costs import dependent_latency_ns
-from nkic.target.machine import Target, get_target
+from nkic.passes.options import DEFAULT_NUM_QUEUES
+from nkic.target.machine import Target
 
 _DMA = "dma"  # the resource key of the DMA queue pool
 
@@ -140,12 +141,9 @@ def post_schedule(fn: bir.FunctionOp, target: Target, num_queues: int) -> bool:
 @dataclass(frozen=True)
 class PostSchedulePass(ModulePass):
     name = "post-schedule"
-    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
-    num_queues: int = 4
+    num_queues: int = DEFAULT_NUM_QUEUES
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.target:
-            return for_module(self, op).apply(ctx, op)
-        check_options(self.target, self.num_queues)
+        check_options(self.num_queues)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
-            post_schedule(fn, get_target(self.target), self.num_queues)
+            post_schedule(fn, target_of(op), self.num_queues)

@@ -29,12 +29,13 @@ from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from nkic.passes.targeting import for_module
+from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.passes.assign_engines import legal_engines
 from nkic.passes.dependency_analysis import Addresses, body, edges, has_loops, kind_of, operands
 from nkic.passes.schedule_instructions import _reorder, duration_ns
-from nkic.target.machine import TARGETS, Target, get_target
+from nkic.passes.options import DEFAULT_NUM_QUEUES
+from nkic.target.machine import Target
 
 _ALIGN = 512
 
@@ -325,24 +326,19 @@ class PreSchedulePass(ModulePass):
     reordered kernel (more live at once than the budgets foresaw), the program order is put back."""
 
     name = "pre-schedule"
-    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
-    num_queues: int = 4
+    num_queues: int = DEFAULT_NUM_QUEUES
     policy: str = "rotate"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.target:
-            return for_module(self, op).apply(ctx, op)
-        if self.target not in TARGETS:
-            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
         fns = [f for f in op.ops if isinstance(f, bir.FunctionOp)]
         before = {fn: body(fn)[0] for fn in fns}
-        changed = [fn for fn in fns if pre_schedule(fn, get_target(self.target), self.num_queues)]
-        if changed and not _fits(op, ctx, self.target, self.policy):
+        changed = [fn for fn in fns if pre_schedule(fn, target_of(op), self.num_queues)]
+        if changed and not _fits(op, ctx, self.policy):
             for fn in changed:
                 _reorder(fn, before[fn])
 
 
-def _fits(op: ModuleOp, ctx: Context, target: str, policy: str) -> bool:
+def _fits(op: ModuleOp, ctx: Context, policy: str) -> bool:
     """Whether ``allocate-memory`` places ``op`` as it is now. It runs on ``op`` itself and its addresses are then
     taken off again (it only adds an ``address`` to memlocs without one): a clone of a 100k-instruction module
     cost more time, and memory at the compile's peak, than the allocation."""
@@ -351,7 +347,7 @@ def _fits(op: ModuleOp, ctx: Context, target: str, policy: str) -> bool:
     fns = [f for f in op.ops if isinstance(f, bir.FunctionOp)]
     placed = {(f, name) for f in fns for name, m in f.memlocs().items() if m.addr is not None}
     try:
-        AllocateMemoryPass(target=target, policy=policy).apply(ctx, op)
+        AllocateMemoryPass(policy=policy).apply(ctx, op)
     except PassFailedException:
         return False
     finally:

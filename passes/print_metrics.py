@@ -31,13 +31,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from nkic.passes.targeting import for_module
+from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.lowering import cost_record
 from nkic.target.costs import DMA_LATENCY_NS, dependent_latency_ns, dma_transfer, instr_ns, occupancy_ns
 from nkic.target.isa import Instr
-from nkic.target.machine import ENGINE_NAMES, TARGETS, Target, get_target
+from nkic.target.machine import ENGINE_NAMES, Target
 from nkic.target.vocab import dtype_size
 
 
@@ -98,7 +98,7 @@ def _span_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -
 
 def _simulate(fn: bir.FunctionOp, target: Target) -> tuple[float | None, str]:
     """The simulator's timing-only run of a lowered copy of ``fn``'s module: (total ns, "") or (None, why not)."""
-    from nkic.passes.bir_sim import neff_of
+    from nkic.passes.neff_assembly import isa_module_to_neff
     from nkic.passes.bir_to_isa import BirToIsaPass
     from nkic.runtime.simulator import simulate
 
@@ -114,7 +114,8 @@ def _simulate(fn: bir.FunctionOp, target: Target) -> tuple[float | None, str]:
         BirToIsaPass().apply(Context(), lowered)
     except PassFailedException as e:
         return None, f"bir-to-isa: {e}"
-    return simulate(neff_of(lowered, fn.sym_name.data), {}, target=target.name, timing_only=True).profile.total_ns, ""
+    neff = isa_module_to_neff(lowered, fn.sym_name.data)
+    return simulate(neff, {}, target=target.name, timing_only=True).profile.total_ns, ""
 
 
 def metrics(fn: bir.FunctionOp, target: Target, simulate: bool = True) -> Metrics:
@@ -226,13 +227,8 @@ def report(m: Metrics) -> str:
 @dataclass(frozen=True)
 class PrintMetricsPass(ModulePass):
     name = "print-metrics"
-    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.target:
-            return for_module(self, op).apply(ctx, op)
-        if self.target not in TARGETS:
-            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
-        tgt = get_target(self.target)
+        tgt = target_of(op)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             print(report(metrics(fn, tgt)), file=sys.stdout, flush=True)

@@ -19,12 +19,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from nkic.passes.targeting import for_module
+from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.dialects.common import i64_attr
 from nkic.passes.dependency_analysis import body, has_loops, kind_of
 from nkic.passes.lowering import cost_ns
-from nkic.target.machine import TARGETS, Target, get_target
+from nkic.passes.options import DEFAULT_NUM_QUEUES
+from nkic.target.machine import Target
 
 
 def duration_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -> float:
@@ -157,10 +158,8 @@ def _second(edge: tuple[str, int]) -> int:
     return edge[1]
 
 
-def check_options(target: str, num_queues: int, max_queues: int | None = None) -> None:
-    """The options of a pass that plans on ``target`` with ``num_queues`` DMA queues (at most ``max_queues``)."""
-    if target not in TARGETS:
-        raise PassFailedException(f"unknown target '{target}' (expected {', '.join(TARGETS)})")
+def check_options(num_queues: int, max_queues: int | None = None) -> None:
+    """The options of a pass that plans with ``num_queues`` DMA queues (at most ``max_queues``)."""
     if num_queues < 1:
         raise PassFailedException("num_queues must be at least 1")
     if max_queues is not None and num_queues > max_queues:
@@ -170,12 +169,9 @@ def check_options(target: str, num_queues: int, max_queues: int | None = None) -
 @dataclass(frozen=True)
 class ScheduleInstructionsPass(ModulePass):
     name = "schedule-instructions"
-    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
-    num_queues: int = 4  # the DMA queues insert-semaphores will spread transfers over
+    num_queues: int = DEFAULT_NUM_QUEUES  # the DMA queues insert-semaphores will spread transfers over
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.target:
-            return for_module(self, op).apply(ctx, op)
-        check_options(self.target, self.num_queues)
+        check_options(self.num_queues)
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
-            schedule(fn, get_target(self.target), self.num_queues)
+            schedule(fn, target_of(op), self.num_queues)

@@ -28,34 +28,25 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.passes import ModulePass
 
-from xdsl.utils.exceptions import PassFailedException
-
-from nkic.passes.targeting import for_module
+from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr, names_attr
-from nkic.target.machine import TARGETS, get_target
+from nkic.target.machine import Target
 from nkic.target.vocab import ON_CHIP, dtype_size
 
 
 @dataclass(frozen=True)
 class SplitBlocksPass(ModulePass):
     name = "split-blocks"
-
-    target: str = ""  # "" = the module's nkic.target (passes/targeting.py)
     always: bool = False  # split every qualifying memloc, not only those larger than their memory
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.target:
-            return for_module(self, op).apply(ctx, op)
-        if self.target not in TARGETS:
-            raise PassFailedException(f"unknown target '{self.target}' (expected {', '.join(TARGETS)})")
-        limit = None if self.always else _capacity(self.target)
+        limit = None if self.always else _capacity(target_of(op))
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
             split_function(fn, limit)
 
 
-def _capacity(target: str) -> dict[str, int]:
-    t = get_target(target)
+def _capacity(t: Target) -> dict[str, int]:
     return {"sbuf": t.sbuf_bytes_per_partition, "psum": t.psum_bytes_per_partition}
 
 

@@ -18,7 +18,8 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 
-from nkic import __version__, safeio
+from nkic import safeio
+from nkic.version import __version__
 from nkic.runtime.encoding import (
     ENGINES, Instr, Operand, _flag_names, decode_stream, encode_stream, imm_values, operand_json, to_json,
 )

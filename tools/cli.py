@@ -292,7 +292,6 @@ def cmd_run(args: argparse.Namespace) -> None:
 
     data = _read(args.neff)
     neff = read_neff(data)
-    target = neff.metadata.get("target", "gen3")
     profile = _file_path(args.profile, "--profile") if args.profile else None
     if args.output_dir is None and not args.timing_only:
         raise CliError("--output-dir is required (unless --timing-only)")
@@ -301,7 +300,7 @@ def cmd_run(args: argparse.Namespace) -> None:
         return
     inputs = _load_inputs(args.input, neff, args.cast, required=not args.timing_only)
     if args.timing_only:  # the timeline only: no numerics, so no outputs to write
-        result = run_neff(data, inputs, target=str(target), timing_only=True)
+        result = run_neff(neff, inputs, timing_only=True)  # for the generation it was compiled for
         print(result.profile.summary())
         print(status_line())  # how far the model is from published hardware latencies
         _write_profile(profile, args.profile, result)
@@ -311,7 +310,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     # The folder is opened before the run and the outputs are written relative to that handle, never through a
     # link: whatever is renamed or linked in --output-dir during the run, the files land in this folder.
     with safeio.Folder(out) as folder:
-        result = run_neff(data, inputs, target=str(target))
+        result = run_neff(neff, inputs)
         unwritten = unwritten_outputs(result)  # elements no instruction wrote: they hold the NaN fill
         if unwritten and args.strict:  # a failed run writes nothing
             raise CliError(unwritten[0])
@@ -463,7 +462,7 @@ def cmd_profile(args: argparse.Namespace) -> None:
     if args.width < 200:
         raise CliError(f"--width {args.width}: at least 200 pixels")
     inputs = _load_inputs(args.input, neff, args.cast, fill=True)
-    result = run_neff(data, inputs, target=str(neff.metadata.get("target", "gen3")))
+    result = run_neff(neff, inputs)  # for the generation it was compiled for
     profile = result.profile
     print(profile.summary())
     print(status_line())  # how far the model is from published hardware latencies

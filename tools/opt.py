@@ -1,6 +1,7 @@
 """``nkic-opt``: xdsl-opt with every nkic dialect, pass and target (``-p`` pipelines, ``-t neff -o k.neff``).
 
-The passes get ``nkic.library``'s kernel resolver, so internal kernel nodes and IT54 macros resolve as they do in
+Passes plan for the generation the module names (``nkic.target``, stamped by the tracer; ``--generation GEN``
+replaces it). The passes get ``nkic.library``'s kernel resolver, so internal kernel nodes and IT54 macros resolve as they do in
 the driver.
 
 As MLIR tools do, it reports bad input as a diagnostic (``file:line:col: error`` with the source line for parse
@@ -16,6 +17,7 @@ closed stdout (``nkic-opt k.mlir | head -1``) ends quietly with status 141, as t
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import os
@@ -33,11 +35,13 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from nkic import safeio
 from nkic.dialects import get_all_dialects
+from nkic.dialects.common import stamp_target
 from nkic.dialects.stablehlo import StableHloParser
 from nkic.hlo import get_hlo_passes
 from nkic.library import RESOLVER
 from nkic.passes import get_all_passes
 from nkic.passes.resolver import set_default_resolver
+from nkic.target.machine import TARGET_ALIASES
 from nkic.tools.cli import EXIT_INTERRUPTED, stdout_closed
 from nkic.tools.targets import BINARY_TARGETS, get_all_targets
 
@@ -97,7 +101,17 @@ class NkicOptMain(xDSLOptMain):
             # format, an i64 property given 2^64 ...): the input is malformed, not the tool broken.
             raise DiagnosticException(f"{self.get_input_name()}: malformed input: {e}") from None
 
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--generation", metavar="GEN", choices=sorted(TARGET_ALIASES), default=None,
+            help="compile for this NeuronCore generation (gen2, trn1, ...): stamped on each module as nkic.target, "
+                 "replacing the generation it was traced for; without it, passes plan for the module's own",
+        )  # fmt: skip
+
     def apply_passes(self, prog: ModuleOp) -> None:
+        if self.args.generation is not None:
+            stamp_target(prog, TARGET_ALIASES[self.args.generation])
         try:
             super().apply_passes(prog)
         except DiagnosticException as e:

@@ -70,8 +70,8 @@ def test_program_order_agrees_with_concurrent_simulation(name: str, capsys: pyte
 def test_a_missing_ordering_is_caught() -> None:
     module = _bir(CASES["softmax"](), drop_edges=True)
     with pytest.raises(PassFailedException, match="output 'out' differs between program order and the concurrent"):
-        check(module, "gen3", 0, 100_000)
+        check(module, 0, 100_000)
 
 
 def test_big_kernels_are_skipped_by_the_bound() -> None:
-    assert "skipped" in check(_bir(CASES["tensor_add"]()), "gen3", 0, 1)
+    assert "skipped" in check(_bir(CASES["tensor_add"]()), 0, 1)

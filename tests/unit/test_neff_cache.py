@@ -141,12 +141,15 @@ def test_miss_when_an_option_changes(tmp_path: Path, kernel_dir: Path, change: d
 
 def test_rolling_settings_key_their_own_entries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rolling, and the iterations per rolled body, change a rolled program's bytes: each names its own entry."""
-    from nkic.driver import _variant
+    from nkic.passes.options import CompileOptions
+
+    def variant(roll: bool) -> str:
+        return str(CompileOptions.build(roll_loops=roll).cache_settings()["variant"])
 
     monkeypatch.delenv("NKIC_ROLL_INTERLEAVE", raising=False)
-    assert _variant(False) == "" and _variant(True) == "roll-loops"
+    assert variant(False) == "" and variant(True) == "roll-loops"
     monkeypatch.setenv("NKIC_ROLL_INTERLEAVE", "4")
-    assert _variant(True) == "roll-loops-interleave-4" and _variant(False) == ""
+    assert variant(True) == "roll-loops-interleave-4" and variant(False) == ""
 
 
 def test_miss_when_the_nkic_version_changes(

@@ -31,7 +31,7 @@ def _scheduled_bir(traced: object) -> bir.FunctionOp:
     module = traced.module.clone()  # type: ignore[attr-defined]
     ctx = make_context()
     with use_resolver(RESOLVER):
-        for p in (*frontend_lowering(), *backend(traced.options.target)):  # type: ignore[attr-defined]
+        for p in (*frontend_lowering(), *backend()):  # the module names its target (the tracer stamps it)
             if isinstance(p, BirToIsaPass):
                 break
             p.apply(ctx, module)

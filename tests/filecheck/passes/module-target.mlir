@@ -1,4 +1,5 @@
 // RUN: nkic-opt %s -p assign-engines --split-input-file | filecheck %s
+// RUN: nkic-opt %s --generation trn1 -p assign-engines --split-input-file | filecheck %s --check-prefix=TRN1
 
 // A module stamped with the generation it was traced for (the tracer writes nkic.target) is planned for that
 // generation: on gen2 tensor_copy never runs on ScalarE ("On NeuronCore v2, tensor_copy is not supported on the
@@ -11,6 +12,12 @@
 // CHECK:      bir.tensor_copy {{.*}} engine = "dve"
 // CHECK-NEXT: bir.tensor_copy {{.*}} engine = "act"
 // CHECK-NEXT: bir.tensor_copy {{.*}} engine = "pool"
+
+// --generation replaces the stamp of every module (trn1 is gen2): no copy is planned on ScalarE.
+// TRN1:      builtin.module attributes {nkic.target = "gen2"}
+// TRN1-NOT:  engine = "act"
+// TRN1:      builtin.module attributes {nkic.target = "gen2"}
+// TRN1-NOT:  engine = "act"
 
 builtin.module attributes {nkic.target = "gen2"} {
   bir.function @f attributes {inputs = [], outputs = []} {

@@ -1,6 +1,6 @@
 // RUN: nkic-opt %S/Inputs/add-kernel.mlir -p nkic-frontend-lowering | filecheck %s --check-prefix=FRONT
 // RUN: nkic-opt %S/Inputs/add-kernel.mlir -p nkic-frontend-lowering | nkic-opt -p nkic-backend | filecheck %s --check-prefix=BACK
-// RUN: nkic-opt %S/Inputs/add-kernel.mlir -p 'nkic-pipeline{kernel_format=klir target=gen2}' | filecheck %s --check-prefix=BACK
+// RUN: nkic-opt %S/Inputs/add-kernel.mlir --generation gen2 -p 'nkic-pipeline{kernel_format=klir}' | filecheck %s --check-prefix=BACK
 // RUN: xdsl-opt %S/Inputs/add-kernel.mlir -p nkic-pipeline | filecheck %s --check-prefix=BACK
 
 // The named pipelines are passes too; plain xdsl-opt sees them through the xdsl.universe entry point.

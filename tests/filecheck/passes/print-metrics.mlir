@@ -3,7 +3,8 @@
 // ISA instruction counts per engine and per DMA queue (dve: 2 + the sem_wait of the add's second wait); busy
 // time from the shared cost model (only its shape is checked here, the cost model's tests pin the numbers); the
 // critical path follows the edges load -> add -> copy -> exp -> store
-// (5 instructions; the second load is off it); high-water marks are the highest byte per partition a placed tensor
+// (5 instructions; the second load is off it); "simulated" is the simulator's timing-only run of the lowered module
+// (the waits and queues are in place); high-water marks are the highest byte per partition a placed tensor
 // reaches: @b ends at 2048 + 512*4, the PSUM tile at 1024 + 512*4. The IR is printed unchanged after the report.
 // CHECK: print-metrics @f: 6 instructions, 6 dependency edges, 4 semaphore waits
 // CHECK-NEXT: track instrs busy ns critical ns
@@ -13,6 +14,7 @@
 // CHECK-NEXT: q1 1 {{[0-9.]+}} 0.0
 // CHECK-NEXT: critical path: {{[0-9.]+}} ns over 5 instructions; busiest track {{.*}}; no schedule beats {{[0-9.]+}} ns
 // CHECK-NEXT: as scheduled (edges plus each engine{{.}}s and queue{{.}}s program order): {{[0-9.]+}} ns
+// CHECK-NEXT: simulated (the runtime{{.}}s timeline on this schedule, as nkic run reports it): {{[0-9.]+}} ns
 // CHECK-NEXT: SBUF high-water: 4096 of {{[0-9]+}} bytes per partition ({{[0-9.]+}}%)
 // CHECK-NEXT: PSUM high-water: 3072 of 16384 bytes per partition (18.8%)
 // CHECK-NEXT: builtin.module {

@@ -1,5 +1,5 @@
-// RUN: nkic-opt %s -p 'isa-verify{target=gen2}' --split-input-file --verify-diagnostics | filecheck %s
-// RUN: nkic-opt %s -p 'isa-verify{target=gen4}' --split-input-file | filecheck %s --check-prefix=GEN4
+// RUN: nkic-opt %s --generation gen2 -p isa-verify --split-input-file --verify-diagnostics | filecheck %s
+// RUN: nkic-opt %s --generation gen4 -p isa-verify --split-input-file | filecheck %s --check-prefix=GEN4
 
 // An (engine, opcode) pair the NKI ISA reference excludes on the target's generation is refused by isa-verify
 // (the ISA ops' verifiers know no generation: they accept an engine some generation allows).
