@@ -294,3 +294,10 @@ def _exec_ring_rank_id(core: _Core, ins: Instr) -> None:
         raise SimulationError(f"rank {core.rank} is not in replica group {list(map(list, groups))}")
     pos = group.index(core.rank)
     _set_reg(core, ins, "dst_reg", group[(pos - int(ins.imm("iteration"))) % len(group)])
+
+
+@execute(*sorted(set(_APPLY)))
+def _exec_collective(core: _Core, ins: Instr) -> None:
+    """A collective has no effect of one core alone: the scheduler applies it when its group meets (:func:`meet`)
+    and never calls this; run one instruction at a time (``simulate_in_order``) it is an error, as SENDRECV is."""
+    raise SimulationError(f"{_name(ins)} runs when its replica group meets; it has no one-core, in-order meaning")

@@ -74,6 +74,17 @@
 // CHECK: penguin.activate2 dst %x[0 : [512, 128], [1, 512]], data %p[0 : [512, 128], [1, 512]], imm0 %m[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {func = "gelu_dx", op0 = "multiply", op1 = "add", imm1 = 5.000000e-01 : f32, relu_param = 1.000000e-01 : f32, reverse0 = true, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
 // CHECK: penguin.device_print src %x[0 : [512, 128], [1, 512]] {prefix = "value of x:"}
 // CHECK: penguin.device_print src %in[0 : [512, 4], [1, 8]] {prefix = "in \22hbm\22 rows"}
+// CHECK: penguin.all_reduce dst %x[0 : [512, 128], [1, 128]], src %x[128 : [512, 128], [1, 128]] {replica_groups = "0,1,2,3", op = "add"}
+// CHECK: penguin.all_gather dst %out[0 : [512, 256], [1, 512]], src %in[0 : [512, 64], [1, 512]] {replica_groups = "0,1,2,3", collective_dim = 0 : i64}
+// CHECK: penguin.reduce_scatter dst %out[0 : [512, 64], [1, 512]], src %in[0 : [512, 256], [1, 512]] {replica_groups = "0,1;2,3", op = "maximum", collective_dim = 0 : i64}
+// CHECK: penguin.all_to_all dst %out[0 : [512, 256], [1, 512]], src %in[0 : [512, 256], [1, 512]] {replica_groups = "0,1,2,3", collective_dim = 0 : i64}
+// CHECK: penguin.all_gather_v dst %out[0 : [512, 256], [1, 512]], src %in[0 : [512, 256], [1, 512]], metadata %md[0 : [4, 3], [1, 4]] {replica_groups = "0,1,2,3", recv_counts_known = true}
+// CHECK: penguin.all_to_all_v dst %out[0 : [512, 256], [1, 512]], src %in[0 : [512, 256], [1, 512]], metadata %md[0 : [4, 3], [1, 4]] {replica_groups = "0,1,2,3"}
+// CHECK: penguin.collective_permute dst %out[0 : [512, 256], [1, 512]], src %in[0 : [512, 256], [1, 512]] {source_target_pairs = "0>1;1>0"}
+// CHECK: penguin.collective_permute_implicit dst %x[0 : [512, 128], [1, 128]], src %x[128 : [512, 128], [1, 128]] {replica_groups = "0,1,2,3", channel = 1 : i64}
+// CHECK: penguin.collective_permute_implicit_reduce dst %x[0 : [512, 128], [1, 128]], src0 %x[128 : [512, 128], [1, 128]], src1 %x[256 : [512, 128], [1, 128]] {replica_groups = "0,1,2,3", op = "add"}
+// CHECK: penguin.rank_id {dst_reg = 3 : i64}
+// CHECK: penguin.collective_permute_implicit_current_processing_rank_id {dst_reg = 4 : i64, iteration = 2 : i64, replica_groups = "0,1,2,3"}
 // CHECK: penguin.return %out : !penguin.tensor<shared_hbm, 256x512xf32>
 
 builtin.module {
@@ -94,6 +105,7 @@ builtin.module {
     %r = penguin.alloc "r" : !penguin.tensor<sbuf, 128x24xui32>
     %e8 = penguin.alloc "e8" : !penguin.tensor<sbuf, 128x8xf32>
     %i8 = penguin.alloc "i8" : !penguin.tensor<sbuf, 128x8xui32>
+    %md = penguin.alloc "md" : !penguin.tensor<shared_hbm, 3x4xui32>
     %nz = penguin.alloc "nz" : !penguin.tensor<sbuf, 128x513xi32>
     %tv = penguin.alloc "tv" : !penguin.tensor<sbuf, 128x40xbf16>
     %ti = penguin.alloc "ti" : !penguin.tensor<sbuf, 128x40xui32>
@@ -171,6 +183,17 @@ builtin.module {
       penguin.activate2 dst %x[0 : [512, 128], [1, 512]], data %p[0 : [512, 128], [1, 512]], imm0 %m[0 : [1, 128], [1, 1]], reduce_res %s[0 : [1, 128], [1, 1]] {func = "gelu_dx", op0 = "multiply", op1 = "add", imm1 = 5.000000e-01 : f32, relu_param = 1.000000e-01 : f32, reverse0 = true, reduce_op = "maximum", reduce_cmd = "reset_reduce"}
       penguin.device_print src %x[0 : [512, 128], [1, 512]] {prefix = "value of x:"}
       penguin.device_print src %in[0 : [512, 4], [1, 8]] {prefix = "in \"hbm\" rows"}
+      penguin.all_reduce dst %x[0 : [512, 128], [1, 128]], src %x[128 : [512, 128], [1, 128]] {replica_groups = "0,1,2,3", op = "add"}
+      penguin.all_gather dst %out[0 : [512, 256], [1, 512]], src %in[0 : [512, 64], [1, 512]] {replica_groups = "0,1,2,3", collective_dim = 0 : i64}
+      penguin.reduce_scatter dst %out[0 : [512, 64], [1, 512]], src %in[0 : [512, 256], [1, 512]] {replica_groups = "0,1;2,3", op = "maximum", collective_dim = 0 : i64}
+      penguin.all_to_all dst %out[0 : [512, 256], [1, 512]], src %in[0 : [512, 256], [1, 512]] {replica_groups = "0,1,2,3", collective_dim = 0 : i64}
+      penguin.all_gather_v dst %out[0 : [512, 256], [1, 512]], src %in[0 : [512, 256], [1, 512]], metadata %md[0 : [4, 3], [1, 4]] {replica_groups = "0,1,2,3", recv_counts_known = true}
+      penguin.all_to_all_v dst %out[0 : [512, 256], [1, 512]], src %in[0 : [512, 256], [1, 512]], metadata %md[0 : [4, 3], [1, 4]] {replica_groups = "0,1,2,3"}
+      penguin.collective_permute dst %out[0 : [512, 256], [1, 512]], src %in[0 : [512, 256], [1, 512]] {source_target_pairs = "0>1;1>0"}
+      penguin.collective_permute_implicit dst %x[0 : [512, 128], [1, 128]], src %x[128 : [512, 128], [1, 128]] {replica_groups = "0,1,2,3", channel = 1 : i64}
+      penguin.collective_permute_implicit_reduce dst %x[0 : [512, 128], [1, 128]], src0 %x[128 : [512, 128], [1, 128]], src1 %x[256 : [512, 128], [1, 128]] {replica_groups = "0,1,2,3", op = "add"}
+      penguin.rank_id {dst_reg = 3 : i64}
+      penguin.collective_permute_implicit_current_processing_rank_id {dst_reg = 4 : i64, iteration = 2 : i64, replica_groups = "0,1,2,3"}
     }
     penguin.return %out : !penguin.tensor<shared_hbm, 256x512xf32>
   }
