@@ -5,7 +5,7 @@ target through the environment):
 ``python bench/backend_variants.py CASE [VARIANT ...]``, CASE one of ``tutorial`` (the NKI matmul tutorial's
 ``nki_matmul_fully_optimized_`` at lhsT [1024, 2048] @ rhs [1024, 8192], trn1), ``matmul`` (the bundled
 ``kernels/matmul.py``, bf16 2048^3, gen3), ``attn4k`` / ``attn8k`` (the bundled causal bf16 d128 flash attention,
-gen3). A VARIANT is a comma-separated list of ``key=value`` options of ``nkic.passes.pipelines.backend`` (e.g.
+gen3). A VARIANT is a comma-separated list of ``key=value`` fields of ``nkic.passes.options.CompileOptions`` (e.g.
 ``alloc_policy=stack`` or ``post_schedule=false``); ``default`` is the pipeline as it is. Prints one markdown row per
 variant: simulated time, PE % of the bf16 roofline, busy % per engine, CPU seconds to compile.
 """
@@ -31,7 +31,6 @@ nkic.install_nki_alias()
 
 from nkic import driver  # noqa: E402
 from nkic.frontend import TensorSpec  # noqa: E402
-from nkic.passes import pipelines  # noqa: E402
 from nkic.runtime.neff import read_neff  # noqa: E402
 from nkic.runtime.simulator import simulate  # noqa: E402
 
@@ -67,23 +66,14 @@ def _options(variant: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kv in variant.split(","):
         key, value = kv.split("=")
-        out[key] = {"true": True, "false": False}.get(value, value)
+        out[key] = int(value) if value.isdigit() else {"true": True, "false": False}.get(value, value)
     return out
 
 
 def run(case: str, variant: str) -> str:
     traced, target, flops = _case(case)
-    opts = _options(variant)
-    backend = pipelines.backend
-
-    def passes(target: str = "gen3", num_queues: int = 4, kernel_format: str = "bir",
-               alloc_policy: str = "rotate", metrics: bool = False, roll_loops: bool = False) -> list[Any]:  # fmt: skip
-        kw = {"alloc_policy": alloc_policy, **opts}
-        return [*pipelines.frontend_lowering(kernel_format), *backend(target, num_queues, **kw)]
-
-    driver.pipeline_passes = passes  # type: ignore[assignment]
     t0 = time.process_time()
-    neff = driver.compile_traced(traced).neff
+    neff = driver.compile_traced(traced, **_options(variant)).neff  # the variant's CompileOptions fields
     compile_s = time.process_time() - t0
     prof = simulate(read_neff(neff), {}, target=target, timing_only=True).profile
     busy = {k: v / prof.total_ns for k, v in prof.busy_ns.items() if v and not k.startswith("q")}

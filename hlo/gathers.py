@@ -103,7 +103,7 @@ def _compile_time_part(lay: dict, st: list[int], bshape: tuple[int, ...], outer:
 def _gather_runs(interp: SegmentInterpreter, table: Hbm, flat: Hbm, n: int, run: int, dtype: str) -> Hbm:
     """out[i, :run] = table_flat[flat[i] : flat[i] + run], 128 indices per indirect DMA."""
     out = common.scratch(interp, (n, run), dtype)
-    last = len(tiles.dims(table.shape)) - 1  # the stride-1 dim: an index counts elements
+    last = len(table.tensor.shape) - 1  # the storage's stride-1 dim: an index counts elements
     for r0 in range(0, n, P_TILE):
         nr = min(P_TILE, n - r0)
         ix = nl.load(flat.tensor.ap([[1, nr], [1, 1]], offset=r0))

@@ -71,3 +71,89 @@ def test_while_with_a_run_time_condition() -> None:
     _same(lambda a: jax.lax.while_loop(lambda c: jnp.sum(c) < 1000.0, lambda c: c * 2, a), np.abs(x) + 0.1)
     _same(lambda a: jax.lax.fori_loop(0, 70, lambda i, c: c + i, a), x)
     _same(lambda a, b: jax.lax.fori_loop(0, 3, lambda i, c: (c[1], c[0] + 1), (a, b)), x, x * 3)  # a rotation
+
+
+# -- sort / top-k -------------------------------------------------------------------------------------------------
+def test_sort_argsort_and_top_k() -> None:
+    """Ascending and descending sorts along either axis, a stable argsort over 200 rows with many ties, a two-operand
+    sort (the second follows the key), and top-k (chlo.top_k -> sort + slice: only ceil(k/8) max8 rounds)."""
+    x = RNG.standard_normal((6, 20)).astype(np.float32)
+    _same(lambda a: (jnp.sort(a, axis=-1), jnp.sort(a, axis=0, descending=True)), x)
+    ties = RNG.integers(0, 4, (200, 12)).astype(np.float32)
+    _same(lambda a: jnp.argsort(a, axis=-1, stable=True), ties)
+    _same(lambda a, b: jax.lax.sort((a, b), num_keys=1), x, x * 2 + 1)
+    _same(lambda a: jax.lax.top_k(a, 3), x)
+    _same(lambda a: jnp.sort(a[:, :5], axis=-1), x)  # fewer than max8's 8 elements
+
+
+# -- movement -------------------------------------------------------------------------------------------------------
+def test_reverse_and_dynamic_update_slice() -> None:
+    x = RNG.standard_normal((5, 16)).astype(np.float32)
+    _same(lambda a: (a[:, ::-1], a[::-1, ::-1] * 2), x)
+    dus = jax.lax.dynamic_update_slice
+    _same(lambda a, u, i: dus(a, u, (i, 0)), x, x[:1] * 3, np.int32(2))
+    _same(lambda a, u, i, j: dus(a, u, (i, j)), x, x[:2, :5] * 3, np.int32(9), np.int32(-3))  # both clamped
+    _same(lambda a, u: dus(a, u, (1, 3)), x, x[:2, :5] * 3)
+
+
+def test_kv_cache_step_in_a_loop() -> None:
+    """A KV-cache write at a run-time position inside a run-time loop (dynamic_update_slice + while)."""
+    cache = np.zeros((8, 16), np.float32)
+    rows = RNG.standard_normal((8, 16)).astype(np.float32)
+
+    def fill(c, r, n):  # type: ignore[no-untyped-def]
+        body = lambda i, c: jax.lax.dynamic_update_slice(c, jax.lax.dynamic_slice(r, (i, 0), (1, 16)), (i, 0))
+        return jax.lax.fori_loop(0, n, body, c)
+
+    _same(fill, cache, rows, np.int32(5))
+
+
+# -- reduce_window ---------------------------------------------------------------------------------------------------
+def test_cumulative_reductions_and_pooling() -> None:
+    x = RNG.standard_normal((4, 24)).astype(np.float32)
+    _same(lambda a: (jnp.cumsum(a, axis=-1), jnp.cumsum(a, axis=0), jax.lax.cummax(a, axis=1)), x, tol=1e-5)
+    _same(lambda a: jnp.cumsum(a.astype(jnp.int32), axis=1), x * 10)
+    img = RNG.standard_normal((2, 8, 8, 3)).astype(np.float32)
+    rw = jax.lax.reduce_window
+    _same(lambda a: rw(a, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"), img)
+    _same(lambda a: rw(a, 0.0, jax.lax.add, (1, 3, 3, 1), (1, 1, 1, 1), "SAME"), img, tol=1e-5)
+    # a non-identity init, strides, padding and window dilation: padding adds nothing, the init once (XLA)
+    _same(lambda a: rw(a, 1.0, jax.lax.add, (1, 3, 2, 1), (1, 2, 1, 1), ((0, 0), (1, 1), (0, 1), (0, 0)),
+                       window_dilation=(1, 1, 2, 1)), img, tol=1e-5)  # fmt: skip
+
+
+# -- scatter --------------------------------------------------------------------------------------------------------
+def test_scatter_add_and_overwrite() -> None:
+    """segment_sum with duplicate ids (summed on TensorE), .at[].set/.add with out-of-range indices skipped,
+    a 2-index element scatter, a column scatter, and 300 updates into 140 rows (two row tiles, three update tiles)."""
+    x = RNG.standard_normal((4, 16)).astype(np.float32)
+    _same(lambda d, s: jax.ops.segment_sum(d, s, num_segments=5), x, np.array([0, 3, 3, 1], np.int32))
+    _same(lambda a, i: a.at[i].set(7.0), x, np.array([2, 0, 9], np.int32))
+    _same(lambda a, i: a.at[i].add(a[:3]), x, np.array([2, 2, -1], np.int32), tol=1e-6)
+    _same(lambda a, i, j: a.at[i, j].add(1.0), x, np.array([1, 1, 3, 7], np.int32), np.array([0, 0, 15, 2], np.int32))
+    _same(lambda a, i: a.at[:, i].set(-1.0), x, np.array([3, 5], np.int32))
+    big = RNG.standard_normal((300, 24)).astype(np.float32)
+    ids = RNG.integers(0, 140, 300).astype(np.int32)
+    _same(lambda d, s: jax.ops.segment_sum(d, s, num_segments=140), big, ids, tol=1e-5)
+
+
+# -- convolution ----------------------------------------------------------------------------------------------------
+def test_convolutions_as_matmuls_over_patches() -> None:
+    conv = jax.lax.conv_general_dilated
+    x1, w1 = RNG.standard_normal((2, 16, 4)).astype(np.float32), RNG.standard_normal((3, 4, 8)).astype(np.float32)
+    _same(lambda a, w: conv(a, w, (1,), "SAME", dimension_numbers=("NWC", "WIO", "NWC")), x1, w1, tol=1e-5)
+    x2, w2 = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32), RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    _same(lambda a, w: conv(a, w, (1, 1), "VALID"), x2, w2, tol=1e-5)
+    x3, w3 = RNG.standard_normal((2, 9, 8, 3)).astype(np.float32), RNG.standard_normal((3, 2, 3, 5)).astype(np.float32)
+    _same(lambda a, w: conv(a, w, (2, 1), ((1, 1), (0, 2)), rhs_dilation=(1, 2),
+                            dimension_numbers=("NHWC", "HWIO", "NHWC")), x3, w3, tol=1e-5)  # fmt: skip
+
+
+def test_forms_not_lowered_name_the_op() -> None:
+    x = RNG.standard_normal((4, 8)).astype(np.float32)
+    with pytest.raises(NkiError, match=r"stablehlo\.scatter: a scatter other than .* add or overwrite"):
+        from_jax(lambda a, i: a.at[i].multiply(2.0))(x, np.array([1], np.int32))
+    w = RNG.standard_normal((3, 4, 4)).astype(np.float32)
+    with pytest.raises(NkiError, match=r"stablehlo\.convolution: a grouped convolution"):
+        from_jax(lambda a, k: jax.lax.conv_general_dilated(a[None], k, (1,), "SAME", feature_group_count=2,
+                                                           dimension_numbers=("NWC", "WIO", "NWC")))(x, w)  # fmt: skip
