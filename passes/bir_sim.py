@@ -11,7 +11,7 @@ the outputs differ, and the pass fails naming the first differing element. It pr
 
 Runs after ``insert-semaphores`` (it needs addresses, engines and waits); ``max_instructions`` bounds the
 instructions it agrees to run (the simulation is slow on big kernels); kernels whose cores meet (``sendrecv``,
-``core_barrier``) have no one-at-a-time order and are skipped with a note.
+``core_barrier``, the collectives between ranks) have no one-at-a-time order and are skipped with a note.
 """
 
 from __future__ import annotations
@@ -32,7 +32,13 @@ from nkic.passes.neff_assembly import isa_module_to_neff
 from nkic.passes.targeting import target_of
 from nkic.runtime.neff import Neff
 from nkic.runtime.simulator import simulate, simulate_in_order
+from nkic.target.collectives import COLLECTIVE_OPCODES
+from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.vocab import DTYPES
+
+# Instructions that make cores (or ranks) meet: the LNC=2 pair's and the collectives (target/collectives.py).
+_MEETINGS = frozenset({"sendrecv", "core_barrier"} |
+                      {n for n, s in INSTRUCTIONS.items() if s.opcode in COLLECTIVE_OPCODES})
 
 
 def inputs_for(neff: Neff, seed: int) -> dict[str, np.ndarray]:
@@ -67,8 +73,8 @@ def check(module: ModuleOp, seed: int, max_instructions: int) -> str:
     count = sum(1 for fn in fns for _ in fn.instructions())
     if count > max_instructions:
         return f"bir-sim: skipped ({count} instructions, more than max_instructions={max_instructions})"
-    if any(i.OPNAME in ("sendrecv", "core_barrier") for fn in fns for i in fn.instructions()):
-        return "bir-sim: skipped (the cores meet: sendrecv/core_barrier have no one-at-a-time order)"
+    if any(i.OPNAME in _MEETINGS for fn in fns for i in fn.instructions()):
+        return "bir-sim: skipped (the cores meet: sendrecv/core_barrier/collectives have no one-at-a-time order)"
     lowered = module.clone()
     BirToIsaPass().apply(Context(), lowered)
     neff = isa_module_to_neff(lowered, "bir_sim")

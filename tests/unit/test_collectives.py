@@ -274,3 +274,19 @@ def test_nkic_run_ranks(tmp_path, capsys) -> None:
     assert cli.main(["run", str(neff), "--ranks", "4", "--input", f"x@7={tmp_path / 'ones.npy'}",
                      "--output-dir", str(out)]) != 0  # fmt: skip
     assert "the rank after '@' must be 0..3" in capsys.readouterr().err
+
+
+def test_bir_sim_skips_a_kernel_whose_ranks_meet() -> None:
+    """A collective has no one-at-a-time meaning (the group applies it): bir-sim says so instead of failing."""
+    from nkic.driver import make_context
+    from nkic.passes.bir_sim import check
+    from nkic.passes.bir_to_isa import BirToIsaPass
+    from nkic.passes.pipelines import backend, frontend_lowering
+
+    module = sbuf_all_reduce.trace(np.zeros((128, 64), np.float32), "add").module.clone()
+    ctx = make_context()
+    for p in (*frontend_lowering(), *backend()):
+        if isinstance(p, BirToIsaPass):
+            break
+        p.apply(ctx, module)
+    assert "skipped (the cores meet: sendrecv/core_barrier/collectives" in check(module, 0, 10_000)
