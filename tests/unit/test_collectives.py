@@ -290,3 +290,37 @@ def test_bir_sim_skips_a_kernel_whose_ranks_meet() -> None:
             break
         p.apply(ctx, module)
     assert "skipped (the cores meet: sendrecv/core_barrier/collectives" in check(module, 0, 10_000)
+
+
+def test_collective_cost_is_the_ring_at_the_published_link_bandwidth() -> None:
+    """all_reduce of 256 KiB over 4 ranks on trn2: 2(n-1) = 6 ring steps of (DMA start 1.3 us + semaphore round
+    0.5 us) plus 2(n-1)/n of the buffer at 1.28 TB/s per chip over its 8 NeuronCores (160 B/ns); all_gather is half
+    the steps and bytes; trn3's 2.56 TB/s halves the transfer."""
+    from nkic.target.collectives import collective_ns
+    from nkic.target.isa import Instr, Operand
+    from nkic.target.machine import get_target
+
+    def instr(opcode: str, n: int) -> Instr:
+        op = Operand("sbuf", "float32", ((1, 128), (1, 512)))
+        return Instr(opcode, "sp", (op, op), (0, n, 0))
+
+    nbytes = 128 * 512 * 4
+    trn2, trn3 = get_target("trn2"), get_target("trn3")
+    assert collective_ns(instr("ALL_REDUCE", 4), trn2) == pytest.approx(6 * 1800 + 1.5 * nbytes / 160)
+    assert collective_ns(instr("ALL_GATHER", 4), trn2) == pytest.approx(3 * 1800 + 0.75 * nbytes / 160)
+    assert collective_ns(instr("ALL_REDUCE", 8), trn2) > collective_ns(instr("ALL_REDUCE", 4), trn2)
+    assert collective_ns(instr("ALL_REDUCE", 4), trn3) == pytest.approx(6 * 1800 + 1.5 * nbytes / 320)
+
+
+def test_a_timing_only_launch_prices_the_collectives() -> None:
+    """The 4-rank run's timeline holds each rank's all_reduce for at least its modelled cost."""
+    from nkic.execute import neff_of
+    from nkic.runtime.neff import read_neff
+    from nkic.runtime.ranks import simulate_ranks
+
+    traced = sbuf_all_reduce.trace(np.zeros((128, 64), np.float32), "add")
+    neff = read_neff(neff_of(traced))
+    runs = simulate_ranks([neff] * RANKS, [{}] * RANKS, target="trn2", timing_only=True)
+    events = [e for e in runs[0].profile.events if e.mnemonic == "ALL_REDUCE"]
+    assert len(events) == RANKS and len({e.start_ns for e in events}) == 1  # the group completes together
+    assert all(e.dur_ns >= 6 * 1800 for e in events)
