@@ -36,6 +36,7 @@ from nkic.target.machine import DEFAULT_TARGET, get_target
 
 if TYPE_CHECKING:
     from nkic.frontend import Kernel, TracedKernel
+    from nkic.frontend.tracer import BoundCall
 
 OPTION_FIELDS = frozenset(f.name for f in fields(CompileOptions))
 
@@ -209,13 +210,21 @@ def compile_kernel(
     resolver: KernelResolver | None = None,
     **given: Any,
 ) -> CompileResult:
-    """Trace and compile ``kernel(*args, **kwargs)``, through the NEFF cache when ``NKIC_CACHE_DIR`` is set.
+    """``compile_call(kernel.bind(*args, **kwargs), ...)``."""
+    return compile_call(kernel.bind(*args, **dict(kwargs or {})), dump_dir=dump_dir, resolver=resolver, **given)
 
-    Always traces (a ``trace`` stage). A hit then returns the cached NEFF (a ``cache`` stage) and runs no pass; a
-    miss compiles and stores the NEFF. ``dump_dir`` and ``metrics`` ask for what only compiling makes, so they
-    bypass the cache. See ``nkic.cache`` for the key: the traced module, the settings, the compiler."""
+
+def compile_call(
+    call: BoundCall, *, dump_dir: str | Path | None = None, resolver: KernelResolver | None = None, **given: Any
+) -> CompileResult:
+    """Trace and compile one bound kernel call, through the NEFF cache when ``NKIC_CACHE_DIR`` is set.
+
+    Always traces (a ``trace`` stage; the kernel's trace cache may answer). A hit then returns the cached NEFF (a
+    ``cache`` stage) and runs no pass; a miss compiles and stores the NEFF. ``dump_dir`` and ``metrics`` ask for
+    what only compiling makes, so they bypass the cache. See ``nkic.cache`` for the key: the traced module, the
+    settings, the compiler."""
     t0 = time.perf_counter()
-    traced = kernel.trace(*args, **dict(kwargs or {}))
+    traced = call.trace()
     stages = [StageRecord("trace", time.perf_counter() - t0, count_ops(traced.module))]
     options = trace_options(traced, **given)
     # another resolver's library kernels are not ours to key; dumps and metrics are what only compiling makes

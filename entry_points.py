@@ -118,12 +118,12 @@ class _Runner(Kernel):
         """``timing_only=True``: compile, then simulate the timeline without numerics; arguments may be
         ``TensorSpec`` placeholders (or arrays, which are only read by registers loaded from memory). Returns None:
         no outputs are computed; the latency is in ``benchmark_result`` and the trace in ``save_trace_name``."""
-        from nkic.driver import compile_kernel, run_neff
+        from nkic.driver import compile_call, run_neff
 
-        traced = self.kernel.trace(*args, **kwargs)
-        neff = neff_of(traced, lambda: compile_kernel(self.kernel, args, kwargs).neff)
-        arrays = {name: value for name, value in self.kernel.array_arguments(*args, **kwargs).items()
-                  if not isinstance(value, TensorSpec)}  # fmt: skip
+        call = self.kernel.bind(*args, **kwargs)  # bound and specialised once
+        traced = call.trace()
+        neff = neff_of(traced, lambda: compile_call(call).neff)
+        arrays = {name: value for name, value in call.arrays if not isinstance(value, TensorSpec)}
         run = run_neff(neff, arrays, target=traced.options.target, timing_only=True)
         self._save(neff, run)
         self.benchmark_result = BenchmarkResult(Latency(run.profile.total_ns / 1000.0))

@@ -128,16 +128,17 @@ def run_kernel_with_profile(
     """:func:`run_kernel`, also returning the trace (its NEFF is :func:`neff_of`) and the run (its profile);
     ``debug_info`` puts each instruction's source into the NEFF, so the profile names the kernel lines; ``strict``
     as for :func:`run_kernel`."""
-    traced = kernel.trace(*args, **kwargs)
+    call = kernel.bind(*args, **kwargs)  # bound and specialised once: the trace, the inputs, the NEFF cache
+    traced = call.trace()
     inputs: dict[str, np.ndarray] = {}
-    for name, value in kernel.array_arguments(*args, **kwargs).items():
+    for name, value in call.arrays:
         if isinstance(value, TensorSpec):
             raise NkiError(f"cannot run kernel '{kernel.name}' on a TensorSpec placeholder ('{name}')")
         inputs[name] = value
-    from nkic.driver import compile_kernel
+    from nkic.driver import compile_call
 
-    # Through compile_kernel for the NEFF cache (NKIC_CACHE_DIR); its trace is the one above, from the trace cache.
-    build = lambda: compile_kernel(kernel, args, kwargs, debug_info=debug_info).neff  # noqa: E731
+    # Through compile_call for the NEFF cache (NKIC_CACHE_DIR); its trace is the one above, from the trace cache.
+    build = lambda: compile_call(call, debug_info=debug_info).neff  # noqa: E731
     outputs, run = _run(traced, inputs, build, debug_info=True) if debug_info else _run(traced, inputs, build)
     check_outputs_written(run, strict, traced.labels)
     for name, output in traced.written_inputs:
@@ -200,7 +201,7 @@ def run_ranks(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], ran
 
 def _rank_inputs(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
     inputs = {}
-    for name, value in kernel.array_arguments(*args, **kwargs).items():
+    for name, value in kernel.bind(*args, **kwargs).arrays:
         if isinstance(value, TensorSpec):
             raise NkiError(f"cannot run kernel '{kernel.name}' on a TensorSpec placeholder ('{name}')")
         inputs[name] = value

@@ -248,35 +248,52 @@ class Kernel:
             )
         return _executor(self, args, kwargs)
 
-    def trace(self, *args: Any, **kwargs: Any) -> TracedKernel:
-        """Trace for these arguments (arrays/TensorSpecs become params, the rest constants); cached."""
-        bound = self._bind(args, kwargs)
-        arrays, key = _specialize(bound)
-        def make() -> TracedKernel:
-            with gc_paused():  # see nkic.gcpause: a trace builds IR objects by the hundred thousand
-                return _trace(self, bound, arrays)
-
-        return self.cache.get_or_trace((self.grid, self.options, key), make)
-
-    def specialization(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """What a trace for these arguments depends on besides the source: (grid, options, per-argument key — each
-        array's name, shape and dtype, each constant's ``constant_key``). ``trace`` caches on it."""
-        _, key = _specialize(self._bind(args, kwargs))
-        return (self.grid, self.options, key)
-
-    def array_arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """The array arguments of this call by kernel parameter name (``*args`` entries as ``name_i``): the inputs
-        of the traced kernel ``trace(*args, **kwargs)`` returns."""
-        arrays, _ = _specialize(self._bind(args, kwargs))
-        return dict(arrays)
-
-    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
+    def bind(self, *args: Any, **kwargs: Any) -> BoundCall:
+        """This call's arguments bound to the kernel's parameters and specialised, once: what tracing it, running
+        it (its array inputs) and caching its NEFF all read."""
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
             raise NkiError(f"cannot call kernel '{self.name}': {e}") from None
         bound.apply_defaults()
-        return bound
+        arrays, key = _specialize(bound)
+        return BoundCall(self, bound, tuple(arrays), (self.grid, self.options, key))
+
+    def trace(self, *args: Any, **kwargs: Any) -> TracedKernel:
+        """Trace for these arguments (arrays/TensorSpecs become params, the rest constants); cached."""
+        return self.bind(*args, **kwargs).trace()
+
+    def specialization(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """``bind(*args, **kwargs).key``."""
+        return self.bind(*args, **kwargs).key
+
+    def array_arguments(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """``bind(*args, **kwargs).array_arguments()``."""
+        return self.bind(*args, **kwargs).array_arguments()
+
+
+@dataclass(frozen=True)
+class BoundCall:
+    """One call of a kernel, bound and specialised once (``Kernel.bind``)."""
+
+    kernel: Kernel
+    bound: inspect.BoundArguments
+    arrays: tuple[tuple[str, Any], ...]  # the array arguments by parameter name (``*args`` entries as ``name_i``)
+    # What a trace depends on besides the source: (grid, options, per-argument key: each array's name, shape and
+    # dtype, each constant's ``constant_key``). ``trace`` caches on it.
+    key: tuple[Any, ...]
+
+    def trace(self) -> TracedKernel:
+        """The trace for these arguments, from the kernel's trace cache (traced on a miss)."""
+        def make() -> TracedKernel:
+            with gc_paused():  # see nkic.gcpause: a trace builds IR objects by the hundred thousand
+                return _trace(self.kernel, self.bound, list(self.arrays))
+
+        return self.kernel.cache.get_or_trace(self.key, make)
+
+    def array_arguments(self) -> dict[str, Any]:
+        """The array arguments by kernel parameter name: the inputs of the traced kernel."""
+        return dict(self.arrays)
 
 
 def jit(fn: Callable[..., Any] | None = None, **opts: Any) -> Any:
