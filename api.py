@@ -2,7 +2,8 @@
 
 ``jit``, ``simulate`` and the submodules ``language`` (nl), ``isa`` (nisa), ``compiler`` and ``typing``, plus
 ``Kernel``, ``TensorSpec``, ``dtype``, ``dont_trace`` and ``NkiError``, and the legacy entry points
-``simulate_kernel``, ``baremetal``, ``benchmark``, ``profile`` and ``trace`` (``entry_points.py``); ``collectives``
+``simulate_kernel``, ``baremetal``, ``benchmark``, ``profile`` and ``trace`` (``entry_points.py``), and nkic's
+``tune`` (``tune.py``: sweep a kernel's keyword parameters on the cost model); ``collectives``
 imports, and calling it raises. Any
 other name is a placeholder that raises ``NkiError`` when called (``frontend/unsupported.py``). It is assembled here, above the frontend, because
 ``simulate`` (and calling a kernel outside a trace) needs the compiler, which the frontend must not import. Kernels
@@ -23,10 +24,11 @@ from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import Kernel, TensorSpec, dont_trace
 from nkic.frontend.tracer import jit as _jit
 from nkic.frontend.unsupported import missing_names
+from nkic.tune import tune
 
 __all__ = [
     "Kernel", "NkiError", "TensorSpec", "baremetal", "benchmark", "collectives", "compiler", "dont_trace", "dtype",
-    "isa", "jit", "language", "profile", "simulate", "simulate_kernel", "trace", "typing",
+    "isa", "jit", "language", "profile", "simulate", "simulate_kernel", "trace", "tune", "typing",
 ]  # fmt: skip
 
 

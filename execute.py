@@ -253,6 +253,10 @@ def _check_collectives(traces: list[TracedKernel], ranks: int) -> None:
             if any(r >= ranks for r in ranks_named):
                 raise NkiError(f"{name}: its replica group [{group}] names rank {max(ranks_named)}, but the launch "
                                f"has {ranks} rank(s)", "launch more ranks, or name ranks 0..N-1", where)
+            left = sorted(set(range(ranks)) - set(ranks_named))
+            if ">" not in group and left:  # every rank runs the program, so every rank must have a list to meet
+                raise NkiError(f"{name}: rank {left[0]} is in no list of its replica group [{group}] (the launch has "
+                               f"{ranks} ranks)", "give every rank of the launch a list, or launch fewer ranks", where)
     first, *others = [seen[id(t)] for t in traces]
     for r, calls in enumerate(others, 1):
         for a, b in zip(first, calls):

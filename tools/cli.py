@@ -5,6 +5,7 @@
     nkic run k.neff --input a=a.npy --output-dir out/ --profile trace.json
     nkic profile k.neff -o timeline.png [--input a=a.npy] [--trace trace.json]
     nkic info k.neff
+    nkic tune kernel.py:my_kernel --arg a=bfloat16[4096,8192] --space TILES=1,2,4 --jobs 2 --output-dir tune/
     nkic demo [--out-dir DIR]
 
 Errors print one message and exit non-zero; ``--debug`` shows the traceback. A message that already names its place
@@ -478,6 +479,81 @@ def cmd_profile(args: argparse.Namespace) -> None:
         print(f"profile (Chrome trace JSON, opens in Perfetto): {args.trace}")
 
 
+def parse_space(texts: list[str]) -> dict[str, list[Any]]:
+    """``--space NAME=V1,V2,...`` (each value a Python literal or a bare word), several, or ``--space FILE.json``
+    (``{"NAME": [V1, V2]}``); a name given twice is an error."""
+    space: dict[str, list[Any]] = {}
+    for text in texts:
+        if "=" in text:
+            name, values = text.split("=", 1)
+            if not name.isidentifier():
+                raise CliError(f"--space '{_shown(text)}': '{_shown(name)}' is not a parameter name")
+            part = {name: [_space_value(name, v) for v in values.split(",")]}
+        else:
+            part = _space_file(text)
+        for name, values in part.items():
+            if name in space:
+                raise CliError(f"--space {name}: given twice")
+            space[name] = values
+    if not space:
+        raise CliError("nkic tune needs --space NAME=V1,V2,... (or --space FILE.json)")
+    return space
+
+
+def _space_value(name: str, text: str) -> Any:
+    text = text.strip()
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        pass
+    if _BARE_WORD.fullmatch(text):
+        return text
+    raise CliError(f"--space {name}: '{_shown(text)}' is not a Python literal (quote a string)")
+
+
+def _space_file(path: str) -> dict[str, list[Any]]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:  # ValueError: not JSON, not UTF-8, an embedded NUL
+        raise CliError(f"--space {_shown(path)}: expected NAME=V1,V2,... or a JSON file ({getattr(e, 'strerror', None) or e})") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise CliError(f"--space {_shown(path)}: the JSON file must be an object of lists, as {{\"TILES\": [1, 2]}}")
+    return data
+
+
+def cmd_tune(args: argparse.Namespace) -> None:
+    """``nkic tune FILE.py:KERNEL --arg ... --space NAME=V1,V2``: compile and time (timing only) each configuration;
+    the table sorted by latency, the best, and with ``--output-dir`` tune.json / tune.csv there."""
+    from nkic import tune
+    from nkic.frontend import NkiError
+
+    _check_grid(args.grid)
+    if args.jobs < 1 or args.workers < 1 or (args.trials is not None and args.trials < 1):
+        raise CliError("--jobs, --workers and --trials take a positive integer")
+    space = parse_space(args.space)
+    kwargs = parse_args(args.arg)
+    kernel = load_kernel(args.kernel)
+    if set(kwargs) & set(space):
+        raise CliError(f"--space {sorted(set(kwargs) & set(space))[0]}: also given as --arg")
+    if args.grid != 1:
+        kernel = kernel[args.grid]
+    if args.output_dir:
+        _directory(args.output_dir, "--output-dir")
+    try:
+        tune.check_space(kernel, space)
+        _check_arguments(kernel, {**kwargs, **space})
+        run = tune.tune(kernel, space, strategy=args.strategy, trials=args.trials, seed=args.seed,
+                        executor=args.executor, jobs=args.jobs, address=args.address, workers=args.workers,
+                        output_dir=args.output_dir, quiet=True)  # fmt: skip
+        report = run(**kwargs)
+    except NkiError as e:  # the space, the options or the executor: not a line of the user's file
+        raise CliError(e.what) from None
+    print(report.table())
+    print(report.summary())
+    if args.output_dir:
+        print(f"results: {os.path.join(args.output_dir, tune.RESULT_FILES[0])}, {tune.RESULT_FILES[1]}")
+
+
 def cmd_demo(args: argparse.Namespace) -> None:
     from nkic.tools.demo import run_demo
 
@@ -580,6 +656,22 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--width", type=int, default=1600, help="picture width in pixels")
     pr.add_argument("--top", type=int, default=10, help="kernel lines to list by busy time")
     pr.set_defaults(func=cmd_profile)
+    t = sub.add_parser("tune", help="sweep FILE.py:KERNEL's keyword parameters on the cost model (timing only)")
+    t.add_argument("kernel")
+    t.add_argument("--arg", action="append", default=[], help="NAME=DTYPE[D0,D1,...] or NAME=VALUE")
+    t.add_argument("--space", action="append", default=[], help="NAME=V1,V2,... (several), or FILE.json")
+    t.add_argument("--grid", type=int, default=1, help="SPMD programs to launch (kernel[N])")
+    t.add_argument("--strategy", choices=("grid", "random", "optuna"), default="grid",
+                   help="every configuration, a seeded random sample, or Optuna's TPE (pip install nkic[search])")
+    t.add_argument("--trials", type=int, help="configurations to evaluate (default: all of the space)")
+    t.add_argument("--seed", type=int, default=0, help="seed of the random and optuna strategies")
+    t.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="processes on this machine, or a Dask cluster (pip install nkic[cluster])")
+    t.add_argument("--jobs", type=int, default=1, help="local: configurations evaluated at once")
+    t.add_argument("--address", help="dask: the scheduler's address (default: a local cluster of --workers)")
+    t.add_argument("--workers", type=int, default=2, help="dask: worker processes of the local cluster")
+    t.add_argument("--output-dir", help="write tune.json and tune.csv here (and the NEFF cache, unless NKIC_CACHE_DIR)")
+    t.set_defaults(func=cmd_tune)
     ca = sub.add_parser("cache", help="the NEFF cache (NKIC_CACHE_DIR): info, or clear it")
     ca.add_argument("action", choices=("info", "clear"))
     ca.set_defaults(func=cmd_cache)

@@ -324,3 +324,8 @@ def test_a_timing_only_launch_prices_the_collectives() -> None:
     events = [e for e in runs[0].profile.events if e.mnemonic == "ALL_REDUCE"]
     assert len(events) == RANKS and len({e.start_ns for e in events}) == 1  # the group completes together
     assert all(e.dur_ns >= 6 * 1800 for e in events)
+
+
+def test_a_rank_outside_every_list_of_the_group_is_an_error() -> None:
+    with pytest.raises(NkiError, match=r"all_reduce: rank 4 is in no list of its replica group \[0,1,2,3\]"):
+        nki.simulate(sbuf_all_reduce, ranks=6)(np.ones((128, 64), np.float32), "add")

@@ -155,6 +155,9 @@ RULES: dict[str, Rule] = {
     "kernels": Rule("kernels", lambda m: not _kernels_allow(m)),
     "gcpause.py": Rule("gcpause.py", lambda m: _within(m, "xdsl", "nkic")),
     "safeio.py": Rule("safeio.py", lambda m: _within(m, "xdsl", "nkic")),
+    # the tuner sits beside entry_points (it compiles and simulates through the driver) and below api and tools
+    "tune.py": Rule("tune.py", lambda m: _within(m, *_nkic("tools", "api", "alias", "interop", "interop_torch",
+                                                             "framework", "kernels", "library", "hlo"))),
 }
 
 def violations(rule: Rule) -> list[str]:
