@@ -329,3 +329,27 @@ def test_a_timing_only_launch_prices_the_collectives() -> None:
 def test_a_rank_outside_every_list_of_the_group_is_an_error() -> None:
     with pytest.raises(NkiError, match=r"all_reduce: rank 4 is in no list of its replica group \[0,1,2,3\]"):
         nki.simulate(sbuf_all_reduce, ranks=6)(np.ones((128, 64), np.float32), "add")
+
+
+@nki.jit
+def data_dependent_collectives(x, trips):
+    """Every rank runs the same program; how many all_reduces it reaches comes from its own data."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    n = nisa.register_alloc()
+    nisa.register_load(n, trips)
+    for _ in nl.dynamic_range(n):
+        ncc.all_reduce(srcs=[x], dsts=[out], replica_group=GROUP, op=nl.add)
+    return out
+
+
+def test_a_data_dependent_missing_collective_deadlocks_on_one_neff() -> None:
+    x = np.ones((4, 8), np.float32)
+    ok = nki.simulate(data_dependent_collectives, ranks=RANKS)(x, np.full((1, 1), 2, np.int32))
+    assert all(np.array_equal(o, 4 * x) for o in ok)
+    trips = [np.full((1, 1), 2, np.int32)] * 2 + [np.full((1, 1), 1, np.int32)] * 2
+    with pytest.raises(SimulationDeadlock) as e:
+        nki.simulate(data_dependent_collectives, ranks=RANKS)(x, trips)
+    text = str(e.value)
+    for r in (0, 1):
+        assert f"rank {r} waits at its all_reduce (collective #1" in text, text
+    assert "rank 2, which has finished its streams without reaching collective #1" in text, text
