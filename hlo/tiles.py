@@ -332,6 +332,8 @@ class SegmentInterpreter:
         if isinstance(x, np.ndarray):
             self.values[op.result] = np.ascontiguousarray(x.transpose(perm))
             return
+        if _family_lowering("transpose.pe")(self, op):  # type: ignore[misc]  # on TensorE when it pays (hlo/layout.py)
+            return
         st = strides(hlo.shape_of(op.operand[0]))
         self._strided_copy(op, x, [st[p] for p in perm])
 
@@ -486,6 +488,11 @@ class SegmentInterpreter:
         new_shape = tuple(shape[p] for p in perm)
         self.count += 1
         t = nl.ndarray(dims(new_shape), dtype=h.dtype, buffer=nl.hbm, name=f"t{self.count}")
+        from nkic.hlo import layout
+
+        if layout.pe_transpose_pays(shape, tuple(perm), h.dtype):  # on TensorE when it pays (hlo/layout.py)
+            layout.transpose_last_two(self, h, Hbm(t, new_shape, h.dtype))
+            return Hbm(t, new_shape, h.dtype)
         dst_pairs = [[s, n] for s, n in zip(strides(new_shape), new_shape)]
         nisa.dma_copy(dst=t.ap(dst_pairs, offset=0), src=h.pattern([[st[p], shape[p]] for p in perm]))
         return Hbm(t, new_shape, h.dtype)

@@ -157,3 +157,15 @@ def test_forms_not_lowered_name_the_op() -> None:
     with pytest.raises(NkiError, match=r"stablehlo\.convolution: a grouped convolution"):
         from_jax(lambda a, k: jax.lax.conv_general_dilated(a[None], k, (1,), "SAME", feature_group_count=2,
                                                            dimension_numbers=("NWC", "WIO", "NWC")))(x, w)  # fmt: skip
+
+
+# -- layout ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16], ids=["f32", "bf16"])
+def test_transposes_on_tensor_engine(dtype: type) -> None:
+    """Transposes of the last two dims (explicit, batched, and the lhs of a dot) go through TensorE in 512 x 512
+    blocks, ragged edges included; exact."""
+    x = RNG.standard_normal((200, 700)).astype(dtype)
+    _same(lambda a: a.T * 2, x)
+    _same(lambda a: jnp.swapaxes(a, 1, 2) * 2, RNG.standard_normal((3, 40, 130)).astype(dtype))
+    tol = 1e-4 if dtype == np.float32 else 2e-2  # bf16: an accumulation order apart is one bf16 ulp
+    _same(lambda a, b: a @ b, x, RNG.standard_normal((700, 96)).astype(dtype), tol=tol)
