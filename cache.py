@@ -10,7 +10,8 @@ the NEFF this process would have built:
   the code without being kernel options (loop rolling, debug info);
 * the compiler (``compiler_digest``): nkic's version, the versions of the libraries that shape its output, and the
   digest of nkic's own sources. It is computed once per process and only while the sources are still the files this
-  process imported (``nkic.SOURCE_STATS``): after an edit under a running process, that process compiles uncached.
+  process imported (``nkic.sources.SOURCE_STATS``): after an edit under a running process, that process compiles
+  uncached.
 
 A warm hit therefore traces (cheap next to compiling) and skips every pass after it. An entry is ``MAGIC +
 sha256(neff) + neff``, written to a temporary file in its folder, fsynced and renamed into place, so a reader sees a
@@ -34,8 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nkic
-from nkic import safeio
+from nkic import safeio, sources, version
 
 CACHE_DIR_ENV = "NKIC_CACHE_DIR"
 MAX_BYTES_ENV = "NKIC_CACHE_MAX_BYTES"
@@ -112,14 +112,14 @@ def _dependency_versions() -> str:
 
 
 def _compute_identity() -> tuple[str | None, str]:
-    root = Path(nkic.__file__).resolve().parent
+    root = Path(sources.__file__).resolve().parent
     changed = "nkic's sources changed since this process imported them; restart it to use the NEFF cache"
-    if nkic.source_stats() != nkic.SOURCE_STATS:
+    if sources.source_stats() != sources.SOURCE_STATS:
         return None, changed
-    h = hashlib.sha256(f"nkic={nkic.__version__};{_dependency_versions()}".encode())
-    for rel in sorted(nkic.SOURCE_STATS):
+    h = hashlib.sha256(f"nkic={version.__version__};{_dependency_versions()}".encode())
+    for rel in sorted(sources.SOURCE_STATS):
         h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
-    if nkic.source_stats() != nkic.SOURCE_STATS:  # edited while being read
+    if sources.source_stats() != sources.SOURCE_STATS:  # edited while being read
         return None, changed
     return h.hexdigest(), ""
 

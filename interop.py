@@ -17,18 +17,17 @@ under ``torch.compile(fullgraph=True)`` each call is a registered torch operator
 
 from __future__ import annotations
 
+import importlib.util
 import sys
-from collections.abc import Callable
+import types
 from typing import Any
 
 import numpy as np
 
 from nkic.frontend.errors import NkiError, caller_location
-from nkic.frontend.tracer import Kernel, TensorSpec, TracedKernel
+from nkic.frontend.tracer import Kernel
+from nkic.interop_common import Call, abstract_trace, as_tuple, is_torch, rebuild, split_arrays, unflatten
 from nkic.target.vocab import numpy_dtype
-
-Call = Callable[[Kernel, tuple[Any, ...], dict[str, Any]], Any]
-
 
 def framework_call(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
     """Run ``kernel`` on framework arrays through ``run`` (which takes numpy arrays); ``NotImplemented`` if no
@@ -36,49 +35,9 @@ def framework_call(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]
     values = (*args, *kwargs.values())
     if any(_is_jax(v) for v in values):
         return _call_jax(kernel, args, kwargs, run)
-    if any(_is_torch(v) for v in values):
+    if any(is_torch(v) for v in values):
         return _call_torch(kernel, args, kwargs, run)
     return NotImplemented
-
-
-# -- argument plumbing shared by the adapters ----------------------------------------------------------------------
-def _split(args: tuple[Any, ...], kwargs: dict[str, Any], is_array: Callable[[Any], bool]) -> list[Any]:
-    """The framework arrays among the arguments, in call order (positional, then keyword)."""
-    return [v for v in (*args, *kwargs.values()) if is_array(v)]
-
-
-def _rebuild(
-    args: tuple[Any, ...], kwargs: dict[str, Any], is_array: Callable[[Any], bool], arrays: list[Any]
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The arguments with each framework array replaced, in order, by the next of ``arrays``."""
-    it = iter(arrays)
-    new_args = tuple(next(it) if is_array(v) else v for v in args)
-    new_kwargs = {k: next(it) if is_array(v) else v for k, v in kwargs.items()}
-    return new_args, new_kwargs
-
-
-def _abstract_trace(
-    kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], is_array: Callable[[Any], bool]
-) -> TracedKernel:
-    specs = [TensorSpec(tuple(v.shape), _dtype_name(v.dtype)) for v in _split(args, kwargs, is_array)]
-    spec_args, spec_kwargs = _rebuild(args, kwargs, is_array, specs)
-    return kernel.trace(*spec_args, **spec_kwargs)
-
-
-def _dtype_name(dtype: Any) -> str:
-    return np.dtype(dtype).name if not isinstance(dtype, str) else dtype
-
-
-def _as_tuple(value: Any) -> tuple[Any, ...]:
-    if value is None:
-        return ()
-    return value if isinstance(value, tuple) else (value,)
-
-
-def _unflatten(traced: TracedKernel, outputs: tuple[Any, ...] | list[Any]) -> Any:
-    if traced.returns_tuple:
-        return tuple(outputs)
-    return outputs[0] if outputs else None
 
 
 # -- JAX -------------------------------------------------------------------------------------------------------------
@@ -88,10 +47,10 @@ def _is_jax(value: Any) -> bool:
 
 
 def _call_jax(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
-    import jax
+    import jax  # deferred: jax is an optional dependency, imported only for a call with jax arrays
 
     where = caller_location()  # the user's call of the kernel: the gradient error is reported there
-    traced = _abstract_trace(kernel, args, kwargs, _is_jax)
+    traced = abstract_trace(kernel, args, kwargs, _is_jax)
     if traced.written_inputs:
         name = traced.written_inputs[0][0]
         raise NkiError(
@@ -101,8 +60,8 @@ def _call_jax(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run
     shapes = tuple(jax.ShapeDtypeStruct(shape, numpy_dtype(dtype)) for _, shape, dtype in traced.outputs)
 
     def host(*arrays: Any) -> tuple[np.ndarray, ...]:
-        call_args, call_kwargs = _rebuild(args, kwargs, _is_jax, [np.asarray(a) for a in arrays])
-        results = _as_tuple(run(kernel, call_args, call_kwargs))
+        call_args, call_kwargs = rebuild(args, kwargs, _is_jax, [np.asarray(a) for a in arrays])
+        results = as_tuple(run(kernel, call_args, call_kwargs))
         return tuple(np.asarray(r, dtype=s.dtype).reshape(s.shape) for r, s in zip(results, shapes))
 
     @jax.custom_vjp
@@ -120,18 +79,14 @@ def _call_jax(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run
         )
 
     call.defvjp(forward, backward)
-    return _unflatten(traced, call(*_split(args, kwargs, _is_jax)))
+    return unflatten(traced, call(*split_arrays(args, kwargs, _is_jax)))
 
 
 # -- PyTorch ---------------------------------------------------------------------------------------------------------
-def _is_torch(value: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
-
-
 def _call_torch(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
-    # A module of its own that imports torch: its first import (native even under torch.compile, which does not trace
-    # imports) marks its entry points for dynamo before dynamo reaches them.
+    # Deferred: interop_torch imports torch (an optional dependency). A module of its own: its first import (native
+    # even under torch.compile, which does not trace imports) marks its entry points for dynamo before dynamo
+    # reaches them.
     from nkic.interop_torch import call_torch
 
     return call_torch(kernel, args, kwargs, run)
@@ -142,16 +97,13 @@ def install_torch_xla_standin() -> bool:
     written for a Neuron device (the NKI docs' PyTorch examples) run unchanged: ``torch_xla.device()`` and
     ``torch_xla.core.xla_model.xla_device()`` are the CPU, ``xm.mark_step()`` / ``torch_xla.sync()`` do nothing
     (kernels run eagerly on nkic's simulator). True when installed. torch itself is imported only when used."""
-    import importlib.util
-    import types
-
     if "torch_xla" in sys.modules or importlib.util.find_spec("torch") is None:
         return False
     if importlib.util.find_spec("torch_xla") is not None:
         return False  # the real one
 
     def device(*_: Any, **__: Any) -> Any:
-        import torch
+        import torch  # deferred: torch is an optional dependency, imported only when a script asks for a device
 
         return torch.device("cpu")
 

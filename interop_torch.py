@@ -29,7 +29,7 @@ import torch
 
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import CompileOptions, Kernel, TensorSpec, TraceCache, TracedKernel
-from nkic.interop import Call, _as_tuple, _is_torch, _split, _unflatten
+from nkic.interop_common import Call, as_tuple, is_torch, split_arrays, unflatten
 from nkic.target.vocab import numpy_dtype
 
 __all__ = ["call_torch"]
@@ -64,13 +64,13 @@ _LOCK = threading.RLock()
 
 def call_torch(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
     """Run ``kernel`` on tensors (eagerly, or traced by torch.compile): the call's handle, then its operator."""
-    mask = tuple(_is_torch(v) for v in (*args, *kwargs.values()))
-    static_args = tuple(None if _is_torch(v) else v for v in args)
-    static_kwargs = {k: None if _is_torch(v) else v for k, v in kwargs.items()}
+    mask = tuple(is_torch(v) for v in (*args, *kwargs.values()))
+    static_args = tuple(None if is_torch(v) else v for v in args)
+    static_kwargs = {k: None if is_torch(v) else v for k, v in kwargs.items()}
     # The kernel as its function, grid and options: ``kernel[2]`` is a new Kernel object per call (one dynamo made
     # while tracing, even), but its parts are the same objects every time.
     handle = _register(kernel.func, kernel.grid, kernel.options, static_args, static_kwargs, mask, run)
-    return _dispatch(handle, *_split(args, kwargs, _is_torch))
+    return _dispatch(handle, *split_arrays(args, kwargs, is_torch))
 
 
 @torch._dynamo.assume_constant_result
@@ -97,7 +97,7 @@ def _dispatch(handle: int, *tensors: Any) -> Any:
     op = _operator(handle, tuple(i for i, n in enumerate(names) if n in written), len(traced.outputs))
     result = op(*tensors)
     outputs = () if not traced.outputs else (result,) if len(traced.outputs) == 1 else tuple(result)
-    return _unflatten(traced, outputs)
+    return unflatten(traced, outputs)
 
 
 def _trace(call: _Call, tensors: tuple[Any, ...]) -> tuple[TracedKernel, list[str]]:
@@ -175,7 +175,7 @@ def _run(call: _Call, tensors: tuple[Any, ...]) -> list[Any]:
         if tensor.device.type != "cpu":  # a CPU tensor shares its memory with the array the kernel wrote
             tensor.copy_(_from_numpy(array).to(tensor.device))
     device = tensors[0].device if tensors else torch.device("cpu")
-    return [_from_numpy(r).to(device) for r in _as_tuple(result)]
+    return [_from_numpy(r).to(device) for r in as_tuple(result)]
 
 
 def _to_numpy(t: Any) -> np.ndarray:

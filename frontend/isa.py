@@ -37,6 +37,8 @@ from nkic.target.instructions import (
     InstrSpec,
     Role,
     activate2_problem,
+    available_on,
+    first_generation,
     sendrecv_problem,
     dims_problem,
     engine_problem,
@@ -225,7 +227,7 @@ def _record(
     """Checks shared by every instruction, then one penguin instruction."""
     target = _target(ctx)
     if not _available(target, op):
-        first = target.first_with(op)
+        first = first_generation(op)
         raise NkiError(
             f"nisa.{INSTRUCTIONS[op].nki_name or op} is not available on {target.name}",
             f"it needs {first} or newer" if first else "",
@@ -331,7 +333,7 @@ def _available(target: Target, op: str) -> bool:
     key = (target.nc_version, op)
     if key in _AVAILABLE:
         return True
-    if target.has(op):
+    if available_on(op, target):
         _AVAILABLE.add(key)
         return True
     return False

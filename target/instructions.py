@@ -23,7 +23,7 @@ from nkic.target.isa import (
     register_opcode,
     set_opcode_engines,
 )
-from nkic.target.machine import ENGINE_BY_NAME, ENGINE_NAMES, PE_ARRAY
+from nkic.target.machine import ENGINE_BY_NAME, ENGINE_NAMES, PE_ARRAY, TARGETS, Target
 from nkic.target.vocab import ALU_OPS, HBM_MEMORIES, ON_CHIP
 
 __all__ = ["Role", "Field", "InstrSpec", "INSTRUCTIONS", "declare", "FIELD_KINDS", "legal_engines", "engine_problem"]
@@ -263,6 +263,17 @@ def declare(spec: InstrSpec, opcode: OpSpec | None = None) -> InstrSpec:
         union = [e for s in INSTRUCTIONS.values() if s.opcode == spec.opcode for e in s.engines]
         set_opcode_engines(spec.opcode, tuple(dict.fromkeys(union)))
     return spec
+
+
+def available_on(instruction: str, target: Target) -> bool:
+    """Whether generation ``target`` has ``instruction`` (its declaration says since which generation)."""
+    spec = INSTRUCTIONS.get(instruction)
+    return spec is not None and spec.since <= target.nc_version
+
+
+def first_generation(instruction: str) -> str | None:
+    """The first generation that has ``instruction`` (for error messages), or None."""
+    return next((t.name for t in TARGETS.values() if available_on(instruction, t)), None)
 
 
 def legal_engines(spec: InstrSpec, nc_version: int | None = None, memories: Mapping[str, str] | None = None,

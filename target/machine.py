@@ -143,22 +143,8 @@ class Target:
     def psum_banks(self) -> int:
         return self.psum_bytes_per_partition // self.psum_bank_bytes
 
-    @property
-    def instructions(self) -> frozenset[str]:
-        """The NKI instructions this generation has (each declaration says since which generation)."""
-        from nkic.target.instructions import INSTRUCTIONS  # the declarations import this module
-
-        return frozenset(n for n, s in INSTRUCTIONS.items() if s.since <= self.nc_version)
-
-    def has(self, instruction: str) -> bool:
-        from nkic.target.instructions import INSTRUCTIONS  # the declarations import this module
-
-        spec = INSTRUCTIONS.get(instruction)
-        return spec is not None and spec.since <= self.nc_version
-
-    def first_with(self, instruction: str) -> str | None:
-        """The first generation that has ``instruction`` (for error messages)."""
-        return next((t.name for t in TARGETS.values() if t.has(instruction)), None)
+    # Which instructions a generation has is each declaration's ``since`` (target/instructions.py available_on,
+    # first_generation): the declarations import this module, not the other way round.
 
 
 def _clocks(pe: float, dve: float, act: float, pool: float) -> dict[str, float]:

@@ -156,7 +156,7 @@ def test_miss_when_the_nkic_version_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel_dir: Path
 ) -> None:
     def bump(_: Any) -> None:
-        monkeypatch.setattr(nkic, "__version__", nkic.__version__ + ".post1")
+        monkeypatch.setattr(nkic.version, "__version__", nkic.version.__version__ + ".post1")
         cache.reset_compiler_digest()
 
     try:
@@ -323,9 +323,9 @@ def test_edited_nkic_sources_turn_the_cache_off_in_this_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel_dir: Path
 ) -> None:
     """After a ``git pull`` under a running process, its loaded code is not the code on disk: no key is honest."""
-    first = next(iter(nkic.SOURCE_STATS))
-    stale = {**nkic.SOURCE_STATS, first: (0, 0)}
-    monkeypatch.setattr(nkic, "SOURCE_STATS", stale)
+    first = next(iter(nkic.sources.SOURCE_STATS))
+    stale = {**nkic.sources.SOURCE_STATS, first: (0, 0)}
+    monkeypatch.setattr(nkic.sources, "SOURCE_STATS", stale)
     monkeypatch.setattr(cache, "_warned", set())
     cache.reset_compiler_digest()
     try:
