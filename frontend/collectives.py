@@ -367,8 +367,8 @@ def rank_id(ctx: Any, name: Any = None) -> VirtualRegister:
 @nki_op
 def collective_permute_implicit_current_processing_rank_id(ctx: Any, iteration_id: Any, replica_group: Any,
                                                             channel_id: Any = 0, name: Any = None) -> VirtualRegister:
-    """A register holding the rank whose data the ring holds after ``iteration_id`` implicit permutes: this rank at
-    iteration 0, then its predecessor, and so on around its list of the replica group."""
+    """A register holding the rank whose data the ring holds after ``iteration_id`` implicit permutes, as its
+    position in this rank's list of the replica group: this rank at iteration 0, then its predecessor, and so on."""
     what, group = "collective_permute_implicit_current_processing_rank_id", _group("rank id", replica_group)
     for label, value, top in (("iteration_id", iteration_id, None), ("channel_id", channel_id, MAX_CHANNELS)):
         v = int(value) if not isinstance(value, bool) and hasattr(value, "__index__") or _symbolic(value) else None

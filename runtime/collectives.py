@@ -287,13 +287,14 @@ def _exec_rank_id(core: _Core, ins: Instr) -> None:
 
 @execute("RING_RANK_ID")
 def _exec_ring_rank_id(core: _Core, ins: Instr) -> None:
-    """The member ``iteration`` steps back around this rank's ring (each step hands data to the successor)."""
+    """The member ``iteration`` steps back around this rank's ring (each step hands data to the successor), as
+    its position in the rank's list of the replica group (target/collectives.py says why)."""
     groups = parse_groups(_string(core, ins, "replica_groups"))
     group = group_of(groups, core.rank)
     if group is None:
         raise SimulationError(f"rank {core.rank} is not in replica group {list(map(list, groups))}")
     pos = group.index(core.rank)
-    _set_reg(core, ins, "dst_reg", group[(pos - int(ins.imm("iteration"))) % len(group)])
+    _set_reg(core, ins, "dst_reg", (pos - int(ins.imm("iteration"))) % len(group))
 
 
 @execute(*sorted(set(_APPLY)))

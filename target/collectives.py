@@ -135,7 +135,10 @@ _collective("collective_permute_implicit_reduce", "COLLECTIVE_PERMUTE_IMPLICIT_R
 
 # The rank registers. "rank_id: Get the rank ID of the current rank"; the implicit permutes' "rank ID of the data
 # to be processed in the current ring iteration": at iteration 0 "the current rank's own ID", then the rank whose
-# data arrived from the predecessors, i.e. the member ``iteration`` steps back around the ring.
+# data arrived from the predecessors, i.e. the member ``iteration`` steps back around the ring, as its position in
+# its list of the group: the ID "within the collective group" (rank_id's words). nki-library's fine_grained_allgather
+# indexes its (tp_degree, ...) result with it, with num_groups lists of tp_degree ranks each, so it cannot be the
+# rank's index in the whole launch.
 declare(
     InstrSpec("rank_id", "RANK_ID", (), ("sp",), "r[dst_reg] = the rank running this program",
               fields=(Field("dst_reg", "int", required=True),), traits=_CONTROL),
@@ -147,7 +150,7 @@ declare(
               "r[dst_reg] = the rank whose data an implicit permute has delivered after `iteration` ring steps",
               fields=(Field("dst_reg", "int", required=True), Field("iteration", "int", required=True),
                       _CHANNEL, _GROUPS), traits=_CONTROL),
-    OpSpec("RING_RANK_ID", 0x6A, ENGINE_NAMES, (), "r[dst_reg] = group[(position - iteration) mod size]",
+    OpSpec("RING_RANK_ID", 0x6A, ENGINE_NAMES, (), "r[dst_reg] = (position in group - iteration) mod size",
            imms=(Imm("dst_reg", "u32"), Imm("iteration", "u32"), Imm("channel", "u32", default=0),
                  Imm("replica_groups", "str")), writes=(), traits=_CONTROL),
 )

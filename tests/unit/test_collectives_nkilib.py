@@ -67,3 +67,17 @@ def test_allgather_compute_matmul(nkilib: Callable[[str], ModuleType], lnc: int,
     for r, out in enumerate(outs):
         want = np.stack([x @ rhs[r] for x in lhs])  # every rank's rows, in rank order, times this rank's columns
         np.testing.assert_allclose(out.reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("tp_degree, num_groups", [(8, 1), (4, 2)])
+def test_fine_grained_allgather_on_8_ranks(nkilib: Callable[[str], ModuleType], tp_degree: int, num_groups: int) -> None:
+    """tp_degree 8 (one ring of 8), and two rings of 4 (num_groups=2: replica group [[0..3], [4..7]]): each rank
+    gathers its own ring's inputs (the ring's rank ids are positions in the ring, as the result's first dim is)."""
+    import nki
+
+    m = nkilib(f"{PKG}.fg_allgather")
+    xs = [np.random.default_rng(60 + r).standard_normal((64, 128)).astype(np.float32) for r in range(8)]
+    outs = nki.simulate(m.fine_grained_allgather, ranks=8)(xs, tp_degree, num_groups, False)
+    for r, out in enumerate(outs):
+        ring = xs[r // tp_degree * tp_degree: (r // tp_degree + 1) * tp_degree]
+        np.testing.assert_array_equal(out, np.stack(ring).reshape(out.shape))
