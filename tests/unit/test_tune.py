@@ -79,8 +79,9 @@ def test_sweep_sorted_with_reasons(inline: tune.Report, kernel_file: Path) -> No
         assert 3 * 4 * t.config["TILE"] <= t.sbuf_peak <= t.sbuf_capacity  # three float32 tiles at least
     assert ran[0].sbuf_peak > ran[1].sbuf_peak  # 2048-column tiles take more SBUF than 512-column ones
     fit, assertion = (t.error for t in inline.failed)
-    # the second tile is the one that no longer fits beside the first
-    assert fit.startswith(f"{kernel_file}:{_line(KERNEL, 'y = nl.ndarray')}:") and "does not fit in SBUF" in fit
+    # at the kernel's line the allocator or the tracer names (an allocation, or the instruction that needs it)
+    assert fit.startswith(f"{kernel_file}:") and "does not fit in SBUF" in fit
+    assert int(fit.split(":")[1]) in range(_line(KERNEL, "for j in"), _line(KERNEL, "return out"))
     assert assertion.startswith(f"{kernel_file}:{_line(KERNEL, 'assert cols')}: error: AssertionError: ")
     assert "\n" not in fit + assertion
     table = inline.table()
@@ -118,7 +119,12 @@ def test_optuna_asks_and_learns(kernel: nkic.frontend.Kernel, inline: tune.Repor
 
 
 def test_files_and_cache_on_rerun(kernel: nkic.frontend.Kernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nkic import cache
+
     monkeypatch.delenv("NKIC_CACHE_DIR", raising=False)
+    # the compiler's identity pinned: this tests the tuner's use of the cache, and a shared checkout whose sources
+    # are edited while the test runs would turn the cache off (nkic.cache: a process compiles uncached then)
+    monkeypatch.setattr(cache, "compiler_digest", lambda: "test-tune")
     space = {"TILE": [2048, 3]}
     first = tune.tune(kernel, space, output_dir=tmp_path / "out", quiet=True)(*ARGS)
     again = tune.tune(kernel, space, output_dir=tmp_path / "out", quiet=True)(*ARGS)
