@@ -349,11 +349,23 @@ class LocalExecutor:
                 yield i, evaluate(job)
             return
         from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
 
-        pool = self._ensure_pool()
-        futures = {pool.submit(evaluate, job): i for i, job in enumerate(jobs)}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
+        pending = dict(enumerate(jobs))
+        alone = False  # after a worker died, one job at a time: the next death names its configuration
+        while pending:
+            pool = self._ensure_pool()
+            batch = list(pending.items())[:1] if alone else list(pending.items())
+            futures = {pool.submit(evaluate, job): i for i, job in batch}
+            for future in as_completed(futures):
+                i = futures[future]
+                if isinstance(future.exception(), BrokenProcessPool) and not alone:
+                    continue  # it, or a job beside it, killed the pool: run it again, alone
+                del pending[i]
+                yield i, _collect(future, jobs[i])
+            if any(isinstance(f.exception(), BrokenProcessPool) for f in futures):
+                self.close()
+                alone = True
 
     def _ensure_pool(self) -> Any:
         import multiprocessing
@@ -394,12 +406,21 @@ class DaskExecutor:
 
         futures = {self._client.submit(evaluate, job, pure=False): i for i, job in enumerate(jobs)}
         for future in as_completed(list(futures)):
-            yield futures[future], future.result()
+            i = futures[future]
+            yield i, _collect(future, jobs[i])
 
     def close(self) -> None:
         self._client.close()
         if self._cluster is not None:
             self._cluster.close()
+
+
+def _collect(future: Any, job: Job) -> Trial:
+    """A future's trial; a worker that died running it (killed, out of memory) fails that configuration only."""
+    try:
+        return future.result()
+    except Exception as e:  # noqa: BLE001 -- evaluate() itself never raises: this is the worker process failing
+        return Trial(dict(job.config), error=f"the worker running it failed: {type(e).__name__}: {e}".strip())
 
 
 def make_executor(name: str, jobs: int = 1, address: str | None = None, workers: int = 2) -> Executor:

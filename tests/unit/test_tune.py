@@ -94,6 +94,16 @@ def test_local_processes_equal_inline(kernel: nkic.frontend.Kernel, inline: tune
     assert [t.result() for t in report.trials] == [t.result() for t in inline.trials]
 
 
+def test_a_dying_worker_fails_its_configuration_only(tmp_path: Path) -> None:
+    path = tmp_path / "dies.py"
+    path.write_text(KERNEL.replace("    rows, cols = a.shape\n", "    rows, cols = a.shape\n    if TILE == 1024:\n"
+                                   "        import os; os._exit(3)  # a worker killed (out of memory, a signal)\n"))
+    dying = tune.load_kernel(str(path), "tiled_add")
+    report = tune.tune(dying, {"TILE": [512, 1024, 2048]}, jobs=2, quiet=True)(*ARGS)
+    assert [t.config["TILE"] for t in report.trials] == [2048, 512, 1024]
+    assert report.failed[0].error.startswith("the worker running it failed: BrokenProcessPool")
+
+
 def test_dask_local_cluster_equals_local(kernel: nkic.frontend.Kernel, inline: tune.Report) -> None:
     pytest.importorskip("distributed")
     report = tune.tune(kernel, SPACE, executor="dask", workers=2, quiet=True)(*ARGS)
