@@ -194,36 +194,51 @@ def _fresh(kernel: Kernel, job: Job) -> Kernel:
 
 
 def sbuf_peak(neff: Any) -> int:
-    """The SBUF bytes per partition live at once, at most (over the NEFF's programs): each byte range an
-    instruction's static access pattern reaches is live from the first instruction touching it to the last (in
-    instruction order, the program order ``allocate-memory`` assigns live ranges in); the peak is the largest union
-    of live ranges (a tile and a slice of it count once). Not the highest address: the default allocator rotates
-    tiles through all of SBUF, so that is near the capacity for any kernel with more tiles than fit at once."""
-    return max((_live_peak(_sbuf_spans(sg)) for sg in neff.subgraphs), default=0)
+    """The SBUF bytes per partition live at once, at most (over the NEFF's programs). A byte range an instruction's
+    static access pattern reaches is live from an instruction writing it to the last one touching it before the
+    next write that does not also read it (a new tenant: the allocator reuses addresses); instructions in id order,
+    the program order ``allocate-memory`` assigns live ranges in. The peak is the largest union of live ranges (a
+    tile and a slice of it count once). Not the highest address: the default allocator rotates tiles through all of
+    SBUF, so that is near the capacity for any kernel with more tiles than fit at once."""
+    return max((_live_peak(_sbuf_ranges(sg)) for sg in neff.subgraphs), default=0)
 
 
-def _sbuf_spans(sg: Any) -> dict[tuple[int, int], list[int]]:
-    """(first byte, end byte) per partition of every SBUF range any instruction touches -> [first, last] id."""
+def _sbuf_ranges(sg: Any) -> list[tuple[int, int, int, int]]:
+    """(first id, last id, first byte, end byte) per partition of every live range of an SBUF byte range."""
+    from nkic.target.isa import OPCODES
     from nkic.target.vocab import dtype_size
 
-    spans: dict[tuple[int, int], list[int]] = {}
-    for instrs in sg.engines.values():
-        for instr in instrs:
-            for op in instr.operands:
-                if op is None or op.memory != "sbuf":
-                    continue
-                last = sum(step * (num - 1) for step, num in op.pattern[1:] if step > 0)
-                key = (op.address, op.address + (last + 1) * dtype_size(op.dtype))
-                span = spans.setdefault(key, [instr.inst_id, instr.inst_id])
-                span[0], span[1] = min(span[0], instr.inst_id), max(span[1], instr.inst_id)
-    return spans
+    done: list[tuple[int, int, int, int]] = []
+    open_: dict[tuple[int, int], list[int]] = {}
+    program = sorted((i for instrs in sg.engines.values() for i in instrs), key=lambda i: i.inst_id)
+    for instr in program:
+        spec = OPCODES.get(instr.opcode)
+        uses: dict[tuple[int, int], bool] = {}  # range -> written without being read by this instruction
+        for slot, op in enumerate(instr.operands):
+            if op is None or op.memory != "sbuf":
+                continue
+            last = sum(step * (num - 1) for step, num in op.pattern[1:] if step > 0)
+            key = (op.address, op.address + (last + 1) * dtype_size(op.dtype))
+            written = spec is not None and slot < len(spec.slots) and spec.slots[slot] in spec.writes
+            uses[key] = written and uses.get(key, True)
+        for key, fresh in uses.items():
+            span = open_.get(key)
+            if span is not None and fresh:  # a new value in these bytes: the previous one's range ends
+                done.append((span[0], span[1], *key))
+                span = None
+            if span is None:
+                open_[key] = [instr.inst_id, instr.inst_id]
+            else:
+                span[1] = instr.inst_id
+    done.extend((first, last, *key) for key, (first, last) in open_.items())
+    return done
 
 
-def _live_peak(spans: dict[tuple[int, int], list[int]]) -> int:
+def _live_peak(ranges: list[tuple[int, int, int, int]]) -> int:
     """The largest union of the byte ranges live together (a sweep in first-use order)."""
     active: list[tuple[int, int, int]] = []  # a heap of (last use, lo, hi)
     total = best = 0
-    for (lo, hi), (first, last) in sorted(spans.items(), key=lambda kv: kv[1][0]):
+    for first, last, lo, hi in sorted(ranges):
         while active and active[0][0] < first:
             _, a, b = heapq.heappop(active)
             total -= b - a

@@ -201,19 +201,20 @@ def test_cli_tune(kernel_file: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_sbuf_peak_is_the_live_bytes() -> None:
-    """A -> B (1), B -> C (2), C and a slice of C -> D (3), D over A's dead bytes: at most C and D are live together,
-    the slice counted once; the highest address (12288) is not the peak."""
+    """A -> B (1), B -> C (2), C and a slice of C -> D (3, D over A's dead bytes), D -> B (4, a new value in B's
+    bytes): at most C and D are live together (8192 bytes), the slice counted once and B's two values apart (one
+    range from 1 to 4 would add B's 2048); the highest address (12288) is not the peak."""
     from nkic.runtime.neff import Neff, Subgraph
     from nkic.target.isa import Instr, Operand
 
     def sbuf(address: int, n: int) -> Operand:
         return Operand("sbuf", "float32", ((1, 128), (1, n)), address=address)
 
-    a, b, c, c_slice, d = sbuf(0, 512), sbuf(2048, 512), sbuf(8192, 1024), sbuf(8192, 256), sbuf(0, 1024)
-    hbm = Operand("hbm", "float32", ((1, 1 << 20),))
-    program = [Instr("TENSOR_COPY", "dve", (b, a), inst_id=1), Instr("TENSOR_COPY", "act", (c, b, hbm), inst_id=2),
-               Instr("TENSOR_TENSOR", "dve", (d, c, c_slice), inst_id=3)]  # fmt: skip
-    assert tune.sbuf_peak(Neff("k", [], [Subgraph("sg00", {"dve": program})])) == 4096 + 4096
+    a, b, c, c_slice, d = sbuf(0, 512), sbuf(4096, 512), sbuf(8192, 1024), sbuf(8192, 256), sbuf(0, 1024)
+    program = [Instr("TENSOR_COPY", "dve", (b, a), inst_id=1), Instr("TENSOR_COPY", "act", (c, b), inst_id=2),
+               Instr("TENSOR_TENSOR", "dve", (d, c, c_slice), inst_id=3), Instr("TENSOR_COPY", "act", (b, d), inst_id=4)]
+    engines = {"dve": [program[0], program[2]], "act": [program[1], program[3]]}
+    assert tune.sbuf_peak(Neff("k", [], [Subgraph("sg00", engines)])) == 4096 + 4096
 
 
 if __name__ == "__main__":
