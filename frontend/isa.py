@@ -43,7 +43,6 @@ from nkic.target.instructions import (
     dims_problem,
     engine_problem,
     legal_engines,
-    shuffle_start_problem,
 )
 from nkic.target.machine import (
     ENGINE_BY_NAME,
@@ -157,9 +156,9 @@ def _in(op: str, role: str, t: NkiTensor, *buffers: str) -> None:
 
 
 def _in_sbuf_not_psum(op: str, role: str, t: NkiTensor) -> None:
-    """A PSUM tile given to a GpSimd-only instruction whose reference requires SBUF (nisa.affine_select): the
-    reference's reason, and the copy that fixes it (nki-library's attention_cte copies the Q·Kᵀ scores out of
-    PSUM with nisa.tensor_copy before its causal affine_select)."""
+    """A PSUM tile given to a GpSimd-only instruction whose reference requires SBUF (nisa.affine_select; the rule
+    itself is target/rules/vector.py's): the reference's reason, and the copy that fixes it (nki-library's
+    attention_cte copies the Q·Kᵀ scores out of PSUM with nisa.tensor_copy before its causal affine_select)."""
     fix = ("copy the PSUM tile to SBUF first with nisa.tensor_copy (VectorE and ScalarE read PSUM), then select from "
            "the copy" if role != "dst" else "give it a dst in SBUF, and copy the result to PSUM if it must be there")
     raise NkiError(
@@ -203,6 +202,13 @@ def _scalar(op: str, role: str, value: Any, dst: NkiTensor) -> tuple[NkiTensor |
     raise NkiError(f"{op}: '{role}' must be a number or a (P, 1) tile, got {type(value).__name__}")
 
 
+def _scalar_value(op: str, role: str, value: Any) -> tuple[NkiTensor | None, float | None]:
+    """A scalar operand whose (P, 1) shape a documented rule states (``target/rules``): an immediate or a tile."""
+    if isinstance(value, NkiTensor):
+        return value, None
+    return _scalar(op, role, value, None)  # type: ignore[arg-type]  # a number: no tile to compare with
+
+
 def _enum(value: Any, cls: type[Enum], what: str) -> str:
     if isinstance(value, cls):
         return value.name
@@ -227,6 +233,8 @@ def _record(
     """Checks shared by every instruction, then one penguin instruction."""
     target = _target(ctx)
     if not _available(target, op):
+        # the reference's sentence where it states the generation (target/rules: unavailable), else the declaration
+        _enforce(Call(op, {}, {}, target.nc_version, getattr(ctx, "_api_call", "")))
         first = first_generation(op)
         raise NkiError(
             f"nisa.{INSTRUCTIONS[op].nki_name or op} is not available on {target.name}",
@@ -239,6 +247,9 @@ def _record(
     dst = operands.get("dst")
     bank = target.psum_bank_bytes
     _packed_operands(op, operands)
+    if op in RULES and getattr(ctx, "_api_call", "").startswith("nisa."):
+        _documented_rules(ctx, target, op, given, attrs)  # first: the message cites the reference's sentence
+    # what the declaration states beyond the documented sentences (and, for an nl function's instruction, all of it)
     roles = _role_table(op)
     for role, t in given.items():
         _declared_role(op, roles[role], t, dst)
@@ -246,8 +257,6 @@ def _record(
         problem = dims_problem(spec, {r: (t.partitions, t.free_size) for r, t in given.items()})
         if problem is not None:
             raise NkiError(problem)
-    if op in RULES and getattr(ctx, "_api_call", "").startswith("nisa."):
-        _documented_rules(ctx, target, op, given, attrs)
     _engine_check(target, op, given, attrs, ENGINE_OF_HINT.get(engine_name, ""))
     for role, t in given.items():
         if not t.storage.buffer == "psum":
@@ -395,7 +404,8 @@ def _declared_role(op: str, role: Role, t: NkiTensor, dst: NkiTensor | None) -> 
     """What the declaration says of a role: its memory spaces, and (P, 1) for a scalar tile."""
     if str(t.buffer) not in role.memories:
         where = " or ".join(m.upper() for m in role.memories)
-        raise NkiError(f"{op}: '{role.name}' must be in {where}, not {t.buffer}")
+        hint = "dma_copy it on chip first" if not t.on_chip and "sbuf" in role.memories else ""
+        raise NkiError(f"{op}: '{role.name}' must be in {where}, not {t.buffer}", hint)
     if role.scalar and dst is not None and (t.free_size != 1 or t.partitions != dst.partitions):
         raise NkiError(f"{op}: '{role.name}' must be a ({dst.partitions}, 1) tile, got shape {t.shape}")
 
@@ -664,8 +674,7 @@ def tensor_tensor(
     _mask(kw)
     name = "tensor_tensor"
     t = {role: _tensor(name, role, v) for role, v in (("dst", dst), ("data1", data1), ("data2", data2))}
-    _rules(ctx, name, t, {})  # the documented shape rules first (target/rules/vector.py)
-    _elementwise(name, t)
+    _rules(ctx, name, t, {})  # the documented shape rules (target/rules/vector.py); memories: the declaration's
     eng = _enum(engine, _ENGINE, "engine")
     _record(ctx, name, t, {"op": alu_op(op), "engine": eng}, eng)  # type: ignore[arg-type]
 
@@ -722,9 +731,9 @@ def scalar_tensor_tensor(
     name = "scalar_tensor_tensor"
     dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
     other = _tensor(name, "operand1", operand1)
-    _rules(ctx, name, {"dst": dst, "data": data, "operand1": other}, {})
-    _elementwise(name, {"dst": dst, "data": data, "operand1": other})
-    t0, v0 = _scalar(name, "operand0", operand0, dst)
+    t0, v0 = _scalar_value(name, "operand0", operand0)
+    # the documented shape and memory rules (target/rules/vector.py), operand0's (P, 1) shape among them
+    _rules(ctx, name, {"dst": dst, "data": data, "operand1": other, "operand0": t0}, {})
     attrs = {"op0": alu_op(op0, "op0"), "operand0": v0, "op1": alu_op(op1, "op1"), "reverse0": bool(reverse0),
              "reverse1": bool(reverse1)}  # fmt: skip
     _record(ctx, name, {"dst": dst, "data": data, "operand0": t0, "operand1": other}, attrs)
@@ -798,10 +807,13 @@ def tensor_scalar_reduce(
     dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
     _elementwise(name, {"dst": dst, "data": data})
     cmd = _enum(reduce_cmd if reduce_cmd is not None else "reset_reduce", _REDUCE_CMD, "reduce_cmd")
-    if cmd != "reset_reduce" or reduce_init is not None:
-        raise NkiError(f"{name}: only reduce_cmd=reset_reduce is supported (got {cmd})")
     res = _tensor(name, "reduce_res", reduce_res)
-    _scalar(name, "reduce_res", res, dst)
+    # the documented rules first: reduce_init with its reduce_cmd, reduce_res's memory and (P, 1) shape
+    facts = {"reduce_cmd": cmd, "reduce_init_given": reduce_init is not None}
+    _rules(ctx, name, {"data": data, "reduce_res": res}, facts)
+    if cmd != "reset_reduce":
+        raise NkiError(f"{name}: reduce_cmd={cmd} is not implemented in nkic (only reset_reduce)",
+                       "reset the accumulator per call, or accumulate the per-call results with nisa.tensor_tensor")
     t0, v0 = _scalar(name, "operand0", operand0, dst)
     attrs = {"op0": alu_op(op0, "op0"), "operand0": v0, "reduce_op": alu_op(reduce_op, "reduce_op"),
              "reverse0": bool(reverse0), "reduce_res_negate": bool(reduce_res_negate)}  # fmt: skip
@@ -943,7 +955,7 @@ def iota(ctx: Any, dst: NkiTensor, pattern: Any, offset: Any = 0, channel_multip
     """``dst[p, i…] = offset + p·channel_multiplier + Σ step·i``."""
     _mask(kw)
     dst = _tensor("iota", "dst", dst)
-    _in("iota", "dst", dst, "sbuf")
+    _rules(ctx, "iota", {"dst": dst}, {})  # dst in SBUF, its size (target/rules/vector.py)
     pairs = _pattern("iota", pattern)
     attrs = {"pattern": pairs, "offset": int(offset), "channel_multiplier": int(channel_multiplier)}
     _record(ctx, "iota", {"dst": dst}, attrs)
@@ -966,10 +978,9 @@ def affine_select(
     name = "affine_select"
     dst, on_true = _tensor(name, "dst", dst), _tensor(name, "on_true_tile", on_true_tile)
     for role, t in (("dst", dst), ("on_true_tile", on_true)):
-        if str(t.buffer) == "psum":
+        if str(t.buffer) == "psum":  # the common mistake (matmul scores): its own message, with the fix
             _in_sbuf_not_psum(name, role, t)
-        _in(name, role, t, "sbuf")
-    _rules(ctx, name, {"dst": dst, "on_true": on_true}, {})
+    _rules(ctx, name, {"dst": dst, "on_true": on_true}, {})  # SBUF tiles, sizes (target/rules/vector.py)
     _elementwise(name, {"dst": dst, "on_true_tile": on_true})
     pairs = _pattern(name, pattern)
     attrs = {"pattern": pairs, "channel_multiplier": int(channel_multiplier), "cmp_op": alu_op(cmp_op, "cmp_op"),
@@ -1001,8 +1012,7 @@ def range_select(
     _elementwise(name, {"dst": dst, "on_true_tile": on_true})
     ops = {k: alu_op(v, k) for k, v in (("comp_op0", comp_op0), ("comp_op1", comp_op1))}
     bounds = {k: _tensor(name, k, v) for k, v in (("bound0", bound0), ("bound1", bound1))}
-    for k, t in bounds.items():
-        _scalar(name, k, t, dst)
+    _rules(ctx, name, {"on_true": on_true, **bounds}, {})  # bounds: (P, 1) tiles on on_true's partitions
     if reduce_res is not None:
         _scalar(name, "reduce_res", _tensor(name, "reduce_res", reduce_res), dst)
     reduce = alu_op(reduce_op if reduce_op is not None else "maximum", "reduce_op")
@@ -1130,17 +1140,14 @@ def select_reduce(
     _mask(kw)
     name = "select_reduce"
     t = {r: _tensor(name, r, v) for r, v in (("dst", dst), ("predicate", predicate), ("on_true", on_true))}
-    _rules(ctx, name, t, {})
-    _elementwise(name, t)
+    _rules(ctx, name, t, {})  # the documented shapes (target/rules/vector.py); memories: the declaration's
     if t["on_true"].buffer == "psum" and t["predicate"].buffer == "psum":
         raise NkiError(f"{name}: on_true and predicate cannot both be in PSUM")
     if t["predicate"].dtype not in ("int8", "uint8", "int16", "uint16"):
         raise NkiError(f"{name}: predicate must be int8, uint8, int16 or uint16, got {t['predicate'].dtype}")
     reduce = alu_op(reduce_op if reduce_op is not None else "maximum", "reduce_op")
     t_false, v_false = _scalar(name, "on_false", on_false, t["dst"])
-    t_res = None
-    if reduce_res is not None:
-        t_res, _ = _scalar(name, "reduce_res", _tensor(name, "reduce_res", reduce_res), t["dst"])
+    t_res = None if reduce_res is None else _tensor(name, "reduce_res", reduce_res)  # its shape: a rule
     attrs = {"on_false": v_false, "reduce_cmd": _enum(reduce_cmd if reduce_cmd is not None else "idle", _REDUCE_CMD,
              "reduce_cmd"), "reduce_op": reduce, "reverse_pred": bool(reverse_pred)}  # fmt: skip
     _record(ctx, name, {**t, "on_false": t_false, "reduce_res": t_res}, attrs, "vector")
@@ -1296,8 +1303,7 @@ def set_rng_seed(ctx: Any, src_seeds: NkiTensor, **kw: Any) -> None:
     """Seed VectorE's PRNG from the 32-bit value ``src_seeds[0, 0]`` (its bits: an int32 42 is seed 42)."""
     _mask(kw)
     name = "set_rng_seed"
-    src = _tensor(name, "src_seeds", src_seeds)
-    _on_chip(name, "src_seeds", src)
+    src = _tensor(name, "src_seeds", src_seeds)  # SBUF or PSUM, [1, 1], 32 bits: rules (target/rules/scalar.py)
     _record(ctx, name, {"src_seeds": src}, {}, "vector")
 
 
@@ -1307,7 +1313,7 @@ def rand_set_state(ctx: Any, src_seeds: NkiTensor, engine: Any = None, **kw: Any
     _mask(kw)
     name = "rand_set_state"
     src = _tensor(name, "src_seeds", src_seeds)
-    _in(name, "src_seeds", src, "sbuf")
+    _rules(ctx, name, {"src_seeds": src}, {})  # in SBUF, uint32, 6 or 24 words (target/rules/scalar.py)
     eng = _rng_engine(ctx, name, engine, "gpsimd")
     _api_rules(ctx, name, {"ranks": {"src_seeds": src.ndim}})
     _record(ctx, name, {"src_seeds": src}, {"engine": eng}, eng)
@@ -1357,9 +1363,8 @@ def max8(ctx: Any, dst: NkiTensor, src: NkiTensor, **kw: Any) -> None:
     dst, src = _tensor(name, "dst", dst), _tensor(name, "src", src)
     _on_chip(name, "dst", dst)
     _on_chip(name, "src", src)
-    _rules(ctx, name, {"dst": dst, "src": src}, {"shapes": {"src": src.shape, "dst": dst.shape}})  # the ranks
-    if dst.ndim != 2 or dst.shape != (src.partitions, 8):
-        raise NkiError(f"{name}: dst must be a 2-D [{src.partitions}, 8] tile, got shape {dst.shape}")
+    # the ranks, dst's (src partitions, 8) and src's 8..16384 elements (target/rules/vector.py)
+    _rules(ctx, name, {"dst": dst, "src": src}, {"shapes": {"src": src.shape, "dst": dst.shape}})
     _record(ctx, name, {"dst": dst, "src": src}, {}, "vector")
 
 
@@ -1373,8 +1378,8 @@ def nc_find_index8(ctx: Any, dst: NkiTensor, data: NkiTensor, vals: NkiTensor, *
     t = {role: _tensor(name, role, v) for role, v in (("dst", dst), ("data", data), ("vals", vals))}
     for role, x in t.items():
         _on_chip(name, role, x)
-    _rules(ctx, "find_index8", t, {"shapes": {"data": t["data"].shape, "vals": t["vals"].shape}})  # the ranks
-    _eight_per_partition(name, "vals", t["vals"], t["data"])
+    # the ranks, vals' 8 per partition, data's 8..16384 (target/rules/vector.py)
+    _rules(ctx, "find_index8", t, {"shapes": {"data": t["data"].shape, "vals": t["vals"].shape}})
     if t["dst"].ndim != 2:
         raise NkiError(f"{name}: dst must be a 2-D [{t['data'].partitions}, 8] tile, got shape {t['dst'].shape}")
     _eight_per_partition(name, "dst", t["dst"], t["data"])
@@ -1439,8 +1444,8 @@ def topk(ctx: Any, val_dst: NkiTensor, idx_dst: NkiTensor, src: NkiTensor, n: An
     _mask(kw)
     name = "topk"
     t = {role: _tensor(name, role, v) for role, v in (("val_dst", val_dst), ("idx_dst", idx_dst), ("src", src))}
+    _rules(ctx, name, t, {})  # SBUF tiles, partitions a multiple of 16, dtypes (target/rules/vector.py)
     for role, x in t.items():
-        _in(name, role, x, "sbuf")
         if x.ndim != 2:
             raise NkiError(f"{name}: '{role}' must be a 2-D tile, got shape {x.shape}")
     count, k = _int_param(name, "n", n), t["val_dst"].free_size
@@ -1518,18 +1523,12 @@ def nc_n_gather(ctx: Any, dst: NkiTensor, data: NkiTensor, indices: NkiTensor, *
     _record(ctx, name, t, {}, "gpsimd")
 
 
-def _shuffle_mask(op: str, mask: Any) -> tuple[int, ...]:
+def _shuffle_mask(mask: Any) -> Any:
+    """The mask with its affine entries bound (a loop index unrolls); what is wrong with it is a rule's to say."""
     try:
-        entries = tuple(int(m) for m in mask)
+        return tuple(int(m) if is_symbolic(m) else m for m in mask)
     except TypeError:
-        raise NkiError(f"{op}: shuffle_mask must be a list of {SHUFFLE_QUADRANT} integers, got {mask!r}") from None
-    if len(entries) != SHUFFLE_QUADRANT:
-        raise NkiError(f"{op}: shuffle_mask must have {SHUFFLE_QUADRANT} entries, got {len(entries)}")
-    bad = [m for m in entries if not (0 <= m < SHUFFLE_QUADRANT or m == SHUFFLE_KEEP)]
-    if bad:
-        raise NkiError(f"{op}: shuffle_mask entries must be 0..{SHUFFLE_QUADRANT - 1} (a partition of the quadrant) "
-                       f"or {SHUFFLE_KEEP} (keep), got {bad}")  # fmt: skip
-    return entries
+        return mask  # not a list: the rule names it
 
 
 @nki_op
@@ -1542,7 +1541,10 @@ def nc_stream_shuffle(ctx: Any, dst: NkiTensor, src: NkiTensor, shuffle_mask: An
     dst, src = _tensor(name, "dst", dst), _tensor(name, "src", src)
     _on_chip(name, "dst", dst)
     _on_chip(name, "src", src)
-    mask = _shuffle_mask(name, shuffle_mask)
+    mask = _shuffle_mask(shuffle_mask)
+    starts = {r: s for r, s in (("src", _start_partition(src)), ("dst", _start_partition(dst))) if s is not None}
+    # the mask's entries and the tiles' start partitions (target/rules/vector.py)
+    _rules(ctx, name, {"dst": dst, "src": src}, {"shuffle_mask": mask, "starts": starts})
     for i in range(dst.partitions):
         quadrant, lane = divmod(i, SHUFFLE_QUADRANT)
         pick = mask[lane]
@@ -1550,10 +1552,6 @@ def nc_stream_shuffle(ctx: Any, dst: NkiTensor, src: NkiTensor, shuffle_mask: An
             raise NkiError(f"{name}: shuffle_mask[{lane}] = {pick} makes dst partition {i} read partition "
                            f"{quadrant * SHUFFLE_QUADRANT + pick} of src, which has {src.partitions}",
                            f"use {SHUFFLE_KEEP} for partitions to leave unchanged")  # fmt: skip
-    starts = {r: s for r, s in (("src", _start_partition(src)), ("dst", _start_partition(dst))) if s is not None}
-    problem = shuffle_start_problem(src.partitions, dst.partitions, starts)
-    if problem is not None:
-        raise NkiError(f"{name}: {problem}")
     _record(ctx, name, {"dst": dst, "src": src}, {"shuffle_mask": mask}, "vector")
 
 
@@ -1566,9 +1564,7 @@ def sequence_bounds(ctx: Any, dst: NkiTensor, segment_ids: NkiTensor, **kw: Any)
     _mask(kw)
     name = "sequence_bounds"
     dst, seg = _tensor(name, "dst", dst), _tensor(name, "segment_ids", segment_ids)
-    for role, v in (("dst", dst), ("segment_ids", seg)):
-        if v.partitions != 1:
-            raise NkiError(f"{name}: '{role}' must have one partition, got shape {v.shape}")
+    _rules(ctx, name, {"dst": dst, "segment_ids": seg}, {})  # one partition, float32/int32 (target/rules/vector.py)
     if dst.free_size != 2 * seg.free_size:
         raise NkiError(f"{name}: dst must be (1, 2, {seg.free_size}) for {seg.free_size} segment ids, got shape "
                        f"{dst.shape}")  # fmt: skip

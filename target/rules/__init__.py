@@ -28,7 +28,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Operand", "Call", "Rule", "RULES", "WAIVERS", "rule", "waive", "problems", "rules_of", "message", "dtype_of"]
+__all__ = ["Operand", "Call", "Rule", "RULES", "WAIVERS", "rule", "waive", "problems", "rules_of", "message",
+           "dtype_of", "unavailable", "declared_engine", "in_memories"]
 
 STUBS = "nki/api/nki/isa/__init__.py"
 GENERATIONS = (2, 3, 4)  # NeuronCore-v2 (trn1), -v3 (trn2), -v4 (trn3): Target.nc_version
@@ -81,6 +82,13 @@ RULES: dict[str, list[Rule]] = {}
 WAIVERS: dict[tuple[str, str], str] = {}
 
 
+# The restrictions on tensor indirection (``.indirect(index)`` views of compute operands): nkic does not implement the
+# feature, so no call reaches them. A waiver of its own kind ("unsupported"), which the coverage report counts apart.
+NO_INDIRECTION = ("unsupported: tensor indirection of compute operands (.indirect() views) is not implemented in "
+                  "nkic; a dynamic access pattern on a compute operand is an error at the call (frontend/isa.py:"
+                  "_with_index_operands), so no call reaches this restriction")  # fmt: skip
+
+
 def waive(api: str, start: str, reason: str) -> None:
     """Record that the sentence of ``api``'s docstring starting with ``start`` is deliberately not a rule."""
     if (api, start) in WAIVERS:
@@ -129,6 +137,59 @@ def dtype_of(call: Call, role: str) -> str | None:
     op = call.operands.get(role)
     return op.dtype if op is not None else None
 
+
+# -- rules that read the instruction's declaration (target/instructions.py) -------------------------------------
+# Some restrictions are facts the whole compiler uses — which generation first has an instruction (``since``: the
+# tracer, Target.has), which engines may run it (``engine_problem``: assign-engines, the ISA verifiers). The
+# declaration states them once; the rule citing the sentence asks it, so the message at the user's line names the
+# sentence and no second copy can drift.
+def unavailable(instr: str, says: str, api: str = "") -> None:
+    """The sentence says ``instr`` is missing before its declared ``since``: a rule of the earlier generations."""
+    from nkic.target.instructions import INSTRUCTIONS
+
+    spec = INSTRUCTIONS[instr]
+    name = api or f"nisa.{spec.nki_name or instr}"
+
+    def test(call: Call) -> str | None:
+        return f"{name} is not available on gen{call.gen}: it needs gen{spec.since} or newer"
+
+    rule(instr, says, tuple(g for g in GENERATIONS if g < spec.since), api)(test)
+
+
+def declared_engine(instr: str) -> Callable[[Call], str | None]:
+    """The engine the call names (field ``engine``: an NKI engine name, or nkic's) may run ``instr`` with these
+    operands' memories and ALU ops on this generation; with none named, some engine can (``engine_problem``)."""
+    from nkic.target.instructions import INSTRUCTIONS, engine_problem, legal_engines
+    from nkic.target.machine import ENGINE_NAMES, ENGINE_OF_HINT
+
+    def test(call: Call) -> str | None:
+        spec = INSTRUCTIONS[instr]
+        memories = {r: o.memory for r, o in call.operands.items()}
+        alu = {f.name: call.fields.get(f.name) for f in spec.fields if f.kind == "alu"}
+        given = call.fields.get("engine")
+        engine = ENGINE_OF_HINT.get(given, given) if isinstance(given, str) else None
+        if engine in ENGINE_NAMES:  # named (not nisa.engine.unknown): that engine must be legal
+            return engine_problem(spec, engine, call.gen, memories, alu)
+        if legal_engines(spec, call.gen, memories, alu):
+            return None
+        return "; ".join(p for e in spec.engines if (p := engine_problem(spec, e, call.gen, memories, alu)))
+
+    return test
+
+
+def in_memories(fn: str, want: Mapping[str, tuple[str, ...]]) -> Callable[[Call], str | None]:
+    """Each role of ``want`` (those given) is in one of its memories (an HBM kind counts as "hbm")."""
+    from nkic.target.vocab import HBM_MEMORIES
+
+    def test(call: Call) -> str | None:
+        for role, allowed in want.items():
+            o = call.operands.get(role)
+            if o is not None and ("hbm" if o.memory in HBM_MEMORIES else o.memory) not in allowed:
+                where = " or ".join("HBM" if m == "hbm" else m.upper() for m in allowed)
+                return f"{fn}: '{role}' must be in {where}, not {o.memory}"
+        return None
+
+    return test
 
 
 

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from nkic.target.rules.coverage import report
+from nkic.target.rules.coverage import report, share
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{s.api}: [{tag}] {s.text}")
     print(f"{len(rows)} restriction sentences: {counts['encoded']} encoded, {counts['waived']} waived, "
           f"{counts['open']} open")  # fmt: skip
+    n = share(rows)
+    print(f"encoded: {n['encoded']} of {n['real']} real restrictions ({100 * n['encoded'] / n['real']:.1f}%; advice, "
+          f"semantics and signature notes left out), {n['encoded']} of the {n['implemented']} on features nkic "
+          f"implements ({100 * n['encoded'] / n['implemented']:.1f}%; tensor indirection and unary ALU operators "
+          "left out)")  # fmt: skip
     return 1 if counts["open"] else 0
 
 

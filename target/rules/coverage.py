@@ -96,6 +96,19 @@ def status(s: Sentence) -> tuple[str, str]:
     return "open", ""
 
 
+# Waiver kinds that are not restrictions at all (the reason's first word); "unsupported" marks a restriction on a
+# feature nkic does not implement (an error at the call), so no call can break it.
+NOT_RESTRICTIONS = ("advice", "semantics", "signature")
+
+
+def share(rows: list[tuple[Sentence, str, str]]) -> dict[str, int]:
+    """The encoded share's terms: ``real`` restriction sentences (every sentence but the advice / semantics /
+    signature waivers), of them ``implemented`` (not about a feature nkic lacks), and ``encoded``."""
+    kind = [re.split(r"[,:]", why)[0] if st == "waived" else st for _, st, why in rows]
+    real = [k for k in kind if k not in NOT_RESTRICTIONS]
+    return {"encoded": real.count("encoded"), "real": len(real), "implemented": len(real) - real.count("unsupported")}
+
+
 def report(stubs: Path) -> tuple[list[tuple[Sentence, str, str]], dict[str, int]]:
     rows = [(s, *status(s)) for s in sentences(stubs)]
     counts = {k: sum(1 for _, st, _ in rows if st == k) for k in ("encoded", "waived", "open")}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nkic.target.rules import Call, Operand, dtype_of, rule, waive
+from nkic.target.rules import NO_INDIRECTION, Call, Operand, dtype_of, rule, waive
 from nkic.target.vocab import HBM_MEMORIES, dtype_size
 
 _PE = 128  # the PE array's rows and columns
@@ -284,8 +284,7 @@ def _start(call: Call, name: str, start: int | None, size: int | None) -> str | 
 
 
 # -- nc_matmul: sentences that are not rules of their own
-_NO_INDIRECT = ("checked: frontend/isa.py:_with_index_operands (nkic has no .indirect() views, and a dynamic "
-                "access pattern on a Tensor Engine operand is rejected there: no operand can use tensor indirection)")
+_NO_INDIRECT = NO_INDIRECTION
 waive("nisa.nc_matmul", "The first matmul targeting a PSUM location", "semantics, not a restriction: a matmul with "
       "accumulate=True onto a location no matmul has written reads what is there (the simulator fills fresh memory "
       "with NaN, so the undefined result shows); whether an earlier instruction wrote it is a run-time fact")
@@ -539,8 +538,18 @@ def _dma_copy_engine(call: Call) -> str | None:
 
 waive("nisa.dma_copy", "When either sw_dge or hw_dge mode is used", "semantics, not a restriction: what the dynamic "
       "modes allow (nkic accepts a dynamic start address in every dge_mode: it models one DMA path)")
-waive("nisa.dma_copy", "The tensor being indexed (the one .ap() is called on) must be in HBM.", "checked: "
-      "frontend/tensor.py:NkiTensor._dynamic_offset ('.ap: vector_offset indexes an HBM tensor', at the .ap call)")
+
+
+@rule("dma_copy", "The tensor being indexed (the one .ap() is called on) must be in HBM.")
+def _dma_copy_vector_indexed_in_hbm(call: Call) -> str | None:
+    # A role's index tensor is its '<role>_offset' operand; vector indirection's holds one row index per partition,
+    # scalar indirection's is "a 1x1 SBUF tensor" (the reference), so an index of more than one element is vector
+    # indirection. (At a nisa call, .ap already refuses a vector_offset on an on-chip tensor; IR text can say it.)
+    for role in ("dst", "src"):
+        o, index = call.operands.get(role), call.operands.get(f"{role}_offset")
+        if o is not None and index is not None and index.dims[0] * index.dims[1] > 1 and o.memory not in _HBM:
+            return f"dma_copy: '{role}' is indexed by a vector offset, so it must be in HBM, not {o.memory}"
+    return None
 
 
 @rule("dma_transpose", "the destination of transpose, must be a tile in SBUF.")
@@ -761,10 +770,14 @@ def _sendrecv_ranks(call: Call) -> str | None:
     return None
 
 
-_LNC = ("checked: frontend/isa.py:_rank (a rank must be a program of this launch: LNC=2 is the kernel[2] launch) and "
-        "the declaration's since (v3+, frontend/isa.py:_record)")
 rule("sendrecv", "Available only on NeuronCore-v3 or newer.", gens=(2,))(_missing("nisa.sendrecv", 3))
-waive("nisa.sendrecv", "This instruction is only allowed in NeuronCore-v3 or newer when", _LNC)
+
+
+waive("nisa.sendrecv", "This instruction is only allowed in NeuronCore-v3 or newer when", "ambiguous: LNC is the "
+      "platform's setting, not the launch's; nkic's LNC=2 pair is the kernel[2] launch, and a one-program launch may "
+      "still run on an LNC=2 core, so nkic accepts a sendrecv to the core itself there (tests/unit/test_lnc_pair.py); "
+      "a rank outside the launch is an error (frontend/isa.py:_rank), v2 a rule of its own")
+
 waive("nisa.sendrecv", "Operations with the same pipe_id form a logical group", "semantics, not a restriction: the "
       "simulator pairs a pipe's sendrecvs and completes them together")
 waive("nisa.sendrecv", "- src and dst must have the same shape and layout.", "ambiguous: the next sentence states "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from nkic.target.rules import Call, Operand, dtype_of, rule, waive
+from nkic.target.rules import NO_INDIRECTION, Call, Operand, dtype_of, in_memories, rule, unavailable, waive
 
 PARTITIONS = 128
 _INT_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
@@ -76,8 +76,7 @@ def _column(fn: str, roles: tuple[str, ...], like: str) -> Callable[[Call], str 
 
 
 def _indirection(api: str) -> None:
-    why = ("checked: frontend/isa.py:_with_index_operands (nkic has no .indirect() views of compute operands: a "
-           "dynamic access pattern on dst/data is rejected at the call, so no operand is gathered or scattered)")
+    why = NO_INDIRECTION
     waive(api, "When operands are manually allocated, their base partitions must satisfy:", why)
     if api != "nisa.exponential":
         waive(api, "In addition, on the Scalar engine a scattered dst cannot be in PSUM.", why)
@@ -88,10 +87,9 @@ def _chaining(api: str) -> None:
           "the result in the engine's registers (the simulator carries them to the next call)")
 
 
-def _since4(api: str, *starts: str) -> None:
-    for start in starts:
-        waive(api, start, "checked: target/instructions.py since=4 (frontend/isa.py:_record: 'nisa.<fn> is not "
-              "available on trn2', 'it needs gen4 or newer'; Target.has for IR)")
+def _since(instr: str, *sentences: str) -> None:
+    for says in sentences:
+        unavailable(instr, says)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -161,7 +159,8 @@ for _api in ("nisa.activation", "nisa.activation_reduce", "nisa.activate2", "nis
 # ------------------------------------------------------------------------------------------------------------
 # activate2 (NeuronCore-v4)
 # ------------------------------------------------------------------------------------------------------------
-_since4("nisa.activate2", "Available only on NeuronCore-v4 and newer.", "(activate2 itself is only available")
+_since("activate2", "Available only on NeuronCore-v4 and newer.",
+       "(activate2 itself is only available on NeuronCore-v4 and later.)")
 for _start in ("- (nl.multiply, nl.bypass)", "- (nl.add, nl.bypass)", "- (nl.subtract, nl.bypass)"):
     waive("nisa.activate2", _start, "semantics, not a restriction: what one of the six (op0, op1) combinations "
           "computes ('scale only'); the combinations themselves are the rule 'The tensor-scalar stage supports six "
@@ -242,7 +241,8 @@ def _activate2_imm_dtypes(call: Call) -> str | None:
 # ------------------------------------------------------------------------------------------------------------
 # exponential (VectorE, NeuronCore-v4)
 # ------------------------------------------------------------------------------------------------------------
-_since4("nisa.exponential", "Available only on NeuronCore-v4 and newer.", "(exponential itself is only available")
+_since("exponential", "Available only on NeuronCore-v4 and newer.",
+       "(exponential itself is only available on NeuronCore-v4 and later.)")
 rule("exponential", "src, dst must have the same number of elements in the partition dimension.")(
     _same_partitions("exponential", "src", "dst"))
 rule("exponential", "src, dst must have the same number of elements in the free dimensions.")(
@@ -323,7 +323,7 @@ def _dropout_dtype(call: Call) -> str | None:
 # ------------------------------------------------------------------------------------------------------------
 # rand2 (VectorE, NeuronCore-v4)
 # ------------------------------------------------------------------------------------------------------------
-_since4("nisa.rand2", "Available only on NeuronCore-v4 and newer.")
+_since("rand2", "Available only on NeuronCore-v4 and newer.")
 
 
 @rule("rand2", "The partition dimension size of dst must not exceed 128.")
@@ -349,11 +349,17 @@ waive("nisa.set_rng_seed", "However, the state cannot survive TPB resets", _RESE
 waive("nisa.rand_set_state", "However, the state cannot survive TPB resets", _RESETS)
 
 
-waive("nisa.set_rng_seed", "The input src_seeds must be in SBUF or PSUM.",
-      "checked: target/instructions.py set_rng_seed Role('src_seeds') (on-chip memories; frontend/isa.py:"
-      "_declared_role at the nisa call, and every verifier)")
-waive("nisa.set_rng_seed", "The input src_seeds must be a [1,1] tensor.",
-      "checked: target/instructions.py:_seed_dims (the declaration's dims_rule, at the nisa call and every verifier)")
+rule("set_rng_seed", "The input src_seeds must be in SBUF or PSUM.")(
+    in_memories("set_rng_seed", {"src_seeds": ("sbuf", "psum")}))
+
+
+@rule("set_rng_seed", "The input src_seeds must be a [1,1] tensor.")
+def _one_seed(call: Call) -> str | None:
+    o = call.operands.get("src_seeds")
+    if o is None or o.dims == (1, 1):
+        return None
+    return f"set_rng_seed reads one 32-bit seed: src_seeds must be [1, 1], got {o.dims} (partitions, free)"
+
 
 
 @rule("set_rng_seed", "The input src_seeds must be a 32-bit value.")
@@ -366,10 +372,9 @@ def _seed_bits(call: Call) -> str | None:
     return f"set_rng_seed: src_seeds must hold a 32-bit value, got {dt}"
 
 
-_STATE_SBUF = "checked: target/instructions.py rand_set_state Role('src_seeds', memories=('sbuf',)) (at the nisa call: " \
-              "frontend/isa.py:_declared_role, and in every verifier)"
-waive("nisa.rand_set_state", "The input src_seeds tile must be in SBUF.", _STATE_SBUF)
-waive("nisa.rand_set_state", "- src_seeds must be in SBUF.", _STATE_SBUF)
+rule("rand_set_state", "The input src_seeds tile must be in SBUF.")(
+    in_memories("rand_set_state", {"src_seeds": ("sbuf",)}))
+rule("rand_set_state", "- src_seeds must be in SBUF.")(in_memories("rand_set_state", {"src_seeds": ("sbuf",)}))
 
 
 def _state_dtype(fn: str, role: str) -> Callable[[Call], str | None]:

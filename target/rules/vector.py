@@ -8,8 +8,29 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nkic.target.instructions import GPSIMD_CORE_PARTITIONS, LOCAL_GATHER_ELEMS, LOCAL_GATHER_MAX_INDICES
-from nkic.target.rules import Call, Operand, dtype_of, rule, waive
+from nkic.target.instructions import (
+    GPSIMD_CORE_PARTITIONS,
+    GPSIMD_GROUP,
+    LOCAL_GATHER_ELEMS,
+    LOCAL_GATHER_MAX_INDICES,
+    SHUFFLE_KEEP,
+    SHUFFLE_QUADRANT,
+    TOP8,
+    TOP8_MAX_ELEMS,
+    TOP8_MIN_ELEMS,
+    shuffle_start_problem,
+)
+from nkic.target.rules import (
+    NO_INDIRECTION,
+    Call,
+    Operand,
+    declared_engine,
+    dtype_of,
+    in_memories,
+    rule,
+    unavailable,
+    waive,
+)
 
 PARTITIONS = 128
 
@@ -22,21 +43,12 @@ FP32_MIN = float(np.finfo(np.float32).min)
 _UNSET = (None, "bypass")
 
 # Waiver reasons shared by many sentences.
-_ENGINES = "checked: target/instructions.py engine legality (InstrSpec engines)"
-_ENGINE_OPS = "checked: target/instructions.py engine legality (InstrSpec engine_ops: the ALU ops an engine may run)"
-_INDIRECT = ("checked: frontend/isa.py:_with_index_operands (nkic has no .indirect() views of compute operands: a "
-             "dynamic access pattern on a compute operand is rejected at the call, so no operand is gathered or "
-             "scattered)")  # fmt: skip
-_ELEMENTWISE = ("checked: frontend/isa.py:_elementwise (_partitions_agree / _free_agree at the call; InstrSpec."
-                "elementwise in the penguin/bir verifiers)")  # fmt: skip
-_SCALAR = "checked: frontend/isa.py:_scalar (a (P, 1) tile on dst's partitions, on chip)"
-_ON_CHIP = "checked: frontend/isa.py:_on_chip / _in, and the role's declared memories (target/instructions.py)"
-_PARTITION_BYTES = ("checked: frontend tile allocation (nl.ndarray: a tile bigger than one partition of its memory "
-                    "cannot be allocated; allocate-memory places every tile inside its partition)")  # fmt: skip
+_INDIRECT = NO_INDIRECTION
+_ON_CHIP = ("sbuf", "psum")
 _CHAINING = ("semantics, not a restriction: reduce_res=None keeps the result in the engine's registers (the "
              "simulator carries them to the next call)")  # fmt: skip
-_NO_UNARY = ("checked: frontend/ops.py:alu_op (nkic's ALU vocabulary has no unary operator such as nl.abs: it is "
-             "rejected, so no operand0 goes unused)")  # fmt: skip
+_NO_UNARY = ("unsupported: unary ALU operators (such as nl.abs as op0) are not implemented in nkic; frontend/ops.py:"
+             "alu_op rejects them at the call, so no call reaches this restriction")  # fmt: skip
 
 
 def _is_int(dt: str | None) -> bool:
@@ -183,6 +195,20 @@ def _pattern_count(fn: str, *roles: str) -> Callable[[Call], str | None]:
     return test
 
 
+def _column(fn: str, like: str, *roles: str) -> Callable[[Call], str | None]:
+    """Each of ``roles`` (those given) holds one element on each of ``like``'s partitions: a (P, 1) tile."""
+
+    def test(call: Call) -> str | None:
+        ref = call.operands.get(like)
+        for role in roles:
+            o = call.operands.get(role)
+            if o is not None and ref is not None and o.dims != (ref.dims[0], 1):
+                return f"{fn}: '{role}' must be a ({ref.dims[0]}, 1) tile, got {o.dims[0]} x {o.dims[1]}"
+        return None
+
+    return test
+
+
 # ------------------------------------------------------------------------------------------------------------
 # tensor_tensor
 # ------------------------------------------------------------------------------------------------------------
@@ -209,11 +235,14 @@ waive("nisa.tensor_tensor", "When operands are manually allocated", _INDIRECT)
 # ------------------------------------------------------------------------------------------------------------
 # tensor_scalar
 # ------------------------------------------------------------------------------------------------------------
-waive("nisa.tensor_scalar", "Apply up to two math operators", _ENGINES)
-waive("nisa.tensor_scalar", "If bitvec operators are used, the tensor_scalar instruction must run on Vector",
-      _ENGINE_OPS + ": no bitvec op on act or pool")
-waive("nisa.tensor_scalar", "The Scalar Engine on trn2 only supports some operator combinations", _ENGINE_OPS)
-waive("nisa.tensor_scalar", ":param engine:", _ENGINE_OPS + ": pool only for rsqrt")
+# Which engine may run which operators is the declaration's (InstrSpec engines / engine_ops: assign-engines and the
+# ISA verifiers ask it too); these sentences are rules that ask it for the engine the call names.
+for _says in ("Apply up to two math operators to the input data tile by broadcasting scalar/vector operands in the "
+              "free dimension using Vector or Scalar or GpSimd Engine: (data <op0> operand0) <op1> operand1.",
+              "If bitvec operators are used, the tensor_scalar instruction must run on Vector Engine.",
+              "The Scalar Engine on trn2 only supports some operator combinations:",
+              "`nki.isa.engine.gpsimd` (only allowed for rsqrt)"):  # fmt: skip
+    rule("tensor_scalar", _says)(declared_engine("tensor_scalar"))
 waive("nisa.tensor_scalar", "Must be None or 0 when op0 is a unary operator", _NO_UNARY)
 for _start in ("When tensor indirection is used", "Tensor indirection is not supported", "When operands are manually "
                "allocated", "In addition, on the Scalar engine a scattered dst"):  # fmt: skip
@@ -260,13 +289,16 @@ rule("scalar_tensor_tensor", "However, data and operand1 cannot both reside in P
     _both_psum("scalar_tensor_tensor", "data", "operand1"))
 rule("scalar_tensor_tensor", "The operand1 tile must have the same shape as data for element-wise operation.")(
     _dims_agree("scalar_tensor_tensor", "data", "operand1"))
-waive("nisa.scalar_tensor_tensor", "The operand1 must be an SBUF or PSUM tile.", _ON_CHIP)
+rule("scalar_tensor_tensor", "The operand1 must be an SBUF or PSUM tile.")(
+    in_memories("scalar_tensor_tensor", {"operand1": _ON_CHIP}))
 rule("scalar_tensor_tensor", "The partition dimension size of input data, operand1, and output dst tiles must be the "
      "same and must not exceed 128.")(_dims_agree("scalar_tensor_tensor", "data", "operand1", "dst", free=False))
 rule("scalar_tensor_tensor", "The total number of elements per partition of input data, operand1, and output dst "
      "tiles must be the same and must not exceed the physical size of each SBUF partition.")(
     _dims_agree("scalar_tensor_tensor", "data", "operand1", "dst", partitions=False, fits=True))
-waive("nisa.scalar_tensor_tensor", "If operand0 is not a scalar", _SCALAR)
+rule("scalar_tensor_tensor", "If operand0 is not a scalar, the partition dimension size of operand0 must be the same "
+     "as that of data and the number of elements per partition of operand0 must be 1.")(
+    _column("scalar_tensor_tensor", "data", "operand0"))
 
 # ------------------------------------------------------------------------------------------------------------
 # tensor_reduce
@@ -322,7 +354,8 @@ waive("nisa.tensor_reduce", "- axis=(3,) reduces only D3", "semantics, not a res
       "trailing axes reduce (frontend/isa.py:tensor_reduce)")
 rule("tensor_reduce", "The partition dimension size of input data and output dst tiles must be the same and must not "
      "exceed 128.")(_dims_agree("tensor_reduce", "data", "dst", free=False))
-waive("nisa.tensor_reduce", "The number of elements per partition of data must not exceed", _PARTITION_BYTES)
+rule("tensor_reduce", "The number of elements per partition of data must not exceed the physical size of each SBUF "
+     "partition.")(_dims_agree("tensor_reduce", "data", partitions=False, free=False, fits=True))
 waive("nisa.tensor_reduce", "When operands are manually allocated", _INDIRECT)
 
 # ------------------------------------------------------------------------------------------------------------
@@ -333,11 +366,27 @@ rule("tensor_scalar_reduce", "Bitvec operators are not supported in this API.")(
     _arithmetic("tensor_scalar_reduce", "op0"))
 waive("nisa.tensor_scalar_reduce", "Unlike regular nisa.tensor_scalar", "signature: nisa.tensor_scalar_reduce has "
       "no op1/operand1 parameter (checked when binding the call)")
-waive("nisa.tensor_scalar_reduce", "The reduction result is written into reduce_res", _SCALAR)
-_RESET_ONLY = ("checked: frontend/isa.py:tensor_scalar_reduce (nkic supports only reduce_cmd=reset_reduce and "
-               "rejects reduce_init)")  # fmt: skip
-waive("nisa.tensor_scalar_reduce", "reduce_init should only be set when reduce_cmd is load_reduce.", _RESET_ONLY)
-waive("nisa.tensor_scalar_reduce", "Must be provided when reduce_cmd is load_reduce.", _RESET_ONLY)
+rule("tensor_scalar_reduce", "The reduction result is written into reduce_res, which must be a SBUF/PSUM tile with the "
+     "same partition axis size as the input tile data and one element per partition.")(_all(
+         in_memories("tensor_scalar_reduce", {"reduce_res": _ON_CHIP}),
+         _column("tensor_scalar_reduce", "data", "reduce_res")))
+
+
+@rule("tensor_scalar_reduce", "reduce_init should only be set when reduce_cmd is load_reduce.")
+def _reduce_init_only_to_load(call: Call) -> str | None:
+    # The call's facts 'reduce_cmd' and 'reduce_init_given' (the instruction keeps neither: nkic runs reset_reduce).
+    cmd = call.fields.get("reduce_cmd")
+    if call.fields.get("reduce_init_given") and cmd not in (None, "load_reduce"):
+        return f"tensor_scalar_reduce: reduce_init is set but reduce_cmd is {cmd}; it is read only by load_reduce"
+    return None
+
+
+@rule("tensor_scalar_reduce", "Must be provided when reduce_cmd is load_reduce.")
+def _reduce_init_for_load(call: Call) -> str | None:
+    if call.fields.get("reduce_cmd") == "load_reduce" and call.fields.get("reduce_init_given") is False:
+        return "tensor_scalar_reduce: reduce_cmd=load_reduce needs reduce_init, the value the reduction starts from"
+    return None
+
 waive("nisa.tensor_scalar_reduce", "When operands are manually allocated", _INDIRECT)
 waive("nisa.tensor_scalar_reduce", "Must be None or 0 when op0 is a unary operator", _NO_UNARY)
 _REVERSE0 = ("ambiguous: reverse0 is marked '(not supported yet)' yet its meaning is documented; nkic accepts it and "
@@ -388,13 +437,15 @@ rule("tensor_tensor_scan", "The two input tiles (data0 and data1) must have the 
 # tensor_copy / tensor_copy_predicated / memset
 # ------------------------------------------------------------------------------------------------------------
 waive("nisa.tensor_copy", "Users should be cautious", "advice, not a restriction")
-waive("nisa.tensor_copy", "In addition, since GpSimd Engine cannot access PSUM", _ENGINES)
-waive("nisa.tensor_copy", "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine.",
-      _ENGINES + " (engine_since: act from NeuronCore-v3)")
+rule("tensor_copy", "In addition, since GpSimd Engine cannot access PSUM in NeuronCore, Scalar or Vector Engine must "
+     "be chosen when the input or output tile is in PSUM")(declared_engine("tensor_copy"))
+rule("tensor_copy", "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine.")(
+    declared_engine("tensor_copy"))
 waive("nisa.tensor_copy", "When tensor indirection is used", _INDIRECT)
 waive("nisa.tensor_copy", "When operands are manually allocated", _INDIRECT)
 waive("nisa.tensor_copy", "In addition, on the Scalar engine a scattered dst", _INDIRECT)
-waive("nisa.tensor_copy", ":param src: the source of copy, must be a tile in SBUF or PSUM.", _ON_CHIP)
+rule("tensor_copy", ":param src: the source of copy, must be a tile in SBUF or PSUM.")(
+    in_memories("tensor_copy", {"src": _ON_CHIP}))
 
 
 @rule("tensor_copy_predicated", "1. src (if it is a tensor), dst, and predicate must occupy the same number of "
@@ -447,24 +498,26 @@ rule("affine_select", "a list of [step, num] to describe up to 4D tensor sizes a
      "generation")(_pattern_4d("affine_select"))
 rule("iota", "The total number of elements in pattern must match the number of elements per partition in the dst "
      "tile.")(_pattern_count("iota", "dst"))
-waive("nisa.iota", "The output dst tile must be in SBUF.", _ON_CHIP)
-waive("nisa.iota", "The partition dimension size of dst must not exceed 128.", "checked: a tile has at most 128 "
-      "partitions (nl.ndarray); the penguin verifier bounds every on-chip access pattern")
-waive("nisa.iota", "The number of elements per partition of dst must not exceed", _PARTITION_BYTES)
+rule("iota", "The output dst tile must be in SBUF.")(in_memories("iota", {"dst": ("sbuf",)}))
+rule("iota", "The partition dimension size of dst must not exceed 128.")(_dims_agree("iota", "dst", free=False))
+rule("iota", "The number of elements per partition of dst must not exceed the physical size of each SBUF "
+     "partition.")(_dims_agree("iota", "dst", partitions=False, free=False, fits=True))
 
 rule("affine_select", "- The total number of elements in pattern must match the number of elements per partition in "
      "the dst and on_true_tile tiles.")(_pattern_count("affine_select", "dst", "on_true"))
-waive("nisa.affine_select", "The output dst tile must be in SBUF.", _ON_CHIP)
-waive("nisa.affine_select", "The input on_true_tile must also be in SBUF.", "checked: frontend/isa.py:affine_select "
-      "(a PSUM on_true_tile, e.g. matmul scores, is an error whose hint gives the reference's reason: GpSimd cannot "
-      "access PSUM; copy it to SBUF first), and the role's declared memories (target/instructions.py)")
+# (a PSUM tile, e.g. matmul scores, gets the reason and the fix at the nisa call: frontend/isa.py:affine_select)
+rule("affine_select", "The output dst tile must be in SBUF.")(in_memories("affine_select", {"dst": ("sbuf",)}))
+rule("affine_select", "The input on_true_tile must also be in SBUF.")(
+    in_memories("affine_select", {"on_true": ("sbuf",)}))
 waive("nisa.affine_select", "The on_false_value must be float32", "semantics, not a restriction: on_false_value is "
       "a number, stored as the instruction's fp32 immediate whatever the tiles' dtypes (frontend/isa.py:affine_select)")
 rule("affine_select", "The input tile on_true_tile, the calculated boolean predicate tile, and the returned output "
      "tile must have the same partition dimension size")(_dims_agree("affine_select", "on_true", "dst", free=False))
 rule("affine_select", "- The partition dimension size of dst and on_true_tile must be the same and must not exceed "
      "128.")(_dims_agree("affine_select", "dst", "on_true", free=False))
-waive("nisa.affine_select", "- The number of elements per partition of dst and on_true_tile", _PARTITION_BYTES)
+rule("affine_select", "- The number of elements per partition of dst and on_true_tile must not exceed the physical "
+     "size of each SBUF partition.")(_dims_agree("affine_select", "dst", "on_true", partitions=False, free=False,
+                                                 fits=True))  # fmt: skip
 
 _RANGE_COMPARISONS = ("equal", "less", "less_equal", "greater", "greater_equal")
 rule("range_select", "The comparison operators must be one of:")(_all(
@@ -489,12 +542,13 @@ def _range_select_fill(call: Call) -> str | None:
 
 rule("range_select", "Currently only nl.maximum is supported.")(
     _one_of("range_select", "reduce_op", ("maximum",), default="bypass"))
-waive("nisa.range_select", "Available only on NeuronCore-v3 and newer.", "checked: target/instructions.py since=3 "
-      "(frontend/isa.py:_record: 'nisa.range_select is not available on trn1'; Target.has for IR)")
+unavailable("range_select", "Available only on NeuronCore-v3 and newer.")
 waive("nisa.range_select", "In this case, you must make sure reduce_res.dtype is FP32", "advice, not a restriction: "
       "a numerical-stability note (a bf16 row of -inf against a non-fp32 max)")
-waive("nisa.range_select", "Partition dim sizes must match across on_true_tile", _ELEMENTWISE + "; " + _SCALAR)
-waive("nisa.range_select", "- bound0 and bound1 must have one element per partition", _SCALAR)
+rule("range_select", "Partition dim sizes must match across on_true_tile, bound0, and bound1:")(
+    _dims_agree("range_select", "on_true", "bound0", "bound1", free=False))
+rule("range_select", "- bound0 and bound1 must have one element per partition")(
+    _column("range_select", "on_true", "bound0", "bound1"))
 waive("nisa.range_select", "This is useful when chaining multiple calls", _CHAINING)
 waive("nisa.range_select", "Defaults to 0, and must be a compile-time integer.", "signature: range_start is int()-ed "
       "at the call (frontend/isa.py:range_select; a loop index unrolls)")
@@ -515,8 +569,10 @@ rule("select_reduce", "- on_true, dst, and predicate must have identical shapes 
      "elements per partition)")(_dims_agree("select_reduce", "on_true", "dst", "predicate"))
 waive("nisa.select_reduce", "- on_false dtype must be float32 if on_false is a scalar.", "semantics, not a "
       "restriction: a number on_false is stored as the instruction's fp32 immediate (frontend/isa.py:_scalar)")
-waive("nisa.select_reduce", "- reduce_res must be a vector of shape", _SCALAR)
-waive("nisa.select_reduce", ":param reduce_res:", _SCALAR)
+rule("select_reduce", "- reduce_res must be a vector of shape (on_true.shape[0], 1)")(
+    _column("select_reduce", "on_true", "reduce_res"))
+rule("select_reduce", ":param reduce_res: (optional) Tile to store reduction results, must have shape "
+     "(on_true.shape[0], 1)")(_column("select_reduce", "on_true", "reduce_res"))
 waive("nisa.select_reduce", "This is useful when chaining multiple calls", _CHAINING)
 
 # ------------------------------------------------------------------------------------------------------------
@@ -535,8 +591,13 @@ def _bn_stats_fmax(call: Call) -> str | None:
 rule("bn_stats", "Due to hardware limitation, the number of elements per partition (i.e., free dimension size) of the "
      "input data must not exceed 512 (nl.tile_size.bn_stats_fmax).")(_bn_stats_fmax)
 rule("bn_stats", ":param data: the input tile (up to 512 elements per partition)")(_bn_stats_fmax)
-waive("nisa.bn_aggr", "Therefore, the number of elements per partition of data must be a modulo of three.",
-      "checked: target/instructions.py:_bn_aggr_dims (InstrSpec.dims_rule, at the call and in every verifier)")
+@rule("bn_aggr", "Therefore, the number of elements per partition of data must be a modulo of three.")
+def _bn_aggr_triples(call: Call) -> str | None:
+    data = call.operands.get("data")
+    if data is None or data.dims[1] % 3 == 0:
+        return None
+    return (f"bn_aggr reads (count, mean, variance * count) triples of {data.dims}: its elements per partition must "
+            "be a multiple of 3")  # fmt: skip
 
 # ------------------------------------------------------------------------------------------------------------
 # max8 / nc_find_index8 / topk / nonzero_with_count
@@ -562,13 +623,42 @@ rule("max8", "The source tile can be up to 3-dimensional, while the output tile 
     _ranks("max8", {"src": 3}, {"dst": 2}))
 rule("find_index8", "The data tensor can be up to 3-dimensional, while the vals tensor must be up to 3-dimensional.")(
     _ranks("nc_find_index8", {"data": 3, "vals": 3}, {}))
-_TOP8 = "checked: target/instructions.py:_top8_count (InstrSpec.dims_rule, at the call and in every verifier)"
-waive("nisa.max8", "The number of elements read per partition must be between 8 and 16,384", _TOP8)
-waive("nisa.max8", "The source and output must have the same partition dimension size", "checked: target/"
-      "instructions.py:_max8_dims (dst is (src partitions, 8))")
-waive("nisa.nc_find_index8", "The data tensor must have between 8 and 16,384", _TOP8)
-waive("nisa.nc_find_index8", "The vals tensor must have exactly 8 elements per partition.", "checked: frontend/isa.py:"
-      "_eight_per_partition and target/instructions.py:_find_index8_dims")
+def _top8_count(fn: str, role: str) -> Callable[[Call], str | None]:
+    def test(call: Call) -> str | None:
+        o = call.operands.get(role)
+        if o is None or TOP8_MIN_ELEMS <= o.dims[1] <= TOP8_MAX_ELEMS:
+            return None
+        return (f"{fn}'s {role} has {o.dims[1]} elements per partition, not between {TOP8_MIN_ELEMS} and "
+                f"{TOP8_MAX_ELEMS}")  # fmt: skip
+
+    return test
+
+
+@rule("max8", "The source and output must have the same partition dimension size:")
+def _max8_dst(call: Call) -> str | None:
+    # the sentence's list goes on: "- output: [par_dim, 8]" (and "exactly 8 elements per partition")
+    src, dst = call.operands.get("src"), call.operands.get("dst")
+    if src is None or dst is None or dst.dims == (src.dims[0], TOP8):
+        return None
+    shape = (call.fields.get("shapes") or {}).get("dst")
+    got = f"shape {tuple(shape)}" if shape is not None else f"{dst.dims[0]} x {dst.dims[1]}"
+    return f"max8: dst must be a 2-D [{src.dims[0]}, {TOP8}] tile, got {got}"
+
+
+rule("max8", "The number of elements read per partition must be between 8 and 16,384 inclusive.")(
+    _top8_count("max8", "src"))
+rule("find_index8", "The data tensor must have between 8 and 16,384 elements per partition.")(
+    _top8_count("nc_find_index8", "data"))
+
+
+@rule("find_index8", "The vals tensor must have exactly 8 elements per partition.")
+def _find_index8_vals(call: Call) -> str | None:
+    vals, data = call.operands.get("vals"), call.operands.get("data")
+    if vals is None or data is None or vals.dims == (data.dims[0], 8):
+        return None
+    return f"nc_find_index8: 'vals' must hold 8 elements on each of {data.dims[0]} partitions, got {vals.dims}"
+
+
 waive("nisa.nc_find_index8", "If provided, a mask is applied only to the data tensor.", "semantics, not a "
       "restriction: what a mask would apply to (nkic takes no mask= on nisa calls: frontend/isa.py:_mask)")
 
@@ -576,12 +666,19 @@ rule("topk", "The source must be BF16.")(_dtype("topk", "src", "bfloat16"))
 rule("topk", "- Source must be BF16 in SBUF.")(_dtype("topk", "src", "bfloat16"))
 rule("topk", "- val_dst must be BF16 in SBUF with shape [par_dim, k].")(_dtype("topk", "val_dst", "bfloat16"))
 rule("topk", "- idx_dst must be uint32 in SBUF with shape [par_dim, k].")(_dtype("topk", "idx_dst", "uint32"))
-waive("nisa.topk", "The source and outputs must be in SBUF.", _ON_CHIP)
-waive("nisa.topk", "- partition dim must be a multiple of 16", "checked: target/instructions.py:_topk_dims "
-      "(InstrSpec.dims_rule, with val_dst/idx_dst's [par_dim, k] shape)")
+rule("topk", "The source and outputs must be in SBUF.")(
+    in_memories("topk", {"src": ("sbuf",), "val_dst": ("sbuf",), "idx_dst": ("sbuf",)}))
 
-waive("nisa.nonzero_with_count", "Available only on NeuronCore-v3 and newer.", "checked: target/instructions.py "
-      "since=3 (frontend/isa.py:_record: 'not available on trn1'; Target.has for IR)")
+
+@rule("topk", "- partition dim must be a multiple of 16")
+def _topk_groups(call: Call) -> str | None:
+    src = call.operands.get("src")
+    if src is None or src.dims[0] % GPSIMD_GROUP == 0:
+        return None
+    return f"topk works on groups of {GPSIMD_GROUP} partitions, src has {src.dims[0]}"
+
+
+unavailable("nonzero_with_count", "Available only on NeuronCore-v3 and newer.")
 _GPSIMD_CORES = ("semantics, not a restriction: which partitions the instruction reads and writes (runtime/"
                  "simulator.py leaves the others untouched)")  # fmt: skip
 waive("nisa.nonzero_with_count", "NOTE: this instruction only operates on partitions", _GPSIMD_CORES)
@@ -628,14 +725,22 @@ def _local_gather_max(call: Call) -> str | None:
     return f"local_gather: {valid} indices per GpSimd core, at most {LOCAL_GATHER_MAX_INDICES}"
 
 
-waive("nisa.local_gather", "The partition axis size of src_buffer must match that of index", "checked: target/"
-      "instructions.py:_local_gather_dims (InstrSpec.dims_rule, at the call and in every verifier)")
+@rule("local_gather", "The partition axis size of src_buffer must match that of index and must be a multiple of 16.")
+def _local_gather_partitions(call: Call) -> str | None:
+    src, index = call.operands.get("src_buffer"), call.operands.get("index")
+    if src is None or index is None:
+        return None
+    if src.dims[0] != index.dims[0] or src.dims[0] % GPSIMD_CORE_PARTITIONS:
+        return (f"local_gather: src_buffer has {src.dims[0]} partitions and index {index.dims[0]}; they must match "
+                f"and be a multiple of {GPSIMD_CORE_PARTITIONS}")  # fmt: skip
+    return None
 
 rule("nc_n_gather", "The output dst tile must have the same data type as data.")(
     _same_dtype("nc_n_gather", "dst", "data"))
 rule("nc_n_gather", "The indices tile must be uint32.")(_dtype("nc_n_gather", "indices", "uint32", quote=False))
-waive("nisa.nc_n_gather", "All input and output tiles (data, indices, and dst) must be in SBUF.", _ON_CHIP)
-waive("nisa.nc_n_gather", "GpSimd Engine cannot access PSUM", _ENGINES)
+rule("nc_n_gather", "All input and output tiles (data, indices, and dst) must be in SBUF.")(
+    in_memories("nc_n_gather", {"data": ("sbuf",), "indices": ("sbuf",), "dst": ("sbuf",)}))
+rule("nc_n_gather", "GpSimd Engine cannot access PSUM")(declared_engine("nc_n_gather"))
 rule("nc_n_gather", "The partition dimension of data, indices, and dst must be the same.")(
     _dims_agree("nc_n_gather", "data", "indices", "dst", free=False))
 rule("nc_n_gather", "The partition dimension size of data, indices, and dst must be the same and must not exceed "
@@ -657,16 +762,56 @@ def _shuffle_like(call: Call) -> str | None:
     return _same_dtype("nc_stream_shuffle", "dst", "src")(call)
 
 
-waive("nisa.nc_stream_shuffle", "Each mask element must be in data type int or affine expression.",
-      "checked: frontend/isa.py:_shuffle_mask (32 integers, each a partition of the quadrant or 255)")
-_SHUFFLE_STARTS = ("checked: target/instructions.py:shuffle_start_problem (frontend/isa.py:nc_stream_shuffle, from the "
-                   "tiles' start partitions)")  # fmt: skip
-for _start in ("If num_active_partitions is 96/128", "If num_active_partitions is 64,",
-               "If num_active_partitions is 32,"):  # fmt: skip
-    waive("nisa.nc_stream_shuffle", _start, _SHUFFLE_STARTS)
+@rule("nc_stream_shuffle", "Each mask element must be in data type int or affine expression.")
+def _shuffle_mask_entries(call: Call) -> str | None:
+    """32 integers (affine expressions are bound by unrolling), each a partition of the quadrant or 255 (keep)."""
+    mask = call.fields.get("shuffle_mask")
+    if mask is None:
+        return None
+    if not isinstance(mask, (tuple, list)):
+        return f"nc_stream_shuffle: shuffle_mask must be a list of {SHUFFLE_QUADRANT} integers, got {mask!r}"
+    if len(mask) != SHUFFLE_QUADRANT:
+        return f"nc_stream_shuffle: shuffle_mask must have {SHUFFLE_QUADRANT} entries, got {len(mask)}"
+    bad = [m for m in mask if isinstance(m, bool) or not isinstance(m, (int, np.integer))
+           or not (0 <= m < SHUFFLE_QUADRANT or m == SHUFFLE_KEEP)]  # fmt: skip
+    if bad:
+        return (f"nc_stream_shuffle: shuffle_mask entries must be 0..{SHUFFLE_QUADRANT - 1} (a partition of the "
+                f"quadrant) or {SHUFFLE_KEEP} (keep), got {bad}")  # fmt: skip
+    return None
 
-waive("nisa.sequence_bounds", "The partition dimension must always be 1.", "checked: target/instructions.py:"
-      "_sequence_bounds_dims (InstrSpec.dims_rule, at the call and in every verifier); frontend/isa.py:sequence_bounds")
+
+def _shuffle_starts(active: tuple[int, ...]) -> Callable[[Call], str | None]:
+    """With ``active`` active partitions, src and dst start where the reference allows (``shuffle_start_problem``,
+    from the call's fact 'starts': the tiles' start partitions where the trace knows them)."""
+
+    def test(call: Call) -> str | None:
+        src, dst, starts = call.operands.get("src"), call.operands.get("dst"), call.fields.get("starts")
+        if src is None or dst is None or not starts:
+            return None
+        if -(-max(src.dims[0], dst.dims[0]) // SHUFFLE_QUADRANT) * SHUFFLE_QUADRANT not in active:
+            return None
+        problem = shuffle_start_problem(src.dims[0], dst.dims[0], starts)
+        return None if problem is None else f"nc_stream_shuffle: {problem}"
+
+    return test
+
+
+rule("nc_stream_shuffle", "If num_active_partitions is 96/128, src_start_partition/dst_start_partition must be 0.")(
+    _shuffle_starts((96, 128)))
+rule("nc_stream_shuffle", "If num_active_partitions is 64, src_start_partition/dst_start_partition must be 0/64.")(
+    _shuffle_starts((64,)))
+rule("nc_stream_shuffle", "If num_active_partitions is 32, src_start_partition/dst_start_partition must be "
+     "0/32/64/96.")(_shuffle_starts((32,)))
+
+
+@rule("sequence_bounds", "The partition dimension must always be 1.")
+def _sequence_bounds_one_partition(call: Call) -> str | None:
+    for role in ("dst", "segment_ids"):
+        o = call.operands.get(role)
+        if o is not None and o.dims[0] != 1:
+            return f"sequence_bounds: '{role}' must have one partition, got {o.dims[0]}"
+    return None
+
 rule("sequence_bounds", "Both the input tile (segment_ids) and output tile (dst) must have data type nl.float32 or "
      "nl.int32.")(_all(_dtype("sequence_bounds", "segment_ids", "float32", "int32"),
                       _dtype("sequence_bounds", "dst", "float32", "int32")))  # fmt: skip
