@@ -509,17 +509,16 @@ class OptunaSearch:
             if known is not None:
                 self._finish(otrial, known)
                 continue
+            if all(asked != config for asked, _ in self._asked):  # else a twin in this batch: told with it
+                configs.append(config)
             self._asked.append((config, otrial))
-            configs.append(config)
         return configs
 
     def tell(self, config: Config, trial: Trial) -> None:
-        for i, (asked, otrial) in enumerate(self._asked):
-            if asked == config:
-                del self._asked[i]
-                self._seen[repr(config)] = trial
-                self._finish(otrial, trial)
-                return
+        self._seen[repr(config)] = trial
+        for asked, otrial in [x for x in self._asked if x[0] == config]:
+            self._finish(otrial, trial)
+        self._asked = [x for x in self._asked if x[0] != config]
 
     def _finish(self, otrial: Any, trial: Trial) -> None:
         if trial.ok:
@@ -676,7 +675,7 @@ def tune(kernel: Any, space: Mapping[str, Sequence[Any]], *, strategy: str = "gr
     if not isinstance(kernel, Kernel):
         raise _error(f"nki.tune needs an @nki.jit kernel, got {type(kernel).__name__}")
     checked = check_space(kernel, space)
-    chosen = make_strategy(strategy, checked, trials, seed)
+    make_strategy(strategy, checked, trials, seed)  # a bad strategy or count is an error here, at the caller's line
     total = min(trials or size(checked), size(checked))
 
     def call(*args: Any, **kwargs: Any) -> Report:
@@ -689,6 +688,7 @@ def tune(kernel: Any, space: Mapping[str, Sequence[Any]], *, strategy: str = "gr
         cache_dir = None if folder is None or os.environ.get("NKIC_CACHE_DIR") else str(Path(folder.path, "neff-cache"))
         pool = make_executor(executor, jobs, address, workers)
         try:
+            chosen = make_strategy(strategy, checked, trials, seed)  # each call sweeps afresh
             report = run(kernel, args, kwargs, checked, chosen, pool, cache_dir=cache_dir, total=total)
         finally:
             pool.close()

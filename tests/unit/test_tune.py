@@ -112,8 +112,8 @@ def test_dask_local_cluster_equals_local(kernel: nkic.frontend.Kernel, inline: t
 
 
 def test_random_is_a_seeded_sample(kernel: nkic.frontend.Kernel, inline: tune.Report) -> None:
-    first = tune.tune(kernel, SPACE, strategy="random", trials=2, seed=3, quiet=True)(*ARGS)
-    again = tune.tune(kernel, SPACE, strategy="random", trials=2, seed=3, quiet=True)(*ARGS)
+    sweep = tune.tune(kernel, SPACE, strategy="random", trials=2, seed=3, quiet=True)
+    first, again = sweep(*ARGS), sweep(*ARGS)  # each call sweeps afresh
     assert len(first.trials) == 2 and [t.config for t in first.trials] == [t.config for t in again.trials]
     by_config = {t.config["TILE"]: t.result() for t in inline.trials}
     assert all(t.result() == by_config[t.config["TILE"]] for t in first.trials)
