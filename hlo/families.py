@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from nkic.hlo import common
 from nkic.hlo import conv as _conv  # noqa: F401 — each module registers its lowerings on import
+from nkic.hlo import fusion as _fusion  # noqa: F401
 from nkic.hlo import gathers as _gathers  # noqa: F401
 from nkic.hlo import layout as _layout  # noqa: F401
 from nkic.hlo import loops as _loops  # noqa: F401

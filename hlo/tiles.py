@@ -213,6 +213,8 @@ class SegmentInterpreter:
                 nl.store(out.tile(r0, nr, c0, nc), body(r0, nr, c0, nc))
 
     def elementwise(self, op: Operation) -> None:
+        if _family_lowering("fuse")(self, op):  # type: ignore[misc]  # an element-wise chain (hlo/fusion.py)
+            return
         kind = op.name.removeprefix("stablehlo.")
         args = [self.get(v) for v in op.operands]
         dt = nki_dtype(result_dtype(op.results[0]))
@@ -249,6 +251,8 @@ class SegmentInterpreter:
     def op_convert(self, op: Operation) -> None:
         """StableHLO's convert: to i1 is ``x != 0``, float to integer rounds toward zero (as XLA does), the rest is
         the engines' cast."""
+        if _family_lowering("fuse")(self, op):  # type: ignore[misc]  # an element-wise chain (hlo/fusion.py)
+            return
         x = self.hbm(self.get(op.operands[0]))
         out = self.alloc(op.results[0])
         to, frm = result_dtype(op.results[0]), result_dtype(op.operands[0])
@@ -268,6 +272,8 @@ class SegmentInterpreter:
         self.values[op.results[0]] = out
 
     def op_compare(self, op: hlo.CompareOp) -> None:
+        if _family_lowering("fuse")(self, op):  # type: ignore[misc]  # an element-wise chain (hlo/fusion.py)
+            return
         fn = getattr(nl, _COMPARE[op.comparison_direction.data])
         a, b = (self._operand(self.get(v)) for v in op.operand)
         out = self.alloc(op.result)

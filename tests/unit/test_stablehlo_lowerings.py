@@ -169,3 +169,22 @@ def test_transposes_on_tensor_engine(dtype: type) -> None:
     _same(lambda a: jnp.swapaxes(a, 1, 2) * 2, RNG.standard_normal((3, 40, 130)).astype(dtype))
     tol = 1e-4 if dtype == np.float32 else 2e-2  # bf16: an accumulation order apart is one bf16 ulp
     _same(lambda a, b: a @ b, x, RNG.standard_normal((700, 96)).astype(dtype), tol=tol)
+
+
+# -- fusion ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16], ids=["f32", "bf16"])
+def test_elementwise_chains_fuse_into_one_pass(tmp_path: object, dtype: type) -> None:
+    """tanh-GELU (ten element-wise ops) on a [128, 512] tile is one load and one store, each op at its own result
+    dtype as op by op; a chain result read later (the residual ``h``) is stored as well; compares and converts fuse."""
+    x = RNG.standard_normal((128, 512)).astype(dtype)
+    tol = 1e-5 if dtype == np.float32 else 2e-2
+    got = np.asarray(from_jax(jax.nn.gelu, dump_dir=tmp_path)(x)).astype(np.float32)
+    np.testing.assert_allclose(got, np.asarray(jax.jit(jax.nn.gelu)(x)).astype(np.float32), rtol=tol, atol=tol)
+    kernel = (tmp_path / "00-penguin.mlir").read_text()  # type: ignore[operator]
+    assert kernel.count("penguin.dma_copy") == 2, kernel.count("penguin.dma_copy")
+
+    def chain(a, b):  # type: ignore[no-untyped-def]
+        h = jnp.tanh(a * 2.0 + b)
+        return h, (jnp.where(h > 0.5, h, 0.0) + a).astype(jnp.int32)
+
+    _same(chain, x, x[::-1] * 3, tol=tol)

@@ -2,13 +2,16 @@
 
 // Each StableHLO op lowered op by op: one traced kernel (a segment) per run of ops; inputs arg0.., outputs out0...
 
-// dot_general: lhs transposed into HBM (K on the partitions), M tiled by 128, N by 512, K by 128 accumulating in
-// one PSUM tile: 2 x 2 x 3 matmuls for (200 x 300) @ (300 x 600).
+// dot_general: lhs transposed into HBM (K on the partitions) on TensorE (contiguous row loads, 128 x 128
+// transposes through PSUM: hlo/layout.py), M tiled by 128, N by 512, K by 128 accumulating in one PSUM tile:
+// 2 x 2 x 3 matmuls for (200 x 300) @ (300 x 600).
 // CHECK:       penguin.graph @main
 // CHECK:       ^bb0(%arg0: !penguin.tensor<shared_hbm, 200x300xbf16>, %arg1: !penguin.tensor<shared_hbm, 300x600xbf16>):
 // CHECK-NEXT:  %out0 = penguin.kernel_node @hlo_segment_0(%arg0, %arg1) {kind = "external", grid = 1 : i64, result_names = ["out0"]}
 // CHECK:       penguin.kernel @hlo_segment_0
-// CHECK:       penguin.dma_copy dst %t1[0 : [200, 300], [1, 200]], src %arg0_1[0 : [1, 300], [300, 200]]
+// CHECK:       penguin.dma_copy dst %sbuf[0 : [300, 128], [1, 300]], src %arg0_1[0 : [300, 128], [1, 300]]
+// CHECK:       penguin.transpose dst %psum[0 : [200, 128], [1, 128]], data %sbuf[0 : [300, 128], [1, 128]]
+// CHECK:       penguin.dma_copy dst %t1[0 : [200, 128], [1, 200]], src %sbuf_2[0 : [200, 128], [1, 200]]
 // CHECK-COUNT-12: penguin.matmul dst %psum
 // CHECK-NOT:   penguin.matmul
 // CHECK:       penguin.return %out0_1
