@@ -65,15 +65,18 @@ def compile_stablehlo(
     dump_dir: str | Path | None = None,
     nki_kernels: Mapping[str, Kernel] | None = None,
     name: str = "stablehlo",
+    filename: str = "<stablehlo>",
     **kw: Any,
 ) -> CompiledProgram:
-    """Parse (when given text), route, lower to penguin and compile a StableHLO module."""
+    """Parse (when given text, named ``filename`` in locations and errors), route, lower to penguin and compile a
+    StableHLO module. A 0-d input or output keeps shape () (the NEFF holds it as one element; its metadata lists it
+    under ``scalars``, so ``nkic run`` reads and writes it as 0-d too)."""
     from nkic.dialects import stablehlo as hlo
     from nkic.driver import compile_module
     from nkic.hlo.lower import lower_module, main_function
 
-    module = hlo.parse_stablehlo(source) if isinstance(source, str) else source
-    module.verify()
+    module = parse_program(source, filename) if isinstance(source, str) else source
+    verify_program(module)
     dump = Path(dump_dir) if dump_dir is not None else None
     if dump is not None:
         safeio.make_dirs(dump)  # every dump file atomic and inside dump_dir (nkic.safeio), as compile_module's
@@ -90,6 +93,8 @@ def compile_stablehlo(
     graph = penguin_module.ops.first
     in_names = [str(a.name_hint) for a in graph.body.block.args]  # type: ignore[union-attr]
     out_names = [str(r.name_hint) for r in graph.body.block.last_op.operands]  # type: ignore[union-attr]
+    scalars = [n for n, t in [*zip(in_names, arg_types), *zip(out_names, res_types)] if not t.get_shape()]
+    kw["metadata"] = {**kw.get("metadata", {}), **({"scalars": scalars} if scalars else {})}
     result = compile_module(penguin_module, name=name, dump_dir=dump_dir, **kw)
 
     def info(t: Any) -> tuple[tuple[int, ...], np.dtype]:
@@ -116,9 +121,12 @@ def from_jax(fn: Callable[..., Any], *, routing: bool = True, dump_dir: str | Pa
         key = (jax.tree_util.tree_structure(args), tuple((np.shape(a), str(np.asarray(a).dtype)) for a in leaves))
         if key not in cache:
             lowered = jitted.lower(*args)
-            text = lowered.compiler_ir("stablehlo").operation.get_asm(print_generic_op_form=True)
+            # JAX's default text (pretty form, chlo included) with its source locations: errors and profiles name
+            # the user's lines.
+            text = lowered.as_text(debug_info=True)
             name = getattr(fn, "__name__", "jax_fn")
-            prog = compile_stablehlo(text, routing=routing, dump_dir=dump_dir, name=_safe(name), target=target)
+            prog = compile_stablehlo(text, routing=routing, dump_dir=dump_dir, name=_safe(name), target=target,
+                                     filename=f"jit({name}).mlir")  # fmt: skip
             cache[key] = (prog, lowered.out_tree)
         prog, out_tree = cache[key]
         outs = prog.run(*leaves, target=target)
@@ -133,3 +141,46 @@ def _safe(name: str) -> str:
     from nkic.target.names import safe_name
 
     return safe_name(name, "jax_fn")
+
+
+def parse_program(text: str, filename: str = "<stablehlo>") -> ModuleOp:
+    """``text`` parsed; a syntax error, or an op nkic does not read, is one ``NkiError`` at its line of the text."""
+    import re
+
+    from xdsl.utils.exceptions import ParseError
+
+    from nkic.dialects import stablehlo as hlo
+    from nkic.frontend.errors import NkiError
+
+    try:
+        return hlo.parse_stablehlo(text, filename=filename)
+    except ParseError as e:
+        where = e.span.get_location()
+        line = text.splitlines()[where.line - 1].strip() if 0 < where.line <= len(text.splitlines()) else ""
+        shown = line if len(line) <= 100 else line[:97] + "..."
+        unknown = re.fullmatch(r"Operation (\S+) is not registered", e.msg)
+        if unknown:  # the op's name first, as for an op that is read but not lowered
+            raise NkiError(f"{unknown.group(1)}: not an op nkic reads, at '{shown}'",
+                           "the README's StableHLO table lists the ops nkic reads", where=(filename, where.line))  # fmt: skip
+        raise NkiError(f"cannot read the StableHLO: {e.msg}, at '{shown}'", where=(filename, where.line)) from None
+
+
+def verify_program(module: ModuleOp) -> None:
+    """``module`` verified; a broken rule is one ``NkiError`` at the op's line (its JAX line when it has one)."""
+    from xdsl.utils.exceptions import VerifyException
+
+    from nkic.frontend.errors import NkiError
+    from nkic.hlo.locations import site
+
+    try:
+        module.verify()
+    except VerifyException as e:
+        for op in module.walk():
+            try:
+                op.verify(verify_nested_ops=False)
+            except VerifyException as inner:
+                where = site(op)
+                if where is None:
+                    raise NkiError(str(inner).splitlines()[0]) from None
+                raise NkiError(f"{str(inner).splitlines()[0]} ({where[3]})", where=where[:2]) from None
+        raise NkiError(str(e).splitlines()[0]) from None

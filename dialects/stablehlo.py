@@ -14,7 +14,9 @@ too); xDSL 0.74 reads the hex token as an integer and converts it to a float (4.
 
 from __future__ import annotations
 
+import bisect
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Self
 
@@ -25,17 +27,22 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
     BFloat16Type,
+    CallSiteLoc,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    FileLineColLoc,
     Float16Type,
     Float32Type,
     Float64Type,
+    FusedLoc,
     IntAttr,
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    NameLoc,
     StringAttr,
     TensorType,
+    UnknownLoc,
     i64,
 )
 from xdsl.ir import Attribute, Block, Data, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
@@ -55,7 +62,7 @@ from xdsl.irdl import (
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, Pure
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -423,8 +430,9 @@ def _finish_fn_typed(parser: Parser, cls: type[IRDLOperation], operands: Sequenc
                       attributes=attrs, regions=list(regions))  # fmt: skip
 
 
-def _print_fn_type(printer: Printer, op: Operation) -> None:
-    printer.print_op_attributes(op.attributes)
+def _print_fn_type(printer: Printer, op: Operation, attributes: dict[str, Attribute] | None = None) -> None:
+    """``attr-dict : (operand types) -> result types``; ``attributes`` in place of the op's own."""
+    printer.print_op_attributes(op.attributes if attributes is None else attributes)
     ins = ", ".join(str(v.type) for v in op.operands)
     outs = [str(r.type) for r in op.results]
     printer.print_string(f" : ({ins}) -> " + (outs[0] if len(outs) == 1 else f"({', '.join(outs)})"))
@@ -979,6 +987,8 @@ class DotGeneralOp(_HloOp):
             elif key == "precision":
                 words = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_identifier)
                 props["precision_config"] = ArrayAttr([PrecisionAttr(w) for w in words])
+            elif key == "algorithm":
+                props["algorithm"] = DotAlgorithmAttr(*DotAlgorithmAttr.parse_parameters(parser))
             else:
                 parser.raise_error(f"unknown dot_general field '{key}'")
         (lb, rb), (lc, rc) = dims["batching_dims"], dims["contracting_dims"]  # type: ignore[misc]
@@ -1003,6 +1013,9 @@ class DotGeneralOp(_HloOp):
         if self.precision_config is not None:
             words = [p.data for p in self.precision_config.data if isinstance(p, PrecisionAttr)]
             printer.print_string(f", precision = [{', '.join(words)}]")
+        if isinstance(self.algorithm, DotAlgorithmAttr):
+            printer.print_string(", algorithm = ")
+            self.algorithm.print_parameters(printer)
         printer.print_op_attributes(self.attributes)
         printer.print_string(f" : ({self.lhs[0].type}, {self.lhs[1].type}) -> {self.result.type}")
 
@@ -1161,7 +1174,8 @@ def _reducer_region(parser: Parser, n: int) -> Region:
 
 @irdl_op_definition
 class CustomCallOp(_HloOp):
-    """``stablehlo.custom_call @target(%a, ...) {backend_config = "..."}``: generic form only. nkic reads
+    """``stablehlo.custom_call @target(%a, ...) {backend_config = "..."}`` (read in either form, printed
+    generically). nkic reads
     ``call_target_name`` and ``backend_config`` (a JSON string, or a dictionary); the rest is carried."""
 
     name = "stablehlo.custom_call"
@@ -1175,6 +1189,24 @@ class CustomCallOp(_HloOp):
     output_operand_aliases = opt_prop_def(Attribute)
     inputs = var_operand_def()
     outs = var_result_def()
+
+    # No print: printed in the generic form, which names call_target_name (the routers' output is read so).
+    _PROPS: ClassVar[tuple[str, ...]] = ("backend_config", "api_version", "has_side_effect", "called_computations",
+                                         "operand_layouts", "result_layouts", "output_operand_aliases")  # fmt: skip
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        """``stablehlo.custom_call @target(%a, %b) {backend_config = "...", ...} : (T, U) -> V``."""
+        target = parser.parse_symbol_name()
+        operands = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        props: dict[str, Attribute] = {"call_target_name": target}
+        props.update({k: attrs.pop(k) for k in cls._PROPS if k in attrs})
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        ftype = parser.parse_function_type()
+        values = parser.resolve_operands(operands, list(ftype.inputs.data), pos)
+        return cls.create(operands=values, result_types=list(ftype.outputs.data), properties=props, attributes=attrs)
 
     def config(self) -> dict[str, object]:
         """``backend_config`` as a dictionary (a JSON string or a DictionaryAttr of strings/numbers/bools)."""
@@ -1214,6 +1246,34 @@ class CompositeOp(_HloOp):
     version = opt_prop_def(IntegerAttr)
     inputs = var_operand_def()
     outs = var_result_def()
+
+    _PROPS: ClassVar[tuple[str, ...]] = ("composite_attributes", "decomposition", "version")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        """``stablehlo.composite "name" %a, %b {composite_attributes = {...}, decomposition = @f} : (T) -> U``."""
+        name = parser.parse_str_literal()
+        operands = []
+        if parser._current_token.kind == MLIRTokenKind.PERCENT_IDENT:
+            operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        props: dict[str, Attribute] = {"name": StringAttr(name)}
+        props.update({k: attrs.pop(k) for k in cls._PROPS if k in attrs})
+        if "decomposition" not in props:
+            parser.raise_error("stablehlo.composite needs a decomposition")
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        ftype = parser.parse_function_type()
+        values = parser.resolve_operands(operands, list(ftype.inputs.data), pos)
+        return cls.create(operands=values, result_types=list(ftype.outputs.data), properties=props, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.composite_name.data)
+        if self.inputs:
+            _print_operands(printer, self.inputs)
+        extra = {k: self.properties[k] for k in self._PROPS if k in self.properties}
+        _print_fn_type(printer, self, {**extra, **self.attributes})
 
 
 @irdl_op_definition
@@ -1290,6 +1350,27 @@ class OptimizationBarrierOp(_HloOp):
     def verify_(self) -> None:
         if [v.type for v in self.operand] != [v.type for v in self.result]:
             raise VerifyException("stablehlo.optimization_barrier: results must have the operands' types")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        """``stablehlo.optimization_barrier %a, %b : T, U``."""
+        operands = []
+        if parser._current_token.kind == MLIRTokenKind.PERCENT_IDENT:
+            operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        types: list[Attribute] = []
+        if operands:
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        values = parser.resolve_operands(operands, types, parser.pos)
+        return cls.create(operands=values, result_types=types, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        if self.operand:
+            _print_operands(printer, self.operand)
+        printer.print_op_attributes(self.attributes)
+        if self.operand:
+            printer.print_string(" : " + ", ".join(str(v.type) for v in self.operand))
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -1691,7 +1772,14 @@ StableHLO = Dialect(
 
 
 class StableHloParser(Parser):
-    """A parser that reads a hexadecimal literal in a float dense attribute as the element's bit pattern."""
+    """A parser that reads a hexadecimal literal in a float dense attribute as the element's bit pattern, and gives
+    every op it reads its place in the text: the op's location becomes ``fused<"nkic.mlir">[file:line:col, the
+    location the text gave it]`` (``mlir_location`` / ``source_location`` read it back)."""
+
+    def __init__(self, ctx: Context, text: str, name: str = "<stablehlo>"):
+        super().__init__(ctx, text, name)
+        self._line_starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
+        self._file = name
 
     def _parse_tensor_literal_element(self) -> Parser._TensorLiteralElement:
         tok = self._current_token
@@ -1699,6 +1787,93 @@ class StableHloParser(Parser):
             self._consume_token(MLIRTokenKind.INTEGER_LIT)
             return _HexElement(False, int(tok.text, 16), tok.span)
         return super()._parse_tensor_literal_element()
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of a character offset."""
+        line = bisect.bisect_right(self._line_starts, offset)
+        return line, offset - self._line_starts[line - 1] + 1
+
+    def parse_operation(self) -> Operation:
+        line, col = self.line_col(self._current_token.span.start)
+        op = super().parse_operation()
+        here = FileLineColLoc(StringAttr(self._file), IntAttr(line), IntAttr(col))
+        op.location = FusedLoc([here, op.location], StringAttr(MLIR_LOC))
+        return op
+
+
+MLIR_LOC = "nkic.mlir"
+# ``#loc3 = loc(...)`` on a line of its own: MLIR prints location aliases after the module that uses them.
+_LOC_ALIAS = re.compile(r"^(#loc[\w.$-]*)\s*=\s*(loc\(.*\))\s*$", re.MULTILINE)
+# MLIR's file:line:col ranges (``"f.py":8:19 to :43``, ``to 9:3``), which xDSL 0.74 does not read: the start is kept.
+_LOC_RANGE = re.compile(r'("(?:[^"\\]|\\.)*":\d+:\d+) to (?:\d+)?:\d+')
+
+
+def _location_aliases(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The text without its location alias definitions (blank lines in their place, so lines keep their numbers)
+    and the definitions (name, ``loc(...)``), ranges cut to their start."""
+    text = _LOC_RANGE.sub(r"\1", text)
+    aliases = [(m.group(1), m.group(2)) for m in _LOC_ALIAS.finditer(text)]
+    return _LOC_ALIAS.sub("", text), aliases
+
+
+def _define_aliases(parser: StableHloParser, aliases: list[tuple[str, str]]) -> None:
+    """Parse each alias in an order where the aliases it names come first (MLIR prints them in any order)."""
+    pending = list(aliases)
+    while pending:
+        left = []
+        for name, body in pending:
+            sub = Parser(parser.ctx, body)
+            sub.attribute_aliases = parser.attribute_aliases
+            try:
+                loc = sub.parse_optional_location()
+            except ParseError:
+                left.append((name, body))
+                continue
+            parser.attribute_aliases[name] = loc if loc is not None else UnknownLoc()
+        if len(left) == len(pending):
+            raise ParseError(parser._current_token.span, f"location alias {left[0][0]} cannot be read: {left[0][1]}")
+        pending = left
+
+
+def mlir_location(op: Operation) -> tuple[str, int, int] | None:
+    """(file, line, column) of ``op`` in the StableHLO text it was parsed from, or None for an op nkic made."""
+    loc = op.location
+    if isinstance(loc, FusedLoc) and loc.metadata == StringAttr(MLIR_LOC):
+        here = loc.locations.data[0]
+        if isinstance(here, FileLineColLoc):
+            return here.filename.data, here.line.data, here.column.data
+    return None
+
+
+def source_location(op: Operation) -> tuple[str, str, int, int] | None:
+    """(name, file, line, column) of the source the text's own location gives ``op`` (JAX writes
+    ``loc("jit(f)/dot_general"(callsite("f"("model.py":12:8) at ...)))``): the outermost name and the innermost
+    file:line:col, the user's line; None when the text gives none."""
+    loc = op.location
+    if isinstance(loc, FusedLoc) and loc.metadata == StringAttr(MLIR_LOC):
+        loc = loc.locations.data[1]
+    names: list[str] = []
+    found: list[tuple[str, int, int]] = []
+
+    def visit(at: Attribute) -> None:
+        if found:
+            return
+        if isinstance(at, NameLoc):
+            names.append(at.desc.data)
+            visit(at.location)
+        elif isinstance(at, CallSiteLoc):
+            visit(at.callee)
+            visit(at.caller)
+        elif isinstance(at, FusedLoc):
+            for inner in at.locations.data:
+                visit(inner)
+        elif isinstance(at, FileLineColLoc):
+            found.append((at.filename.data, at.line.data, at.column.data))
+
+    visit(loc)
+    if not found:
+        return None
+    return (names[0] if names else "", *found[0])
 
 
 class _HexElement(Parser._TensorLiteralElement):
@@ -1725,6 +1900,10 @@ def stablehlo_context() -> Context:
     return ctx
 
 
-def parse_stablehlo(text: str, ctx: Context | None = None) -> ModuleOp:
-    """A StableHLO module (generic or pretty form) with hex float literals read as bits."""
-    return StableHloParser(ctx or stablehlo_context(), text).parse_module()
+def parse_stablehlo(text: str, ctx: Context | None = None, filename: str = "<stablehlo>") -> ModuleOp:
+    """A StableHLO module (generic or pretty form) with hex float literals read as bits, each op located at its
+    line of ``text`` (named ``filename``) and at the source location the text gives it, ``#loc`` aliases included."""
+    body, aliases = _location_aliases(text)
+    parser = StableHloParser(ctx or stablehlo_context(), body, filename)
+    _define_aliases(parser, aliases)
+    return parser.parse_module()

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from types import CodeType, FrameType, TracebackType
 
 import ml_dtypes
@@ -85,8 +86,34 @@ def frame_column(frame: FrameType) -> int:
     return columns[i] if 0 <= i < len(columns) else 0
 
 
+# A source position that stands for the user's frame while a program not written in Python is traced (the StableHLO
+# front door: the MLIR op being lowered), with a note for profiles (the op and its JAX source); innermost last.
+_PINNED: list[tuple[str, int, int, str]] = []
+
+
+@contextmanager
+def pinned_location(file: str, line: int, col: int, note: str = "") -> Iterator[None]:
+    """Within the block, the user's position is ``file:line:col`` (what instructions record and errors name) and
+    ``note`` prefixes each instruction's nki call in profiles."""
+    _PINNED.append((file, line, col, note))
+    try:
+        yield
+    finally:
+        _PINNED.pop()
+
+
+def pinned_call(api_call: str) -> str:
+    """The nki call an instruction records: ``api_call``, after the pinned note when there is one."""
+    if not _PINNED or not _PINNED[-1][3]:
+        return api_call
+    note = _PINNED[-1][3]
+    return f"{note} {api_call}" if api_call else note
+
+
 def user_location() -> tuple[str, int, int]:
     """(file, line, column) of the user's current source position; ('<unknown>', 0, 0) if none."""
+    if _PINNED:
+        return _PINNED[-1][:3]
     frame = user_frame()
     if frame is None:
         return ("<unknown>", 0, 0)

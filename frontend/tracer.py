@@ -64,7 +64,15 @@ from nkic.frontend.context import activate, active_context, deactivate, is_nki_o
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_dtype
 from nkic.frontend import era02
 from nkic.frontend.emit import Affine, Loc, Operand
-from nkic.frontend.errors import NeedsUnroll, NkiError, NkiWarning, located_error, user_frame, user_location
+from nkic.frontend.errors import (
+    NeedsUnroll,
+    NkiError,
+    NkiWarning,
+    located_error,
+    pinned_call,
+    user_frame,
+    user_location,
+)
 from nkic.frontend.grid import block_layout, block_view, split_par_dim
 from nkic.frontend.instruction import NkiInstruction
 from nkic.frontend.loop_tiles import LoopTiles
@@ -787,7 +795,7 @@ class TraceContext:
         if self.instructions > self.max_instructions:
             raise NkiError(f"kernel '{self.kernel.name}' traces more than {self.max_instructions} instructions",
                            f"use fewer instructions, or raise the limit with {INSTRUCTIONS_VAR}=N")  # fmt: skip
-        loc = Loc(*user_location(), call=self._api_call)
+        loc = Loc(*user_location(), call=pinned_call(self._api_call))
         emitted = {role: self._operand(role, t) for role, t in operands.items()}
         writes = _write_roles(op)
         for role, t in operands.items():

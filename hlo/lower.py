@@ -37,6 +37,7 @@ from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import Kernel, TensorSpec
 from nkic.hlo import tiles
 from nkic.hlo.chlo_legalize import legalize_chlo
+from nkic.hlo.locations import inlined_location
 
 ATTENTION_TARGETS = ("AttentionMMSoftmaxMM", "AttentionMMSoftmaxMMWithoutSwap", "CausalAttentionMMSoftmaxMMWithoutSwap")
 NKI_TARGET = "AwsNeuronCustomNativeKernel"
@@ -62,6 +63,8 @@ def _clone_body_before(op: Operation, body: Region, args: Sequence[SSAValue]) ->
             results = [mapping.get(v, v) for v in inner.operands]
             break
         new = inner.clone(value_mapper=mapping)  # type: ignore[arg-type]
+        for a, b in zip(inner.walk(), new.walk()):  # called from op's place, as MLIR's inliner records
+            b.location = inlined_location(a, op)
         Rewriter.insert_op(new, _before(op))
         for a, b in zip(inner.results, new.results):
             mapping[a] = b

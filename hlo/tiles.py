@@ -29,6 +29,7 @@ from nkic.dialects import stablehlo as hlo
 from nkic.frontend import isa as nisa
 from nkic.frontend import language as nl
 from nkic.frontend.errors import NkiError
+from nkic.hlo.locations import located
 
 P_TILE = 128  # partitions
 F_TILE = 512  # free elements per tile (one fp32 PSUM bank for matmul results)
@@ -176,16 +177,20 @@ class SegmentInterpreter:
         for op in ops:
             if all(r in self.values for r in op.results):
                 continue  # folded
-            handler = getattr(self, "op_" + op.name.removeprefix("stablehlo."), None)
-            if op.name.removeprefix("stablehlo.") in hlo.ELEMENTWISE:
-                handler = self.elementwise
-            if handler is None:
-                family = _family_lowering(op.name.removeprefix("stablehlo."))
-                if family is None:
-                    raise _unsupported(op, "no op-by-op lowering")
-                family(self, op)
-                continue
-            handler(op)
+            with located(op):  # its instructions and errors are at the op's JAX / MLIR line (hlo/locations.py)
+                self._lower(op)
+
+    def _lower(self, op: Operation) -> None:
+        handler = getattr(self, "op_" + op.name.removeprefix("stablehlo."), None)
+        if op.name.removeprefix("stablehlo.") in hlo.ELEMENTWISE:
+            handler = self.elementwise
+        if handler is None:
+            family = _family_lowering(op.name.removeprefix("stablehlo."))
+            if family is None:
+                raise _unsupported(op, "no op-by-op lowering")
+            family(self, op)
+            return
+        handler(op)
 
     def finish(self, outputs: Sequence[tuple[SSAValue, str]]) -> list[Any]:
         """The segment's outputs as shared_hbm tensors named as asked (a copy when a value lives elsewhere)."""
@@ -270,6 +275,16 @@ class SegmentInterpreter:
 
         self._map_tiles(out, tile)
         self.values[op.results[0]] = out
+
+    def op_is_finite(self, op: hlo.IsFiniteOp) -> None:
+        """``|x| <= the largest finite value`` of x's type: false for ±inf and for NaN (every comparison with NaN is
+        false, IEEE 754 5.11), as StableHLO's is_finite ("x is neither +Inf, -Inf, nor NaN")."""
+        x = self.hbm(self.get(op.operand[0]))
+        top = float(ml_dtypes.finfo(result_dtype(op.operand[0])).max)
+        out = self.alloc(op.result)
+        self._map_tiles(out, lambda r0, nr, c0, nc: nl.less_equal(
+            nl.abs(nl.load(x.tile(r0, nr, c0, nc)), dtype="float32"), top, dtype="uint8"))  # fmt: skip
+        self.values[op.result] = out
 
     def op_compare(self, op: hlo.CompareOp) -> None:
         if _family_lowering("fuse")(self, op):  # type: ignore[misc]  # an element-wise chain (hlo/fusion.py)
@@ -639,6 +654,8 @@ def fold(op: Operation, consts: dict[SSAValue, np.ndarray]) -> np.ndarray | None
             return _FOLD_COMPARE[op.comparison_direction.data](args[0], args[1])
         if isinstance(op, hlo.SelectOp):
             return np.where(args[0], args[1], args[2]).astype(dt)
+        if isinstance(op, hlo.IsFiniteOp):
+            return np.isfinite(args[0].astype(np.float32))
         if isinstance(op, hlo.ConvertOp):
             return args[0].astype(dt)
     return None

@@ -206,7 +206,7 @@ def _compile_stablehlo(args: argparse.Namespace, output: Path, dump_dir: Path | 
         raise CliError(f"cannot read {_shown(args.kernel)}: {e}") from None
     name = Path(args.kernel).stem
     program = compile_stablehlo(text, routing=not args.no_routing, dump_dir=dump_dir, name=_safe_stem(name),
-                                verify_each_pass=args.verify_each_pass or None)  # fmt: skip
+                                verify_each_pass=args.verify_each_pass or None, filename=args.kernel)  # fmt: skip
     safeio.write_bytes(output, program.result.neff)
     ins = ", ".join(f"{n}{list(s)}" for n, s, _ in program.inputs)
     outs = ", ".join(f"{n}{list(s)}" for n, s, _ in program.outputs)
@@ -248,6 +248,7 @@ def _load_inputs(
     from nkic.target.vocab import DTYPES
 
     declared = {v.name: v for v in neff.variables if v.kind == "input"}
+    scalars = set(neff.metadata.get("scalars", ()))
     inputs: dict[str, np.ndarray] = {}
     for spec in specs:
         if "=" not in spec:
@@ -268,8 +269,10 @@ def _load_inputs(
         if array.dtype not in (want, carrier) and not cast:
             raise CliError(f"--input {name}: {path} holds {array.dtype}, the kernel takes {var.dtype} "
                            "(convert it, or pass --cast to cast it)")  # fmt: skip
-        if tuple(array.shape) != tuple(var.shape):
-            raise CliError(f"--input {name}: {path} has shape {list(array.shape)}, the kernel takes {list(var.shape)}")
+        want = () if name in scalars else tuple(var.shape)  # a 0-d program input, held as one element (framework.py)
+        if tuple(array.shape) != want:
+            raise CliError(f"--input {name}: {path} has shape {list(array.shape)}, the kernel takes {list(want)}")
+        array = array.reshape(var.shape)
         inputs[name] = array
     missing = sorted(set(declared) - set(inputs))
     if missing and fill:
@@ -315,7 +318,10 @@ def cmd_run(args: argparse.Namespace) -> None:
         unwritten = unwritten_outputs(result)  # elements no instruction wrote: they hold the NaN fill
         if unwritten and args.strict:  # a failed run writes nothing
             raise CliError(unwritten[0])
+        scalars = set(neff.metadata.get("scalars", ()))
         for name, value in result.outputs.items():
+            if name in scalars:  # a 0-d program output, held as one element (framework.py)
+                value = value.reshape(())
             # .npy has no bfloat16/float8: such outputs are stored as float32, which holds them exactly.
             stored = value.astype(np.float32) if value.dtype.kind == "V" else value
             path = paths[name]

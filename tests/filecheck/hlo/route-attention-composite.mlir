@@ -7,7 +7,7 @@
 // CHECK:      "stablehlo.custom_call"({{.*}}) <{call_target_name = "CausalAttentionMMSoftmaxMMWithoutSwap", backend_config = "{{.*}}\22is_causal\22: true, \22kernel_name\22: \22flash_attention\22{{.*}}\22scale\22: 0.25, \22sliding_window\22: 64}"
 // CHECK-NOT:  stablehlo.composite "nkic.flash_attention"
 // A composite of another name stays.
-// CHECK:      "stablehlo.composite"(%{{.*}}) <{name = "nkic.gelu"
+// CHECK:      stablehlo.composite "nkic.gelu" %{{.*}} {decomposition = @gelu}
 func.func @main(%q: tensor<2x128x64xbf16>, %k: tensor<2x256x64xbf16>, %v: tensor<2x256x64xbf16>) -> tensor<2x128x64xbf16> {
   %o = "stablehlo.composite"(%q, %k, %v) <{name = "nkic.flash_attention", composite_attributes = {causal = true, scale = 2.500000e-01 : f32, window = 64 : i64}, decomposition = @decomp}> : (tensor<2x128x64xbf16>, tensor<2x256x64xbf16>, tensor<2x256x64xbf16>) -> tensor<2x128x64xbf16>
   %g = "stablehlo.composite"(%o) <{name = "nkic.gelu", decomposition = @gelu}> : (tensor<2x128x64xbf16>) -> tensor<2x128x64xbf16>

@@ -44,7 +44,7 @@ func.func @pretty(%a: tensor<4x8xf32>, %w: tensor<8x3xf32>, %u: tensor<2x4x8xf32
 // CHECK:      stablehlo.compare GE, %{{.*}}, %{{.*}}, SIGNED
 // CHECK:      stablehlo.reduce(%{{.*}} init: %{{.*}}) applies stablehlo.add across dimensions = [1]
 // CHECK:      "stablehlo.custom_call"(%{{.*}}) <{call_target_name = "AwsNeuronCustomNativeKernel", backend_config = "{\22kernel_name\22: \22m:k\22}"}>
-// CHECK:      "stablehlo.composite"(%{{.*}}) <{composite_attributes = {scale = 1.250000e-01 : f32}, decomposition = @dec, name = "nkic.attention", version = 0 : i32}>
+// CHECK:      stablehlo.composite "nkic.attention" %{{.*}} {composite_attributes = {scale = 1.250000e-01 : f32}, decomposition = @dec, version = 0 : i32} : (tensor<8xf32>) -> tensor<8xf32>
 "builtin.module"() <{sym_name = "jit_f"}> ({
   "func.func"() <{arg_attrs = [{}], function_type = (tensor<8x4xbf16>) -> tensor<8xf32>, res_attrs = [{jax.result_info = "result"}], sym_name = "main", sym_visibility = "public"}> ({
   ^bb0(%arg0: tensor<8x4xbf16>):
