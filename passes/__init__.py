@@ -16,6 +16,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "bir-unroll": ("bir_unroll", "BirUnrollPass"),
     "split-blocks": ("split_blocks", "SplitBlocksPass"),
     "resolve-psum-accumulate": ("resolve_psum_accumulate", "ResolvePsumAccumulatePass"),
+    "spill": ("spill", "SpillPass"),
     "allocate-memory": ("allocate_memory", "AllocateMemoryPass"),
     "assign-engines": ("assign_engines", "AssignEnginesPass"),
     "dependency-analysis": ("dependency_analysis", "DependencyAnalysisPass"),

@@ -23,6 +23,11 @@ whatever ``stack`` places. A kernel that does not fit fails with the tensor, its
 
 A runtime loop (``loop_begin`` … ``loop_end``) runs its body again after its last instruction: a tensor used both
 inside a loop and outside it is live over the whole loop, so no tensor of the body can take its bytes.
+
+When a function does not fit: its block tensors are split per block (``split-blocks``) and it is placed again; if SBUF
+is still short, tensors are spilled through HBM (``passes/spill.py``) with a live budget of all of SBUF, then smaller
+shares while fragmentation leaves a tensor no place, and one ``AllocationWarning`` says what was spilled. A kernel
+that fits is never split or spilled (``spill=False``, pre-schedule's trial, never spills).
 """
 
 from __future__ import annotations
@@ -41,11 +46,14 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.dialects.common import dense_i64_attr
+from nkic.passes.spill import spill_function, spill_stats, warn_spills
 from nkic.passes.split_blocks import split_function
 from nkic.target.instructions import LOOP_PAIRS
 
 SBUF_ALIGN = 64
 _LOOP_ENDS = frozenset(LOOP_PAIRS.values())
+# Live SBUF budgets spilling aims for, in turn: all of SBUF, then less while fragmentation leaves a tensor no place
+SPILL_SHARES = (1.0, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5)
 
 
 def live_ranges(fn: bir.FunctionOp) -> dict[str, tuple[int, int]]:
@@ -160,6 +168,9 @@ class AllocateMemoryPass(ModulePass):
     # "lru": the legal place used longest ago; "rotate": first fit after the previous allocation; "stack": lowest
     # free offset (immediate reuse). The module docstring says why and bench/README.md what each measures.
     policy: str = "rotate"
+    # spill SBUF tensors through HBM when the kernel does not fit otherwise (passes/spill.py); pre-schedule's trial
+    # allocation turns it off (its order is only a candidate)
+    spill: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.policy not in POLICIES:
@@ -171,14 +182,34 @@ class AllocateMemoryPass(ModulePass):
 
     def run_function(self, fn: bir.FunctionOp) -> None:
         try:
-            self._place(fn)
-        except PassFailedException:
-            # Whole block tensors did not fit together: give every block its own live range and try again, as the
-            # device compiler allocates the blocks that are live (split-blocks keeps the whole ones that fit, for
-            # DMA coalescing, until it has to).
-            if split_function(fn) == 0:
-                raise
-            self._place(fn)
+            return self._place(fn)
+        except PassFailedException as e:
+            failure = e
+        # Whole block tensors did not fit together: give every block its own live range and try again, as the
+        # device compiler allocates the blocks that are live (split-blocks keeps the whole ones that fit, for
+        # DMA coalescing, until it has to).
+        if split_function(fn):
+            try:
+                return self._place(fn)
+            except PassFailedException as e:
+                failure = e
+        if not self.spill or "in SBUF" not in str(failure):
+            raise failure
+        self._place_spilling(fn, failure)
+
+    def _place_spilling(self, fn: bir.FunctionOp, failure: PassFailedException) -> None:
+        """Spill until the live SBUF bytes fit all of SBUF, then, while fragmentation still leaves a tensor no
+        place, a smaller share of it (passes/spill.py); warn once with what was spilled."""
+        capacity = target_of(fn).sbuf_bytes_per_partition
+        for share in SPILL_SHARES:
+            spill_function(fn, int(capacity * share))
+            try:
+                self._place(fn)
+            except PassFailedException as e:
+                failure = e
+                continue
+            return warn_spills(fn, spill_stats(fn))
+        raise PassFailedException(f"{failure} (even with spilling)")
 
     def _place(self, fn: bir.FunctionOp) -> None:
         ranges = live_ranges(fn)

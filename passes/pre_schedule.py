@@ -13,13 +13,16 @@ Interleaving keeps more tensors live at once, so the scheduler tracks what is li
 instruction to its last) and starts a new tensor only while SBUF stays under 85% and PSUM under its bank count
 (each tile counted as whole banks); when nothing ready fits, the one that overshoots the budgets least goes
 (finishing work rather than starting new tensors), the earliest in program order among equals.
-Functions with runtime loops (control instructions) keep their order. It needs engines (run ``assign-engines``
+When ``allocate-memory`` (without spilling) cannot place the new order, the program order is put back and an
+``AllocationWarning`` gives the allocator's reason. Functions with runtime loops (control instructions) keep their
+order. It needs engines (run ``assign-engines``
 first; an ``unassigned`` instruction is planned on the first engine its operands allow).
 """
 
 from __future__ import annotations
 
 import heapq
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +37,7 @@ from nkic.dialects import bir
 from nkic.passes.assign_engines import legal_engines
 from nkic.passes.dependency_analysis import Addresses, body, edges, has_loops, kind_of, operands
 from nkic.passes.schedule_instructions import _reorder, duration_ns
+from nkic.passes.spill import AllocationWarning, file_line
 from nkic.passes.options import DEFAULT_NUM_QUEUES
 from nkic.target.machine import Target
 
@@ -333,23 +337,39 @@ class PreSchedulePass(ModulePass):
         fns = [f for f in op.ops if isinstance(f, bir.FunctionOp)]
         before = {fn: body(fn)[0] for fn in fns}
         changed = [fn for fn in fns if pre_schedule(fn, target_of(op), self.num_queues)]
-        if changed and not _fits(op, ctx, self.policy):
+        why = _misfit(op, ctx, self.policy) if changed else None
+        if why is not None:
             for fn in changed:
                 _reorder(fn, before[fn])
+            _explain(why)
+
+
+def _explain(why: str) -> None:
+    """Say that the planned order was dropped, and why (the allocator's message), at the line it names."""
+    where, _, what = why.partition(": error: ")
+    file, line = file_line(where) if what else ("<kernel>", 0)
+    warnings.warn_explicit(f"pre-schedule's order does not fit on chip without spilling ({what or why}); allocation "
+                           "follows the program order instead, with less overlap between engines", AllocationWarning,
+                           file, line)  # fmt: skip
 
 
 def _fits(op: ModuleOp, ctx: Context, policy: str) -> bool:
-    """Whether ``allocate-memory`` places ``op`` as it is now. It runs on ``op`` itself and its addresses are then
-    taken off again (it only adds an ``address`` to memlocs without one): a clone of a 100k-instruction module
-    cost more time, and memory at the compile's peak, than the allocation."""
+    """Whether ``allocate-memory`` places ``op`` as it is now (see ``_misfit``)."""
+    return _misfit(op, ctx, policy) is None
+
+
+def _misfit(op: ModuleOp, ctx: Context, policy: str) -> str | None:
+    """Why ``allocate-memory`` cannot place ``op`` as it is now without spilling, or None when it can. It runs on
+    ``op`` itself and its addresses are then taken off again (it only adds an ``address`` to memlocs without one):
+    a clone of a 100k-instruction module cost more time, and memory at the compile's peak, than the allocation."""
     from nkic.passes.allocate_memory import AllocateMemoryPass
 
     fns = [f for f in op.ops if isinstance(f, bir.FunctionOp)]
     placed = {(f, name) for f in fns for name, m in f.memlocs().items() if m.addr is not None}
     try:
-        AllocateMemoryPass(policy=policy).apply(ctx, op)
-    except PassFailedException:
-        return False
+        AllocateMemoryPass(policy=policy, spill=False).apply(ctx, op)
+    except PassFailedException as e:
+        return str(e)
     finally:
         # every memloc without an address before, including the per-block ones the allocator may have split off
         # (split-blocks) while trying: those stay split, which changes no value, but unplaced
@@ -357,4 +377,4 @@ def _fits(op: ModuleOp, ctx: Context, policy: str) -> bool:
             for name, m in f.memlocs().items():
                 if (f, name) not in placed:
                     m.properties.pop("address", None)
-    return True
+    return None

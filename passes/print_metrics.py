@@ -35,6 +35,7 @@ from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.dialects.traits import IsControl, IsDma
 from nkic.passes.lowering import cost_record
+from nkic.passes.spill import SpillStats, spill_stats
 from nkic.target.costs import DMA_LATENCY_NS, dependent_latency_ns, dma_transfer, instr_ns, occupancy_ns
 from nkic.target.isa import Instr
 from nkic.target.machine import ENGINE_NAMES, Target
@@ -56,6 +57,7 @@ class Metrics:
     in_order_ns: float = 0.0  # the longest chain once each engine's and queue's program order counts too
     high_water: dict[str, int] = field(default_factory=dict)  # memory -> bytes per partition
     capacity: dict[str, int] = field(default_factory=dict)
+    spills: SpillStats = field(default_factory=SpillStats)  # allocate-memory's spills through HBM (passes/spill.py)
     simulated_ns: float | None = None  # the simulator's timeline on the lowered module (None: not lowerable yet)
     not_simulated: str = ""  # why simulated_ns is None
 
@@ -147,6 +149,7 @@ def metrics(fn: bir.FunctionOp, target: Target, simulate: bool = True) -> Metric
         m.simulated_ns, m.not_simulated = _simulate(fn, target)
     m.high_water = _high_water(fn)
     m.capacity = {"sbuf": target.sbuf_bytes_per_partition, "psum": target.psum_bytes_per_partition}
+    m.spills = spill_stats(fn)
     return m
 
 
@@ -221,6 +224,10 @@ def report(m: Metrics) -> str:
         hw, cap = m.high_water.get(mem, 0), m.capacity.get(mem, 0)
         pct = 100.0 * hw / cap if cap else 0.0
         lines.append(f"  {mem.upper()} high-water: {hw} of {cap} bytes per partition ({pct:.1f}%)")
+    if m.spills.stores:
+        sp = m.spills
+        lines.append(f"  spills: {len(sp.tensors)} SBUF tensors through HBM, {sp.stores} stores + {sp.reloads} "
+                     f"reloads, {sp.bytes} bytes ({', '.join(sorted(sp.tensors))})")
     return "\n".join(lines)
 
 

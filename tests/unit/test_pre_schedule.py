@@ -17,6 +17,7 @@ from nkic.passes import pre_schedule as ps
 from nkic.passes.allocate_memory import AllocateMemoryPass
 from nkic.passes.pipelines import backend, frontend_lowering
 from nkic.passes.resolver import use_resolver
+from nkic.passes.spill import AllocationWarning
 from nkic.runtime.neff import write_neff
 from nkic.tools.targets import isa_module_to_neff
 
@@ -61,5 +62,11 @@ def test_attention_faster_same_outputs() -> None:
 def test_program_order_restored_when_allocation_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     plain = _order(_compile(False, stop_at_alloc=True))  # type: ignore[arg-type]
     assert _order(_compile(True, stop_at_alloc=True)) != plain  # type: ignore[arg-type]
-    monkeypatch.setattr(ps, "_fits", lambda *a: False)
-    assert _order(_compile(True, stop_at_alloc=True)) == plain  # type: ignore[arg-type]
+    why = "k.py:7:5: error: kernel does not fit in SBUF: tensor 'k.t' needs 4096 bytes per partition while ..."
+    monkeypatch.setattr(ps, "_misfit", lambda *a: why)
+    with pytest.warns(AllocationWarning) as seen:
+        assert _order(_compile(True, stop_at_alloc=True)) == plain  # type: ignore[arg-type]
+    said = [w for w in seen if "pre-schedule's order does not fit" in str(w.message)]
+    assert len(said) == 1 and (said[0].filename, said[0].lineno) == ("k.py", 7)  # the allocator's reason, at its line
+    assert "(kernel does not fit in SBUF: tensor 'k.t' needs 4096 bytes" in str(said[0].message)
+    assert "allocation follows the program order" in str(said[0].message)
