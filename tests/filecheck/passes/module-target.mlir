@@ -3,15 +3,17 @@
 
 // A module stamped with the generation it was traced for (the tracer writes nkic.target) is planned for that
 // generation: on gen2 tensor_copy never runs on ScalarE ("On NeuronCore v2, tensor_copy is not supported on the
-// Scalar Engine"); the same IR stamped gen3 spreads the copies over DVE, ACT and POOL.
+// Scalar Engine") and VectorE and GpSimd share the SBUF port, so the copies serialize whichever of the two runs
+// them: all go to GpSimd, whose clock is faster; the same IR stamped gen3 spreads the copies over ACT, POOL and DVE
+// (each to the engine that finishes it first).
 // CHECK:      builtin.module attributes {nkic.target = "gen2"}
-// CHECK:      bir.tensor_copy {{.*}} engine = "dve"
+// CHECK:      bir.tensor_copy {{.*}} engine = "pool"
 // CHECK-NEXT: bir.tensor_copy {{.*}} engine = "pool"
 // CHECK-NEXT: bir.tensor_copy {{.*}} engine = "pool"
 // CHECK:      builtin.module attributes {nkic.target = "gen3"}
-// CHECK:      bir.tensor_copy {{.*}} engine = "dve"
-// CHECK-NEXT: bir.tensor_copy {{.*}} engine = "act"
+// CHECK:      bir.tensor_copy {{.*}} engine = "act"
 // CHECK-NEXT: bir.tensor_copy {{.*}} engine = "pool"
+// CHECK-NEXT: bir.tensor_copy {{.*}} engine = "dve"
 
 // --generation replaces the stamp of every module (trn1 is gen2): no copy is planned on ScalarE.
 // TRN1:      builtin.module attributes {nkic.target = "gen2"}
