@@ -65,20 +65,7 @@ def unsupported(op: Operation, why: str) -> Exception:
 
 
 def matmul(lhs_t: Hbm, rhs: Hbm, out: Hbm, k: int, m: int, n: int) -> None:
-    """``out[m, n] = lhs_t[k, m]^T @ rhs[k, n]`` (row-major 2-D views): ``nc_matmul`` tiles of K = 128 partitions
-    (the stationary operand's contraction on the partitions, as nc_matmul takes it), M = 128, N = 512 (one fp32
-    PSUM bank), K accumulated in PSUM; operands in one float dtype (fp32 when they differ)."""
-    dt = lhs_t.dtype if lhs_t.dtype == rhs.dtype and lhs_t.dtype in ("float32", "bfloat16", "float16") else "float32"
-    for m0 in range(0, m, tiles.P_TILE):
-        nm = min(tiles.P_TILE, m - m0)
-        for n0 in range(0, n, tiles.F_TILE):
-            nn = min(tiles.F_TILE, n - n0)
-            acc = nl.ndarray((nm, nn), dtype=nl.float32, buffer=nl.psum)
-            for k0 in range(0, k, tiles.K_TILE):
-                nk = min(tiles.K_TILE, k - k0)
-                st = nl.load(lhs_t.tensor.ap([[m, nk], [1, nm]], offset=k0 * m + m0))
-                mv = nl.load(rhs.tensor.ap([[n, nk], [1, nn]], offset=k0 * n + n0))
-                st = st if st.dtype == dt else nl.copy(st, dtype=dt)
-                mv = mv if mv.dtype == dt else nl.copy(mv, dtype=dt)
-                nisa.nc_matmul(acc, st, mv)
-            nl.store(out.tensor.ap([[n, nm], [1, nn]], offset=m0 * n + n0), nl.copy(acc, dtype=out.dtype))
+    """``out[m, n] = lhs_t[k, m]^T @ rhs[k, n]`` (row-major 2-D views), blocked (``nkic.hlo.matmul``)."""
+    from nkic.hlo.matmul import blocked_matmul
+
+    blocked_matmul(lhs_t, rhs, out, 1, k, m, n)

@@ -534,24 +534,9 @@ class SegmentInterpreter:
         a = self._permuted(self.get(op.lhs[0]), a_shape, [*lb, *lc, *lf])
         b = self._permuted(self.get(op.lhs[1]), b_shape, [*rb, *rc, *rf])
         out = self.alloc(op.result)
-        in_dt = a.dtype if a.dtype == b.dtype else "float32"
-        for bi in range(bsz):
-            for m0 in range(0, m, P_TILE):
-                nm = min(P_TILE, m - m0)
-                for n0 in range(0, n, F_TILE):
-                    nn = min(F_TILE, n - n0)
-                    acc = nl.ndarray((nm, nn), dtype=nl.float32, buffer=nl.psum)
-                    for k0 in range(0, k, K_TILE):
-                        nk = min(K_TILE, k - k0)
-                        st = nl.load(a.tensor.ap([[m, nk], [1, nm]], offset=bi * k * m + k0 * m + m0))
-                        mv = nl.load(b.tensor.ap([[n, nk], [1, nn]], offset=bi * k * n + k0 * n + n0))
-                        if st.dtype != in_dt:
-                            st = nl.copy(st, dtype=in_dt)
-                        if mv.dtype != in_dt:
-                            mv = nl.copy(mv, dtype=in_dt)
-                        nisa.nc_matmul(acc, st, mv)
-                    res = nl.copy(acc, dtype=out.dtype)
-                    nl.store(out.tensor.ap([[n, nm], [1, nn]], offset=bi * m * n + m0 * n + n0), res)
+        from nkic.hlo.matmul import blocked_matmul  # operands resident in SBUF, reused across output tiles
+
+        blocked_matmul(a, b, out, bsz, k, m, n)
         self.values[op.result] = out
 
     # -- reduce -------------------------------------------------------------------------------------------------

@@ -1,0 +1,93 @@
+"""How close op-by-op StableHLO programs get to the PE roofline in nkic's timing model (issue 27 item 3).
+
+Each program is exported from JAX (``jax.jit(f).lower(...)``), compiled by ``compile_stablehlo`` (attention routing
+off, so everything is op by op) and simulated timing-only on gen3 (trn2). PE roofline = the program's matmul FLOPs
+at the dense bf16 peak of one NeuronCore (79 TFLOP/s on trn2, as bench/attention.py and bench/backend_variants.py
+use). Prints per program: simulated us, roofline us, % of roofline, PE busy %, the busiest engine, instructions.
+
+    .venv/bin/python bench/hlo_roofline.py [mlp|block|all] [--d 1024] [--tokens 512]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import ml_dtypes  # noqa: E402
+import numpy as np  # noqa: E402
+
+from nkic.driver import run_neff  # noqa: E402
+from nkic.framework import compile_stablehlo  # noqa: E402
+
+PEAK_FLOPS_PER_NS = 79e3  # trn2 dense bf16 peak: 79 TFLOP/s per NeuronCore
+BF16 = ml_dtypes.bfloat16
+
+
+def mlp(x, w1, w2):  # type: ignore[no-untyped-def]
+    return jax.nn.gelu(x @ w1) @ w2
+
+
+def block(x, g, wq, wk, wv, wo, w1, w2, heads=8):  # type: ignore[no-untyped-def]
+    t, d = x.shape
+    h = x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6) * g
+    q, k, v = ((h @ w).reshape(t, heads, d // heads).transpose(1, 0, 2) for w in (wq, wk, wv))
+    s = jnp.einsum("hqd,hkd->hqk", q, k) / np.sqrt(d // heads)
+    s = jnp.where(jnp.tril(jnp.ones((t, t), bool)), s, -jnp.inf)
+    a = jnp.einsum("hqk,hkd->hqd", jax.nn.softmax(s, axis=-1), v).transpose(1, 0, 2).reshape(t, d)
+    x = x + a @ wo
+    return x + mlp(x, w1, w2)
+
+
+def programs(d: int, tokens: int) -> dict[str, tuple[object, list[np.ndarray], float]]:
+    """name -> (function, bf16 arguments, matmul FLOPs)."""
+    rng = np.random.default_rng(0)
+
+    def arr(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(BF16)
+
+    ff = 4 * d
+    mlp_flops = 2.0 * tokens * d * ff * 2
+    attn_flops = 2.0 * tokens * d * d * 4 + 2.0 * 2 * tokens * tokens * d
+    return {
+        "mlp": (mlp, [arr(tokens, d), arr(d, ff), arr(ff, d)], mlp_flops),
+        "block": (block, [arr(tokens, d), arr(d), *(arr(d, d) for _ in range(4)), arr(d, ff), arr(ff, d)],
+                  mlp_flops + attn_flops),
+    }  # fmt: skip
+
+
+def measure(fn: object, args: list[np.ndarray], flops: float) -> dict[str, float]:
+    text = jax.jit(fn).lower(*args).as_text()  # type: ignore[arg-type]
+    t0 = time.process_time()
+    prog = compile_stablehlo(text, routing=False, name="bench")
+    compile_s = time.process_time() - t0
+    profile = run_neff(prog.result.neff, {}, timing_only=True).profile
+    busy = profile.busy_ns
+    top = max(busy, key=lambda e: busy[e])
+    roof = flops / PEAK_FLOPS_PER_NS
+    return {"us": profile.total_ns / 1e3, "roof_us": roof / 1e3, "pe": roof / profile.total_ns,
+            "pe_busy": busy.get("pe", 0.0) / profile.total_ns, "top": top, "top_busy": busy[top] / profile.total_ns,
+            "compile_s": compile_s}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("which", nargs="?", default="all")
+    ap.add_argument("--d", type=int, default=1024)
+    ap.add_argument("--tokens", type=int, default=512)
+    a = ap.parse_args()
+    for name, (fn, args, flops) in programs(a.d, a.tokens).items():
+        if a.which not in ("all", name):
+            continue
+        r = measure(fn, args, flops)
+        print(f"{name:6s} d={a.d} tokens={a.tokens} bf16: {r['us']:10.1f} us simulated, roofline {r['roof_us']:.1f} us"
+              f" -> {r['pe']:.2%} of PE roofline; PE busy {r['pe_busy']:.1%}; busiest {r['top']} "
+              f"{r['top_busy']:.1%}; compile {r['compile_s']:.1f} s CPU")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
