@@ -1139,11 +1139,12 @@ class ReduceOp(_HloOp):
         args = self.body.block.args
         printer.print_string(" reducer")
         for i in range(n):
-            printer.print_string("(")
+            printer.print_string("(" if i == 0 else " (")
             printer.print_block_argument(args[i])
             printer.print_string(", ")
             printer.print_block_argument(args[n + i])
-            printer.print_string(") " if i == n - 1 else ")")
+            printer.print_string(")")
+        printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False)
 
 
