@@ -517,6 +517,8 @@ def occupancy_cycles(instr: Instr, target: str | Target = DEFAULT_TARGET) -> int
       the tile's share of the array (tiles run concurrently).
     * VectorE fast modes (gen3+): copies / tensor_scalar ÷4 (÷2 with a PSUM or strided side); tensor_tensor on
       2-byte floats in SBUF costs ``max(64, N)``, not ``2N`` [A3].
+    * Wide strides (gen2): an SBUF port moves 128 elements per cycle when the innermost stride is at most 16 bytes
+      and half that otherwise [A2], so a VectorE/ScalarE/GpSimd instruction with such an operand takes twice as long.
     """
     t = get_target(target)
     cycles = instr_cycles(instr, t)
@@ -527,11 +529,31 @@ def occupancy_cycles(instr: Instr, target: str | Target = DEFAULT_TARGET) -> int
             cycles = max(MIN_II, _free(instr.operand("in0")))
         else:
             cycles //= _dve_fast_divisor(instr, t)
+    if t.nc_version <= WIDE_STRIDE_UNTIL and instr.engine in ("dve", "act", "pool") and _wide_stride(instr):
+        cycles *= 2
     floor = MIN_II
     if instr.opcode == "MATMUL":  # concurrent tiles share the floor as they share the array
         rows, cols = instr.imm("tile_rows") or PE_ARRAY, instr.imm("tile_cols") or PE_ARRAY
         floor = max(1, MIN_II * rows * cols // (PE_ARRAY * PE_ARRAY))
     return max(floor, cycles)
+
+
+# A2 (trainium_inferentia2_arch.rst): SBUF access runs at full rate for an innermost stride of at most 16 bytes,
+# at half rate beyond. The later guides (A3, A4) state their own access rates through the performance modes.
+WIDE_STRIDE_BYTES = 16
+WIDE_STRIDE_UNTIL = 2  # nc_version
+
+
+def _wide_stride(ins: Instr) -> bool:
+    """Whether an SBUF operand that streams (more than one element per partition) steps more than 16 bytes
+    between consecutive elements of its innermost dimension."""
+    for op in ins.operands:
+        if op is None or op.memory != "sbuf" or op.free_size <= 1:
+            continue
+        inner = [step for step, num in op.pattern[1:] if num > 1]
+        if inner and abs(inner[-1]) * op.itemsize > WIDE_STRIDE_BYTES:
+            return True
+    return False
 
 
 def _dve_fast_divisor_tt(ins: Instr) -> bool:

@@ -1,0 +1,35 @@
+"""The documented engine effects of ``target/costs.py`` beyond the per-instruction formulas, instruction by
+instruction: the wide-stride SBUF access rate of NeuronCore-v2 (A2) and where it does not apply."""
+
+from __future__ import annotations
+
+import pytest
+
+from nkic.target.costs import MIN_II, WIDE_STRIDE_BYTES, occupancy_cycles
+from nkic.target.isa import Instr, Operand
+
+
+def _copy(engine: str, step: int, dtype: str = "float32", n: int = 512) -> Instr:
+    """A tensor_copy of n elements per partition whose source steps ``step`` elements (the destination is dense)."""
+    dst = Operand("sbuf", dtype, ((1, 128), (1, n)))
+    src = Operand("sbuf", dtype, ((1, 128), (step, n)))
+    return Instr("TENSOR_COPY", engine, (dst, src))
+
+
+@pytest.mark.parametrize("engine", ["dve", "act", "pool"])
+def test_wide_strides_halve_the_sbuf_rate_on_trn1(engine: str) -> None:
+    dense = occupancy_cycles(_copy(engine, 1), "gen2")
+    assert dense == 512
+    # 4 fp32 elements = 16 bytes is still full rate; 5 (20 bytes) is beyond it
+    assert 4 * 4 == WIDE_STRIDE_BYTES
+    assert occupancy_cycles(_copy(engine, 4), "gen2") == dense
+    assert occupancy_cycles(_copy(engine, 5), "gen2") == 2 * dense
+    assert occupancy_cycles(_copy(engine, 8, "bfloat16"), "gen2") == dense  # 16 bytes of bf16
+    assert occupancy_cycles(_copy(engine, 9, "bfloat16"), "gen2") == 2 * dense
+
+
+def test_wide_strides_follow_the_generation() -> None:
+    # trn2's access rates are the performance modes' (A3): a strided fp32 copy keeps max(64, N)
+    assert occupancy_cycles(_copy("dve", 8), "gen3") == occupancy_cycles(_copy("dve", 1), "gen3") == 512
+    # a (P, 1) scalar operand does not stream: no penalty whatever its step
+    assert occupancy_cycles(_copy("act", 64, n=1), "gen2") == MIN_II
