@@ -19,10 +19,11 @@ import numpy as np
 
 from nkic.runtime.errors import SimulationError
 from nkic.runtime.simulator import _Core, _Engine, _set_reg, _value, _View, _view, execute
-from nkic.target.collectives import group_of, parse_groups, parse_pairs
+from nkic.target.collectives import collective_ns, group_of, parse_groups, parse_pairs
 from nkic.target.isa import Instr
+from nkic.target.machine import Target
 
-__all__ = ["peers", "meet", "meeting_line", "member_ranks"]
+__all__ = ["peers", "meet", "meeting_line", "member_ranks", "transfer_ns"]
 
 _REDUCE = {"add": np.add, "minimum": np.minimum, "maximum": np.maximum}
 
@@ -302,3 +303,12 @@ def _exec_collective(core: _Core, ins: Instr) -> None:
     """A collective has no effect of one core alone: the scheduler applies it when its group meets (:func:`meet`)
     and never calls this; run one instruction at a time (``simulate_in_order``) it is an error, as SENDRECV is."""
     raise SimulationError(f"{_name(ins)} runs when its replica group meets; it has no one-core, in-order meaning")
+
+
+def transfer_ns(ins: Instr, target: Target) -> float:
+    """How long the met collective moves data (target/collectives.py ``collective_ns``), as a SimulationError when
+    the record is malformed."""
+    try:
+        return collective_ns(ins, target)
+    except (ValueError, KeyError) as e:
+        raise SimulationError(f"{_name(ins)} (inst_id {ins.inst_id}): {e}") from None

@@ -282,8 +282,8 @@ def _ap_desc(op: Operand, var_names: Mapping[int, str], side: str) -> dict[str, 
 def _dma_desc(ins: Instr, var_names: Mapping[int, str]) -> dict[str, object] | None:
     """The ``desc`` of a DMA_COPY or DMA_COMPUTE's ``dma`` entry; None for any other instruction."""
     dst, src = ins.operand(0), ins.operand(1)
-    if "dma" not in ins.spec.traits or dst is None or src is None:
-        return None
+    if ins.opcode not in ("DMA_COPY", "DMA_COMPUTE") or dst is None or src is None:
+        return None  # DEBUG_PRINT goes to the host; a collective's transfers are its replica group's
     if ins.opcode == "DMA_COMPUTE":
         op = f"compute_{ins.value('reduce_op')}"
     elif ins.flag("transpose"):

@@ -1593,7 +1593,7 @@ class _Scheduler:
                 break
             self._advance()
         blocked = [e for e in self.engines if not e.done]
-        if blocked:
+        if blocked or self.meetings:  # a collective some rank never reached holds no engine, but never completes
             raise SimulationDeadlock(self._deadlock_report(blocked))
         return self.profile
 
@@ -1643,8 +1643,8 @@ class _Scheduler:
         if ins.opcode == "SENDRECV":  # the engine waits for the other cores of its pipe (_meet)
             self._post(eng.core, ("SENDRECV", int(_value(ins, "pipe_id"))), [eng], ins)
             return
-        if ins.opcode in COLLECTIVE_OPCODES:  # the engine waits for its replica group (runtime/collectives.py)
-            self._post(eng.core, ("COLLECTIVE", self.cores[eng.core].index), [eng], ins)
+        if ins.opcode in COLLECTIVE_OPCODES:  # a DMA whose transfer waits for its replica group (_collective)
+            self._trigger_collective(eng, ins)
             return
         self._execute(eng, ins)
         lane = self.lanes[(eng.core, eng.name)]
@@ -1734,7 +1734,7 @@ class _Scheduler:
         posts = self.meetings.setdefault(key, {})
         posts[core] = (engines, ins)
         for e in engines:
-            e.busy, e.meeting = e.busy or what[0] != "CORE_BARRIER", key
+            e.busy, e.meeting = e.busy or what[0] == "SENDRECV", key
         members = self._members(key, core)
         if members is not None:
             self._meet(key, members)
@@ -1802,20 +1802,36 @@ class _Scheduler:
         if not posts:
             del self.meetings[key]
 
+    def _trigger_collective(self, eng: _Engine, ins: Instr) -> None:
+        """SP triggers a collective like a DMA and goes on; the collective is in flight on the core (barriers wait
+        for it) and posts to its group's meeting when the trigger is done (_collective runs it)."""
+        lane = self.lanes[(eng.core, eng.name)]
+        start = lane.ready_at(ins, self.now)
+        dur = self._occupancy(eng, ins, start)
+        eng.pc += 1
+        eng.busy = True
+        self._record(eng.core, eng.name, ins, start, dur)
+        self._at(start + dur, partial(self._finish, eng, None))
+        self.cores[eng.core].dma_in_flight += 1
+        key = ("COLLECTIVE", self.cores[eng.core].index)
+        self._at(start + dur, partial(self._post, eng.core, key, [], ins))
+
     def _collective(self, key: tuple, members: set[int]) -> None:
-        """Every member of a replica group has reached its collective: apply it (runtime/collectives.py), then all
-        complete together after the slowest member's cost."""
+        """Every member of a replica group has triggered its collective: apply it (runtime/collectives.py); each
+        member's transfer takes the collective's cost on its queue, then signals like a DMA landing."""
         posts = self.meetings[key]
-        group = {c: posts.pop(c) for c in sorted(members)}
+        group = {c: posts.pop(c)[1] for c in sorted(members)}
         if not posts:
             del self.meetings[key]
-        _cc.meet(self.cores, {c: ins for c, (_, ins) in group.items()}, key[1], self.timing_only)
-        dur = max(self._cost(engines[0], ins) for engines, ins in group.values())
-        for c, ([eng], ins) in group.items():
-            eng.meeting = None
-            self._record(c, eng.name, ins, self.now, dur)
-            eng.pc += 1
-            self._at(self.now + dur, partial(self._finish, eng, ins.signal_sem))
+        _cc.meet(self.cores, group, key[1], self.timing_only)
+        dur = max(_cc.transfer_ns(ins, self.target) for ins in group.values())
+        for c, ins in group.items():
+            self._record(c, f"q{ins.imm('queue')}", ins, self.now, dur)
+            self._at(self.now + dur, partial(self._collective_done, c, ins.signal_sem))
+
+    def _collective_done(self, core: int, signal: int | None) -> None:
+        self.cores[core].dma_in_flight -= 1
+        self._signal(core, signal)
 
     def _exchange(self, pipe: int, posts: dict[int, tuple[list[_Engine], Instr]]) -> None:
         """Each member's src goes to the dst of the core it sends to, all at once: every src is read before any

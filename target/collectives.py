@@ -7,21 +7,21 @@ ranks ("Sub-groups represented by lists of ranks should not have any overlap", n
 each rank meets the other members of its own list. The group is a ``str`` field (``"0,1,2,3;4,5,6,7"``: in a NEFF
 an index into its string table), ``group_size`` an immediate derived from it (the cost model reads it).
 
-Each collective is an SP-triggered instruction (SP reaches SBUF and HBM, the two memories the reference allows) that
-reads its sources and writes its destinations like any other: dependency-analysis orders it after the writes of
-its sources and before later readers (semaphores like a DMA's), and every core issues its collectives in program
-order through the core state ``lnc_pipes`` (the simulator pairs the k-th collective of each member, as it pairs the
-k-th sendrecv of the LNC=2 pair). ``rank_id`` and ``collective_permute_implicit_current_processing_rank_id`` write
+Each collective is a DMA (trait ``dma``): SP triggers it on a DMA queue (SP reaches SBUF and HBM, the two memories
+the reference allows) and goes on; the transfer runs when the group has met, and its completion signals the queue's
+semaphore. It reads its sources and writes its destinations like any other instruction, so dependency-analysis
+orders it after the writes of its sources and makes later readers and writers wait for that semaphore, and every
+core issues its collectives in program order through the core state ``lnc_pipes`` (the simulator pairs the k-th
+collective of each member, as it pairs the k-th sendrecv of the LNC=2 pair). ``rank_id`` and ``collective_permute_implicit_current_processing_rank_id`` write
 a sequencer register (control instructions, like ``register_move``).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nkic.target.costs import CONTROL_CYCLES, DMA_FIXED_NS, LNC_SYNC_NS, cost
+from nkic.target.costs import CONTROL_CYCLES, DMA_FIXED_NS, LNC_SYNC_NS, SP_DMA_ISSUE_CYCLES, cost
 from nkic.target.instructions import LNC_PIPES, Field, InstrSpec, Role, declare
 from nkic.target.isa import FROM_INSTRUCTIONS, Imm, Instr, OpSpec
 from nkic.target.machine import ENGINE_NAMES, Target
@@ -38,6 +38,7 @@ _HBM = HBM_MEMORIES
 REDUCE_OPS = ("add", "minimum", "maximum")
 _CC_STATE = frozenset({LNC_PIPES})  # a core's meetings (sendrecv and collectives) stay in program order
 _CONTROL = frozenset({"control"})
+_DMA = frozenset({"dma"})
 
 
 # -- replica groups and pairs as strings (a str field: the NEFF's string table) --------------------------------
@@ -79,11 +80,11 @@ def _collective(name: str, opcode: str, code: int, roles: tuple[Role, ...], doc:
     """Declare one collective: an SP instruction of its own opcode, ordered among the core's meetings."""
     declare(
         InstrSpec(name, opcode, roles, ("sp",), doc, fields=(groups, *fields), derive=_group_size, since=2,
-                  reads_state=_CC_STATE, writes_state=_CC_STATE),
+                  traits=_DMA, reads_state=_CC_STATE, writes_state=_CC_STATE),
         OpSpec(opcode, code, FROM_INSTRUCTIONS, tuple(r.isa_slot for r in roles), formula,
                required=tuple(r.isa_slot for r in roles if r.required),
-               imms=(Imm(groups.name, "str"), Imm("group_size", "u32"), *imms), flags=flags,
-               writes=tuple(r.isa_slot for r in roles if r.write)),
+               imms=(Imm("queue", "u32"), Imm(groups.name, "str"), Imm("group_size", "u32"), *imms), flags=flags,
+               writes=tuple(r.isa_slot for r in roles if r.write), traits=_DMA),
     )
 
 
@@ -201,9 +202,10 @@ def collective_ns(ins: Instr, t: Target) -> float:
 
 
 @cost(*sorted(COLLECTIVE_OPCODES))
-def _collective_cycles(ins: Instr, t: Target) -> int:
-    """SP is held for the collective's whole ring (it waits for the members, then for the transfers)."""
-    return math.ceil(collective_ns(ins, t) * t.clock_ghz[ins.engine])
+def _collective_issue(ins: Instr, t: Target) -> int:
+    """SP triggers the collective like any DMA (``SP_DMA_ISSUE_CYCLES``); the transfer, :func:`collective_ns`, runs
+    once the group has met (the simulator) while SP goes on."""
+    return SP_DMA_ISSUE_CYCLES
 
 
 @cost("RANK_ID", "RING_RANK_ID")

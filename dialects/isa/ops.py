@@ -32,6 +32,7 @@ from nkic.target.instructions import (
     shuffle_start_problem,
     unpack_shuffle_mask,
 )
+from nkic.target.collectives import COLLECTIVE_OPCODES
 from nkic.target.isa import OPCODES, Instr, OpSpec
 from nkic.target.vocab import DTYPES
 from nkic.target.machine import ENGINES, MAX_MATMUL_N, NUM_DMA_QUEUES, TARGETS, queue_sem
@@ -78,6 +79,15 @@ class DmaComputeFormat(DmaCopyFormat):
 
 class DebugPrintFormat(DmaCopyFormat):
     """DEBUG_PRINT: a DMA trigger (queue, queue semaphore) whose destination is the host's debug stream."""
+
+    def verify_format(self) -> None:
+        self.queue_index()
+        IsaInst.verify_format(self)
+
+
+class CollectiveFormat(DmaCopyFormat):
+    """A collective between ranks (target/collectives.py): a DMA trigger (queue, queue semaphore) whose transfer
+    waits for its replica group; its operands follow the group size, not one another."""
 
     def verify_format(self) -> None:
         self.queue_index()
@@ -241,6 +251,7 @@ FORMATS: dict[str, type[IsaInst]] = {
     "SEM_WAIT": SemWaitFormat, "DMA_COMPUTE": DmaComputeFormat, "LOCAL_GATHER": LocalGatherFormat,
     "NC_STREAM_SHUFFLE": NcStreamShuffleFormat, "ACTIVATE2": Activate2Format, "SENDRECV": SendrecvFormat,
     "CORE_BARRIER": CoreBarrierFormat, "DEBUG_PRINT": DebugPrintFormat,
+    **{opcode: CollectiveFormat for opcode in COLLECTIVE_OPCODES},
 }  # fmt: skip
 
 

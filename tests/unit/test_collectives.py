@@ -302,7 +302,7 @@ def test_collective_cost_is_the_ring_at_the_published_link_bandwidth() -> None:
 
     def instr(opcode: str, n: int) -> Instr:
         op = Operand("sbuf", "float32", ((1, 128), (1, 512)))
-        return Instr(opcode, "sp", (op, op), (0, n, 0))
+        return Instr(opcode, "sp", (op, op), (0, 0, n, 0))  # queue, replica_groups, group_size, op
 
     nbytes = 128 * 512 * 4
     trn2, trn3 = get_target("trn2"), get_target("trn3")
@@ -313,7 +313,8 @@ def test_collective_cost_is_the_ring_at_the_published_link_bandwidth() -> None:
 
 
 def test_a_timing_only_launch_prices_the_collectives() -> None:
-    """The 4-rank run's timeline holds each rank's all_reduce for at least its modelled cost."""
+    """SP triggers each rank's all_reduce like a DMA (a short issue on its track); the transfer runs on a DMA queue
+    once the whole group has triggered, on every rank at once, for its modelled cost."""
     from nkic.execute import neff_of
     from nkic.runtime.neff import read_neff
     from nkic.runtime.ranks import simulate_ranks
@@ -322,8 +323,13 @@ def test_a_timing_only_launch_prices_the_collectives() -> None:
     neff = read_neff(neff_of(traced))
     runs = simulate_ranks([neff] * RANKS, [{}] * RANKS, target="trn2", timing_only=True)
     events = [e for e in runs[0].profile.events if e.mnemonic == "ALL_REDUCE"]
-    assert len(events) == RANKS and len({e.start_ns for e in events}) == 1  # the group completes together
-    assert all(e.dur_ns >= 6 * 1800 for e in events)
+    issues = [e for e in events if e.track == "sp"]
+    transfers = [e for e in events if e.track.startswith("q")]
+    assert len(issues) == len(transfers) == RANKS
+    assert all(e.dur_ns < 100 for e in issues)  # SP_DMA_ISSUE_CYCLES
+    assert len({e.start_ns for e in transfers}) == 1  # the group moves together ...
+    assert min(e.start_ns for e in transfers) >= max(e.end_ns for e in issues)  # ... after the last trigger
+    assert all(e.dur_ns >= 6 * 1800 for e in transfers)
 
 
 def test_a_rank_outside_every_list_of_the_group_is_an_error() -> None:

@@ -409,8 +409,9 @@ builtin.module {
 
 // -----
 
-// The collectives between ranks (target/collectives.py): SP-triggered, on HBM or SBUF, the replica group a string;
-// RANK_ID and RING_RANK_ID write a register (control instructions, in every stream).
+// The collectives between ranks (target/collectives.py): DMAs triggered by SP on a queue (its semaphore
+// signals), on HBM or SBUF, the replica group a string; RANK_ID and RING_RANK_ID write a register (control
+// instructions, in every stream).
 
 // CHECK: builtin.module {
 // CHECK-NEXT: isa.core @sg00 {
@@ -436,15 +437,15 @@ builtin.module {
 // CHECK-NEXT: isa.stream "sp" {
 // CHECK-NEXT: isa_sp.rank_id {id = 0 : i64, dst_reg = 1 : i64}
 // CHECK-NEXT: isa_sp.ring_rank_id {id = 1 : i64, dst_reg = 2 : i64, iteration = 1 : i64, replica_groups = "0,1,2,3"}
-// CHECK-NEXT: isa_sp.all_reduce dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 2 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, op = "add", signal_sem = 4 : i64}
-// CHECK-NEXT: isa_sp.all_gather dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]] {id = 3 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}
-// CHECK-NEXT: isa_sp.reduce_scatter dst hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]] {id = 4 : i64, replica_groups = "0,1;2,3", group_size = 2 : i64, op = "maximum"}
-// CHECK-NEXT: isa_sp.all_to_all dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]] {id = 5 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}
-// CHECK-NEXT: isa_sp.all_gather_v dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]], metadata hbm(var 2, 0x0, uint32)[0 : [4, 3], [1, 4]] {id = 6 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, recv_counts_known = true}
-// CHECK-NEXT: isa_sp.all_to_all_v dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], metadata hbm(var 2, 0x0, uint32)[0 : [4, 3], [1, 4]] {id = 7 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}
-// CHECK-NEXT: isa_sp.collective_permute dst hbm(var 1, 0x0, float32)[0 : [64, 4], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]] {id = 8 : i64, source_target_pairs = "0>1;1>0", group_size = 2 : i64}
-// CHECK-NEXT: isa_sp.collective_permute_implicit dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 9 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, channel = 1 : i64}
-// CHECK-NEXT: isa_sp.collective_permute_implicit_reduce dst sbuf(p0, 0x200, float32)[0 : [1, 128], [1, 64]], src0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]], src1 sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]] {id = 10 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, op = "add"}
+// CHECK-NEXT: isa_sp.all_reduce dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 2 : i64, queue = 1 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, op = "add", signal_sem = 9 : i64}
+// CHECK-NEXT: isa_sp.all_gather dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]] {id = 3 : i64, queue = 2 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}
+// CHECK-NEXT: isa_sp.reduce_scatter dst hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]] {id = 4 : i64, queue = 3 : i64, replica_groups = "0,1;2,3", group_size = 2 : i64, op = "maximum"}
+// CHECK-NEXT: isa_sp.all_to_all dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]] {id = 5 : i64, queue = 0 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}
+// CHECK-NEXT: isa_sp.all_gather_v dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]], metadata hbm(var 2, 0x0, uint32)[0 : [4, 3], [1, 4]] {id = 6 : i64, queue = 1 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, recv_counts_known = true}
+// CHECK-NEXT: isa_sp.all_to_all_v dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], metadata hbm(var 2, 0x0, uint32)[0 : [4, 3], [1, 4]] {id = 7 : i64, queue = 2 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}
+// CHECK-NEXT: isa_sp.collective_permute dst hbm(var 1, 0x0, float32)[0 : [64, 4], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]] {id = 8 : i64, queue = 3 : i64, source_target_pairs = "0>1;1>0", group_size = 2 : i64}
+// CHECK-NEXT: isa_sp.collective_permute_implicit dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 9 : i64, queue = 0 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, channel = 1 : i64}
+// CHECK-NEXT: isa_sp.collective_permute_implicit_reduce dst sbuf(p0, 0x200, float32)[0 : [1, 128], [1, 64]], src0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]], src1 sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]] {id = 10 : i64, queue = 1 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, op = "add"}
 // CHECK-NEXT: }
 // CHECK-NEXT: }
 // CHECK-NEXT: }
@@ -473,15 +474,15 @@ builtin.module {
     isa.stream "sp" {
       isa_sp.rank_id {id = 0 : i64, dst_reg = 1 : i64}
       isa_sp.ring_rank_id {id = 1 : i64, dst_reg = 2 : i64, iteration = 1 : i64, replica_groups = "0,1,2,3"}
-      isa_sp.all_reduce dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 2 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, op = "add", signal_sem = 4 : i64}
-      isa_sp.all_gather dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]] {id = 3 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}
-      isa_sp.reduce_scatter dst hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]] {id = 4 : i64, replica_groups = "0,1;2,3", group_size = 2 : i64, op = "maximum"}
-      isa_sp.all_to_all dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]] {id = 5 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}
-      isa_sp.all_gather_v dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]], metadata hbm(var 2, 0x0, uint32)[0 : [4, 3], [1, 4]] {id = 6 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, recv_counts_known = true}
-      isa_sp.all_to_all_v dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], metadata hbm(var 2, 0x0, uint32)[0 : [4, 3], [1, 4]] {id = 7 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}
-      isa_sp.collective_permute dst hbm(var 1, 0x0, float32)[0 : [64, 4], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]] {id = 8 : i64, source_target_pairs = "0>1;1>0", group_size = 2 : i64}
-      isa_sp.collective_permute_implicit dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 9 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, channel = 1 : i64}
-      isa_sp.collective_permute_implicit_reduce dst sbuf(p0, 0x200, float32)[0 : [1, 128], [1, 64]], src0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]], src1 sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]] {id = 10 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, op = "add"}
+      isa_sp.all_reduce dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 2 : i64, queue = 1 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, op = "add", signal_sem = 9 : i64}
+      isa_sp.all_gather dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]] {id = 3 : i64, queue = 2 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}
+      isa_sp.reduce_scatter dst hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]] {id = 4 : i64, queue = 3 : i64, replica_groups = "0,1;2,3", group_size = 2 : i64, op = "maximum"}
+      isa_sp.all_to_all dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]] {id = 5 : i64, queue = 0 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}
+      isa_sp.all_gather_v dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]], metadata hbm(var 2, 0x0, uint32)[0 : [4, 3], [1, 4]] {id = 6 : i64, queue = 1 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, recv_counts_known = true}
+      isa_sp.all_to_all_v dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], metadata hbm(var 2, 0x0, uint32)[0 : [4, 3], [1, 4]] {id = 7 : i64, queue = 2 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}
+      isa_sp.collective_permute dst hbm(var 1, 0x0, float32)[0 : [64, 4], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]] {id = 8 : i64, queue = 3 : i64, source_target_pairs = "0>1;1>0", group_size = 2 : i64}
+      isa_sp.collective_permute_implicit dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 9 : i64, queue = 0 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, channel = 1 : i64}
+      isa_sp.collective_permute_implicit_reduce dst sbuf(p0, 0x200, float32)[0 : [1, 128], [1, 64]], src0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]], src1 sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]] {id = 10 : i64, queue = 1 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, op = "add"}
     }
   }
 }
