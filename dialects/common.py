@@ -11,14 +11,24 @@ import operator
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
-from xdsl.ir import Data, Dialect
+from xdsl.dialects import builtin as b
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    f32,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Data, Dialect
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
-
-from xdsl.ir import Attribute
 
 from nkic.target.machine import ENGINE_NAMES, NKI_ENGINES
 from nkic.target.vocab import DTYPES, IR_MEMORIES
@@ -352,8 +362,6 @@ def names_attr(names: Sequence[str]) -> ArrayAttr[StringAttr]:
 
 @functools.lru_cache(maxsize=1 << 18)
 def _i64_cached(value: int) -> "IntegerAttr[I64]":
-    from xdsl.dialects.builtin import IntegerAttr, i64
-
     if 0 <= value < 1 << 63:
         # What IntegerAttr(value, i64) verifies (parameter kinds, the value in range, no normalisation) holds
         # here by construction; xDSL's generic verification cost ~25 us for every new instruction id.
@@ -369,15 +377,11 @@ def i64_attr(value: int) -> "IntegerAttr[I64]":
     are built for every instruction by several passes, and an IntegerAttr normalises and verifies when built."""
     if type(value) is int:
         return _i64_cached(value)
-    from xdsl.dialects.builtin import IntegerAttr, i64
-
     return IntegerAttr(value, i64)
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _dense_i64_cached(values: tuple[int, ...]) -> "DenseArrayBase":
-    from xdsl.dialects.builtin import DenseArrayBase, i64
-
     return DenseArrayBase.from_list(i64, list(values))
 
 
@@ -387,8 +391,6 @@ def dense_i64_attr(values: Sequence[int]) -> "DenseArrayBase":
     key = tuple(values)
     if all(type(v) is int for v in key):
         return _dense_i64_cached(key)
-    from xdsl.dialects.builtin import DenseArrayBase, i64
-
     return DenseArrayBase.from_list(i64, list(key))
 
 
@@ -439,8 +441,6 @@ def element_type(dtype: str) -> "Attribute":
 def _element_types() -> dict[str, "Attribute"]:
     """NKI dtype -> element type, built once (attributes are immutable; building the table took ~0.6 ms, and every
     traced tensor type asks for it)."""
-    from xdsl.dialects import builtin as b
-
     return {
         "float32": b.f32, "bfloat16": b.bf16, "float16": b.f16, "int32": b.i32, "int16": b.i16, "int8": b.i8,
         "uint32": b.IntegerType(32, b.Signedness.UNSIGNED), "uint16": b.IntegerType(16, b.Signedness.UNSIGNED),
@@ -488,22 +488,15 @@ def attr_of(value: object) -> "Attribute":
 
 @functools.lru_cache(maxsize=2)
 def _bool_cached(value: bool) -> "Attribute":
-    from xdsl.dialects.builtin import IntegerAttr, i1
-
     return IntegerAttr(int(value), i1)
 
 
 @functools.lru_cache(maxsize=1 << 12)
 def _f32_cached(value: float) -> "Attribute":
-    from xdsl.dialects.builtin import FloatAttr, f32
-
     return FloatAttr(value, f32)
 
 
 def _attr_of(value: object) -> "Attribute":
-    from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f32, i1
-    from xdsl.ir import Attribute
-
     if isinstance(value, Attribute):
         return value
     if isinstance(value, bool):
@@ -519,8 +512,6 @@ def _attr_of(value: object) -> "Attribute":
 
 def value_of(attr: "Attribute | None") -> "str | int | float | bool | None":
     """The Python value of a field attribute (inverse of ``attr_of``)."""
-    from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, i1
-
     if attr is None:
         return None
     if isinstance(attr, StringAttr):
@@ -539,8 +530,6 @@ TARGET_ATTR = "nkic.target"
 
 def module_target(op: "Operation") -> str | None:
     """The ``nkic.target`` of the module enclosing ``op`` (``op`` itself included), or None."""
-    from xdsl.dialects.builtin import ModuleOp
-
     while op is not None and not isinstance(op, ModuleOp):
         op = op.parent_op()  # type: ignore[assignment]
     attr = None if op is None else op.attributes.get(TARGET_ATTR)

@@ -21,6 +21,8 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
+from nkic.dialects.isa import CoreOp, StreamOp, VarOp
+from nkic.dialects.isa.base import IsaLocAttr, static_ap
 from nkic.dialects.traits import IsControl
 from nkic.passes.lowering import isa_fields, pattern_operands
 from nkic.passes.physical import ON_CHIP, place
@@ -121,8 +123,6 @@ def _placed(inst: bir.BirInst, role: str, locs: dict[str, bir.MemLocOp],
     memoises it on what ``place`` reads, the pattern's values and the memloc's (``_Memo.memloc_key``): unrolled code
     has a memloc and a pattern attribute per tile but few distinct placements. (A first placement raises
     ``place``'s diagnostics.)"""
-    from nkic.dialects.isa.base import IsaLocAttr, static_ap
-
     op = _operand(inst, role, locs, var_ids)
     return IsaLocAttr.of(op), static_ap(op.pattern)
 
@@ -185,8 +185,6 @@ def lower_instruction(
     if _has_pattern(inst):
         pending.update(pattern_operands(inst))
     if pending:
-        from nkic.dialects.isa import IsaLocAttr
-
         placed.update({slot: (IsaLocAttr.of(op), cls._ap_of(op)) for slot, op in pending.items()})
     fields = _fields(inst, cls, memo)
     inst_id = props["id"].value.data  # type: ignore[attr-defined]
@@ -203,8 +201,6 @@ def lower_instruction(
 
 
 def lower_function(fn: bir.FunctionOp, core: str, table: _VarTable) -> Operation:
-    from nkic.dialects.isa import CoreOp, StreamOp, VarOp
-
     locs = fn.memlocs()
     var_ids: dict[str, int] = {}
     variables: list[Operation] = []

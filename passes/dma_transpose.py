@@ -55,17 +55,19 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, 
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
 from nkic.dialects.traits import IsDma
+from nkic.passes.dependency_analysis import analyse
 from nkic.passes.dma_optimization import Costs, replay_ns
 from nkic.passes.lowering import cost_record
+from nkic.passes.options import DEFAULT_NUM_QUEUES
+from nkic.passes.pre_schedule import _virtual_addresses
 from nkic.passes.print_metrics import metrics
 from nkic.passes.schedule_instructions import check_options, duration_ns
+from nkic.passes.targeting import target_of
 from nkic.passes.tensorcopy_accel import _reads, _writes
 from nkic.target.costs import dma_core_bytes_per_ns, dma_transfer
-from nkic.passes.options import DEFAULT_NUM_QUEUES
 from nkic.target.machine import NUM_DMA_QUEUES, Target
 from nkic.target.vocab import dtype_size
 
@@ -330,9 +332,6 @@ class DmaTransposePass(ModulePass):
 def _with_data_edges(fn: bir.FunctionOp, body: Callable[[bir.FunctionOp], object]) -> None:
     """Run ``body`` with the data-flow edges on ``fn`` (private virtual addresses, as pre-schedule computes them),
     then take the edges and addresses off again."""
-    from nkic.passes.dependency_analysis import analyse
-    from nkic.passes.pre_schedule import _virtual_addresses
-
     virtual = _virtual_addresses(fn)
     try:
         analyse(fn)

@@ -21,6 +21,7 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.dialects import bir, bir_json, klir_binary, penguin
 from nkic.dialects.common import dense_i64_attr, i64_attr, names_attr, string_attr
 from nkic.dialects.traits import AccumulatesDst, ReadsDst
+from nkic.passes.resolver import resolver_for
 from nkic.target.machine import ENGINE_OF_HINT, NUM_PARTITIONS
 from nkic.target.vocab import ON_CHIP
 from nkic.version import __version__
@@ -211,8 +212,6 @@ def _written_roles(roles: ArrayAttr[StringAttr], write_roles: frozenset[str]) ->
 def _internal_kernel(node: penguin.KernelNodeOp) -> penguin.KernelOp:
     """An ``internal`` node names a library kernel (InternalMaterializedNkiKernel), traced now by the resolver
     the layer above provided (``passes/resolver.py``)."""
-    from nkic.passes.resolver import resolver_for
-
     name = node.callee.root_reference.data
     if node.kind.data != "internal":
         raise PassFailedException(f"kernel node calls @{name}, which is not in the module")

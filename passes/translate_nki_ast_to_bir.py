@@ -22,6 +22,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir, bir_json, klir_binary
+from nkic.passes.penguin_to_bir import kernel_functions
 
 
 def load_carrier(carrier: bir.NkiKlirKernelOp) -> tuple[bir.FunctionOp, str]:
@@ -46,8 +47,6 @@ def _load(carrier: bir.NkiKlirKernelOp) -> tuple[bir.FunctionOp, str, bool]:
             return bir_json.function_from_json(json.loads(carrier.klir_binary.data)), "Beta3", False
         except (ValueError, TypeError, KeyError) as e:
             raise PassFailedException(f"kernel '{name}': the embedded BIR JSON is malformed: {e}") from e
-    from nkic.passes.penguin_to_bir import kernel_functions
-
     try:
         kernel = klir_binary.decode_kernel(klir_binary.from_carrier_string(carrier.klir_binary.data))
     except klir_binary.KlirBinaryError as e:
