@@ -193,10 +193,11 @@ def _kmn(call: Call) -> tuple[int, int, int] | None:
 
 
 def _max_n(call: Call) -> int:
-    # v4 allows 8192 columns for a bfloat16 dst; nkic's verifiers (dialects/instructions.py, dialects/isa/ops.py:
-    # MatmulFormat) bound N by MAX_MATMUL_N = 4096 whatever the dtype, so nkic keeps 4096 at the user's line rather
-    # than fail later in the verifier (a known gap, stricter than the sentence).
-    return 4096 if call.gen == 4 else 512
+    # "Starting NeuronCore-v4, the free dimension size of moving tile can go up to 4096 for float32 dst or 8192 for
+    # bfloat16 dst, matching the size of 8x PSUM banks (the entire PSUM)": 16 KiB per partition either way.
+    if call.gen != 4:
+        return 512
+    return 8192 if dtype_of(call, "dst") == "bfloat16" and not call.fields.get("is_transpose") else 4096
 
 
 def _limits(call: Call) -> str:

@@ -462,3 +462,39 @@ def test_the_encoded_share() -> None:
     n = share(report(STUBS.parent.parent)[0])
     assert n["encoded"] >= 0.9 * n["implemented"], n
     assert n["implemented"] < n["real"]  # tensor indirection's sentences are counted, apart
+
+
+def wide_matmul_kernel(a: Any, b: Any, dst_dtype: Any) -> Any:
+    """One matmul into the entire PSUM (v4), copied out a bank at a time (a read stays in one bank)."""
+    out = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    y = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    nisa.dma_copy(dst=y, src=b)
+    p = nl.ndarray((a.shape[1], b.shape[1]), dtype=dst_dtype, buffer=nl.psum)
+    nisa.nc_matmul(dst=p, stationary=x, moving=y)  # the line the errors name
+    r = nl.ndarray(p.shape, dtype=nl.float32, buffer=nl.sbuf)
+    bank = 2048 // (2 if dst_dtype == nl.bfloat16 else 4)
+    for j in range(b.shape[1] // bank):
+        nisa.tensor_copy(dst=r[:, j * bank:(j + 1) * bank], src=p[:, j * bank:(j + 1) * bank])
+    nisa.dma_copy(dst=out, src=r)
+    return out
+
+
+def test_v4_bf16_matmul_result_spans_8192_columns() -> None:
+    """The reference: "Starting NeuronCore-v4, the free dimension size of moving tile can go up to 4096 for float32
+    dst or 8192 for bfloat16 dst" (nkic capped both at 4096)."""
+    bf16 = ml_dtypes.bfloat16
+    a = RNG.integers(-2, 3, (32, 16)).astype(bf16)
+    b = RNG.integers(-2, 3, (32, 8192)).astype(bf16)
+    got = nki.jit(wide_matmul_kernel, platform_target="trn3")(a, b, nl.bfloat16)
+    want = (a.astype(np.float32).T @ b.astype(np.float32)).astype(bf16).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+
+    def call(dst: str, n: int, gen: int = 4) -> list[str]:  # (a PSUM tile past 16 KiB cannot even be allocated)
+        return [p for _, p in problems(Call("matmul", {"dst": Operand("psum", dst, (16, n)), "stationary": Operand(
+            "sbuf", "bfloat16", (32, 16)), "moving": Operand("sbuf", "bfloat16", (32, n))}, gen=gen))]  # fmt: skip
+
+    assert any("N=8193 (max 8192)" in p for p in call("bfloat16", 8193))
+    assert any("N=8192 (max 4096)" in p for p in call("float32", 8192))
+    assert not call("float32", 4096) and any("(max 512)" in p for p in call("bfloat16", 8192, gen=3))

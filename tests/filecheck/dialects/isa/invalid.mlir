@@ -561,3 +561,15 @@ builtin.module {
   }
 }
 // CHECK: 'src': PE TRANSPOSE src must be in sbuf, got psum
+
+// -----
+
+// A matmul result has at most 8192 columns (NeuronCore-v4's bfloat16 result: the entire PSUM), whatever its bytes.
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "pe" {
+      isa_pe.matmul dst psum(p0, 0x0, float8_e4m3)[0 : [1, 128], [1, 16384]], stationary sbuf(p0, 0x0, bfloat16)[0 : [1, 128], [1, 128]], moving sbuf(p0, 0x100, bfloat16)[0 : [1, 128], [1, 16384]] {id = 0 : i64}
+    }
+  }
+}
+// CHECK: matmul free size 16384 exceeds 8192

@@ -97,14 +97,30 @@ builtin.module {
 builtin.module {
   penguin.kernel @k : () -> () program {
   ^bb0():
-    %w = penguin.alloc "w" : !penguin.tensor<sbuf, 128x128xf32>
-    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x8192xbf16>
-    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x8192xbf16>
-    penguin.matmul dst %p[0 : [8192, 128], [1, 8192]], stationary %w[0 : [128, 128], [1, 128]], moving %x[0 : [8192, 128], [1, 8192]]
+    %w = penguin.alloc "w" : !penguin.tensor<sbuf, 128x128xbf16>
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x16384xbf16>
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x16384xf8E4M3FN>
+    penguin.matmul dst %p[0 : [16384, 128], [1, 16384]], stationary %w[0 : [128, 128], [1, 128]], moving %x[0 : [16384, 128], [1, 16384]]
     penguin.return
   }
 }
-// CHECK: matmul limits exceeded: K=128 (<=128), M=128 (<=128), N=8192 (<=4096)
+// CHECK: matmul limits exceeded: K=128 (<=128), M=128 (<=128), N=16384 (<=8192)
+
+// -----
+
+// The moving free size per generation is the documented rule's: 512 columns on NeuronCore-v3 (v4: 4096 for a
+// float32 result, 8192 for a bfloat16 one).
+builtin.module attributes {nkic.target = "gen3"} {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %w = penguin.alloc "w" : !penguin.tensor<sbuf, 128x128xbf16>
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x1024xbf16>
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x1024xf32>
+    penguin.matmul dst %p[0 : [1024, 128], [1, 1024]], stationary %w[0 : [128, 128], [1, 128]], moving %x[0 : [1024, 128], [1, 1024]]
+    penguin.return
+  }
+}
+// CHECK: nc_matmul: matmul limits exceeded on gen3: K=128 (max 128), M=128 (max 128), N=1024 (max 512) on NeuronCore-v3
 
 // -----
 
