@@ -209,7 +209,8 @@ class AllocateMemoryPass(ModulePass):
                 failure = e
                 continue
             return warn_spills(fn, spill_stats(fn))
-        raise PassFailedException(f"{failure} (even with spilling)")
+        raise PassFailedException(f"{failure} (even with spilling: keep fewer tiles live at once, e.g. rolled loops "
+                                  "with --roll-loops, or smaller tiles)")
 
     def _place(self, fn: bir.FunctionOp) -> None:
         ranges = live_ranges(fn)
@@ -272,14 +273,14 @@ def _place_first_fit(
 ) -> list[int]:
     """Offsets of ``todo`` (sorted by first use) by first fit, after the previous allocation if ``rotate``; fails
     with the tensor that does not fit and what is live."""
-    live: dict[str, list[tuple[int, int, int]]] = {"sbuf": [], "psum": []}  # (last use, lo, hi)
+    live: dict[str, list[tuple[int, int, int, bir.MemLocOp]]] = {"sbuf": [], "psum": []}  # (last use, lo, hi, loc)
     cursor = {"sbuf": 0, "psum": 0}
     out = []
     for loc in todo:
         mem, name = loc.mem, loc.sym_name.data
         first, last = ranges[name]
         live[mem] = [x for x in live[mem] if x[0] >= first]
-        busy = fixed[mem] + [(lo, hi) for _, lo, hi in live[mem]]
+        busy = fixed[mem] + [(lo, hi) for _, lo, hi, _ in live[mem]]
         size = loc.bytes_per_partition
         off = first_fit(busy, size, capacity[mem], mem, bank, cursor[mem])
         if off is None:
@@ -289,8 +290,20 @@ def _place_first_fit(
                 f"{where}kernel does not fit in {mem.upper()}: tensor '{name}' needs {size} bytes per partition "
                 "while "
                 f"{used} of {capacity[mem]} bytes per partition are live (at instruction {first})"
+                f"{_largest(live[mem])}"
             )
-        live[mem].append((last, off, off + size))
+        live[mem].append((last, off, off + size, loc))
         cursor[mem] = off + size if rotate else 0
         out.append(off)
     return out
+
+
+def _largest(live: list[tuple[int, int, int, bir.MemLocOp]], shown: int = 3) -> str:
+    """The largest live tensors with their allocation lines, for the message of a kernel that does not fit."""
+    biggest = sorted(live, key=lambda x: x[1] - x[2])[:shown]
+    if not biggest:
+        return ""
+    return "; the largest live: " + ", ".join(
+        f"'{m.sym_name.data}' {hi - lo} bytes" + (f" ({m.loc.data})" if m.loc is not None else "")
+        for _, lo, hi, m in biggest
+    )

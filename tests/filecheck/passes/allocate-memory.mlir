@@ -42,5 +42,7 @@ builtin.module {
   }
 }
 
-// CHECK: kernel does not fit in SBUF: tensor 'b' needs 160000 bytes per partition while 160000 of 212984 bytes per partition are live (at instruction 1)
+// Both tensors are used by the copy, so spilling cannot make room: the message names what is live, where it was
+// allocated, and the remedies.
+// CHECK: kernel does not fit in SBUF: tensor 'b' needs 160000 bytes per partition while 160000 of 212984 bytes per partition are live (at instruction 1); the largest live: 'a' 160000 bytes (even with spilling: keep fewer tiles live at once, e.g. rolled loops with --roll-loops, or smaller tiles)
 
