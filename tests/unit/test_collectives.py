@@ -140,7 +140,6 @@ def test_permutes_and_rank_registers() -> None:
 @nki.jit
 def gather_v(x, meta):
     out = nl.ndarray((4 * 4,), dtype=x.dtype, buffer=nl.shared_hbm)
-    nisa.memset(out, 0) if False else None
     ncc.all_gather_v(srcs=[x], dsts=[out], replica_group=GROUP, metadata_tensor=meta)
     return out
 
@@ -156,6 +155,26 @@ def test_all_gather_v_variable_chunks() -> None:
         assert meta[2].tolist() == [1, 2, 3, 4]
 
 
+@nki.jit
+def to_all_v(x, meta):
+    out = nl.ndarray((4 * 4,), dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_to_all_v(srcs=[x], dsts=[out], replica_group=GROUP, metadata_tensor=meta)
+    return out
+
+
+def test_all_to_all_v_per_destination_chunks() -> None:
+    """Rank s sends (s + r) % 3 + 1 elements from offset 4r of its src to rank r, which lays them at slot s."""
+    xs = [np.arange(16, dtype=np.float32) + 100 * s for s in range(RANKS)]
+    counts = [[(s + r) % 3 + 1 for r in range(RANKS)] for s in range(RANKS)]
+    metas = [np.array([counts[s], [4 * r for r in range(RANKS)], [0] * RANKS], np.uint32) for s in range(RANKS)]
+    outs = nki.simulate(to_all_v, ranks=RANKS)(xs, metas)
+    for r, out in enumerate(outs):
+        for s in range(RANKS):
+            n = counts[s][r]
+            np.testing.assert_array_equal(out[4 * s: 4 * s + n], xs[s][4 * r: 4 * r + n])
+        assert metas[r][2].tolist() == [counts[s][r] for s in range(RANKS)]
+
+
 # -- tensor-parallel MLP: column-parallel up projection, row-parallel down projection, all_reduce ---------------
 @nki.jit
 def tp_mlp(x, w_up, w_down):
@@ -164,7 +183,7 @@ def tp_mlp(x, w_up, w_down):
     T, D = x.shape
     F = w_up.shape[1]
     xT = nl.ndarray((D, T), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_transpose(dst=xT, src=x) if False else nisa.dma_copy(dst=xT, src=x.ap(pattern=[[1, D], [D, T]]))
+    nisa.dma_copy(dst=xT, src=x.ap(pattern=[[1, D], [D, T]]))  # x transposed by the access pattern
     wu = nl.ndarray((D, F), dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=wu, src=w_up)
     h_ps = nl.ndarray((F, T), dtype=nl.float32, buffer=nl.psum)
