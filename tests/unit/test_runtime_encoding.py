@@ -9,7 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nkic.target.vocab import ACT_FUNCS, ALU_OPS, DTYPES, REDUCE_CMDS
+from nkic.target.isa import OPCODE_BY_CODE
+from nkic.target.machine import NUM_SEMAPHORES
+from nkic.target.vocab import ACT_FUNCS, ALU_OPS, DTYPE_CODES, DTYPES, ISA_MEMORIES, REDUCE_CMDS, Vocabulary
 from nkic.runtime.encoding import (
     ENGINES, MEMORIES, OP_SPECS, Instr, Operand, bits_f32, bits_i32, decode_stream, disassemble, encode_stream,
     engine_sem, f32_bits, i32_bits, imm_values, queue_sem, to_json,
@@ -147,6 +149,15 @@ def test_operand_rejects_invalid() -> None:
         Operand("sbuf", "float32", ((1, 1),) * 6)
 
 
+def _past(vocabulary: Vocabulary) -> int:
+    """A code no name of ``vocabulary`` has (the next after the largest): adding a name moves it along."""
+    return max(vocabulary.codes.values()) + 1
+
+
+# the first one-byte opcode no OpSpec has
+_UNUSED_OPCODE = next(c for c in range(256) if c not in OPCODE_BY_CODE)
+
+
 def _patched(data: bytes, offset: int, fmt: str, *values: int) -> bytes:
     out = bytearray(data)
     struct.pack_into(fmt, out, offset, *values)
@@ -166,15 +177,15 @@ REC, OPS = 32, 32 + 2 * 64
         (lambda d: d + b"\0", "size"),
         (lambda d: d[:10], "shorter"),
         (lambda d: _patched(d, 8, "<I", 3), "size"),
-        (lambda d: _patched(d, REC, "<B", 0x7F), "unknown opcode"),
+        (lambda d: _patched(d, REC, "<B", _UNUSED_OPCODE), "unknown opcode"),
         (lambda d: _patched(d, REC, "<B", 0x07), "not allowed"),  # ACTIVATE in the PE stream
         (lambda d: _patched(d, REC + 1, "<B", 2), "engine id"),
         (lambda d: _patched(d, REC + 16, "<H", 5), "bad index"),
         (lambda d: _patched(d, REC + 22, "<H", 0), "bad index"),  # slot beyond MATMUL's three
-        (lambda d: _patched(d, REC + 4, "<B", 30), "semaphore"),
+        (lambda d: _patched(d, REC + 4, "<B", NUM_SEMAPHORES), "semaphore"),
         (lambda d: _patched(d, REC + 2, "<H", 0x40), "flag"),  # MATMUL defines bits 0..4
-        (lambda d: _patched(d, OPS, "<B", 4), "memory code"),
-        (lambda d: _patched(d, OPS + 1, "<B", 18), "dtype code"),
+        (lambda d: _patched(d, OPS, "<B", _past(ISA_MEMORIES)), "memory code"),
+        (lambda d: _patched(d, OPS + 1, "<B", _past(DTYPE_CODES)), "dtype code"),
         (lambda d: _patched(d, OPS + 3, "<B", 5), "free dims"),
     ],
 )
