@@ -55,6 +55,15 @@ ERFC_P = (2.326819970068386e-2, -1.387039388740657e-1, 3.687424674597105e-1, -5.
 ERFC_R = (-1.047766399936249e1, 1.297719955372516e1, -7.495518717768503e0, 2.921019019210786e0,
           -1.015265279202700e0, 4.218463358204948e-1, -2.820767439740514e-1, 5.641895067754075e-1)  # fmt: skip
 MAXLOG = 88.72283905206835
+# What each chlo op becomes (hlo/coverage.py: a chlo op is lowered when all of these are).
+_ARITH = ("stablehlo.constant", "stablehlo.convert", "stablehlo.multiply", "stablehlo.add", "stablehlo.divide")
+LEGALIZED: dict[str, tuple[str, ...]] = {
+    "chlo.square": ("stablehlo.multiply",),
+    "chlo.erf": (*_ARITH, "stablehlo.maximum", "stablehlo.minimum"),
+    "chlo.erfc": (*_ARITH, "stablehlo.subtract", "stablehlo.negate", "stablehlo.abs", "stablehlo.exponential",
+                  "stablehlo.compare", "stablehlo.select"),  # fmt: skip
+    "chlo.top_k": ("stablehlo.iota", "stablehlo.sort", "stablehlo.compare", "stablehlo.return", "stablehlo.slice"),
+}
 
 
 @dataclass

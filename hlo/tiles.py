@@ -123,7 +123,7 @@ def _unsupported(op: Operation, why: str) -> NkiError:
     """The error for an op nkic does not lower: its name, why, and where (the op as printed, results named)."""
     text = str(op).splitlines()[0].strip() if op.parent is not None else op.name
     where = text if len(text) <= 160 else text[:157] + "..."
-    return NkiError(f"{op.name}: {why}, at {where}", "nkic lowers the StableHLO subset listed in nkic/hlo/tiles.py")
+    return NkiError(f"{op.name}: {why}, at {where}", "the README's table of StableHLO and chlo ops says what nkic lowers")
 
 
 def _family_lowering(name: str) -> Callable[[SegmentInterpreter, Operation], None] | None:
