@@ -192,7 +192,8 @@ def run_ranks(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], ran
     per_rank = rank_arguments(args, kwargs, ranks)
     traces = [kernel.trace(*a, **kw) for a, kw in per_rank]
     _check_collectives(traces, ranks)
-    neffs = {id(t): read_neff(neff_of(t)) for t in traces}
+    # with each instruction's source, so a deadlock names the kernel line of the collective some rank never reached
+    neffs = {id(t): read_neff(neff_of(t, debug_info=True)) for t in traces}
     inputs = [_rank_inputs(kernel, a, kw) for a, kw in per_rank]
     runs = simulate_ranks([neffs[id(t)] for t in traces], inputs, target=traces[0].options.target,
                           timing_only=timing_only)  # fmt: skip

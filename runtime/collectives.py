@@ -276,8 +276,10 @@ def meeting_line(cores: Sequence[_Core], engines: Sequence[_Engine], posts: Mapp
         state = "has finished its streams" if done else "is stuck elsewhere"
         waits.append(f"rank {cores[p].rank}, which {state} without reaching collective #{k}")
     group = _string(c, ins, "source_target_pairs" if ins.opcode == "COLLECTIVE_PERMUTE" else "replica_groups")
-    return (f"  rank {c.rank} waits at its {_name(ins)} (collective #{k}, inst_id {ins.inst_id}, group [{group}]) "
-            f"for " + "; ".join(waits or ["the ranks its partners wait for"]))
+    source = getattr(c, "sources", {}).get(ins.inst_id)  # the kernel line, when the NEFF carries its sources
+    at = f" at {source[0]}" if source else ""
+    return (f"  rank {c.rank} waits at its {_name(ins)} (collective #{k}{at}, inst_id {ins.inst_id}, group "
+            f"[{group}]) for " + "; ".join(waits or ["the ranks its partners wait for"]))
 
 
 # -- the rank registers -------------------------------------------------------------------------------------------

@@ -63,7 +63,8 @@ def simulate_ranks(
     cores: list[_Core] = []
     for r, neff in enumerate(neffs):
         pair = [_Core(i, tgt, hbms[r]) for i in range(programs)]
-        for core in pair:
+        for core, sg in zip(pair, neff.subgraphs):
+            core.sources = dict(sg.sources)  # type: ignore[attr-defined]  # kernel lines, for deadlock reports
             core.pair, core.rank, core.ranks = pair, r, n
             core.strings, core.written = tuple(neff.strings), written[r]
             core.on_print = _prefixed(on_print, r) if n > 1 else on_print

@@ -229,7 +229,8 @@ def test_a_collective_some_rank_never_reaches_deadlocks_cleanly() -> None:
     with pytest.raises(SimulationDeadlock) as e:
         nki.simulate(extra_collective, ranks=RANKS)(np.ones((4, 8), np.float32), flags)
     text = str(e.value)
-    assert "rank 3 waits at its all_reduce (collective #1" in text, text
+    where = f"{__file__}:{_line_of(extra_collective, 'only the rank given') + 1}"
+    assert f"rank 3 waits at its all_reduce (collective #1 at {where}" in text, text
     for r in range(3):
         assert f"rank {r}, which has finished its streams without reaching collective #1" in text, text
     assert "\n" not in text
