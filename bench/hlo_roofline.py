@@ -1,11 +1,11 @@
 """How close op-by-op StableHLO programs get to the PE roofline in nkic's timing model (issue 27 item 3).
 
 Each program is exported from JAX (``jax.jit(f).lower(...)``), compiled by ``compile_stablehlo`` (attention routing
-off, so everything is op by op) and simulated timing-only on gen3 (trn2). PE roofline = the program's matmul FLOPs
+off, so everything is op by op, unless --routing) and simulated timing-only on gen3 (trn2). PE roofline = the program's matmul FLOPs
 at the dense bf16 peak of one NeuronCore (79 TFLOP/s on trn2, as bench/attention.py and bench/backend_variants.py
 use). Prints per program: simulated us, roofline us, % of roofline, PE busy %, the busiest engine, instructions.
 
-    .venv/bin/python bench/hlo_roofline.py [mlp|block|all] [--d 1024] [--tokens 512]
+    .venv/bin/python bench/hlo_roofline.py [mlp|block|all] [--d 1024] [--tokens 512] [--routing]
 """
 
 from __future__ import annotations
@@ -60,10 +60,10 @@ def programs(d: int, tokens: int) -> dict[str, tuple[object, list[np.ndarray], f
     }  # fmt: skip
 
 
-def measure(fn: object, args: list[np.ndarray], flops: float) -> dict[str, float]:
+def measure(fn: object, args: list[np.ndarray], flops: float, routing: bool = False) -> dict[str, float]:
     text = jax.jit(fn).lower(*args).as_text()  # type: ignore[arg-type]
     t0 = time.process_time()
-    prog = compile_stablehlo(text, routing=False, name="bench")
+    prog = compile_stablehlo(text, routing=routing, name="bench")
     compile_s = time.process_time() - t0
     profile = run_neff(prog.result.neff, {}, timing_only=True).profile
     busy = profile.busy_ns
@@ -79,12 +79,13 @@ def main() -> None:
     ap.add_argument("which", nargs="?", default="all")
     ap.add_argument("--d", type=int, default=1024)
     ap.add_argument("--tokens", type=int, default=512)
+    ap.add_argument("--routing", action="store_true", help="route attention to flash_attention (default: op by op)")
     a = ap.parse_args()
     for name, (fn, args, flops) in programs(a.d, a.tokens).items():
         if a.which not in ("all", name):
             continue
-        r = measure(fn, args, flops)
-        print(f"{name:6s} d={a.d} tokens={a.tokens} bf16: {r['us']:10.1f} us simulated, roofline {r['roof_us']:.1f} us"
+        r = measure(fn, args, flops, a.routing)
+        print(f"{name:6s} d={a.d} tokens={a.tokens} bf16{' routed' if a.routing else ''}: {r['us']:10.1f} us simulated, roofline {r['roof_us']:.1f} us"
               f" -> {r['pe']:.2%} of PE roofline; PE busy {r['pe_busy']:.1%}; busiest {r['top']} "
               f"{r['top_busy']:.1%}; compile {r['compile_s']:.1f} s CPU")  # fmt: skip
 

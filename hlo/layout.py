@@ -69,3 +69,40 @@ def transpose(interp: SegmentInterpreter, op: hlo.TransposeOp) -> bool:
     interp.values[op.result] = out
     return True
 
+
+
+MIN_BROADCAST = 32  # a last dim of fewer elements: the strided DMA's few descriptors cost less than engine work
+
+
+@common.lowering("broadcast.columns")
+def broadcast_columns(interp: SegmentInterpreter, op: hlo.BroadcastInDimOp, x: Hbm, out_strides: list[int]) -> bool:
+    """A broadcast along the last dim (``rsqrt(mean(x*x))[:, None] * x``'s column): element-strided as one DMA (2-4
+    contiguous bytes per run, like a transpose), so instead each 128-row column is loaded once ([nr, 1]), broadcast
+    across the free dim on chip (``nl.broadcast_to``: a stride-0 tensor_copy) and stored as contiguous [nr, 512]
+    tiles. Rows are taken in chunks that stay inside one block of the second-to-last dim, so a chunk's source
+    offsets are one [stride, count] pair. False (the DMA) when the last dim is not broadcast or is short."""
+    shape = hlo.shape_of(op.result)
+    if not shape or out_strides[-1] != 0 or shape[-1] < MIN_BROADCAST:
+        return False
+    out = interp.alloc(op.result)
+    c = shape[-1]
+    lead = shape[:-1]
+    rows = math.prod(lead)
+    block = lead[-1] if lead else 1
+    r0 = 0
+    while r0 < rows:
+        nr = min(P_TILE, block - r0 % block, rows - r0)
+        idx, rest = [], r0
+        for n in reversed(lead):
+            idx.append(rest % n)
+            rest //= n
+        offset = sum(i * s for i, s in zip(reversed(idx), out_strides[:-1]))
+        step = out_strides[-2] if lead else 0
+        col = nl.load(x.tensor.ap([[step, nr], [1, 1]], offset=offset))
+        wide = nl.broadcast_to(col, shape=(nr, min(BLOCK, c)))
+        for c0 in range(0, c, BLOCK):
+            nc = min(BLOCK, c - c0)
+            nl.store(out.tile(r0, nr, c0, nc), wide[:, 0:nc])
+        r0 += nr
+    interp.values[op.result] = out
+    return True

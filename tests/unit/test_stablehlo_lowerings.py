@@ -188,3 +188,13 @@ def test_elementwise_chains_fuse_into_one_pass(tmp_path: object, dtype: type) ->
         return h, (jnp.where(h > 0.5, h, 0.0) + a).astype(jnp.int32)
 
     _same(chain, x, x[::-1] * 3, tol=tol)
+
+
+def test_column_broadcasts_on_chip() -> None:
+    """A broadcast along the last dim (a row statistic applied to its row) is a column load, an on-chip broadcast
+    and contiguous stores, in row chunks that stay inside one block of the second-to-last dim; exact."""
+    x = RNG.standard_normal((300, 700)).astype(np.float32)
+    _same(lambda a: a * jnp.mean(a, axis=-1, keepdims=True), x, tol=1e-6)
+    y = RNG.standard_normal((3, 50, 64)).astype(np.float32)
+    _same(lambda a: a * jnp.max(a, axis=1, keepdims=True), y)
+    _same(lambda a, b: a + b[:, :, None], y, RNG.standard_normal((3, 50)).astype(np.float32))
