@@ -379,3 +379,28 @@ def test_a_data_dependent_missing_collective_deadlocks_on_one_neff() -> None:
     for r in (0, 1):
         assert f"rank {r} waits at its all_reduce (collective #1" in text, text
     assert "rank 2, which has finished its streams without reaching collective #1" in text, text
+
+
+@nki.jit
+def pair_then_all_reduce(a):
+    """Each rank is an LNC=2 pair: its two programs swap halves (sendrecv, core_barrier: the rank's own pair), then
+    each program all-reduces what it received with the same program of the other ranks."""
+    pid = nl.program_id(0)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    mine = nl.ndarray(a.shape[1:], dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=a[pid])
+    got = nl.ndarray(mine.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.sendrecv(src=mine, dst=got, send_to_rank=1 - pid, recv_from_rank=1 - pid, pipe_id=0)
+    total = nl.ndarray(mine.shape, dtype=a.dtype, buffer=nl.sbuf)
+    ncc.all_reduce(srcs=[got], dsts=[total], replica_group=ncc.ReplicaGroup([[0, 1]]), op=nl.add)
+    nisa.dma_copy(dst=out[pid], src=total)
+    nisa.core_barrier(out, (0, 1))
+    return out
+
+
+def test_lnc_pairs_inside_ranks() -> None:
+    xs = [_data((2, 128, 8), r) for r in range(2)]
+    outs = nki.simulate(pair_then_all_reduce[2], ranks=2)(xs)
+    for out in outs:  # program p received the other program's half; the ranks' programs p summed it
+        for p in range(2):
+            np.testing.assert_allclose(out[p], xs[0][1 - p] + xs[1][1 - p], rtol=1e-6)
