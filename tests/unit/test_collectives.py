@@ -404,3 +404,24 @@ def test_lnc_pairs_inside_ranks() -> None:
     for out in outs:  # program p received the other program's half; the ranks' programs p summed it
         for p in range(2):
             np.testing.assert_allclose(out[p], xs[0][1 - p] + xs[1][1 - p], rtol=1e-6)
+
+
+@nki.jit
+def coalesced_and_printed(x, y):
+    """A coalesced all_reduce (two HBM tensors, one call) and a device print, which says which rank printed it."""
+    sx = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    sy = nl.ndarray(y.shape, dtype=y.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(srcs=[x, y], dsts=[sx, sy], replica_group=GROUP, op=nl.maximum)
+    nl.device_print("sy", sy)
+    return sx, sy
+
+
+def test_coalesced_all_reduce_and_rank_prints(capsys) -> None:
+    xs, ys = _per_rank((4, 8)), [_data((2, 3), 10 + r) for r in range(RANKS)]
+    outs = nki.simulate(coalesced_and_printed, ranks=RANKS)(xs, ys)
+    for sx, sy in outs:
+        np.testing.assert_array_equal(sx, np.max(np.stack(xs), axis=0))
+        np.testing.assert_array_equal(sy, np.max(np.stack(ys), axis=0))
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(line.split("]")[0] for line in lines if line.startswith("[rank")) == \
+        [f"[rank {r}" for r in range(RANKS)]  # fmt: skip
