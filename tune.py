@@ -38,6 +38,7 @@ import os
 import random
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +135,8 @@ class Trial:
     cached: bool = False  # the NEFF came from the cache (not part of the result: it depends on earlier runs)
     seconds: float = 0.0  # wall time of compile + simulation (not part of the result either)
     cpu_seconds: float = 0.0  # the worker's CPU time for it: what the sweep costs whatever else the machine runs
+    # the compile's warnings (a spill to HBM, ...), one line each: only when it compiled, not on a cache hit
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -147,7 +150,7 @@ class Trial:
 
     def to_json(self) -> dict[str, Any]:
         return {**self.result(), "cached": self.cached, "seconds": round(self.seconds, 3),
-                "cpu_seconds": round(self.cpu_seconds, 3)}
+                "cpu_seconds": round(self.cpu_seconds, 3), "warnings": self.warnings}
 
 
 _LOCAL_KERNELS: dict[int, Kernel] = {}  # token -> kernel, filled before forking (the children inherit it)
@@ -159,10 +162,13 @@ def evaluate(job: Job) -> Trial:
     t0, cpu0 = time.perf_counter(), time.process_time()
     trial = Trial(dict(job.config))
     try:
-        with _cache_dir(job.cache_dir):
+        with _cache_dir(job.cache_dir), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             _measure(job, trial)
     except Exception as e:  # noqa: BLE001 -- every failure of one configuration is recorded, never raised
         trial.error = one_line(e)
+    else:
+        trial.warnings = list(dict.fromkeys(_warning_line(w) for w in caught))
     trial.seconds, trial.cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
     return trial
 
@@ -184,6 +190,11 @@ def _measure(job: Job, trial: Trial) -> None:
     trial.sbuf_capacity = get_target(job.target).sbuf_bytes_per_partition
     trial.instructions = sum(len(v) for sg in neff.subgraphs for v in sg.engines.values())
     trial.cached = compiled.cached
+
+
+def _warning_line(w: warnings.WarningMessage) -> str:
+    text = " ".join(str(w.message).split())
+    return f"{w.filename}:{w.lineno}: {w.category.__name__}: {text}"
 
 
 def _fresh(kernel: Kernel, job: Job) -> Kernel:
@@ -574,6 +585,10 @@ class Report:
             lines.append(f"failed {_shown(t.config)}: {t.error}")
         return "\n".join(lines)
 
+    def notes(self) -> str:
+        """The compile warnings of the configurations that ran, one line each (``config: file:line: ...``)."""
+        return "".join(f"warning {_shown(t.config)}: {w}\n" for t in self.trials for w in t.warnings)
+
     def summary(self) -> str:
         ok = len(self.trials) - len(self.failed)
         head = f"tuned {self.kernel} on {self.target}: {len(self.trials)} configurations, {ok} ran, " \
@@ -697,6 +712,7 @@ def tune(kernel: Any, space: Mapping[str, Sequence[Any]], *, strategy: str = "gr
                 report.write(folder)
         if not quiet:
             print(report.table())
+            print(report.notes(), end="")
             print(report.summary())
         return report
 

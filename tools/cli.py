@@ -555,6 +555,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
     except NkiError as e:  # the space, the options or the executor: not a line of the user's file
         raise CliError(e.what) from None
     print(report.table())
+    print(report.notes(), end="")
     print(report.summary())
     if args.output_dir:
         print(f"results: {os.path.join(args.output_dir, tune.RESULT_FILES[0])}, {tune.RESULT_FILES[1]}")

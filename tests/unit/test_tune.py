@@ -104,6 +104,16 @@ def test_a_dying_worker_fails_its_configuration_only(tmp_path: Path) -> None:
     assert report.failed[0].error.startswith("the worker running it failed: BrokenProcessPool")
 
 
+def test_warnings_are_recorded_per_configuration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "warns.py"
+    path.write_text(KERNEL.replace("    rows, cols = a.shape\n", "    rows, cols = a.shape\n    if TILE == 2048:\n"
+                                   "        import warnings; warnings.warn(f'TILE {TILE} is wide')\n"))
+    report = tune.tune(tune.load_kernel(str(path), "tiled_add"), {"TILE": [512, 2048]})(*ARGS)
+    line = _line(path.read_text(), "warnings.warn")
+    assert [t.warnings for t in report.trials] == [[f"{path}:{line}: UserWarning: TILE 2048 is wide"], []]
+    assert f"warning TILE=2048: {path}:{line}: UserWarning: TILE 2048 is wide\n" in capsys.readouterr().out
+
+
 def test_dask_local_cluster_equals_local(kernel: nkic.frontend.Kernel, inline: tune.Report) -> None:
     pytest.importorskip("distributed")
     report = tune.tune(kernel, SPACE, executor="dask", workers=2, quiet=True)(*ARGS)
