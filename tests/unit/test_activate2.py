@@ -17,22 +17,11 @@ import nki.isa as nisa  # noqa: E402
 import nki.language as nl  # noqa: E402
 
 from nkic.frontend.errors import NkiError  # noqa: E402
+from kernel_harness import load as _sbuf, store as _out  # noqa: E402
 
 RNG = np.random.default_rng(48)
 GEN4 = {"platform_target": "trn3"}
 _erf = np.vectorize(math.erf, otypes=[np.float64])
-
-
-def _sbuf(x, buffer=nl.sbuf):
-    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=buffer)
-    nisa.dma_copy(dst=t, src=x)
-    return t
-
-
-def _out(t):
-    out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=t)
-    return out
 
 
 def _sigmoid(x):

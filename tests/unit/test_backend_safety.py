@@ -14,20 +14,17 @@ import numpy as np
 import pytest
 
 from nkic.dialects import bir
-from nkic.driver import make_context, run_neff
+from nkic.driver import run_neff
 from nkic.frontend import TensorSpec
 from nkic.kernels.flash_attention import flash_attention
 from nkic.kernels.matmul import matmul
 from nkic.kernels.rmsnorm import rmsnorm
 from nkic.kernels.softmax import softmax
 from nkic.kernels.tensor_add import tensor_add, tensor_add_spmd
-from nkic.library import RESOLVER
 from nkic.passes.dma_optimization import DmaOptimizationPass
 from nkic.passes.dma_transpose import DmaTransposePass
-from nkic.passes.pipelines import backend, frontend_lowering
-from nkic.passes.resolver import use_resolver
-from nkic.runtime.neff import write_neff
-from nkic.tools.targets import isa_module_to_neff
+
+from pipeline_run import neff_bytes, passes_on
 
 
 def _f32(*shape: int) -> TensorSpec:
@@ -66,24 +63,20 @@ VARIANTS: list[dict[str, Any]] = [
 
 def _compile(traced: Any, options: dict[str, Any]) -> tuple[bytes, int]:
     """The NEFF and how many transfers ``dma-optimization`` left."""
-    module = traced.module.clone()
-    ctx = make_context()
     opts = dict(options)
-    num_queues = opts.pop("num_queues", 4)
     force = opts.get("dma_transpose") == "force"
     if force:
         opts["dma_transpose"] = True
     dmas = 0
-    with use_resolver(RESOLVER):
-        for p in (*frontend_lowering(), *backend(num_queues=num_queues, **opts)):
-            if force and isinstance(p, DmaTransposePass):
-                p = dataclasses.replace(p, force=True)
-            p.apply(ctx, module)
-            if isinstance(p, DmaOptimizationPass):
-                fns = [f for f in module.ops if isinstance(f, bir.FunctionOp)]
-                dmas = sum(1 for f in fns for i in f.instructions() if i.OPNAME.startswith("dma"))
+    for p, module, ctx in passes_on(traced, **opts):
+        if force and isinstance(p, DmaTransposePass):
+            p = dataclasses.replace(p, force=True)
+        p.apply(ctx, module)
+        if isinstance(p, DmaOptimizationPass):
+            fns = [f for f in module.ops if isinstance(f, bir.FunctionOp)]
+            dmas = sum(1 for f in fns for i in f.instructions() if i.OPNAME.startswith("dma"))
     module.verify()
-    return write_neff(isa_module_to_neff(module, "k")), dmas
+    return neff_bytes(module), dmas
 
 
 def _inputs(traced: Any) -> dict[str, np.ndarray]:

@@ -17,12 +17,11 @@ from nkic.kernels.matmul import matmul
 from nkic.kernels.rmsnorm import rmsnorm
 from nkic.kernels.softmax import softmax
 from nkic.kernels.tensor_add import tensor_add
-from nkic.library import RESOLVER
 from nkic.passes.bir_sim import BirSimPass, check
 from nkic.passes.bir_to_isa import BirToIsaPass
 from nkic.passes.insert_semaphores import InsertSemaphoresPass
-from nkic.passes.pipelines import backend, frontend_lowering
-from nkic.passes.resolver import use_resolver
+
+from pipeline_run import passes_on
 
 
 def _f32(*s: int) -> TensorSpec:
@@ -44,17 +43,14 @@ CASES: dict[str, Callable[[], object]] = {
 
 def _bir(traced: object, drop_edges: bool = False) -> ModuleOp:
     """The module just before bir-to-isa; ``drop_edges`` removes every dependency edge before insert-semaphores."""
-    module = traced.module.clone()  # type: ignore[attr-defined]
-    ctx = make_context()
-    with use_resolver(RESOLVER):
-        for p in (*frontend_lowering(), *backend()):
-            if isinstance(p, BirToIsaPass):
-                break
-            if drop_edges and isinstance(p, InsertSemaphoresPass):
-                for fn in [f for f in module.ops if isinstance(f, bir.FunctionOp)]:
-                    for inst in fn.instructions():
-                        inst.properties.pop("deps", None)
-            p.apply(ctx, module)
+    for p, module, ctx in passes_on(traced):
+        if isinstance(p, BirToIsaPass):
+            break
+        if drop_edges and isinstance(p, InsertSemaphoresPass):
+            for fn in [f for f in module.ops if isinstance(f, bir.FunctionOp)]:
+                for inst in fn.instructions():
+                    inst.properties.pop("deps", None)
+        p.apply(ctx, module)
     return module
 
 

@@ -19,13 +19,10 @@ from nkic.kernels.matmul import matmul
 from nkic.kernels.rmsnorm import rmsnorm
 from nkic.kernels.softmax import softmax
 from nkic.kernels.tensor_add import tensor_add, tensor_add_spmd
-from nkic.library import RESOLVER
 from nkic.passes.dep_reduction import DepReductionPass, reachability, stretches
 from nkic.passes.insert_semaphores import InsertSemaphoresPass
-from nkic.passes.pipelines import backend, frontend_lowering
-from nkic.passes.resolver import use_resolver
-from nkic.runtime.neff import write_neff
-from nkic.tools.targets import isa_module_to_neff
+
+from pipeline_run import neff_bytes, passes_on
 
 
 def _f32(*shape: int) -> TensorSpec:
@@ -66,22 +63,19 @@ def _edges(module: ModuleOp) -> int:
 
 def _compile(traced: object, reduce: bool) -> tuple[bytes, ModuleOp | None, ModuleOp | None]:
     """The NEFF, and (with ``reduce``) the module just before and just after dep-reduction."""
-    module = traced.module.clone()  # type: ignore[attr-defined]
-    ctx = make_context()
     before = after = None
-    with use_resolver(RESOLVER):
-        for p in (*frontend_lowering(), *backend()):
-            if isinstance(p, DepReductionPass):
-                if not reduce:
-                    continue
-                before = module.clone()
-                p.apply(ctx, module)
-                after = module.clone()
+    for p, module, ctx in passes_on(traced):
+        if isinstance(p, DepReductionPass):
+            if not reduce:
                 continue
-            if isinstance(p, InsertSemaphoresPass):
-                module.verify()
+            before = module.clone()
             p.apply(ctx, module)
-    return write_neff(isa_module_to_neff(module, "k")), before, after
+            after = module.clone()
+            continue
+        if isinstance(p, InsertSemaphoresPass):
+            module.verify()
+        p.apply(ctx, module)
+    return neff_bytes(module), before, after
 
 
 def _inputs(traced: object) -> dict[str, np.ndarray]:

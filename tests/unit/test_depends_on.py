@@ -18,18 +18,7 @@ import nki.language as nl  # noqa: E402
 
 from nkic.driver import compile_traced, run_neff  # noqa: E402
 from nkic.frontend.errors import NkiError  # noqa: E402
-
-
-def _load(a):
-    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=a)
-    return t
-
-
-def _store(t):
-    out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=t)
-    return out
+from kernel_harness import load as _load, store as _store  # noqa: E402
 
 
 @nki.jit

@@ -16,20 +16,9 @@ import nki.language as nl  # noqa: E402
 
 from nkic.frontend.errors import NkiError  # noqa: E402
 from nkic.runtime.simulator import SimulationError  # noqa: E402
+from kernel_harness import load as _sbuf_copy, store as _out  # noqa: E402
 
 RNG = np.random.default_rng(7)
-
-
-def _sbuf_copy(x):
-    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=x)
-    return t
-
-
-def _out(t):
-    out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=t)
-    return out
 
 
 def _values(shape, dtype) -> np.ndarray:
