@@ -38,5 +38,17 @@ class FirstEngine(OpTrait):
     the instruction's operands (nc_transpose: TensorE up to 128x128 into PSUM, VectorE up to 32x32)."""
 
 
+@dataclass(frozen=True)
+class CopiesData(OpTrait):
+    """dst = src element for element, a dtype cast at most (tensor_copy, dma_copy): passes may fold, merge or
+    re-route such a copy without knowing the instruction."""
+
+
+@dataclass(frozen=True)
+class Transposes(OpTrait):
+    """dst = src with its partition and free dims swapped (nc_transpose, dma_transpose)."""
+
+
 TRAITS: dict[str, type[OpTrait]] = {"dma": IsDma, "accumulates": AccumulatesDst, "reads_dst": ReadsDst,
-                                    "control": IsControl, "first_engine": FirstEngine}
+                                    "control": IsControl, "first_engine": FirstEngine, "copy": CopiesData,
+                                    "transpose": Transposes}

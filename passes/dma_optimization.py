@@ -41,7 +41,7 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr, i64_attr
-from nkic.dialects.traits import IsControl, IsDma
+from nkic.dialects.traits import CopiesData, IsControl, IsDma
 from nkic.passes.lowering import cost_record
 from nkic.passes.schedule_instructions import check_options, duration_ns
 from nkic.passes.stretch_graph import StretchGraph, reorder
@@ -203,8 +203,9 @@ _PLAIN_PROPS = frozenset({"roles", "aps", "refs", "id", "engine", "deps", "queue
 
 
 def _plain_copy(inst: bir.BirInst) -> bool:
-    """A ``dma_copy`` with nothing but its operands, id, engine, edges (and queue): static, view-less patterns."""
-    if inst.OPNAME != "dma_copy" or inst.role_names != ["dst", "src"] or set(inst.properties) - _PLAIN_PROPS:
+    """A DMA copy (``dma_copy``, by its traits) with nothing but its operands, id, engine, edges (and queue): static, view-less patterns."""
+    if not (inst.has_trait(IsDma) and inst.has_trait(CopiesData)) or inst.role_names != ["dst", "src"] \
+            or set(inst.properties) - _PLAIN_PROPS:
         return False
     return all(not ap.is_dynamic and not ap.view_dtype and not any(ap.iv_coeffs) for ap in inst.aps.data)
 

@@ -57,7 +57,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
-from nkic.dialects.traits import IsDma
+from nkic.dialects.traits import IsDma, Transposes
 from nkic.passes.dependency_analysis import analyse
 from nkic.passes.dma_optimization import Costs, replay_ns
 from nkic.passes.lowering import cost_record
@@ -66,12 +66,11 @@ from nkic.passes.pre_schedule import _virtual_addresses
 from nkic.passes.print_metrics import metrics
 from nkic.passes.schedule_instructions import check_options, duration_ns
 from nkic.passes.targeting import target_of
-from nkic.passes.tensorcopy_accel import _reads, _writes
+from nkic.passes.tensorcopy_accel import _engine_copy, _reads, _writes
 from nkic.target.costs import dma_core_bytes_per_ns, dma_transfer
 from nkic.target.machine import NUM_DMA_QUEUES, Target
 from nkic.target.vocab import dtype_size
 
-MAX_DMA_TRANSPOSE_COLS = 128  # nki.isa.dma_transpose: src.shape[-1] <= 128
 _COPY_PROPS = frozenset({"roles", "aps", "refs", "id", "engine", "deps", "loc", "call"})
 
 
@@ -95,9 +94,9 @@ class _Group:
 
 
 def _candidate(copy: bir.BirInst, at: int, insts: list[bir.BirInst], uses: dict[str, list[int]],
-               locs: dict[str, bir.MemLocOp]) -> list[bir.BirInst]:  # fmt: skip
+               locs: dict[str, bir.MemLocOp], target: Target) -> list[bir.BirInst]:  # fmt: skip
     """The transposes feeding ``copy`` (at position ``at``) if the group qualifies, else []."""
-    if copy.OPNAME != "tensor_copy" or copy.role_names != ["dst", "src"] or set(copy.properties) - _COPY_PROPS:
+    if not _engine_copy(copy) or copy.role_names != ["dst", "src"] or set(copy.properties) - _COPY_PROPS:
         return []
     dst, src = copy.ref("dst"), copy.ref("src")
     assert dst is not None and src is not None
@@ -115,7 +114,7 @@ def _candidate(copy: bir.BirInst, at: int, insts: list[bir.BirInst], uses: dict[
         if i == at:
             continue
         t = insts[i]
-        if i > at or t.OPNAME != "transpose" or t.engine.data != "pe" or t.ref("dst") != src or _reads(t, src):
+        if i > at or not t.has_trait(Transposes) or t.engine.data != "pe" or t.ref("dst") != src or _reads(t, src):
             return []
         if set(t.properties) - _COPY_PROPS:
             return []  # an option, a predicate or a depends_on tag: not a plain transpose
@@ -125,7 +124,7 @@ def _candidate(copy: bir.BirInst, at: int, insts: list[bir.BirInst], uses: dict[
         if e.mem != "sbuf" or e.dtype.data != p.dtype.data or data in (src, dst):
             return []
         ap_d, ap_s = t.ap("dst"), t.ap("data")
-        if not (_static_2d(ap_d) and _static_2d(ap_s)) or ap_s.pairs[1][1] > MAX_DMA_TRANSPOSE_COLS:
+        if not (_static_2d(ap_d) and _static_2d(ap_s)) or ap_s.pairs[1][1] > target.dma_transpose_max_cols:
             return []
         if not np.isin(_elements(ap_d), covered).all():
             return []  # written but never copied: on S it would overwrite what the copy leaves alone
@@ -236,7 +235,7 @@ def rewrite(fn: bir.FunctionOp, target: Target, num_queues: int, force: bool = F
     costs: Costs = {}  # the replays' per-instruction figures
     end = 0.0
     for at, copy in enumerate(insts):
-        ts = _candidate(copy, at, insts, uses, locs)
+        ts = _candidate(copy, at, insts, uses, locs, target)
         if not ts:
             continue
         g = _Group(copy, ts, _replacements(copy, ts, next_id))

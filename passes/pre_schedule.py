@@ -35,13 +35,16 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.passes.assign_engines import legal_engines
-from nkic.passes.dependency_analysis import Addresses, body, edges, has_loops, kind_of, operands
+from nkic.passes.dependency_analysis import CHUNK, Addresses, body, edges, has_loops, kind_of, operands
 from nkic.passes.schedule_instructions import _reorder, duration_ns
 from nkic.passes.spill import AllocationWarning, file_line
 from nkic.passes.options import DEFAULT_NUM_QUEUES
 from nkic.target.machine import Target
+from nkic.target.vocab import ON_CHIP
 
-_ALIGN = 512
+# Virtual addresses start on a dependency-analysis chunk of every on-chip memory: two unplaced memlocs never share
+# a chunk, so no false edge joins them.
+_ALIGN = max(CHUNK[m] for m in ON_CHIP)
 
 
 def _virtual_addresses(fn: bir.FunctionOp) -> list[bir.MemLocOp]:

@@ -31,6 +31,7 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
 from nkic.dialects.instructions import reads_dst
+from nkic.dialects.traits import CopiesData, IsDma
 from nkic.target.machine import ENGINE_BY_NAME
 
 
@@ -70,6 +71,11 @@ def _can_read_psum(inst: bir.BirInst, name: str) -> bool:
 
 
 Uses = dict[str, list[int]]  # memloc -> positions of the instructions naming it, in program order
+
+
+def _engine_copy(inst: bir.BirInst) -> bool:
+    """A copy a compute engine makes (dst = src, a cast at most; not a DMA): tensor_copy, by its traits."""
+    return inst.has_trait(CopiesData) and not inst.has_trait(IsDma)
 
 
 def _foldable(copy: bir.BirInst, at: int, insts: list[bir.BirInst], uses: Uses,
@@ -120,7 +126,7 @@ def fold(fn: bir.FunctionOp) -> int:
             uses.setdefault(name, []).append(i)
     removed: dict[int, list[tuple[str, int]]] = {}  # folded copy id -> its edges
     for at, copy in enumerate(insts):
-        if copy.OPNAME != "tensor_copy":
+        if not _engine_copy(copy):
             continue
         readers = _foldable(copy, at, insts, uses, locs)
         if not readers:

@@ -97,7 +97,8 @@ class InstrSpec:
     doc: str
     fields: tuple[Field, ...] = ()
     elementwise: tuple[str, ...] = ()  # roles with dst's partitions and elements per partition
-    traits: frozenset[str] = field(default_factory=frozenset)  # "dma", "accumulates", "reads_dst"
+    # "dma", "accumulates", "reads_dst", "control", "first_engine", "copy", "transpose" (dialects/traits.py)
+    traits: frozenset[str] = field(default_factory=frozenset)
     constants: Mapping[str, Any] = field(default_factory=dict)  # ISA fields fixed by the instruction
     # ISA fields computed from the instruction's field values (e.g. tensor_reduce's axes -> num_reduced_dims)
     derive: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
@@ -332,13 +333,14 @@ declare(InstrSpec(
     "dma_copy", "DMA_COPY",
     (Role("dst", write=True, memories=_ANY_MEM, indirect=True), Role("src", memories=_ANY_MEM, indirect=True)),
     ("sp",), "dst = src between HBM and SBUF (element counts equal, dtype cast through fp32)",
-    fields=(_OOB_SKIP,), traits=frozenset({"dma"}),
+    fields=(_OOB_SKIP,), traits=frozenset({"dma", "copy"}),
 ))
 declare(InstrSpec(
     "dma_transpose", "DMA_COPY",
     (Role("dst", write=True, memories=("sbuf",)), Role("src", memories=_ANY_MEM, indirect=True)),
     ("sp",), "dst = src with its first and last dims swapped, by DMA",
-    fields=(Field("axes", "axes", imm=None), _OOB_SKIP), traits=frozenset({"dma"}), constants={"transpose": True},
+    fields=(Field("axes", "axes", imm=None), _OOB_SKIP), traits=frozenset({"dma", "transpose"}),
+    constants={"transpose": True},
 ))
 declare(InstrSpec(
     "matmul", "MATMUL",
@@ -354,12 +356,13 @@ declare(InstrSpec(
 # takes the first engine whose memories fit (trait "first_engine").
 declare(InstrSpec(
     "transpose", "TRANSPOSE", (_DST, Role("data", slot="src")), ("pe", "dve"), "dst[F, P] = data[P, F]",
-    fields=(_ENGINE,), nki_name="nc_transpose", dims_rule=_transpose_dims, traits=frozenset({"first_engine"}),
+    fields=(_ENGINE,), nki_name="nc_transpose", dims_rule=_transpose_dims,
+    traits=frozenset({"first_engine", "transpose"}),
 ))
 # "using Vector, Scalar or GpSimd Engine", but "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine."
 declare(InstrSpec(
     "tensor_copy", "TENSOR_COPY", (_DST, Role("src")), ("dve", "act", "pool"), "dst = src (with a dtype cast)",
-    fields=(_ENGINE,), elementwise=("src",), engine_since={"act": 3},
+    fields=(_ENGINE,), elementwise=("src",), engine_since={"act": 3}, traits=frozenset({"copy"}),
 ))
 # "using Vector Engine or GpSimd Engine"; of the ops, "nl.power. (Which runs on the GpSimd engine.)"
 declare(InstrSpec(

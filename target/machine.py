@@ -132,6 +132,8 @@ class Target:
     matmul_max_m: int = 128
     matmul_max_n: int = 512
     bn_stats_fmax: int = 512  # elements per partition one bn_stats reads
+    # nki.isa.dma_transpose: "src.shape[-1] <= 128" (the columns one DMA transpose moves)
+    dma_transpose_max_cols: int = 128
     # Whether a matmul result may span several PSUM banks (gen4 accepts N up to 4096).
     matmul_spans_banks: bool = False
     # HBM bytes one NeuronCore can address (the device's HBM over its cores): trn1 32 GiB / 2, trn2 96 GiB / 8,
