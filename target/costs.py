@@ -482,6 +482,26 @@ NO_FLOOR = frozenset({"SEM_WAIT"})  # a pure wait streams no data: no initiation
 DVE_FAST_DTYPES = frozenset({"bfloat16", "float16"})
 DVE_FAST_SINCE = 3
 DVE_FAST_ONE_INPUT = frozenset({"TENSOR_COPY", "TENSOR_SCALAR"})
+# Per-dtype rates of NeuronCore-v4 [A4, trainium3_arch.rst's engine table]: VectorE "512 BF16/FP16/FP8, 256 other"
+# elements per cycle (FP8 joins the performance modes); ScalarE "256 BF16/FP16/FP8, 128 other", which the hardware
+# notes place on its tensor_scalar/tensor_copy ("v4 BF16 ÷2"); VectorE's exponential at "4x ScalarE's exp rate".
+FP8_DTYPES = frozenset({"float8_e4m3", "float8_e5m2", "float8_e4m3fn"})
+PER_DTYPE_SINCE = 4
+ACT_FAST_ONE_INPUT = frozenset({"TENSOR_COPY", "TENSOR_SCALAR"})
+DVE_EXP_SPEEDUP = 4
+
+
+def _fast_dtypes(t: Target) -> frozenset[str]:
+    return DVE_FAST_DTYPES | FP8_DTYPES if t.nc_version >= PER_DTYPE_SINCE else DVE_FAST_DTYPES
+
+
+def _act_fast(ins: Instr, t: Target) -> bool:
+    """Whether a ScalarE tensor_scalar/tensor_copy streams only 2-byte floats or FP8 (gen4's 2x) [A4]."""
+    if ins.engine != "act" or t.nc_version < PER_DTYPE_SINCE or ins.opcode not in ACT_FAST_ONE_INPUT:
+        return False
+    ops = [op for op in ins.operands if op is not None and op.memory in ("sbuf", "psum")]
+    main = [op for op in ops if op.num_partitions > 1 or op.free_size > 1]
+    return bool(main) and all(op.dtype in _fast_dtypes(t) for op in main)
 
 
 def dependent_latency_ns(engine: str, target: str | Target = DEFAULT_TARGET) -> float:
@@ -501,7 +521,7 @@ def _dve_fast_divisor(ins: Instr, t: Target) -> int:
         return 1
     ops = [op for op in ins.operands if op is not None and op.memory in ("sbuf", "psum")]
     main = [op for op in ops if op.num_partitions > 1 or op.free_size > 1]  # (P, 1) scalars do not stream
-    if not main or any(op.dtype not in DVE_FAST_DTYPES for op in main):
+    if not main or any(op.dtype not in _fast_dtypes(t) for op in main):
         return 1
     if ins.opcode in DVE_FAST_ONE_INPUT:
         slow_side = any(op.memory == "psum" or not _unit_inner(op) for op in main)
@@ -517,6 +537,8 @@ def occupancy_cycles(instr: Instr, target: str | Target = DEFAULT_TARGET) -> int
       the tile's share of the array (tiles run concurrently).
     * VectorE fast modes (gen3+): copies / tensor_scalar ÷4 (÷2 with a PSUM or strided side); tensor_tensor on
       2-byte floats in SBUF costs ``max(64, N)``, not ``2N`` [A3].
+    * Per-dtype rates (gen4): FP8 in VectorE's performance modes, ScalarE's tensor_scalar/tensor_copy at 2x on
+      2-byte floats and FP8, VectorE's exponential at 4x [A4].
     * Wide strides (gen2): an SBUF port moves 128 elements per cycle when the innermost stride is at most 16 bytes
       and half that otherwise [A2], so a VectorE/ScalarE/GpSimd instruction with such an operand takes twice as long.
     """
@@ -525,10 +547,14 @@ def occupancy_cycles(instr: Instr, target: str | Target = DEFAULT_TARGET) -> int
     if instr.engine == "sp" or instr.opcode in NO_FLOOR or instr.spec.traits & {"control", "dma"}:
         return cycles
     if instr.engine == "dve" and t.nc_version >= DVE_FAST_SINCE:
-        if instr.opcode == "TENSOR_TENSOR" and _dve_fast_divisor_tt(instr):
+        if instr.opcode == "TENSOR_TENSOR" and _dve_fast_divisor_tt(instr, t):
             cycles = max(MIN_II, _free(instr.operand("in0")))
+        elif instr.opcode == "EXPONENTIAL" and t.nc_version >= PER_DTYPE_SINCE:
+            cycles //= DVE_EXP_SPEEDUP
         else:
             cycles //= _dve_fast_divisor(instr, t)
+    if _act_fast(instr, t):
+        cycles //= 2
     if t.nc_version <= WIDE_STRIDE_UNTIL and instr.engine in ("dve", "act", "pool") and _wide_stride(instr):
         cycles *= 2
     floor = MIN_II
@@ -556,10 +582,11 @@ def _wide_stride(ins: Instr) -> bool:
     return False
 
 
-def _dve_fast_divisor_tt(ins: Instr) -> bool:
-    """Whether a VectorE tensor_tensor streams 2-byte floats from SBUF on every side, unit-stride (A3's 2x)."""
+def _dve_fast_divisor_tt(ins: Instr, t: Target) -> bool:
+    """Whether a VectorE tensor_tensor streams 2-byte floats (gen4: or FP8) from SBUF on every side, unit-stride
+    (A3's 2x)."""
     ops = [ins.operand(s) for s in ("dst", "in0", "in1")]
-    return all(op is not None and op.memory == "sbuf" and op.dtype in DVE_FAST_DTYPES and _unit_inner(op)
+    return all(op is not None and op.memory == "sbuf" and op.dtype in _fast_dtypes(t) and _unit_inner(op)
                for op in ops)  # fmt: skip
 
 
@@ -612,7 +639,7 @@ def _dve_perf_mode(ins: Instr, t: Target) -> bool:
     if ins.engine != "dve" or t.nc_version < DVE_FAST_SINCE:
         return False
     if ins.opcode == "TENSOR_TENSOR":
-        return _dve_fast_divisor_tt(ins)
+        return _dve_fast_divisor_tt(ins, t)
     return _dve_fast_divisor(ins, t) > 1
 
 

@@ -33,3 +33,26 @@ def test_wide_strides_follow_the_generation() -> None:
     assert occupancy_cycles(_copy("dve", 8), "gen3") == occupancy_cycles(_copy("dve", 1), "gen3") == 512
     # a (P, 1) scalar operand does not stream: no penalty whatever its step
     assert occupancy_cycles(_copy("act", 64, n=1), "gen2") == MIN_II
+
+
+def _dense(engine: str, opcode: str, dtype: str, n: int = 512) -> Instr:
+    op = Operand("sbuf", dtype, ((1, 128), (1, n)))
+    return Instr(opcode, engine, (op, op))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3"])
+def test_trn3_per_dtype_rates(dtype: str) -> None:
+    # ScalarE's copy: 2x on 2-byte floats and FP8 on trn3 only [A4]; fp32 keeps max(64, N)
+    assert occupancy_cycles(_dense("act", "TENSOR_COPY", dtype), "gen4") == 256
+    assert occupancy_cycles(_dense("act", "TENSOR_COPY", dtype), "gen3") == 512
+    assert occupancy_cycles(_dense("act", "TENSOR_COPY", "float32"), "gen4") == 512
+    # VectorE's performance mode takes FP8 on trn3, not on trn2
+    fp8_on_trn2 = 512 if dtype.startswith("float8") else 128
+    assert occupancy_cycles(_dense("dve", "TENSOR_COPY", dtype), "gen4") == 128
+    assert occupancy_cycles(_dense("dve", "TENSOR_COPY", dtype), "gen3") == fp8_on_trn2
+
+
+def test_trn3_vector_exponential_at_four_times() -> None:
+    op = Operand("sbuf", "float32", ((1, 128), (1, 2048)))
+    exp = Instr("EXPONENTIAL", "dve", (op, op))
+    assert occupancy_cycles(exp, "gen4") * 4 == occupancy_cycles(exp, "gen3") == 2048
