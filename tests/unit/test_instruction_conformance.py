@@ -23,9 +23,8 @@ from nkic.passes.translate_nki_ast_to_bir import TranslateNkiAstToBirPass
 from nkic.runtime import semantics
 from nkic.runtime.simulator import EXECUTORS
 from nkic.target.costs import COSTS
-from nkic.target.instructions import INSTRUCTIONS, InstrSpec
+from nkic.target.instructions import INSTRUCTIONS, InstrSpec, first_generation
 from nkic.target.isa import OPCODES, OpSpec
-from nkic.target.machine import TARGETS
 from nkic.target.vocab import ACT_FUNCS, ALU_OPS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +56,7 @@ def instruction_problems(spec: InstrSpec) -> list[str]:
     for e in spec.engines:
         if isa_op(e, spec.opcode) is None:
             out.append(f"{spec.name}: engine '{e}' has no {spec.opcode} op")
-    if not any(t.has(spec.name) for t in TARGETS.values()):
+    if first_generation(spec.name) is None:
         out.append(f"{spec.name}: no generation has it")
     if spec.name not in INSTRUCTION_FIELDS or spec.name not in penguin.INSTRUCTION_OPS:
         out.append(f"{spec.name}: no penguin/bir op")
