@@ -3,6 +3,12 @@
 Flat (unrolled) functions with no carriers left; unique, increasing instruction ids; every engine assigned;
 every used on-chip memloc placed; dependency edges pointing backwards; and every semaphore wait satisfiable by
 instructions that come earlier in program order — which, with in-order engines, rules out deadlock.
+
+Every instruction also keeps the NKI reference's documented rules (``nkic.target.rules``, the objects the nisa call
+and the penguin verifier ask), read from what BIR carries: each operand's memloc (memory, dtype) and access pattern
+(partitions, elements per partition), the instruction's fields, and the module's generation (``nkic.target``; IR
+without one gets only the rules of every generation). Unrolled copies of one instruction are one question, asked
+once.
 """
 
 from __future__ import annotations
@@ -16,9 +22,14 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
+from nkic.dialects import instructions as fields
+from nkic.dialects.common import module_target
 from nkic.dialects.traits import IsControl
 from nkic.passes.insert_semaphores import ENGINE_SEM
 from nkic.target.instructions import LOOP_PAIRS
+from nkic.target.machine import TARGET_ALIASES, get_target
+from nkic.target.rules import RULES, Call, Operand, problems
+from nkic.target.rules import message as rule_message
 
 _LOOP_DEPTH = {**{b: 1 for b in LOOP_PAIRS}, **{e: -1 for e in LOOP_PAIRS.values()}}
 
@@ -29,7 +40,37 @@ def _unlowered(cls: type) -> bool:
     return issubclass(cls, bir.LoopOp | bir.NkiKlirKernelOp | bir.NkiKernelOp | bir.BirKernelOp)
 
 
-def verify_function(fn: bir.FunctionOp) -> None:
+def rule_call(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], gen: int | None) -> Call:
+    """This instruction as the documented rules see it: the same ``Call`` the penguin verifier builds."""
+    operands = {}
+    for role, ref, ap in zip(inst.role_names, inst.ref_names, inst.aps.data):
+        loc = locs[ref]
+        dtype = ap.operand_dtype(loc.dtype.data)
+        operands[role] = Operand(loc.memory.data, dtype, (ap.shape[0], fields.free_elements(ap.shape)))
+    return Call(inst.OPNAME, operands, fields.field_values(inst), gen)
+
+
+def _check_rules(fn: bir.FunctionOp, locs: dict[str, bir.MemLocOp], gen: int | None) -> None:
+    """The first documented rule an instruction breaks, as the pass's failure naming the instruction."""
+    asked: set[tuple] = set()
+    for inst in fn.instructions():
+        if inst.OPNAME not in RULES:
+            continue
+        call = rule_call(inst, locs, gen)
+        key = (call.instr, tuple(call.operands.items()), tuple(sorted(call.fields.items(), key=lambda kv: kv[0])))
+        try:
+            if key in asked:
+                continue
+            asked.add(key)
+        except TypeError:  # an unhashable field value (a pattern list): ask every time
+            pass
+        broken = problems(call)
+        if broken:
+            raise PassFailedException(f"@{fn.sym_name.data} instruction {inst.inst_id} ({inst.OPNAME}): "
+                                      f"{rule_message(call, broken[0])}")  # fmt: skip
+
+
+def verify_function(fn: bir.FunctionOp, gen: int | None = None) -> None:
     name = fn.sym_name.data
     for op in fn.body.walk():
         if _unlowered(type(op)):
@@ -78,6 +119,7 @@ def verify_function(fn: bir.FunctionOp) -> None:
             signals[s] = signals.get(s, 0) + 1
     if depth:
         raise PassFailedException(f"@{name}: {depth} loop_begin without a loop_end")
+    _check_rules(fn, locs, gen)
 
 
 @dataclass(frozen=True)
@@ -85,5 +127,7 @@ class BirVerifyPass(ModulePass):
     name = "bir-verify"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = module_target(op)
+        gen = get_target(target).nc_version if target in TARGET_ALIASES else None
         for fn in [f for f in op.ops if isinstance(f, bir.FunctionOp)]:
-            verify_function(fn)
+            verify_function(fn, gen)
