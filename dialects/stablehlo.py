@@ -1163,12 +1163,18 @@ def _reducer_region(parser: Parser, n: int) -> Region:
     """``reducer(%a0: T, %b0: T) (%a1: U, %b1: U) { body }``: the block takes the accumulators, then the
     elements (a0, a1, ..., b0, b1, ...)."""
     parser.parse_keyword("reducer")
+
+    def argument() -> Parser.Argument:  # ``%a: T`` with its optional ``loc(...)``, as MLIR prints with debug info
+        arg = parser.parse_argument()
+        arg.location = parser.parse_optional_location()
+        return arg
+
     lhs, rhs = [], []
     for _ in range(n):
         parser.parse_punctuation("(")
-        lhs.append(parser.parse_argument())
+        lhs.append(argument())
         parser.parse_punctuation(",")
-        rhs.append(parser.parse_argument())
+        rhs.append(argument())
         parser.parse_punctuation(")")
     return parser.parse_region([*lhs, *rhs])
 
