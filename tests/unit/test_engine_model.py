@@ -1,5 +1,6 @@
 """The documented engine effects of ``target/costs.py`` beyond the per-instruction formulas, instruction by
-instruction: the wide-stride SBUF access rate of NeuronCore-v2 (A2) and where it does not apply."""
+instruction: the wide-stride SBUF access rate of NeuronCore-v2 (A2), NeuronCore-v4's per-dtype rates (A4), and
+where each does not apply."""
 
 from __future__ import annotations
 
