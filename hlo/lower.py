@@ -138,8 +138,8 @@ class _Lowering:
         assert ret is not None
         for op in block.ops:
             value = tiles.fold(op, self.consts) if op is not ret else None
-            if value is not None:
-                self.consts[op.results[0]] = value
+            if value is not None:  # numpy folds a 0-d op to a scalar (np.bool_, np.float32): keep it an array
+                self.consts[op.results[0]] = np.asarray(value)
         arg_attrs = self.main.arg_attrs
         graph_block = Block(arg_types=[_penguin_type(a) for a in block.args])
         for i, (a, g) in enumerate(zip(block.args, graph_block.args)):

@@ -60,3 +60,16 @@ def test_gelu_exact_bf16() -> None:
     want = np.asarray(jax.jit(f)(x))
     assert got.dtype == want.dtype
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
+
+
+def test_layernorm_through_jnp_var() -> None:
+    """``jnp.var`` emits chlo.square and a select on ``N - ddof > 0``, a 0-d predicate folded at compile time (numpy
+    folds it to a scalar, kept an array so the select sees a constant)."""
+    from nkic.framework import from_jax
+
+    x = X.reshape(4, -1)
+
+    def layernorm(a):  # type: ignore[no-untyped-def]
+        return (a - a.mean(-1, keepdims=True)) / jnp.sqrt(a.var(-1, keepdims=True) + 1e-5)
+
+    np.testing.assert_allclose(from_jax(layernorm)(x), np.asarray(jax.jit(layernorm)(x)), rtol=1e-4, atol=1e-4)
