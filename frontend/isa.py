@@ -37,11 +37,12 @@ from nkic.target.instructions import (
     InstrSpec,
     Role,
     activate2_problem,
+    available_on,
+    first_generation,
     sendrecv_problem,
     dims_problem,
     engine_problem,
     legal_engines,
-    shuffle_start_problem,
 )
 from nkic.target.machine import (
     ENGINE_BY_NAME,
@@ -154,6 +155,19 @@ def _in(op: str, role: str, t: NkiTensor, *buffers: str) -> None:
         raise NkiError(f"{op}: '{role}' must be in {' or '.join(b.upper() for b in buffers)}, not {t.buffer}")
 
 
+def _in_sbuf_not_psum(op: str, role: str, t: NkiTensor) -> None:
+    """A PSUM tile given to a GpSimd-only instruction whose reference requires SBUF (nisa.affine_select; the rule
+    itself is target/rules/vector.py's): the reference's reason, and the copy that fixes it (nki-library's
+    attention_cte copies the Q·Kᵀ scores out of PSUM with nisa.tensor_copy before its causal affine_select)."""
+    fix = ("copy the PSUM tile to SBUF first with nisa.tensor_copy (VectorE and ScalarE read PSUM), then select from "
+           "the copy" if role != "dst" else "give it a dst in SBUF, and copy the result to PSUM if it must be there")
+    raise NkiError(
+        f"{op}: '{role}' must be in SBUF, not psum",
+        f"the NKI ISA reference: nisa.{op} runs on the GpSimd engine, its tiles must be in SBUF, and GpSimd cannot "
+        f"access PSUM on any NeuronCore generation. {fix}",
+    )
+
+
 def _partitions_agree(op: str, tensors: dict[str, NkiTensor | None]) -> None:
     given = [(r, t) for r, t in tensors.items() if t is not None]
     first_role, first = given[0]
@@ -188,6 +202,13 @@ def _scalar(op: str, role: str, value: Any, dst: NkiTensor) -> tuple[NkiTensor |
     raise NkiError(f"{op}: '{role}' must be a number or a (P, 1) tile, got {type(value).__name__}")
 
 
+def _scalar_value(op: str, role: str, value: Any) -> tuple[NkiTensor | None, float | None]:
+    """A scalar operand whose (P, 1) shape a documented rule states (``target/rules``): an immediate or a tile."""
+    if isinstance(value, NkiTensor):
+        return value, None
+    return _scalar(op, role, value, None)  # type: ignore[arg-type]  # a number: no tile to compare with
+
+
 def _enum(value: Any, cls: type[Enum], what: str) -> str:
     if isinstance(value, cls):
         return value.name
@@ -212,7 +233,9 @@ def _record(
     """Checks shared by every instruction, then one penguin instruction."""
     target = _target(ctx)
     if not _available(target, op):
-        first = target.first_with(op)
+        # the reference's sentence where it states the generation (target/rules: unavailable), else the declaration
+        _enforce(Call(op, {}, {}, target.nc_version, getattr(ctx, "_api_call", "")))
+        first = first_generation(op)
         raise NkiError(
             f"nisa.{INSTRUCTIONS[op].nki_name or op} is not available on {target.name}",
             f"it needs {first} or newer" if first else "",
@@ -224,6 +247,9 @@ def _record(
     dst = operands.get("dst")
     bank = target.psum_bank_bytes
     _packed_operands(op, operands)
+    if op in RULES and getattr(ctx, "_api_call", "").startswith("nisa."):
+        _documented_rules(ctx, target, op, given, attrs)  # first: the message cites the reference's sentence
+    # what the declaration states beyond the documented sentences (and, for an nl function's instruction, all of it)
     roles = _role_table(op)
     for role, t in given.items():
         _declared_role(op, roles[role], t, dst)
@@ -231,8 +257,6 @@ def _record(
         problem = dims_problem(spec, {r: (t.partitions, t.free_size) for r, t in given.items()})
         if problem is not None:
             raise NkiError(problem)
-    if op in RULES and getattr(ctx, "_api_call", "").startswith("nisa."):
-        _documented_rules(ctx, target, op, given, attrs)
     _engine_check(target, op, given, attrs, ENGINE_OF_HINT.get(engine_name, ""))
     for role, t in given.items():
         if not t.storage.buffer == "psum":
@@ -272,30 +296,31 @@ def _documented_rules(ctx: Any, target: Target, op: str, given: dict[str, NkiTen
     """The reference's restrictions on this call (``nkic.target.rules``), for the ``nisa`` function the user
     called. An instruction an ``nl`` function emits is nkic's lowering, not the user's choice: the rules are the
     lowering's to keep (the penguin verifier checks them), not an error at the user's line."""
-    operands = {r: Operand(getattr(t.storage.buffer, "name", str(t.storage.buffer)), t.dtype,
-                           (t.partitions, t.free_size)) for r, t in given.items()}  # fmt: skip
-    call = Call(op, operands, attrs, target.nc_version, getattr(ctx, "_api_call", ""))
-    broken = problems(call)
-    if broken:
-        raise NkiError(rule_message(call, broken[0]))
+    operands = {r: _rule_operand(t) for r, t in given.items()}
+    _enforce(Call(op, operands, attrs, target.nc_version, getattr(ctx, "_api_call", "")))
 
 
 def language_rules(ctx: Any, fn: str, operands: dict[str, Any], **fields: Any) -> None:
     """The reference's restrictions on ``nl.<fn>`` itself (``target/rules/language.py``), asked by its
     implementation: the tiles among ``operands`` and the call's other arguments as ``fields`` (``ctx`` None: the
     generation is not known, so only rules of every generation apply)."""
-    tiles = {r: Operand(getattr(t.storage.buffer, "name", str(t.storage.buffer)), t.dtype, (t.partitions, t.free_size))
-             for r, t in operands.items() if isinstance(t, NkiTensor)}  # fmt: skip
-    call = Call(f"nl.{fn}", tiles, fields, _target(ctx).nc_version if ctx is not None else None, f"nl.{fn}")
-    broken = problems(call)
-    if broken:
-        raise NkiError(rule_message(call, broken[0]))
+    tiles = {r: _rule_operand(t) for r, t in operands.items() if isinstance(t, NkiTensor)}
+    _enforce(Call(f"nl.{fn}", tiles, fields, _target(ctx).nc_version if ctx is not None else None, f"nl.{fn}"))
 
 
 def _api_rules(ctx: Any, op: str, facts: dict[str, Any]) -> None:
     """The reference's restrictions on what no instruction field holds (a tensor's rank): the rules of ``op`` for
     the ``nisa`` function called, asked with those ``facts`` as the call's fields."""
-    call = Call(op, {}, facts, _target(ctx).nc_version, getattr(ctx, "_api_call", ""))
+    _enforce(Call(op, {}, facts, _target(ctx).nc_version, getattr(ctx, "_api_call", "")))
+
+
+def _rule_operand(t: NkiTensor) -> Operand:
+    """A tile as the documented rules see it: memory, dtype, (partitions, elements per partition)."""
+    return Operand(t.buffer.name, t.dtype, (t.partitions, t.free_size))
+
+
+def _enforce(call: Call) -> None:
+    """The first documented rule ``call`` breaks, as an NkiError at the user's line."""
     broken = problems(call)
     if broken:
         raise NkiError(rule_message(call, broken[0]))
@@ -317,7 +342,7 @@ def _available(target: Target, op: str) -> bool:
     key = (target.nc_version, op)
     if key in _AVAILABLE:
         return True
-    if target.has(op):
+    if available_on(op, target):
         _AVAILABLE.add(key)
         return True
     return False
@@ -379,7 +404,8 @@ def _declared_role(op: str, role: Role, t: NkiTensor, dst: NkiTensor | None) -> 
     """What the declaration says of a role: its memory spaces, and (P, 1) for a scalar tile."""
     if str(t.buffer) not in role.memories:
         where = " or ".join(m.upper() for m in role.memories)
-        raise NkiError(f"{op}: '{role.name}' must be in {where}, not {t.buffer}")
+        hint = "dma_copy it on chip first" if not t.on_chip and "sbuf" in role.memories else ""
+        raise NkiError(f"{op}: '{role.name}' must be in {where}, not {t.buffer}", hint)
     if role.scalar and dst is not None and (t.free_size != 1 or t.partitions != dst.partitions):
         raise NkiError(f"{op}: '{role.name}' must be a ({dst.partitions}, 1) tile, got shape {t.shape}")
 
@@ -648,7 +674,7 @@ def tensor_tensor(
     _mask(kw)
     name = "tensor_tensor"
     t = {role: _tensor(name, role, v) for role, v in (("dst", dst), ("data1", data1), ("data2", data2))}
-    _elementwise(name, t)
+    _rules(ctx, name, t, {})  # the documented shape rules (target/rules/vector.py); memories: the declaration's
     eng = _enum(engine, _ENGINE, "engine")
     _record(ctx, name, t, {"op": alu_op(op), "engine": eng}, eng)  # type: ignore[arg-type]
 
@@ -705,8 +731,9 @@ def scalar_tensor_tensor(
     name = "scalar_tensor_tensor"
     dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
     other = _tensor(name, "operand1", operand1)
-    _elementwise(name, {"dst": dst, "data": data, "operand1": other})
-    t0, v0 = _scalar(name, "operand0", operand0, dst)
+    t0, v0 = _scalar_value(name, "operand0", operand0)
+    # the documented shape and memory rules (target/rules/vector.py), operand0's (P, 1) shape among them
+    _rules(ctx, name, {"dst": dst, "data": data, "operand1": other, "operand0": t0}, {})
     attrs = {"op0": alu_op(op0, "op0"), "operand0": v0, "op1": alu_op(op1, "op1"), "reverse0": bool(reverse0),
              "reverse1": bool(reverse1)}  # fmt: skip
     _record(ctx, name, {"dst": dst, "data": data, "operand0": t0, "operand1": other}, attrs)
@@ -730,8 +757,6 @@ def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
         if not -ndim <= a < ndim:
             raise NkiError(f"tensor_reduce: axis {a} is out of range for a rank-{ndim} tensor")
         axes.append(a % ndim)
-    if 0 in axes:
-        raise NkiError("tensor_reduce: cannot reduce along the partition axis 0", "reduce free axes only")
     if not axes:
         raise NkiError("tensor_reduce: no axis given")
     return tuple(sorted(set(axes)))
@@ -754,15 +779,9 @@ def tensor_reduce(
     dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
     _on_chip(name, "dst", dst)
     _on_chip(name, "data", data)
-    _partitions_agree(name, {"dst": dst, "data": data})
     axes = _axes(axis, data.ndim)
-    if list(axes) != list(range(data.ndim - len(axes), data.ndim)):
-        raise NkiError(f"tensor_reduce: axes {axes} must be the trailing free axes of a rank-{data.ndim} tensor")
-    kept = 1
-    for a in range(1, data.ndim):
-        kept *= 1 if a in axes else data.shape[a]
-    if dst.free_size != kept:
-        raise NkiError(f"tensor_reduce: dst has {dst.free_size} elements per partition, the result has {kept}")
+    # the documented rules (target/rules/vector.py): partitions, free axes only, trailing ones, dst's size
+    _rules(ctx, name, {"dst": dst, "data": data}, {"axes": axes, "shape": data.shape})
     attrs = {"op": alu_op(op), "axes": axes, "negate": bool(negate), "keepdims": bool(keepdims)}
     _record(ctx, name, {"dst": dst, "data": data}, attrs)
 
@@ -788,10 +807,13 @@ def tensor_scalar_reduce(
     dst, data = _tensor(name, "dst", dst), _tensor(name, "data", data)
     _elementwise(name, {"dst": dst, "data": data})
     cmd = _enum(reduce_cmd if reduce_cmd is not None else "reset_reduce", _REDUCE_CMD, "reduce_cmd")
-    if cmd != "reset_reduce" or reduce_init is not None:
-        raise NkiError(f"{name}: only reduce_cmd=reset_reduce is supported (got {cmd})")
     res = _tensor(name, "reduce_res", reduce_res)
-    _scalar(name, "reduce_res", res, dst)
+    # the documented rules first: reduce_init with its reduce_cmd, reduce_res's memory and (P, 1) shape
+    facts = {"reduce_cmd": cmd, "reduce_init_given": reduce_init is not None}
+    _rules(ctx, name, {"data": data, "reduce_res": res}, facts)
+    if cmd != "reset_reduce":
+        raise NkiError(f"{name}: reduce_cmd={cmd} is not implemented in nkic (only reset_reduce)",
+                       "reset the accumulator per call, or accumulate the per-call results with nisa.tensor_tensor")
     t0, v0 = _scalar(name, "operand0", operand0, dst)
     attrs = {"op0": alu_op(op0, "op0"), "operand0": v0, "reduce_op": alu_op(reduce_op, "reduce_op"),
              "reverse0": bool(reverse0), "reduce_res_negate": bool(reduce_res_negate)}  # fmt: skip
@@ -923,8 +945,8 @@ def _pattern(op: str, pattern: Any) -> tuple[tuple[int, int], ...]:
         pairs = tuple((int(s), int(n)) for s, n in pattern)
     except (TypeError, ValueError):
         raise NkiError(f"{op}: pattern must be a list of [step, num] pairs, got {pattern!r}") from None
-    if not pairs or len(pairs) > 4 or any(n <= 0 for _, n in pairs):
-        raise NkiError(f"{op}: pattern {[list(p) for p in pairs]} needs 1 to 4 pairs with positive sizes")
+    if not pairs or any(n <= 0 for _, n in pairs):  # at most 4 pairs: target/rules/vector.py
+        raise NkiError(f"{op}: pattern {[list(p) for p in pairs]} needs pairs with positive sizes")
     return pairs
 
 
@@ -933,7 +955,7 @@ def iota(ctx: Any, dst: NkiTensor, pattern: Any, offset: Any = 0, channel_multip
     """``dst[p, i…] = offset + p·channel_multiplier + Σ step·i``."""
     _mask(kw)
     dst = _tensor("iota", "dst", dst)
-    _in("iota", "dst", dst, "sbuf")
+    _rules(ctx, "iota", {"dst": dst}, {})  # dst in SBUF, its size (target/rules/vector.py)
     pairs = _pattern("iota", pattern)
     attrs = {"pattern": pairs, "offset": int(offset), "channel_multiplier": int(channel_multiplier)}
     _record(ctx, "iota", {"dst": dst}, attrs)
@@ -955,8 +977,10 @@ def affine_select(
     _mask(kw)
     name = "affine_select"
     dst, on_true = _tensor(name, "dst", dst), _tensor(name, "on_true_tile", on_true_tile)
-    _in(name, "dst", dst, "sbuf")
-    _in(name, "on_true_tile", on_true, "sbuf")
+    for role, t in (("dst", dst), ("on_true_tile", on_true)):
+        if str(t.buffer) == "psum":  # the common mistake (matmul scores): its own message, with the fix
+            _in_sbuf_not_psum(name, role, t)
+    _rules(ctx, name, {"dst": dst, "on_true": on_true}, {})  # SBUF tiles, sizes (target/rules/vector.py)
     _elementwise(name, {"dst": dst, "on_true_tile": on_true})
     pairs = _pattern(name, pattern)
     attrs = {"pattern": pairs, "channel_multiplier": int(channel_multiplier), "cmp_op": alu_op(cmp_op, "cmp_op"),
@@ -988,8 +1012,7 @@ def range_select(
     _elementwise(name, {"dst": dst, "on_true_tile": on_true})
     ops = {k: alu_op(v, k) for k, v in (("comp_op0", comp_op0), ("comp_op1", comp_op1))}
     bounds = {k: _tensor(name, k, v) for k, v in (("bound0", bound0), ("bound1", bound1))}
-    for k, t in bounds.items():
-        _scalar(name, k, t, dst)
+    _rules(ctx, name, {"on_true": on_true, **bounds}, {})  # bounds: (P, 1) tiles on on_true's partitions
     if reduce_res is not None:
         _scalar(name, "reduce_res", _tensor(name, "reduce_res", reduce_res), dst)
     reduce = alu_op(reduce_op if reduce_op is not None else "maximum", "reduce_op")
@@ -1017,6 +1040,7 @@ def tensor_tensor_scan(
     _mask(kw)
     name = "tensor_tensor_scan"
     t = {role: _tensor(name, role, v) for role, v in (("dst", dst), ("data0", data0), ("data1", data1))}
+    _rules(ctx, name, t, {})
     _elementwise(name, t)
     t_init, v_init = _scalar(name, "initial", initial, t["dst"])
     attrs = {"op0": alu_op(op0, "op0"), "op1": alu_op(op1, "op1"), "initial": v_init, "reverse0": bool(reverse0),
@@ -1042,7 +1066,7 @@ def tensor_copy_predicated(
         value = float(src)
     else:
         raise NkiError(f"{name}: src must be a tile or a number, got {type(src).__name__}")
-    _elementwise(name, tensors)
+    _rules(ctx, name, tensors, {})  # the shapes, predicate's and src's dtypes (target/rules/vector.py)
     operands = {"dst": dst, "src": tensors.get("src"), "predicate": pred}
     _record(ctx, name, operands, {"src": value, "reverse_pred": bool(reverse_pred)}, "vector")
 
@@ -1116,16 +1140,14 @@ def select_reduce(
     _mask(kw)
     name = "select_reduce"
     t = {r: _tensor(name, r, v) for r, v in (("dst", dst), ("predicate", predicate), ("on_true", on_true))}
-    _elementwise(name, t)
+    _rules(ctx, name, t, {})  # the documented shapes (target/rules/vector.py); memories: the declaration's
     if t["on_true"].buffer == "psum" and t["predicate"].buffer == "psum":
         raise NkiError(f"{name}: on_true and predicate cannot both be in PSUM")
     if t["predicate"].dtype not in ("int8", "uint8", "int16", "uint16"):
         raise NkiError(f"{name}: predicate must be int8, uint8, int16 or uint16, got {t['predicate'].dtype}")
     reduce = alu_op(reduce_op if reduce_op is not None else "maximum", "reduce_op")
     t_false, v_false = _scalar(name, "on_false", on_false, t["dst"])
-    t_res = None
-    if reduce_res is not None:
-        t_res, _ = _scalar(name, "reduce_res", _tensor(name, "reduce_res", reduce_res), t["dst"])
+    t_res = None if reduce_res is None else _tensor(name, "reduce_res", reduce_res)  # its shape: a rule
     attrs = {"on_false": v_false, "reduce_cmd": _enum(reduce_cmd if reduce_cmd is not None else "idle", _REDUCE_CMD,
              "reduce_cmd"), "reduce_op": reduce, "reverse_pred": bool(reverse_pred)}  # fmt: skip
     _record(ctx, name, {**t, "on_false": t_false, "reduce_res": t_res}, attrs, "vector")
@@ -1281,8 +1303,7 @@ def set_rng_seed(ctx: Any, src_seeds: NkiTensor, **kw: Any) -> None:
     """Seed VectorE's PRNG from the 32-bit value ``src_seeds[0, 0]`` (its bits: an int32 42 is seed 42)."""
     _mask(kw)
     name = "set_rng_seed"
-    src = _tensor(name, "src_seeds", src_seeds)
-    _on_chip(name, "src_seeds", src)
+    src = _tensor(name, "src_seeds", src_seeds)  # SBUF or PSUM, [1, 1], 32 bits: rules (target/rules/scalar.py)
     _record(ctx, name, {"src_seeds": src}, {}, "vector")
 
 
@@ -1292,7 +1313,7 @@ def rand_set_state(ctx: Any, src_seeds: NkiTensor, engine: Any = None, **kw: Any
     _mask(kw)
     name = "rand_set_state"
     src = _tensor(name, "src_seeds", src_seeds)
-    _in(name, "src_seeds", src, "sbuf")
+    _rules(ctx, name, {"src_seeds": src}, {})  # in SBUF, uint32, 6 or 24 words (target/rules/scalar.py)
     eng = _rng_engine(ctx, name, engine, "gpsimd")
     _api_rules(ctx, name, {"ranks": {"src_seeds": src.ndim}})
     _record(ctx, name, {"src_seeds": src}, {"engine": eng}, eng)
@@ -1342,9 +1363,8 @@ def max8(ctx: Any, dst: NkiTensor, src: NkiTensor, **kw: Any) -> None:
     dst, src = _tensor(name, "dst", dst), _tensor(name, "src", src)
     _on_chip(name, "dst", dst)
     _on_chip(name, "src", src)
-    _rank_at_most(name, "src", src, 3)
-    if dst.ndim != 2 or dst.shape != (src.partitions, 8):
-        raise NkiError(f"{name}: dst must be a 2-D [{src.partitions}, 8] tile, got shape {dst.shape}")
+    # the ranks, dst's (src partitions, 8) and src's 8..16384 elements (target/rules/vector.py)
+    _rules(ctx, name, {"dst": dst, "src": src}, {"shapes": {"src": src.shape, "dst": dst.shape}})
     _record(ctx, name, {"dst": dst, "src": src}, {}, "vector")
 
 
@@ -1358,9 +1378,8 @@ def nc_find_index8(ctx: Any, dst: NkiTensor, data: NkiTensor, vals: NkiTensor, *
     t = {role: _tensor(name, role, v) for role, v in (("dst", dst), ("data", data), ("vals", vals))}
     for role, x in t.items():
         _on_chip(name, role, x)
-    _rank_at_most(name, "data", t["data"], 3)
-    _rank_at_most(name, "vals", t["vals"], 3)
-    _eight_per_partition(name, "vals", t["vals"], t["data"])
+    # the ranks, vals' 8 per partition, data's 8..16384 (target/rules/vector.py)
+    _rules(ctx, "find_index8", t, {"shapes": {"data": t["data"].shape, "vals": t["vals"].shape}})
     if t["dst"].ndim != 2:
         raise NkiError(f"{name}: dst must be a 2-D [{t['data'].partitions}, 8] tile, got shape {t['dst'].shape}")
     _eight_per_partition(name, "dst", t["dst"], t["data"])
@@ -1425,8 +1444,8 @@ def topk(ctx: Any, val_dst: NkiTensor, idx_dst: NkiTensor, src: NkiTensor, n: An
     _mask(kw)
     name = "topk"
     t = {role: _tensor(name, role, v) for role, v in (("val_dst", val_dst), ("idx_dst", idx_dst), ("src", src))}
+    _rules(ctx, name, t, {})  # SBUF tiles, partitions a multiple of 16, dtypes (target/rules/vector.py)
     for role, x in t.items():
-        _in(name, role, x, "sbuf")
         if x.ndim != 2:
             raise NkiError(f"{name}: '{role}' must be a 2-D tile, got shape {x.shape}")
     count, k = _int_param(name, "n", n), t["val_dst"].free_size
@@ -1500,23 +1519,16 @@ def nc_n_gather(ctx: Any, dst: NkiTensor, data: NkiTensor, indices: NkiTensor, *
     _mask(kw)
     name = "nc_n_gather"
     t = {r: _tensor(name, r, v) for r, v in (("dst", dst), ("data", data), ("indices", indices))}
-    _partitions_agree(name, t)  # type: ignore[arg-type]
-    _free_agree(name, "dst", t["dst"], "indices", t["indices"])
+    _rules(ctx, name, t, {})  # type: ignore[arg-type]
     _record(ctx, name, t, {}, "gpsimd")
 
 
-def _shuffle_mask(op: str, mask: Any) -> tuple[int, ...]:
+def _shuffle_mask(mask: Any) -> Any:
+    """The mask with its affine entries bound (a loop index unrolls); what is wrong with it is a rule's to say."""
     try:
-        entries = tuple(int(m) for m in mask)
+        return tuple(int(m) if is_symbolic(m) else m for m in mask)
     except TypeError:
-        raise NkiError(f"{op}: shuffle_mask must be a list of {SHUFFLE_QUADRANT} integers, got {mask!r}") from None
-    if len(entries) != SHUFFLE_QUADRANT:
-        raise NkiError(f"{op}: shuffle_mask must have {SHUFFLE_QUADRANT} entries, got {len(entries)}")
-    bad = [m for m in entries if not (0 <= m < SHUFFLE_QUADRANT or m == SHUFFLE_KEEP)]
-    if bad:
-        raise NkiError(f"{op}: shuffle_mask entries must be 0..{SHUFFLE_QUADRANT - 1} (a partition of the quadrant) "
-                       f"or {SHUFFLE_KEEP} (keep), got {bad}")  # fmt: skip
-    return entries
+        return mask  # not a list: the rule names it
 
 
 @nki_op
@@ -1529,7 +1541,10 @@ def nc_stream_shuffle(ctx: Any, dst: NkiTensor, src: NkiTensor, shuffle_mask: An
     dst, src = _tensor(name, "dst", dst), _tensor(name, "src", src)
     _on_chip(name, "dst", dst)
     _on_chip(name, "src", src)
-    mask = _shuffle_mask(name, shuffle_mask)
+    mask = _shuffle_mask(shuffle_mask)
+    starts = {r: s for r, s in (("src", _start_partition(src)), ("dst", _start_partition(dst))) if s is not None}
+    # the mask's entries and the tiles' start partitions (target/rules/vector.py)
+    _rules(ctx, name, {"dst": dst, "src": src}, {"shuffle_mask": mask, "starts": starts})
     for i in range(dst.partitions):
         quadrant, lane = divmod(i, SHUFFLE_QUADRANT)
         pick = mask[lane]
@@ -1537,10 +1552,6 @@ def nc_stream_shuffle(ctx: Any, dst: NkiTensor, src: NkiTensor, shuffle_mask: An
             raise NkiError(f"{name}: shuffle_mask[{lane}] = {pick} makes dst partition {i} read partition "
                            f"{quadrant * SHUFFLE_QUADRANT + pick} of src, which has {src.partitions}",
                            f"use {SHUFFLE_KEEP} for partitions to leave unchanged")  # fmt: skip
-    starts = {r: s for r, s in (("src", _start_partition(src)), ("dst", _start_partition(dst))) if s is not None}
-    problem = shuffle_start_problem(src.partitions, dst.partitions, starts)
-    if problem is not None:
-        raise NkiError(f"{name}: {problem}")
     _record(ctx, name, {"dst": dst, "src": src}, {"shuffle_mask": mask}, "vector")
 
 
@@ -1553,9 +1564,7 @@ def sequence_bounds(ctx: Any, dst: NkiTensor, segment_ids: NkiTensor, **kw: Any)
     _mask(kw)
     name = "sequence_bounds"
     dst, seg = _tensor(name, "dst", dst), _tensor(name, "segment_ids", segment_ids)
-    for role, v in (("dst", dst), ("segment_ids", seg)):
-        if v.partitions != 1:
-            raise NkiError(f"{name}: '{role}' must have one partition, got shape {v.shape}")
+    _rules(ctx, name, {"dst": dst, "segment_ids": seg}, {})  # one partition, float32/int32 (target/rules/vector.py)
     if dst.free_size != 2 * seg.free_size:
         raise NkiError(f"{name}: dst must be (1, 2, {seg.free_size}) for {seg.free_size} segment ids, got shape "
                        f"{dst.shape}")  # fmt: skip
