@@ -6,17 +6,27 @@ program's registers 1, 2, … (register 0 reads as zero, so a constant is ``r0 +
 ``loop_begin`` and ``loop_end`` instructions that test a condition register; the body runs as many times as the
 registers say when the kernel is simulated, so the trip count may come from data. The induction value the body
 sees is a copy (writing it has no effect on the loop), as NKI documents.
+
+``while reg:`` on a register is a runtime loop too (nki-library's ``bwmm_shard_on_block_mx`` and ``all_expert_mx``
+write it, reloading the register at the end of the body). NKI's ``VirtualRegister`` reference: "``nl.dynamic_range``
+and bare ``while reg:`` are supported by the parser frontend"; nkic traces, so the register's ``__bool__`` does
+what the parser would: the test at the top of the ``while`` opens ``loop_begin reg`` and answers True, the body is
+traced once, and the test at its bottom (the same line, a later bytecode) closes ``loop_end reg`` and answers False.
 """
 
 from __future__ import annotations
 
+import ast
 import contextvars
+import functools
+import linecache
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from nkic.frontend.context import nki_op
-from nkic.frontend.errors import NkiError, user_location
+from nkic.frontend.context import active_context, nki_op
+from nkic.frontend.errors import NkiError, user_frame, user_location
 from nkic.frontend.tensor import NkiTensor
 from nkic.target.instructions import NUM_REGISTERS
 
@@ -37,10 +47,21 @@ class VirtualRegister:
     def _no_value(self, *_: Any) -> Any:
         raise NkiError(
             f"the value of register r{self.number} is only known at run time",
-            "use it as a loop bound (nl.dynamic_range), or store it with nisa.register_store",
+            "use it as a loop bound (nl.dynamic_range, or `while reg:` as the whole condition of a while), "
+            "or store it with nisa.register_store",
         )
 
-    __index__ = __int__ = __bool__ = __float__ = _no_value
+    def __bool__(self) -> bool:
+        """The test of ``while reg:`` (see the module docstring); any other truth test has no trace-time value."""
+        frame = sys._getframe(1)
+        ctx = active_context()
+        if ctx is None or self._owner is not ctx._owner or frame is not user_frame():
+            self._no_value()
+        if not _is_register_while(frame.f_code.co_filename, frame.f_lineno):
+            self._no_value()
+        return register_while(ctx, self, frame)
+
+    __index__ = __int__ = __float__ = _no_value
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __lt__ = __le__ = __gt__ = __ge__ = _no_value
 
 
@@ -142,6 +163,37 @@ def _range(ctx: Any, start: Any, stop: Any, step: int) -> Iterator[VirtualRegist
     register_alu(ctx, iv, "add", iv, step)
     register_alu(ctx, cond, "less", iv, limit)
     _end(ctx, cond)
+
+
+@functools.lru_cache(maxsize=256)
+def _is_register_while(file: str, line: int) -> bool:
+    """True if ``file:line`` starts a ``while`` whose whole condition is one value (``while reg:``), not a
+    compound test (``while reg and x``, ``while not reg``) or an ``if``, which have no runtime-loop meaning."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(file)))
+    except (SyntaxError, ValueError):
+        return False
+    return any(isinstance(n, ast.While) and n.lineno == line and isinstance(n.test, (ast.Name, ast.Attribute,
+               ast.Subscript)) for n in ast.walk(tree))  # fmt: skip
+
+
+def register_while(ctx: Any, reg: VirtualRegister, frame: Any) -> bool:
+    """One test of ``while reg:`` in ``frame``: open the runtime loop (True) or, from the test at the body's end,
+    close it (False). The register is the loop's condition itself, so the body's ``register_load(reg, ...)`` decides
+    the next iteration, and the device checks it first, as a while does (``loop_begin`` skips a zero)."""
+    site = (frame, frame.f_lineno)
+    if ctx.register_whiles and ctx.register_whiles[-1][:2] == site and ctx.register_whiles[-1][2] is reg:
+        if ctx.register_whiles[-1][3] == frame.f_lasti:  # the top test again: the body never reached its end
+            raise NkiError(f"a runtime loop (while r{reg.number}) was left with break, continue or return",
+                           "its iterations must come from the register; reload it at the end of the body",
+                           where=ctx.dynamic_loops[-1])  # fmt: skip
+        ctx.register_whiles.pop()
+        _end(ctx, reg)
+        return False
+    _not_in_no_reorder(ctx, "while")
+    _begin(ctx, reg)
+    ctx.register_whiles.append((*site, reg, frame.f_lasti))
+    return True
 
 
 @nki_op

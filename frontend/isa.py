@@ -1203,9 +1203,14 @@ def tensor_partition_reduce(ctx: Any, dst: NkiTensor, op: Any, data: NkiTensor, 
 # -- registers (frontend/control.py has the loops that use them) ----------------------------------------------
 @nki_op
 def register_alloc(ctx: Any, x: Any = None) -> VirtualRegister:
-    """A fresh register, set to ``x`` when it is an int (or a register: a copy)."""
+    """A fresh register, set to ``x`` when it is an int (or a register: a copy), or loaded from ``x`` when it is a
+    one-element tensor: nki-library's ``all_expert_mx_impl`` writes ``nisa.register_alloc(decision_sb[0, 0])``,
+    the ``register_alloc`` + ``register_load`` pair of NKI's ``VirtualRegister`` example in one call."""
     reg = control.new_register(ctx)
-    if x is not None:
+    if isinstance(x, NkiTensor):
+        t = control.check_scalar_tensor("register_alloc", "x", x)
+        _record(ctx, "register_load", {"src": t}, {"dst_reg": reg.number})
+    elif x is not None:
         control.set_register(ctx, reg, x, "register_alloc")
     return reg
 

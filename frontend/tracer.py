@@ -481,6 +481,7 @@ class TraceContext:
         self._api_call = ""  # the outermost nki API function being called ("nl.softmax"), named on its instructions
         self.registers = 0  # virtual registers allocated in the program being traced (register 0 reads as zero)
         self.dynamic_loops: list[tuple[str, int]] = []  # open runtime loops (dynamic_range, ...): where they began
+        self.register_whiles: list[tuple[Any, int, Any, int]] = []  # open `while reg:`: frame, line, reg, lasti
         self.loop_tiles = LoopTiles()  # unrolled loops' tiles, to warn about one read after its loop (per program)
         self.instructions = 0  # traced so far, every SPMD program together (target/limits.py)
         self.max_instructions = max_instructions()
@@ -525,6 +526,7 @@ class TraceContext:
         self._site_counts = {}
         self.registers = 0
         self.dynamic_loops = []
+        self.register_whiles = []
         self.loop_tiles = LoopTiles()
         self.peak_live.reset()
         self._params: list[Storage] = []
