@@ -9,7 +9,9 @@ the largest), one at a time until the rest fit:
 * a ``dma_copy`` stores the whole tensor to an internal HBM scratch tensor ``<name>.spill`` right after its last
   use before that point;
 * a ``dma_copy`` reloads it, right before its next use, into a fresh SBUF tensor ``<name>.r<k>`` that every later
-  instruction uses instead (so it gets its own live range and its own place; it may be spilled again).
+  instruction uses instead (so it gets its own live range and its own place; it may be spilled again, and when no
+  instruction wrote the reloaded copy since its reload, the scratch still holds it: no store then, only the reload,
+  as register allocators treat a clean value).
 
 The stores and reloads are ordinary DMAs: ``dependency-analysis`` orders them by their bytes like any other (the
 store after the writes it copies, the reload after the store, the readers after the reload), the scheduler and the
@@ -56,7 +58,7 @@ class _Segment:
     size: int
     uses: list[int]
     spillable: bool
-    alive: bool = True
+    writes: frozenset[int] = frozenset()  # the positions among ``uses`` that write it
 
     @property
     def start(self) -> int:
@@ -77,6 +79,7 @@ class Spill:
     after: int
     before: int
     size: int
+    store: bool = True  # False: a reloaded copy no instruction wrote since, still in its scratch (a clean spill)
 
 
 @dataclass
@@ -104,18 +107,25 @@ def spill_function(fn: bir.FunctionOp, budget: int) -> list[Spill]:
 
 def _segments(insts: list[bir.BirInst], locs: dict[str, bir.MemLocOp]) -> list[_Segment]:
     uses: dict[str, list[int]] = {}
+    writes: dict[str, set[int]] = {}
     for pos, inst in enumerate(insts):
-        for name in dict.fromkeys(inst.ref_names):
+        written = kind_of(inst).write_roles
+        for role, name in zip(inst.role_names, inst.ref_names):
             loc = locs.get(name)
-            if loc is not None and loc.mem == "sbuf":
-                uses.setdefault(name, []).append(pos)
+            if loc is None or loc.mem != "sbuf":
+                continue
+            at = uses.setdefault(name, [])
+            if not at or at[-1] != pos:
+                at.append(pos)
+            if role in written:
+                writes.setdefault(name, set()).add(pos)
     out = []
     for name, at in uses.items():
         loc = locs[name]
         size = -(-loc.bytes_per_partition // SBUF_ALIGN) * SBUF_ALIGN
         spillable = (loc.kind.data == "internal" and loc.addr is None and loc.scope is None
                      and loc.data is None)  # fmt: skip
-        out.append(_Segment(name, name, size, at, spillable))
+        out.append(_Segment(name, name, size, at, spillable, frozenset(writes.get(name, ()))))
     return out
 
 
@@ -135,7 +145,7 @@ def _plan(segments: list[_Segment], n: int, budget: int, taken: set[str]
     for i in range(n):
         while ends and ends[0][0] < i:
             _, _, s = heapq.heappop(ends)
-            if s.alive and active.pop(id(s), None) is not None:
+            if active.pop(id(s), None) is not None:
                 live -= s.size
         for s in starts.pop(i, ()):
             active[id(s)] = s
@@ -149,9 +159,11 @@ def _plan(segments: list[_Segment], n: int, budget: int, taken: set[str]
             count += 1
             reload = _fresh(f"{seg.base}.r{count}", taken)
             k = bisect.bisect_left(seg.uses, nxt)
-            rest = _Segment(reload, seg.base, seg.size, seg.uses[k:], True)
+            rest = _Segment(reload, seg.base, seg.size, seg.uses[k:], True, seg.writes)
+            # a reloaded copy that nothing wrote since its reload is still in the scratch: no store again
+            clean = seg.name != seg.base and not seg.writes.intersection(seg.uses[:k])
             seg.uses = seg.uses[:k]
-            spills.append(Spill(seg.base, seg.name, reload, prev, nxt, seg.size))
+            spills.append(Spill(seg.base, seg.name, reload, prev, nxt, seg.size, not clean))
             del active[id(seg)]
             live -= seg.size
             starts.setdefault(nxt, []).append(rest)
@@ -198,10 +210,11 @@ def _rewrite(fn: bir.FunctionOp, insts: list[bir.BirInst], locs: dict[str, bir.M
     next_id = max(i.inst_id for i in insts) + 1
     for sp in spills:
         like = locs[sp.base]
-        store = _copy(like, f"{sp.base}{SCRATCH}", sp.name, next_id, insts[sp.after])
+        if sp.store:
+            fn.body.block.insert_op_after(_copy(like, f"{sp.base}{SCRATCH}", sp.name, next_id, insts[sp.after]),
+                                          insts[sp.after])  # fmt: skip
         reload = _copy(like, sp.reload, f"{sp.base}{SCRATCH}", next_id + 1, insts[sp.before])
         next_id += 2
-        fn.body.block.insert_op_after(store, insts[sp.after])
         fn.body.block.insert_op_before(reload, insts[sp.before])
 
 
