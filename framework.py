@@ -170,7 +170,7 @@ def verify_program(module: ModuleOp) -> None:
     from xdsl.utils.exceptions import VerifyException
 
     from nkic.frontend.errors import NkiError
-    from nkic.hlo.locations import site
+    from nkic.hlo.locations import describe, site
 
     try:
         module.verify()
@@ -182,5 +182,5 @@ def verify_program(module: ModuleOp) -> None:
                 where = site(op)
                 if where is None:
                     raise NkiError(str(inner).splitlines()[0]) from None
-                raise NkiError(f"{str(inner).splitlines()[0]} ({where[3]})", where=where[:2]) from None
+                raise NkiError(f"{str(inner).splitlines()[0]} ({describe(op)})", where=where[:2]) from None
         raise NkiError(str(e).splitlines()[0]) from None

@@ -7,7 +7,8 @@ instruction the tracer records — what the NEFF's source map and the profile sh
 at that place instead of a line of nkic:
 
 * the position is the JAX source line when the MLIR has one (the line the user wrote), else the MLIR line;
-* the note each instruction's profile entry starts with is the op, its JAX name and its MLIR position.
+* the note each instruction's profile entry starts with is the op, its JAX name and its MLIR position (not repeated
+  when the place is the MLIR line).
 """
 
 from __future__ import annotations
@@ -23,20 +24,26 @@ from nkic.frontend.errors import NkiError, pinned_location
 
 
 def site(op: Operation) -> tuple[str, int, int, str] | None:
-    """(file, line, column, note) of ``op``, or None for an op the text did not locate (one nkic made)."""
+    """(file, line, column, note) of ``op``, or None for an op the text did not locate (one nkic made). The note
+    (what profiles show before each instruction's nki call) is the op, its JAX name and, when the place is the JAX
+    line, its MLIR position."""
     mlir, source = hlo.mlir_location(op), hlo.source_location(op)
-    if mlir is None and source is None:
+    if source is not None:
+        return (*source[1:], describe(op))
+    if mlir is None:
         return None
+    return (*mlir, op.name)
+
+
+def describe(op: Operation) -> str:
+    """``stablehlo.dot_general jit(f)/dot_general model.mlir:5:5``: the op, its JAX name, its MLIR position."""
+    mlir, source = hlo.mlir_location(op), hlo.source_location(op)
     parts = [op.name]
     if source is not None and source[0]:
         parts.append(source[0])
     if mlir is not None:
         parts.append(f"{mlir[0]}:{mlir[1]}:{mlir[2]}")
-    note = " ".join(parts)
-    if source is not None:
-        return (*source[1:], note)
-    assert mlir is not None
-    return (*mlir, note)
+    return " ".join(parts)
 
 
 def _split(loc: Attribute) -> tuple[Attribute | None, Attribute]:
@@ -75,4 +82,4 @@ def located(op: Operation) -> Iterator[None]:
         mlir = hlo.mlir_location(op)
         if mlir is None or (e.file, e.line) != (file, line) or f"{mlir[0]}:{mlir[1]}" in e.what:
             raise
-        raise NkiError(f"{e.what} ({note})", e.hint, where=(file, line)) from None
+        raise NkiError(f"{e.what} ({describe(op)})", e.hint, where=(file, line)) from None

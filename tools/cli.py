@@ -206,7 +206,8 @@ def _compile_stablehlo(args: argparse.Namespace, output: Path, dump_dir: Path | 
         raise CliError(f"cannot read {_shown(args.kernel)}: {e}") from None
     name = Path(args.kernel).stem
     program = compile_stablehlo(text, routing=not args.no_routing, dump_dir=dump_dir, name=_safe_stem(name),
-                                verify_each_pass=args.verify_each_pass or None, filename=args.kernel)  # fmt: skip
+                                verify_each_pass=args.verify_each_pass or None, filename=args.kernel,
+                                debug_info=not args.no_source_info)  # fmt: skip
     safeio.write_bytes(output, program.result.neff)
     ins = ", ".join(f"{n}{list(s)}" for n, s, _ in program.inputs)
     outs = ", ".join(f"{n}{list(s)}" for n, s, _ in program.outputs)

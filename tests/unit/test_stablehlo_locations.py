@@ -105,6 +105,10 @@ def test_scalar_inputs_and_outputs_keep_shape_zero_d(tmp_path: Path) -> None:
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "s.npy", np.float32(3.0))
     assert main(["compile", str(tmp_path / "m.mlir"), "-o", str(tmp_path / "m.neff")]) == 0
+    from nkic.runtime.neff import read_neff
+
+    sources = {src for sg in read_neff((tmp_path / "m.neff").read_bytes()).subgraphs for src in sg.sources.values()}
+    assert (f"{tmp_path / 'm.mlir'}:3:3", "stablehlo.multiply nl.multiply") in sources, sources  # nkic profile's lines
     assert main(["run", str(tmp_path / "m.neff"), "--input", f"arg0={tmp_path / 'x.npy'}", "--input",
                  f"arg1={tmp_path / 's.npy'}", "--output-dir", str(tmp_path / "out")]) == 0  # fmt: skip
     out1 = np.load(tmp_path / "out" / "out1.npy")
