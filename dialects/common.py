@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -31,7 +32,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from nkic.target.machine import ENGINE_NAMES, NKI_ENGINES
-from nkic.target.vocab import DTYPES, IR_MEMORIES
+from nkic.target.vocab import DTYPE_RECORDS, DTYPES, IR_MEMORIES
 
 # Engines as NKI names them (nki.isa.engine), and as BIR names them ("unassigned" before engine assignment).
 ENGINES: tuple[str, ...] = NKI_ENGINES.names
@@ -439,18 +440,26 @@ def element_type(dtype: str) -> "Attribute":
 
 @functools.cache
 def _element_types() -> dict[str, "Attribute"]:
-    """NKI dtype -> element type, built once (attributes are immutable; building the table took ~0.6 ms, and every
-    traced tensor type asks for it)."""
-    return {
-        "float32": b.f32, "bfloat16": b.bf16, "float16": b.f16, "int32": b.i32, "int16": b.i16, "int8": b.i8,
-        "uint32": b.IntegerType(32, b.Signedness.UNSIGNED), "uint16": b.IntegerType(16, b.Signedness.UNSIGNED),
-        "uint8": b.IntegerType(8, b.Signedness.UNSIGNED), "float8_e4m3": b.f8E4M3, "float8_e5m2": b.f8E5M2,
-        "float8_e4m3fn": b.f8E4M3FN, "tfloat32": b.tf32,
-        "bool_": b.i1, "float8_e8m0fnu": b.Float8E8M0FNUType(),
-        # packed MX data: four values per element
-        "float8_e4m3fn_x4": b.VectorType(b.f8E4M3FN, [4]), "float8_e5m2_x4": b.VectorType(b.f8E5M2, [4]),
-        "float4_e2m1fn_x4": b.VectorType(b.Float4E2M1FNType(), [4]),
+    """NKI dtype -> element type, from each dtype's record (``DtypeRecord.element``), built once (attributes are
+    immutable; building the table took ~0.6 ms, and every traced tensor type asks for it)."""
+    return {r.name: _mlir_element(r.element) for r in DTYPE_RECORDS}
+
+
+# MLIR's element type names, as the dtype records write them (``vector<4xf8E4M3FN>``: four values per element).
+_VECTOR = re.compile(r"vector<(\d+)x(\w+)>")
+
+
+def _mlir_element(name: str) -> Attribute:
+    scalars = {
+        "f32": b.f32, "bf16": b.bf16, "f16": b.f16, "tf32": b.tf32, "i32": b.i32, "i16": b.i16, "i8": b.i8, "i1": b.i1,
+        "ui32": b.IntegerType(32, b.Signedness.UNSIGNED), "ui16": b.IntegerType(16, b.Signedness.UNSIGNED),
+        "ui8": b.IntegerType(8, b.Signedness.UNSIGNED), "f8E4M3": b.f8E4M3, "f8E5M2": b.f8E5M2,
+        "f8E4M3FN": b.f8E4M3FN, "f8E8M0FNU": b.Float8E8M0FNUType(), "f4E2M1FN": b.Float4E2M1FNType(),
     }  # fmt: skip
+    vector = _VECTOR.fullmatch(name)
+    if vector is not None:
+        return b.VectorType(scalars[vector.group(2)], [int(vector.group(1))])
+    return scalars[name]
 
 
 def dtype_of_element_type(t: "Attribute") -> str:

@@ -22,6 +22,7 @@ from nkic.frontend import tiles
 from nkic.frontend import era02 as _era02  # NKI 0.2 idioms (string buffers)
 from nkic.frontend.control import dynamic_range, fori_loop, no_reorder_block, while_loop  # noqa: F401 — runtime loops
 from nkic.frontend.errors import NkiError
+from nkic.target.vocab import DTYPE_RECORDS
 from nkic.frontend.ops import ALIASES, TOKENS, OpToken
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.unsupported import missing_names
@@ -55,26 +56,12 @@ def is_on_chip(buffer: Any) -> bool:
 
 # -- dtypes: canonical names, as instances of the dtype type ---------------------------------------------------
 DType = dtype  # the reference's name for the type (``DType = str`` there)
-float32 = dtype("float32")
-bfloat16 = dtype("bfloat16")
-float16 = dtype("float16")
-tfloat32 = dtype("tfloat32")  # float32 storage; the Tensor Engine drops the low 13 mantissa bits
-# Also known-but-unsupported: nki-library builds import-time tables keyed by these (kernel_helpers.py).
-float8_e4m3fn = dtype("float8_e4m3fn")
-float8_e8m0fnu = dtype("float8_e8m0fnu")
-float8_e5m2_x4 = dtype("float8_e5m2_x4")
-float8_e4m3fn_x4 = dtype("float8_e4m3fn_x4")
-float4_e2m1fn_x4 = dtype("float4_e2m1fn_x4")
-int32 = dtype("int32")
-uint32 = dtype("uint32")
-int16 = dtype("int16")
-uint16 = dtype("uint16")
-int8 = dtype("int8")
-uint8 = dtype("uint8")
-float8_e4m3 = dtype("float8_e4m3")
-float8_e5m2 = dtype("float8_e5m2")
-bool_ = dtype("bool_")
-bool = bool_  # noqa: A001 — nki-library spells it nl.bool
+# Every dtype of the records (target/vocab.py DTYPE_RECORDS) is nl.<name>: float32, bfloat16, ..., tfloat32 (float32
+# storage; the Tensor Engine drops the low 13 mantissa bits). The MX ones stay known-but-unsupported outside their
+# instructions: nki-library builds import-time tables keyed by them (kernel_helpers.py).
+for _record in DTYPE_RECORDS:
+    globals()[_record.name] = dtype(_record.name)
+bool = globals()["bool_"]  # noqa: A001 — nki-library spells it nl.bool
 
 
 class _Finfo:

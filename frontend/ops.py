@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from nkic.target.vocab import ACT_FUNCS, ALU_OPS
+from nkic.target.vocab import ACT_FUNCS, ACT_RECORDS, ALU_OPS, ALU_RECORDS
 from nkic.frontend.context import current_context
 from nkic.frontend.dtypes import NamedToken
 from nkic.frontend.errors import NkiError
@@ -50,15 +50,9 @@ class OpToken(NamedToken):
         return fn(*args, **kwargs)
 
 
-ALU_TOKENS = (
-    "add subtract multiply divide maximum minimum equal not_equal greater greater_equal less less_equal "
-    "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor left_shift right_shift power "
-    "abs_max abs_min mod bypass average"
-).split()
-ACT_TOKENS = (
-    "exp log tanh sigmoid relu gelu gelu_apprx_tanh silu square sqrt rsqrt reciprocal sin abs sign softplus "
-    "erf arctan mish copy gelu_apprx_sigmoid gelu_dx gelu_apprx_sigmoid_dx silu_dx erf_dx prelu"
-).split()
+# Every ALU op and activation function is an nl token of its name (target/vocab.py ALU_RECORDS, ACT_RECORDS).
+ALU_TOKENS = [r.name for r in ALU_RECORDS]
+ACT_TOKENS = [r.name for r in ACT_RECORDS]
 
 TOKENS: dict[str, OpToken] = {name: OpToken(name) for name in dict.fromkeys(ALU_TOKENS + ACT_TOKENS)}
 # nl.max / nl.min / nl.sum are these ALU ops as op= but reductions when called.

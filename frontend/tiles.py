@@ -52,7 +52,7 @@ from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.unsupported import close_names
 from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import get_target
-from nkic.target.vocab import ACT_FUNCS, DTYPES, FLOAT_DTYPES
+from nkic.target.vocab import ACT_FUNCS, ALU_RECORDS, DTYPES, FLOAT_DTYPES
 
 __all__: list[str] = []  # filled by _export; language.py re-exports the names that are not operator tokens
 
@@ -404,15 +404,10 @@ def _binary_function(name: str, op: str, result: str | None = None, since: int =
     globals()[name] = _export(name)(impl)
 
 
-for _name in ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "mod", "equal", "not_equal",
-              "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor",
-              "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"):  # fmt: skip
-    _binary_function(_name, _name)
-_binary_function("abs_max", "abs_max", since=4)
-_binary_function("abs_min", "abs_min", since=4)
-
-
-_binary_function("average", "average")
+# Every ALU op whose record says it is a binary tile function (target/vocab.py ALU_RECORDS): nl.add(x, y), ...
+for _alu in ALU_RECORDS:
+    if _alu.tile_function:
+        _binary_function(_alu.name, _alu.name)
 
 
 @_export()

@@ -13,18 +13,15 @@ import ml_dtypes
 import numpy as np
 
 from nkic.runtime.errors import SimulationError
-from nkic.target.vocab import DTYPES
+from nkic.target.vocab import ALU_RECORDS, DTYPES
 
 Array = np.ndarray
 
-BITVEC_OPS = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"})
-UNARY_OPS = frozenset({"abs", "rsqrt", "reciprocal", "square", "relu"})
+# The ALU ops' flags, from their records (target/vocab.py ALU_RECORDS).
+BITVEC_OPS = frozenset(r.name for r in ALU_RECORDS if r.bitvec)
+UNARY_OPS = frozenset(r.name for r in ALU_RECORDS if r.unary)
 # Ops whose integer-mode result is still an exact integer; anything else is evaluated in float32.
-INT_EXACT_OPS = frozenset({
-    "bypass", "add", "subtract", "multiply", "divide", "maximum", "minimum", "equal", "not_equal", "greater",
-    "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor", "abs_max", "abs_min", "mod",
-    "abs", "square", "relu",
-}) | BITVEC_OPS  # fmt: skip
+INT_EXACT_OPS = frozenset(r.name for r in ALU_RECORDS if r.int_exact)
 
 
 def is_int_dtype(dtype: str) -> bool:

@@ -1,5 +1,10 @@
 """The vocabularies of the machine: dtypes, ALU ops, activation functions, reduce commands, memories, engines.
 
+Each dtype, ALU op, activation function and reduce command is one record (``DTYPE_RECORDS``, ``ALU_RECORDS``,
+``ACT_RECORDS``, ``REDUCE_RECORDS``): its name (the ``nl`` token), its code, and what the numerics and the frontend
+read of it. The tables everyone else uses (``DTYPES``, ``DTYPE_CODES``, ``FLOAT_DTYPES``, ``ALU_OPS``, ...) are
+derived from them, so adding a dtype or an ALU op is one record (and its tests).
+
 Every entry carries its binary code explicitly: the code is part of the ISA (``runtime/ISA_FORMAT.md``), so it
 never depends on the position of a name in a list. IR levels store the names; only the encoder sees the codes.
 """
@@ -13,7 +18,9 @@ import ml_dtypes
 import numpy as np
 
 __all__ = [
-    "Vocabulary", "DTYPES", "DTYPE_CODES", "FLOAT_DTYPES", "ALU_OPS", "ACT_FUNCS", "REDUCE_CMDS", "IR_MEMORIES",
+    "Vocabulary", "DtypeRecord", "DTYPE_RECORDS", "DTYPE_BY_NAME", "AluRecord", "ALU_RECORDS", "ALU_BY_NAME",
+    "NamedCode", "ACT_RECORDS", "REDUCE_RECORDS",
+    "DTYPES", "DTYPE_CODES", "FLOAT_DTYPES", "ALU_OPS", "ACT_FUNCS", "REDUCE_CMDS", "IR_MEMORIES",
     "ISA_MEMORIES", "HBM_MEMORIES", "ON_CHIP", "dtype_size", "numpy_dtype", "dtype_from_numpy", "PACKED_DTYPES",
     "PackedDtype",
 ]  # fmt: skip
@@ -70,45 +77,6 @@ def _numbered(what: str, names: str) -> Vocabulary:
     return Vocabulary(what, codes)
 
 
-# NKI dtype name -> numpy dtype. bool_ is stored as uint8.
-DTYPES: dict[str, np.dtype] = {
-    "float32": np.dtype(np.float32),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
-    "float16": np.dtype(np.float16),
-    "int32": np.dtype(np.int32),
-    "uint32": np.dtype(np.uint32),
-    "int16": np.dtype(np.int16),
-    "uint16": np.dtype(np.uint16),
-    "int8": np.dtype(np.int8),
-    "uint8": np.dtype(np.uint8),
-    # NKI's float8_e4m3 is the IEEE-style e4m3 of NeuronCore v2/v3 (max 240, with infinities: nki-library clips
-    # fp8 to 240 there); float8_e4m3fn is OCP's finite e4m3 (max 448, NaN only) of v4 and the MX formats.
-    "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),
-    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
-    "bool_": np.dtype(np.uint8),
-    # The OCP MX shared scale: a power of two 2**(byte - 127), 0xFF = NaN.
-    "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
-    # Packed MX data (nc_matmul_mx / quantize_mx): one element holds 4 values; storage is the raw word.
-    "float8_e4m3fn_x4": np.dtype(np.uint32),
-    "float8_e5m2_x4": np.dtype(np.uint32),
-    "float4_e2m1fn_x4": np.dtype(np.uint16),
-    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
-    # TensorFloat-32: float32 storage; the PE reads it with the low 13 mantissa bits dropped (runtime/semantics.py
-    # tf32). Last, so a numpy float32 array is float32 (dtype_from_numpy takes the first match).
-    "tfloat32": np.dtype(np.float32),
-}
-DTYPE_CODES = _numbered(
-    "dtype",
-    "0 float32, 1 bfloat16, 2 float16, 3 int32, 4 uint32, 5 int16, 6 uint16, 7 int8, 8 uint8, 9 float8_e4m3, "
-    "10 float8_e5m2, 11 bool_, 12 float8_e8m0fnu, 13 float8_e4m3fn_x4, 14 float8_e5m2_x4, 15 float4_e2m1fn_x4, "
-    "16 float8_e4m3fn, 17 tfloat32",
-)
-assert set(DTYPE_CODES) == set(DTYPES)
-FLOAT_DTYPES = frozenset(
-    {"float32", "bfloat16", "float16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "tfloat32"}
-)
-
-
 @dataclass(frozen=True)
 class PackedDtype:
     """A packed MX dtype: ``count`` values of ``element`` (``bits`` wide each) in one storage word.
@@ -139,28 +107,145 @@ class PackedDtype:
 
 
 _PACKED_STORAGE = {8: np.dtype(np.uint32), 4: np.dtype(np.uint16)}
-PACKED_DTYPES: dict[str, PackedDtype] = {
-    "float8_e4m3fn_x4": PackedDtype(np.dtype(ml_dtypes.float8_e4m3fn), 8),
-    "float8_e5m2_x4": PackedDtype(np.dtype(ml_dtypes.float8_e5m2), 8),
-    "float4_e2m1fn_x4": PackedDtype(np.dtype(ml_dtypes.float4_e2m1fn), 4),
-}
 
-ALU_OPS = _numbered(
-    "ALU opcode",
-    "0 bypass, 1 add, 2 subtract, 3 multiply, 4 divide, 5 maximum, 6 minimum, 7 equal, 8 not_equal, 9 greater, "
-    "10 greater_equal, 11 less, 12 less_equal, 13 logical_and, 14 logical_or, 15 logical_xor, 16 bitwise_and, "
-    "17 bitwise_or, 18 bitwise_xor, 19 left_shift, 20 right_shift, 21 power, 22 abs_max, 23 abs_min, 24 mod, "
-    "25 abs, 26 rsqrt, 27 reciprocal, 28 square, 29 relu, "
-    "0x60 average",
+
+@dataclass(frozen=True)
+class DtypeRecord:
+    """One dtype, said once: its ``nl`` name (also its IR name), its code in ISA operand records
+    (``runtime/ISA_FORMAT.md``), its numpy storage (what the numerics compute in), the MLIR element type of penguin
+    tensors holding it, whether it is a float type, and for packed MX data how values sit in a storage word."""
+
+    name: str
+    code: int
+    storage: np.dtype
+    element: str  # MLIR element type name (dialects/common.py builds the attribute)
+    is_float: bool = False
+    packed: PackedDtype | None = None
+
+
+def _dt(name: str, code: int, storage: object, element: str, is_float: bool = False,
+        packed: PackedDtype | None = None) -> DtypeRecord:  # fmt: skip
+    return DtypeRecord(name, code, np.dtype(storage), element, is_float, packed)  # type: ignore[call-overload]
+
+
+# In this order: dtype_from_numpy takes the first record whose storage matches a numpy dtype.
+DTYPE_RECORDS: tuple[DtypeRecord, ...] = (
+    _dt("float32", 0, np.float32, "f32", True),
+    _dt("bfloat16", 1, ml_dtypes.bfloat16, "bf16", True),
+    _dt("float16", 2, np.float16, "f16", True),
+    _dt("int32", 3, np.int32, "i32"),
+    _dt("uint32", 4, np.uint32, "ui32"),
+    _dt("int16", 5, np.int16, "i16"),
+    _dt("uint16", 6, np.uint16, "ui16"),
+    _dt("int8", 7, np.int8, "i8"),
+    _dt("uint8", 8, np.uint8, "ui8"),
+    # NKI's float8_e4m3 is the IEEE-style e4m3 of NeuronCore v2/v3 (max 240, with infinities: nki-library clips
+    # fp8 to 240 there); float8_e4m3fn is OCP's finite e4m3 (max 448, NaN only) of v4 and the MX formats.
+    _dt("float8_e4m3", 9, ml_dtypes.float8_e4m3, "f8E4M3", True),
+    _dt("float8_e5m2", 10, ml_dtypes.float8_e5m2, "f8E5M2", True),
+    _dt("bool_", 11, np.uint8, "i1"),  # stored as uint8
+    # The OCP MX shared scale: a power of two 2**(byte - 127), 0xFF = NaN.
+    _dt("float8_e8m0fnu", 12, ml_dtypes.float8_e8m0fnu, "f8E8M0FNU", True),
+    # Packed MX data (nc_matmul_mx / quantize_mx): one element holds 4 values; storage is the raw word.
+    _dt("float8_e4m3fn_x4", 13, np.uint32, "vector<4xf8E4M3FN>",
+        packed=PackedDtype(np.dtype(ml_dtypes.float8_e4m3fn), 8)),
+    _dt("float8_e5m2_x4", 14, np.uint32, "vector<4xf8E5M2>", packed=PackedDtype(np.dtype(ml_dtypes.float8_e5m2), 8)),
+    _dt("float4_e2m1fn_x4", 15, np.uint16, "vector<4xf4E2M1FN>",
+        packed=PackedDtype(np.dtype(ml_dtypes.float4_e2m1fn), 4)),
+    _dt("float8_e4m3fn", 16, ml_dtypes.float8_e4m3fn, "f8E4M3FN", True),
+    # TensorFloat-32: float32 storage; the PE reads it with the low 13 mantissa bits dropped (runtime/semantics.py
+    # tf32). Last, so a numpy float32 array is float32 (dtype_from_numpy takes the first match).
+    _dt("tfloat32", 17, np.float32, "tf32", True),
 )
-ACT_FUNCS = _numbered(
-    "activation function",
+DTYPE_BY_NAME: dict[str, DtypeRecord] = {r.name: r for r in DTYPE_RECORDS}
+# NKI dtype name -> numpy storage dtype.
+DTYPES: dict[str, np.dtype] = {r.name: r.storage for r in DTYPE_RECORDS}
+DTYPE_CODES = Vocabulary("dtype", {r.name: r.code for r in DTYPE_RECORDS})
+FLOAT_DTYPES = frozenset(r.name for r in DTYPE_RECORDS if r.is_float)
+PACKED_DTYPES: dict[str, PackedDtype] = {r.name: r.packed for r in DTYPE_RECORDS if r.packed is not None}
+
+
+@dataclass(frozen=True)
+class AluRecord:
+    """One ALU operation, said once: its name (also its ``nl`` operator token, ``op=nl.<name>``), its code in
+    instruction records, and the flags the numerics (runtime/semantics.py) and the frontend read."""
+
+    name: str
+    code: int
+    unary: bool = False  # the scalar / second operand is ignored (abs, rsqrt, ...)
+    bitvec: bool = False  # computes on the integer bits (bitwise ops, shifts)
+    int_exact: bool = False  # in integer mode the result is an exact integer (else computed in float32)
+    # nl.<name>(x, y) is a binary tile function (the generations that have it are target/rules/language.py's)
+    tile_function: bool = False
+
+
+def _alu(name: str, code: int, flags: str = "") -> AluRecord:
+    """``flags``: any of ``unary``, ``bitvec``, ``exact`` (int_exact; bitvec ops are exact too), ``tile`` (a binary
+    tile function)."""
+    f = set(flags.split())
+    return AluRecord(name, code, "unary" in f, "bitvec" in f, "exact" in f or "bitvec" in f, "tile" in f)
+
+
+ALU_RECORDS: tuple[AluRecord, ...] = (
+    _alu("bypass", 0, "exact"),
+    _alu("add", 1, "exact tile"),
+    _alu("subtract", 2, "exact tile"),
+    _alu("multiply", 3, "exact tile"),
+    _alu("divide", 4, "exact tile"),
+    _alu("maximum", 5, "exact tile"),
+    _alu("minimum", 6, "exact tile"),
+    _alu("equal", 7, "exact tile"),
+    _alu("not_equal", 8, "exact tile"),
+    _alu("greater", 9, "exact tile"),
+    _alu("greater_equal", 10, "exact tile"),
+    _alu("less", 11, "exact tile"),
+    _alu("less_equal", 12, "exact tile"),
+    _alu("logical_and", 13, "exact tile"),
+    _alu("logical_or", 14, "exact tile"),
+    _alu("logical_xor", 15, "exact tile"),
+    _alu("bitwise_and", 16, "bitvec tile"),
+    _alu("bitwise_or", 17, "bitvec tile"),
+    _alu("bitwise_xor", 18, "bitvec tile"),
+    _alu("left_shift", 19, "bitvec tile"),
+    _alu("right_shift", 20, "bitvec tile"),
+    _alu("power", 21, "tile"),
+    _alu("abs_max", 22, "exact tile"),
+    _alu("abs_min", 23, "exact tile"),
+    _alu("mod", 24, "exact tile"),
+    _alu("abs", 25, "unary exact"),
+    _alu("rsqrt", 26, "unary"),
+    _alu("reciprocal", 27, "unary"),
+    _alu("square", 28, "unary exact"),
+    _alu("relu", 29, "unary exact"),
+    _alu("average", 0x60, "tile"),
+)
+ALU_BY_NAME: dict[str, AluRecord] = {r.name: r for r in ALU_RECORDS}
+ALU_OPS = Vocabulary("ALU opcode", {r.name: r.code for r in ALU_RECORDS})
+
+
+@dataclass(frozen=True)
+class NamedCode:
+    """An activation function or a reduce command: its name (for activation functions also the ``nl`` token,
+    ``op=nl.<name>``) and its code in instruction records."""
+
+    name: str
+    code: int
+
+
+def _records(text: str) -> tuple[NamedCode, ...]:
+    """Records written as ``"0 copy, 1 exp, ..."`` (the code next to the name, as the ISA tables print them)."""
+    return tuple(NamedCode(name, int(code, 0)) for code, name in (item.split() for item in text.split(",")))
+
+
+ACT_RECORDS = _records(
     "0 copy, 1 exp, 2 log, 3 tanh, 4 sigmoid, 5 relu, 6 gelu, 7 gelu_apprx_tanh, 8 silu, 9 square, 10 sqrt, "
     "11 rsqrt, 12 reciprocal, 13 sin, 14 abs, 15 sign, 16 softplus, 17 erf, 18 arctan, 19 mish, "
     "20 gelu_apprx_sigmoid, "
-    "0x60 gelu_dx, 0x61 gelu_apprx_sigmoid_dx, 0x62 silu_dx, 0x63 erf_dx, 0x64 prelu",
+    "0x60 gelu_dx, 0x61 gelu_apprx_sigmoid_dx, 0x62 silu_dx, 0x63 erf_dx, 0x64 prelu"
 )
-REDUCE_CMDS = _numbered("reduce command", "0 idle, 1 reset, 2 reduce, 3 reset_reduce, 4 load_reduce")
+ACT_FUNCS = Vocabulary("activation function", {r.name: r.code for r in ACT_RECORDS})
+REDUCE_RECORDS = _records("0 idle, 1 reset, 2 reduce, 3 reset_reduce, 4 load_reduce")
+REDUCE_CMDS = Vocabulary("reduce command", {r.name: r.code for r in REDUCE_RECORDS})
 
 # Memory spaces of the IR (penguin tensors, bir memlocs) and of ISA operands (``none`` = a pattern-only operand).
 IR_MEMORIES: tuple[str, ...] = ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm")
