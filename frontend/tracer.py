@@ -81,7 +81,7 @@ from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
 from nkic.frontend.varnames import assigned_name
 from nkic.gcpause import gc_paused
 from nkic.target.instructions import INSTRUCTIONS
-from nkic.target.machine import TARGET_ALIASES, get_target
+from nkic.target.machine import DEFAULT_TARGET, TARGET_ALIASES, get_target
 from nkic.target.limits import INSTRUCTIONS_VAR, TRIP_COUNT_VAR, max_instructions, max_trip_count
 from nkic.target.names import safe_name
 
@@ -108,8 +108,8 @@ _TARGETS = TARGET_ALIASES
 
 
 def default_target() -> str:
-    """The compile target: ``NEURON_PLATFORM_TARGET_OVERRIDE`` if set, else gen3 (trn2)."""
-    value = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "gen3")
+    """The compile target: ``NEURON_PLATFORM_TARGET_OVERRIDE`` if set, else the default generation (gen3, trn2)."""
+    value = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", DEFAULT_TARGET)
     if value not in _TARGETS:
         raise NkiError(f"unknown platform target '{value}'", f"expected one of: {', '.join(_TARGETS)}")
     return _TARGETS[value]
@@ -317,7 +317,7 @@ def _options(opts: dict[str, Any]) -> CompileOptions:
     known = {f.name for f in dataclasses.fields(CompileOptions)} - {"extra"}
     values = {k: v for k, v in opts.items() if k in known}
     if "platform_target" in opts:  # NKI 0.2 spelling; the target normally comes from the environment
-        values.setdefault("target", _TARGETS.get(str(opts["platform_target"]), "gen3"))
+        values.setdefault("target", _TARGETS.get(str(opts["platform_target"]), DEFAULT_TARGET))
     extra = tuple(sorted((k, v) for k, v in opts.items() if k not in known and k != "platform_target"))
     return CompileOptions(**values, extra=extra)
 
