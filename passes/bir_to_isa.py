@@ -21,7 +21,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr
-from nkic.dialects.isa import CoreOp, StreamOp, VarOp
+from nkic.dialects.isa import CoreOp, StreamOp, VarOp, isa_op
 from nkic.dialects.isa.base import IsaLocAttr, static_ap
 from nkic.dialects.traits import IsControl
 from nkic.passes.lowering import isa_fields, pattern_operands
@@ -80,11 +80,9 @@ class _Memo:
         self.classes: dict[tuple[str, str], Any] = {}
 
     def isa_class(self, engine: str, opcode: str) -> Any:
-        """``isa_op(engine, opcode)``, looked up once per pair (the dialect is imported on first use)."""
+        """``isa_op(engine, opcode)``, looked up once per pair."""
         cls = self.classes.get((engine, opcode))
         if cls is None:
-            from nkic.dialects.isa import isa_op
-
             cls = self.classes[(engine, opcode)] = isa_op(engine, opcode)
         return cls
 

@@ -34,6 +34,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.passes.targeting import target_of
 from nkic.dialects import bir
+from nkic.passes.allocate_memory import AllocateMemoryPass
 from nkic.passes.assign_engines import legal_engines
 from nkic.passes.dependency_analysis import CHUNK, Addresses, body, edges, has_loops, kind_of, operands
 from nkic.passes.schedule_instructions import _reorder, duration_ns
@@ -365,8 +366,6 @@ def _misfit(op: ModuleOp, ctx: Context, policy: str) -> str | None:
     """Why ``allocate-memory`` cannot place ``op`` as it is now without spilling, or None when it can. It runs on
     ``op`` itself and its addresses are then taken off again (it only adds an ``address`` to memlocs without one):
     a clone of a 100k-instruction module cost more time, and memory at the compile's peak, than the allocation."""
-    from nkic.passes.allocate_memory import AllocateMemoryPass
-
     fns = [f for f in op.ops if isinstance(f, bir.FunctionOp)]
     placed = {(f, name) for f in fns for name, m in f.memlocs().items() if m.addr is not None}
     try:

@@ -34,11 +34,14 @@ from xdsl.utils.exceptions import PassFailedException
 from nkic.passes.targeting import target_of
 from nkic.dialects import bir
 from nkic.dialects.traits import IsControl, IsDma
+from nkic.passes.bir_to_isa import BirToIsaPass
 from nkic.passes.lowering import cost_record
+from nkic.passes.neff_assembly import isa_module_to_neff
 from nkic.passes.spill import SpillStats, spill_stats
 from nkic.target.costs import DMA_LATENCY_NS, dependent_latency_ns, dma_transfer, instr_ns, occupancy_ns
 from nkic.target.isa import Instr
 from nkic.target.machine import ENGINE_NAMES, Target
+from nkic.runtime.simulator import simulate
 from nkic.target.vocab import dtype_size
 
 
@@ -100,10 +103,6 @@ def _span_ns(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], target: Target) -
 
 def _simulate(fn: bir.FunctionOp, target: Target) -> tuple[float | None, str]:
     """The simulator's timing-only run of a lowered copy of ``fn``'s module: (total ns, "") or (None, why not)."""
-    from nkic.passes.neff_assembly import isa_module_to_neff
-    from nkic.passes.bir_to_isa import BirToIsaPass
-    from nkic.runtime.simulator import simulate
-
     module = fn.parent_op()
     if not isinstance(module, ModuleOp):
         return None, "the function is not in a module"
