@@ -96,7 +96,7 @@ class _TileSize:
     psum_num_banks = _GEN.psum_banks
     gemm_stationary_fmax = _GEN.matmul_max_m
     gemm_moving_fmax = _GEN.matmul_max_n  # stays 512 on gen4 too, although gen4 matmuls accept more
-    bn_stats_fmax = 512
+    bn_stats_fmax = _GEN.bn_stats_fmax
     psum_min_align = 4
     sbuf_min_align = 1
 
