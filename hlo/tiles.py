@@ -330,6 +330,9 @@ class SegmentInterpreter:
         src_pairs = [[s, n] for s, n in zip(src_strides, shape)]
         if len(out.shape) == 0:
             src_pairs = [[0, 1]]
+        from nkic.hlo.layout import rows_first  # the largest dim first: more DMA engines
+
+        dst_pairs, src_pairs = rows_first(dst_pairs, src_pairs)
         nisa.dma_copy(dst=out.pattern(dst_pairs), src=src.pattern(src_pairs))
         self.values[op.results[0]] = out
 
@@ -516,8 +519,9 @@ class SegmentInterpreter:
         if layout.pe_transpose_pays(shape, tuple(perm), h.dtype):  # on TensorE when it pays (hlo/layout.py)
             layout.transpose_last_two(self, h, Hbm(t, new_shape, h.dtype))
             return Hbm(t, new_shape, h.dtype)
-        dst_pairs = [[s, n] for s, n in zip(strides(new_shape), new_shape)]
-        nisa.dma_copy(dst=t.ap(dst_pairs, offset=0), src=h.pattern([[st[p], shape[p]] for p in perm]))
+        dst_pairs, src_pairs = layout.rows_first([[s, n] for s, n in zip(strides(new_shape), new_shape)],
+                                                 [[st[p], shape[p]] for p in perm])  # fmt: skip
+        nisa.dma_copy(dst=t.ap(dst_pairs, offset=0), src=h.pattern(src_pairs))
         return Hbm(t, new_shape, h.dtype)
 
     # -- dot_general ------------------------------------------------------------------------------------------

@@ -52,10 +52,11 @@ func.func @main(%a: tensor<4x8xf32>) -> tensor<8xf32> {
 
 // -----
 
-// broadcast_in_dim and transpose: one DMA each, a step-0 pair for the broadcast dimension; reshape is free.
+// broadcast_in_dim and transpose: one DMA each, a step-0 pair for the broadcast dimension, the largest outer dim
+// first (more DMA engines: hlo/layout.py rows_first); reshape is free.
 // CHECK:       {{^// -+$}}
 // CHECK:       penguin.kernel @hlo_segment_0
-// CHECK:       penguin.dma_copy dst %t1[0 : [24, 2], [8, 3], [1, 8]], src %arg0_1[0 : [0, 2], [8, 3], [1, 8]]
+// CHECK:       penguin.dma_copy dst %t1[0 : [8, 3], [24, 2], [1, 8]], src %arg0_1[0 : [8, 3], [0, 2], [1, 8]]
 // CHECK-NEXT:  %out0_1 = penguin.alloc "out0" {{.*}} : !penguin.tensor<shared_hbm, 8x3x2xf32>
 // CHECK-NEXT:  penguin.dma_copy dst %out0_1[0 : [6, 8], [2, 3], [1, 2]], src %t1[0 : [1, 8], [8, 3], [24, 2]]
 func.func @main(%a: tensor<3x8xf32>) -> tensor<8x3x2xf32> {
