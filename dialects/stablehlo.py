@@ -1709,6 +1709,11 @@ class ChloErfcOp(_ChloUnaryOp):
 
 
 @irdl_op_definition
+class ChloErfInvOp(_ChloUnaryOp):
+    name = "chlo.erf_inv"
+
+
+@irdl_op_definition
 class ChloTopKOp(_HloOp):
     """``%v, %i = chlo.top_k(%x, k = 4) : tensor<8x16xf32> -> (tensor<8x4xf32>, tensor<8x4xi32>)``: the ``k``
     largest elements of the last dimension, in descending order, and their indices."""
@@ -1757,7 +1762,7 @@ class ChloTopKOp(_HloOp):
         printer.print_string(f" : {self.operand[0].type} -> ({self.outs[0].type}, {self.outs[1].type})")
 
 
-Chlo = Dialect("chlo", [ChloSquareOp, ChloErfOp, ChloErfcOp, ChloTopKOp], [])
+Chlo = Dialect("chlo", [ChloSquareOp, ChloErfOp, ChloErfcOp, ChloErfInvOp, ChloTopKOp], [])
 
 
 StableHLO = Dialect(

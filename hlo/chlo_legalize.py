@@ -10,6 +10,8 @@
   (``materializeErfcApproximationF32``).
 * f16 and bf16 are computed in f32 and converted back (``materializeWithUpcast``); f64 is rejected (nkic's engines
   compute in at most fp32).
+* ``chlo.erf_inv`` is Giles' polynomial in ``w = -log1p(-x^2)`` with coefficients chosen by ``w < 5``, ±inf at ±1
+  (``erfInv32``).
 * ``chlo.top_k`` is a stable sort of (values, iota) along the last dimension with a ``GT``/``TOTALORDER``
   comparator, sliced to the first ``k`` (``ConvertTopKOp``).
 
@@ -19,6 +21,7 @@ A clamp is written ``minimum(maximum(x, lo), hi)``, which is StableHLO's definit
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +58,11 @@ ERFC_P = (2.326819970068386e-2, -1.387039388740657e-1, 3.687424674597105e-1, -5.
 ERFC_R = (-1.047766399936249e1, 1.297719955372516e1, -7.495518717768503e0, 2.921019019210786e0,
           -1.015265279202700e0, 4.218463358204948e-1, -2.820767439740514e-1, 5.641895067754075e-1)  # fmt: skip
 MAXLOG = 88.72283905206835
+# erfinv in f32 (erfInv32): a degree-8 polynomial in w - 2.5 (w < 5) or sqrt(w) - 3 (w >= 5), w = -log1p(-x^2).
+ERFINV_W_LT5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                -0.00417768164, 0.246640727, 1.50140941)  # fmt: skip
+ERFINV_W_GE5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                0.00943887047, 1.00167406, 2.83297682)  # fmt: skip
 # What each chlo op becomes (hlo/coverage.py: a chlo op is lowered when all of these are).
 _ARITH = ("stablehlo.constant", "stablehlo.convert", "stablehlo.multiply", "stablehlo.add", "stablehlo.divide")
 LEGALIZED: dict[str, tuple[str, ...]] = {
@@ -62,6 +70,8 @@ LEGALIZED: dict[str, tuple[str, ...]] = {
     "chlo.erf": (*_ARITH, "stablehlo.maximum", "stablehlo.minimum"),
     "chlo.erfc": (*_ARITH, "stablehlo.subtract", "stablehlo.negate", "stablehlo.abs", "stablehlo.exponential",
                   "stablehlo.compare", "stablehlo.select"),  # fmt: skip
+    "chlo.erf_inv": (*_ARITH, "stablehlo.negate", "stablehlo.log_plus_one", "stablehlo.compare", "stablehlo.select",
+                     "stablehlo.subtract", "stablehlo.sqrt", "stablehlo.abs"),  # fmt: skip
     "chlo.top_k": ("stablehlo.iota", "stablehlo.sort", "stablehlo.compare", "stablehlo.return", "stablehlo.slice"),
 }
 
@@ -134,13 +144,30 @@ def erfc_f32(b: _Builder, x: SSAValue) -> SSAValue:
     return b.select(small, b.op("subtract", one, erf_small), _erfc_ge_one(b, x))
 
 
+def erf_inv_f32(b: _Builder, x: SSAValue) -> SSAValue:
+    """``erfInv32``: Giles' single-precision approximation; erfinv(±1) = ±inf, where the polynomial is
+    indeterminate."""
+    w = b.op("negate", b.op("log_plus_one", b.op("multiply", x, b.op("negate", x))))
+    lt = b.compare("LT", w, b.const(5.0, x))
+    w = b.select(lt, b.op("subtract", w, b.const(2.5, x)), b.op("subtract", b.op("sqrt", w), b.const(3.0, x)))
+
+    def coefficient(i: int) -> SSAValue:
+        return b.select(lt, b.const(ERFINV_W_LT5[i], x), b.const(ERFINV_W_GE5[i], x))
+
+    p = coefficient(0)
+    for i in range(1, len(ERFINV_W_LT5)):
+        p = b.op("add", coefficient(i), b.op("multiply", p, w))
+    at_one = b.compare("EQ", b.op("abs", x), b.const(1.0, x))
+    return b.select(at_one, b.op("multiply", x, b.const(math.inf, x)), b.op("multiply", p, x))
+
+
 def _with_upcast(b: _Builder, op: Operation, x: SSAValue, fn: Any) -> SSAValue:
     element = hlo.ttype(x).element_type
     if isinstance(element, Float32Type):
         return fn(b, x)
     if isinstance(element, (Float16Type, BFloat16Type)):
         return b.convert(fn(b, b.convert(x, Float32Type())), element)
-    raise NkiError(f"{op.name} of {element}: nkic computes erf/erfc in f16, bf16 or f32")
+    raise NkiError(f"{op.name} of {element}: nkic computes erf/erfc/erf_inv in f16, bf16 or f32")
 
 
 def _top_k(b: _Builder, op: hlo.ChloTopKOp) -> list[SSAValue]:
@@ -183,6 +210,8 @@ def legalize_op(op: Operation) -> list[SSAValue] | None:
         return [_with_upcast(b, op, op.operand[0], erf_f32)]
     if isinstance(op, hlo.ChloErfcOp):
         return [_with_upcast(b, op, op.operand[0], erfc_f32)]
+    if isinstance(op, hlo.ChloErfInvOp):
+        return [_with_upcast(b, op, op.operand[0], erf_inv_f32)]
     if isinstance(op, hlo.ChloTopKOp):
         return _top_k(b, op)
     return None

@@ -73,3 +73,14 @@ def test_layernorm_through_jnp_var() -> None:
         return (a - a.mean(-1, keepdims=True)) / jnp.sqrt(a.var(-1, keepdims=True) + 1e-5)
 
     np.testing.assert_allclose(from_jax(layernorm)(x), np.asarray(jax.jit(layernorm)(x)), rtol=1e-4, atol=1e-4)
+
+
+def test_erf_inv_matches_xla() -> None:
+    """``jax.scipy.special.erfinv`` emits chlo.erf_inv: both branches (w < 5 and beyond, |x| near 1) and ±inf at ±1."""
+    from nkic.framework import from_jax
+
+    x = np.concatenate([np.linspace(-0.999999, 0.999999, 200), [-1.0, 1.0, 0.0, 0.5, -0.9999, 0.99999]])
+    x = x.astype(np.float32).reshape(2, -1)
+    got, want = from_jax(jax.scipy.special.erfinv)(x), np.asarray(jax.jit(jax.scipy.special.erfinv)(x))
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+    assert got[1, -6] == -np.inf and got[1, -5] == np.inf

@@ -92,3 +92,27 @@ func.func @top_k(%x: tensor<8x16xf32>) -> (tensor<8x4xf32>, tensor<8x4xi32>) {
   %values, %indices = chlo.top_k(%x, k = 4) : tensor<8x16xf32> -> (tensor<8x4xf32>, tensor<8x4xi32>)
   func.return %values, %indices : tensor<8x4xf32>, tensor<8x4xi32>
 }
+
+// -----
+
+// chlo.erf_inv: w = -log1p(-x^2); Giles' polynomial in w - 2.5 (w < 5) or sqrt(w) - 3, each coefficient selected
+// by w < 5; x * inf where |x| = 1.
+// CHECK-LABEL: func.func @erf_inv
+// CHECK-NEXT:    %0 = stablehlo.negate %x : tensor<4xf32>
+// CHECK-NEXT:    %1 = stablehlo.multiply %x, %0 : tensor<4xf32>
+// CHECK-NEXT:    %2 = stablehlo.log_plus_one %1 : tensor<4xf32>
+// CHECK-NEXT:    %[[W:.*]] = stablehlo.negate %2 : tensor<4xf32>
+// CHECK-NEXT:    %[[FIVE:.*]] = stablehlo.constant dense<5.000000e+00> : tensor<4xf32>
+// CHECK-NEXT:    %[[LT:.*]] = stablehlo.compare LT, %[[W]], %[[FIVE]] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+// CHECK:         stablehlo.constant dense<2.81022636e-08> : tensor<4xf32>
+// CHECK-NEXT:    stablehlo.constant dense<-0.000200214257> : tensor<4xf32>
+// CHECK-NEXT:    stablehlo.select %[[LT]]
+// CHECK:         %[[INF:.*]] = stablehlo.constant dense<0x7f800000> : tensor<4xf32>
+// CHECK-NEXT:    %[[XINF:.*]] = stablehlo.multiply %x, %[[INF]] : tensor<4xf32>
+// CHECK-NEXT:    %[[R:.*]] = stablehlo.multiply %{{.*}}, %x : tensor<4xf32>
+// CHECK-NEXT:    %[[OUT:.*]] = stablehlo.select %{{.*}}, %[[XINF]], %[[R]] : tensor<4xi1>, tensor<4xf32>
+// CHECK-NEXT:    func.return %[[OUT]] : tensor<4xf32>
+func.func @erf_inv(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = chlo.erf_inv %x : tensor<4xf32> -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
