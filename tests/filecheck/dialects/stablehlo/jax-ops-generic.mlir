@@ -198,3 +198,16 @@
     "func.return"(%0, %1, %2, %values, %indices) : (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x4xf32>, tensor<8x4xi32>) -> ()
   }) : () -> ()
 }) : () -> ()
+
+// -----
+
+// CHECK-LABEL: func.func @erf_inv(%x: tensor<8x16xbf16>) -> tensor<8x16xbf16> {
+// CHECK-NEXT:  %0 = chlo.erf_inv %x : tensor<8x16xbf16> -> tensor<8x16xbf16>
+// CHECK-NEXT:  func.return %0 : tensor<8x16xbf16>
+"builtin.module"() ({
+  "func.func"() <{sym_name = "erf_inv", function_type = (tensor<8x16xbf16>) -> tensor<8x16xbf16>}> ({
+  ^bb0(%x: tensor<8x16xbf16>):
+    %0 = "chlo.erf_inv"(%x) : (tensor<8x16xbf16>) -> tensor<8x16xbf16>
+    "func.return"(%0) : (tensor<8x16xbf16>) -> ()
+  }) : () -> ()
+}) : () -> ()
