@@ -37,7 +37,7 @@ from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import Kernel, TensorSpec
 from nkic.hlo import tiles
 from nkic.hlo.chlo_legalize import legalize_chlo
-from nkic.hlo.locations import inlined_location
+from nkic.hlo.locations import inlined_location, located
 
 ATTENTION_TARGETS = ("AttentionMMSoftmaxMM", "AttentionMMSoftmaxMMWithoutSwap", "CausalAttentionMMSoftmaxMMWithoutSwap")
 NKI_TARGET = "AwsNeuronCustomNativeKernel"
@@ -176,7 +176,8 @@ class _Lowering:
             if isinstance(item, _Segment):
                 graph_ops.append(self._segment(item, later, out_name, tail if item is items[-1] else []))
             else:
-                graph_ops.append(self._custom_call(item, out_name))
+                with located(item):  # its kernel's instructions and errors are at the call's JAX / MLIR line
+                    graph_ops.append(self._custom_call(item, out_name))
         outs: list[SSAValue] = []
         finals: dict[str, SSAValue] = {}
         for node in graph_ops:

@@ -118,11 +118,8 @@ def test_scalar_inputs_and_outputs_keep_shape_zero_d(tmp_path: Path) -> None:
                  f"arg1={tmp_path / 'bad.npy'}", "--output-dir", str(tmp_path / "out")]) == 1  # fmt: skip
 
 
-jax = pytest.importorskip("jax")
-jnp = jax.numpy
-
-
 def test_from_jax_errors_are_at_the_users_line() -> None:
+    jnp = pytest.importorskip("jax").numpy
     from nkic.framework import from_jax
 
     def f(x):  # type: ignore[no-untyped-def]
@@ -145,7 +142,20 @@ def test_from_jax_errors_are_at_the_users_line() -> None:
 
 
 def test_from_jax_scalars() -> None:
+    jnp = pytest.importorskip("jax").numpy
     from nkic.framework import from_jax
 
     out = from_jax(lambda x, s: (jnp.sum(x) * s, x * s))(np.ones((4, 8), np.float32), np.float32(2.0))
     assert np.shape(out[0]) == () and float(out[0]) == 64.0 and np.shape(out[1]) == (4, 8)
+
+
+def test_an_unknown_custom_call_is_at_its_mlir_line() -> None:
+    text = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.add %a, %a : tensor<4xf32>
+  %1 = stablehlo.custom_call @Frob(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %1 : tensor<4xf32>
+}
+"""
+    with pytest.raises(NkiError, match=r"^c\.mlir:3: error: custom_call @Frob is not a kernel nkic knows "
+                                       r"\(stablehlo\.custom_call c\.mlir:3:3\)"):  # fmt: skip
+        compile_stablehlo(text, filename="c.mlir")
