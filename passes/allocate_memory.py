@@ -202,7 +202,8 @@ class AllocateMemoryPass(ModulePass):
         place, a smaller share of it (passes/spill.py); warn once with what was spilled."""
         capacity = target_of(fn).sbuf_bytes_per_partition
         for share in SPILL_SHARES:
-            spill_function(fn, int(capacity * share))
+            if not spill_function(fn, int(capacity * share)):
+                continue  # nothing more to spill at this budget: the function is as it was when it last failed
             try:
                 self._place(fn)
             except PassFailedException as e:
