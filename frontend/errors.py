@@ -110,11 +110,17 @@ def pinned_call(api_call: str) -> str:
     return f"{note} {api_call}" if api_call else note
 
 
+# The front door's own code: while it runs, a pinned position stands for it (a user's NKI kernel a custom call traces
+# keeps its own lines).
+_FRONT_DOOR_DIR = os.path.join(os.path.dirname(_FRONTEND_DIR.rstrip(os.sep)), "hlo") + os.sep
+
+
 def user_location() -> tuple[str, int, int]:
-    """(file, line, column) of the user's current source position; ('<unknown>', 0, 0) if none."""
-    if _PINNED:
-        return _PINNED[-1][:3]
+    """(file, line, column) of the user's current source position; ('<unknown>', 0, 0) if none. Within
+    ``pinned_location``, the pinned position when the innermost user frame is nkic's front door (``hlo/``)."""
     frame = user_frame()
+    if _PINNED and (frame is None or os.path.abspath(frame.f_code.co_filename).startswith(_FRONT_DOOR_DIR)):
+        return _PINNED[-1][:3]
     if frame is None:
         return ("<unknown>", 0, 0)
     return (frame.f_code.co_filename, frame.f_lineno, frame_column(frame))

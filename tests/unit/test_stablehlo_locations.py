@@ -159,3 +159,21 @@ def test_an_unknown_custom_call_is_at_its_mlir_line() -> None:
     with pytest.raises(NkiError, match=r"^c\.mlir:3: error: custom_call @Frob is not a kernel nkic knows "
                                        r"\(stablehlo\.custom_call c\.mlir:3:3\)"):  # fmt: skip
         compile_stablehlo(text, filename="c.mlir")
+
+
+def test_an_nki_kernel_a_custom_call_traces_keeps_its_own_lines() -> None:
+    """The pinned position stands for nkic's front door only: the bundled tensor_add kernel's instructions are at its
+    own lines, noted with the custom call; the exponential after it at its MLIR line."""
+    text = """func.func @main(%a: tensor<128x512xf32>, %b: tensor<128x512xf32>) -> tensor<128x512xf32> {
+  %s = stablehlo.custom_call @AwsNeuronCustomNativeKernel(%a, %b) {backend_config = "{\\"kernel_name\\": \\"nkic.kernels.tensor_add:tensor_add\\"}"} : (tensor<128x512xf32>, tensor<128x512xf32>) -> tensor<128x512xf32>
+  %o = stablehlo.exponential %s : tensor<128x512xf32>
+  func.return %o : tensor<128x512xf32>
+}
+"""
+    from nkic.runtime.neff import read_neff
+
+    prog = compile_stablehlo(text, filename="k.mlir", debug_info=True)
+    sources = {src for sg in read_neff(prog.result.neff).subgraphs for src in sg.sources.values()}
+    kernel_lines = {loc for loc, call in sources if call.startswith("stablehlo.custom_call ")}
+    assert kernel_lines and all("tensor_add.py:" in loc for loc in kernel_lines), sources
+    assert any(loc == "k.mlir:3:3" and call.startswith("stablehlo.exponential") for loc, call in sources), sources
