@@ -49,6 +49,12 @@ class Transposes(OpTrait):
     """dst = src with its partition and free dims swapped (nc_transpose, dma_transpose)."""
 
 
+@dataclass(frozen=True)
+class MeetsCores(OpTrait):
+    """The LNC=2 pair's cores meet at it (sendrecv, core_barrier): it completes only when the other core reaches
+    its partner, so the program has no one-core-at-a-time order."""
+
+
 TRAITS: dict[str, type[OpTrait]] = {"dma": IsDma, "accumulates": AccumulatesDst, "reads_dst": ReadsDst,
                                     "control": IsControl, "first_engine": FirstEngine, "copy": CopiesData,
-                                    "transpose": Transposes}
+                                    "transpose": Transposes, "meets": MeetsCores}

@@ -37,8 +37,7 @@ from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.vocab import DTYPES
 
 # Instructions that make cores (or ranks) meet: the LNC=2 pair's and the collectives (target/collectives.py).
-_MEETINGS = frozenset({"sendrecv", "core_barrier"} |
-                      {n for n, s in INSTRUCTIONS.items() if s.opcode in COLLECTIVE_OPCODES})
+_MEETINGS = frozenset(n for n, s in INSTRUCTIONS.items() if "meets" in s.traits or s.opcode in COLLECTIVE_OPCODES)
 
 
 def inputs_for(neff: Neff, seed: int) -> dict[str, np.ndarray]:

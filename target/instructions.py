@@ -97,7 +97,8 @@ class InstrSpec:
     doc: str
     fields: tuple[Field, ...] = ()
     elementwise: tuple[str, ...] = ()  # roles with dst's partitions and elements per partition
-    # "dma", "accumulates", "reads_dst", "control", "first_engine", "copy", "transpose" (dialects/traits.py)
+    # "dma", "accumulates", "reads_dst", "control", "first_engine", "copy", "transpose", "meets"
+    # (dialects/traits.py)
     traits: frozenset[str] = field(default_factory=frozenset)
     constants: Mapping[str, Any] = field(default_factory=dict)  # ISA fields fixed by the instruction
     # ISA fields computed from the instruction's field values (e.g. tensor_reduce's axes -> num_reduced_dims)
@@ -1152,6 +1153,7 @@ declare(
         fields=(Field("send_to_rank", "int", required=True), Field("recv_from_rank", "int", required=True),
                 Field("pipe_id", "int", required=True), Field("gpsimd_dma", "bool"), _ENGINE),
         elementwise=("src",), since=3, reads_state=frozenset({LNC_PIPES}), writes_state=frozenset({LNC_PIPES}),
+        traits=frozenset({"meets"}),
     ),
     OpSpec("SENDRECV", 0x54, FROM_INSTRUCTIONS, ("dst", "src"),
            "dst of core send_to_rank = src; dst = src of core recv_from_rank (rendezvous on pipe_id)",
@@ -1163,7 +1165,7 @@ declare(
     InstrSpec(
         "core_barrier", "CORE_BARRIER", (Role("data", memories=INDEX_MEMORIES),), ("pool", "act", "dve", "pe", "sp"),
         "every core in cores waits until all of them reached this barrier (with all their earlier work done)",
-        fields=(Field("cores", "axes", required=True, imm=None), _ENGINE), traits=_CONTROL,
+        fields=(Field("cores", "axes", required=True, imm=None), _ENGINE), traits=_CONTROL | {"meets"},
         derive=lambda f: {"core_mask": core_mask(tuple(f["cores"]))}, since=3,
     ),
     OpSpec("CORE_BARRIER", 0x55, ENGINE_NAMES, ("data",),
