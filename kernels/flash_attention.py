@@ -28,8 +28,8 @@ the uniform K/V loads are ``nl.affine_range`` loops.
 That is ``flash_attention_rolled`` (in program order, one group after the other). ``flash_attention`` runs the same
 algorithm software-pipelined for the engines (``_attention_pipelined``, below): private buffers per group and tile,
 the next group's scores stage emitted before this group's softmax stage, the exp over chunks of tiles, Pᵀ through
-bf16 PSUM or by DMA, and some tiles' max on GpSimd, the masked tiles scaled by ScalarE out of PSUM. The numbers are
-the same up to the order of the partial sums.
+bf16 PSUM or by DMA, and some tiles' max folded on GpSimd, the masked tiles scaled by ScalarE out of PSUM. The
+numbers are the same up to the order of the partial sums.
 """
 
 from nkic import api as nki
@@ -585,8 +585,9 @@ def _exp_tile(scores, sums, neg_max, o_psum, v_sb, t, col, n_blocks, dt):
 #   PSUM → SBUF copy is a 2-byte copy (VectorE fast mode); some chunks are transposed by one DMA instead
 #   (``DMA_TRANSPOSE_EVERY``), which takes work off PE, ACT and DVE and gives it to the otherwise idle DMA queues;
 # * the row max: VectorE's tensor_scalar_reduce straight from PSUM, or (masked tiles, and every
-#   ``MAX_ON_POOL_EVERY``-th tile) ScalarE's scaled copy out of PSUM with GpSimd's tensor_reduce, which puts the
-#   idle GpSimd to work and balances ScalarE against VectorE;
+#   ``MAX_ON_POOL_EVERY``-th tile) ScalarE's scaled copy out of PSUM, folded in halves by GpSimd's
+#   tensor_tensor(maximum) and finished by VectorE's tensor_reduce on a quarter of the columns (tensor_reduce runs
+#   on VectorE only), which puts the idle GpSimd to work and balances ScalarE against VectorE;
 # * the exp and its row sum run over ``EXP_CHUNK`` tiles at once (one instruction's fixed cost per chunk).
 # The constants below were tuned on the calibrated timeline model at 4K and 8K (bench/README.md).
 
@@ -594,6 +595,8 @@ DMA_TRANSPOSE_EVERY = 3  # every 3rd chunk (2-byte dtypes) transposes Pᵀ by DM
 DMA_TRANSPOSE_FROM = 0.25  # ... from this fraction of the groups on (the loads hold the DMA queues before)
 MAX_ON_POOL_EVERY = 4  # every n-th kept tile: ACT scales it out of PSUM, GpSimd takes the max; 0: never
 EXP_CHUNK = 2  # kept tiles per exp instruction (and per chunk DMA transpose)
+POOL_MAX_FOLDS = 2  # GpSimd halvings of an SBUF score tile before VectorE's row max (_pool_folded_max)
+POOL_MAX_MIN_WIDTH = 64  # ... down to at least this many columns
 COPY_ON_ACT_EVERY = 4  # every n-th PE-transposed tile copies Pᵀ out of PSUM on ACT instead of DVE; 0: never
 
 
@@ -716,7 +719,7 @@ def _scores_stage(q_g, k_t, run_neg_max, b, g, si, s0, tiles, active, cfg):
                 on_false_value=on_false, cmp_op=nl.greater_equal, offset=cfg["window"] - 1 - q0 + k0,
             )  # fmt: skip
         if on_pool:
-            nisa.tensor_reduce(dst=partial_max[:nq, j], op=nl.maximum, data=src, axis=1)
+            _pool_folded_max(partial_max[:nq, j], s, nq, nk)
         else:
             nisa.tensor_scalar_reduce(
                 dst=s[:nq, :nk], data=src, op0=nl.multiply, operand0=cfg["scale"], reduce_op=nl.maximum,
@@ -726,6 +729,24 @@ def _scores_stage(q_g, k_t, run_neg_max, b, g, si, s0, tiles, active, cfg):
     neg_max, alpha = _running_max(run_neg_max, partial_max, nq, n_kept, first)
     return {"b": b, "g": g, "si": si, "s0": s0, "tiles": tiles, "active": active, "scores": scores, "chunks": chunks,
             "neg_max": neg_max, "alpha": alpha, "q0": q0, "nq": nq}  # fmt: skip
+
+
+def _pool_folded_max(dst, s, nq, nk):
+    """Row max of the scaled SBUF tile ``s[:nq, :nk]`` into ``dst``: GpSimd folds the tile in halves
+    (``tensor_tensor(maximum)``, "using Vector Engine or GpSimd Engine") ``POOL_MAX_FOLDS`` times, then VectorE
+    reduces what is left (``tensor_reduce`` runs "using Vector Engine" only). The folds move work off VectorE, the
+    busiest engine, onto GpSimd, which has its own SBUF port on NeuronCore-v3 (trainium2_arch.rst)."""
+    f32 = nl.float32
+    width = nk
+    for _ in range(POOL_MAX_FOLDS):
+        if width % 2 or width // 2 < POOL_MAX_MIN_WIDTH:
+            break
+        half = width // 2
+        folded = nl.ndarray((Q_GROUP, half), dtype=f32, buffer=nl.sbuf, name="max_fold")
+        nisa.tensor_tensor(dst=folded[:nq], data1=s[:nq, :half], data2=s[:nq, half:width], op=nl.maximum,
+                           engine=nisa.engine.gpsimd)  # fmt: skip
+        s, width = folded, half
+    nisa.tensor_reduce(dst=dst, op=nl.maximum, data=s[:nq, :width], axis=1)
 
 
 def _softmax_stage(st, out, scratch, v_sb, run_sum, cfg):

@@ -13,6 +13,7 @@ import pytest
 from nkic.execute import simulate
 from nkic.frontend import TensorSpec
 from nkic.frontend.tracer import TraceCache
+from nkic.kernels import flash_attention as fa
 from nkic.kernels.flash_attention import flash_attention
 
 BF16 = ml_dtypes.bfloat16
@@ -170,7 +171,7 @@ def test_sliding_window_skips_tiles_outside_the_window() -> None:
 
 def test_kv_sections_ir() -> None:
     module = _trace(128, 12000, d=16, causal_mask=False)
-    assert len(_ops(module, "tensor_tensor")) == 1 and _prop(_ops(module, "tensor_tensor")[0], "op") == "minimum"
+    assert len(_merges(module)) == 1  # the running max: min of the negated maxima
     alpha = [a for a in _ops(module, "activation") if _prop(a, "func") == "exp" and not a.has("reduce_res")]
     assert len(alpha) == 1 and alpha[0].has("bias")  # α = exp(-(-m_old) + (-m_new))
     assert len(_ops(module, "scalar_tensor_tensor")) == 1  # O = α·O_prev + O_section
@@ -179,7 +180,23 @@ def test_kv_sections_ir() -> None:
     assert len(scratch) == 1  # the partial O between sections
     # one section: none of the cross-section merge
     single = _trace(128, 10240, d=16, causal_mask=False)
-    assert not _ops(single, "tensor_tensor") and not _ops(single, "scalar_tensor_tensor")
+    assert not _merges(single) and not _ops(single, "scalar_tensor_tensor")
+
+
+def _merges(module: object) -> list:
+    """The tensor_tensor ops other than the GpSimd max folds (``_pool_folded_max``)."""
+    return [op for op in _ops(module, "tensor_tensor") if _prop(op, "op") != "maximum"]
+
+
+def test_pool_tiles_fold_their_max_on_gpsimd() -> None:
+    """The tiles ScalarE scales out of PSUM (every masked tile, every MAX_ON_POOL_EVERY-th other one) are folded in
+    halves on GpSimd before VectorE's row max; the other tiles keep VectorE's tensor_scalar_reduce."""
+    module = _trace(1024, 1024)  # causal: 8 groups, 12 kept 512-wide tiles, 8 of them on the diagonal (masked)
+    folds = [op for op in _ops(module, "tensor_tensor") if _prop(op, "op") == "maximum"]
+    pool_tiles = 12 - len(_ops(module, "tensor_scalar_reduce"))
+    assert pool_tiles >= len(_ops(module, "affine_select")) == 8
+    assert fa.POOL_MAX_FOLDS > 0 and len(folds) == fa.POOL_MAX_FOLDS * pool_tiles
+    assert all(_prop(op, "engine") == "gpsimd" for op in folds)
 
 
 
