@@ -38,6 +38,7 @@ from xdsl.passes import ModulePass
 
 from nkic.dialects import bir
 from nkic.dialects.common import AccessPatternAttr, names_attr
+from nkic.dialects.traits import CopiesData, IsDma
 from nkic.passes.dependency_analysis import body, has_loops, kind_of
 from nkic.passes.targeting import target_of
 
@@ -247,7 +248,7 @@ def spill_stats(fn: bir.FunctionOp) -> SpillStats:
     stats = SpillStats()
     locs = fn.memlocs()
     for inst in fn.instructions():
-        if inst.OPNAME != "dma_copy":
+        if not (inst.has_trait(IsDma) and inst.has_trait(CopiesData)):  # spills are plain DMA copies
             continue
         dst, src = inst.ref("dst"), inst.ref("src")
         for ref, other, is_store in ((dst, src, True), (src, dst, False)):
