@@ -1,18 +1,27 @@
-"""The live working set while tracing: a lower bound on the on-chip bytes per partition live at once.
+"""The live working set while tracing: an estimate of the SBUF bytes per partition live at once.
 
-Allocation (``passes/allocate_memory.py``) places every SBUF/PSUM tensor for its live range, from its first to its
+Allocation (``passes/allocate_memory.py``) places every SBUF tensor for its live range, from its first to its
 last instruction. Those ranges are only complete at the end of the trace, but a range seen so far (first use to the
 latest use traced) is inside the final one, so the most bytes live at once over the ranges seen so far never exceeds
-the final program-order peak. ``PeakLive`` keeps those ranges per SPMD program and, at checkpoints whose spacing
-doubles (amortised O(1) per instruction), computes that peak; a kernel whose lower bound already exceeds a memory by
-more than spilling can cover is stopped there, at the user's line, instead of minutes later in ``allocate-memory``.
+the final peak in program order. ``PeakLive`` keeps those ranges per SPMD program and, at checkpoints 1.25x apart
+(amortised O(1) per instruction), computes that peak; a kernel whose estimate already exceeds a memory by more than
+spilling can cover is stopped there, at the user's line, instead of minutes later in ``allocate-memory``.
 
 What spilling covers (``passes/spill.py``): SBUF tensors may round-trip through HBM, so SBUF is refused only beyond
 ``SPILL_FACTOR`` times its size. That factor is a policy, not a documented device limit: spilling is for a working
 set that exceeds SBUF at some points (the kernels it was built for, nki-library's ``moe_cte`` and the fused-mamba
 ``mamba_v2`` at seq 8192, overshoot by under 10%), while a program-order lower bound a quarter beyond SBUF means
 whole phases of the kernel would run out of HBM, after minutes of compiling; such a kernel is refused early with the
-remedies instead. PSUM is never spilled (a matmul accumulates in place there), so any PSUM overshoot is an error.
+remedies instead. PSUM is not checked here: its tiles are small and few, which of them are live at once is mostly
+the scheduler's interleaving of matmuls and their readers (a kernel that computes every accumulator before reading
+any compiles when ``pre-schedule`` pairs them), and ``allocate-memory`` reports a real overshoot.
+
+Only compute counts: a DMA between HBM and a tile is left out of the tile's range. ``pre-schedule`` issues a load
+when the tile's first compute needs it and a store once its last compute is done (a kernel that loads every tile up
+front and stores them at the end needs one tile at a time), so counting transfers would refuse kernels that
+compile. The range kept, first to last compute instruction, is what moving the transfers cannot shorten; the
+scheduler may still reorder compute, which this does not model, hence the margin below and a message that says
+"at least" of what the program order needs.
 
 Tensors declared as legacy block tensors are left out (their blocks are split and placed one live block at a time,
 which this estimate does not see), and a tensor of a rolled loop's body counts once, as one iteration's: both keep
@@ -29,6 +38,7 @@ import numpy as np
 
 from nkic.frontend.dtypes import itemsize
 from nkic.frontend.errors import NkiError
+from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import get_target
 
 SBUF_ALIGN = 64  # allocate-memory places SBUF tensors at 64-byte offsets: a tensor takes at least its size rounded up
@@ -50,11 +60,11 @@ class _Ranges:
 
 
 class PeakLive:
-    """Per SPMD program: the live ranges of its on-chip tensors in trace order, checked at doubling checkpoints."""
+    """Per SPMD program: the live ranges of its SBUF tensors in trace order, checked at checkpoints 1.25x apart."""
 
     def __init__(self, target: str) -> None:
         t = get_target(target)
-        self.capacity = {"sbuf": t.sbuf_bytes_per_partition, "psum": t.psum_bytes_per_partition}
+        self.capacity = {"sbuf": t.sbuf_bytes_per_partition}
         self.blocked: set[str] = set()  # block tensors (split per live block later): not counted
         self.reset()
 
@@ -63,14 +73,16 @@ class PeakLive:
         self.pos = 0
         self.next_check = FIRST_CHECK
         self.index: dict[str, tuple[str, int]] = {}
-        self.ranges = {"sbuf": _Ranges(), "psum": _Ranges()}
+        self.ranges = {"sbuf": _Ranges()}  # PSUM is allocate-memory's to check (module docstring)
         self.locs: list[Any] = []
 
-    def note(self, storages: list[Any], loc: Any) -> None:
-        """The instruction at ``loc`` uses ``storages`` (Storage objects)."""
+    def note(self, op: str, storages: list[Any], loc: Any) -> None:
+        """The instruction ``op`` at ``loc`` uses ``storages`` (Storage objects)."""
         pos = self.pos
         self.pos += 1
         self.locs.append(loc)
+        if INSTRUCTIONS[op].is_dma and any(s.buffer.name not in ("sbuf", "psum") for s in storages):
+            storages = []  # a transfer to or from HBM: the scheduler moves it next to the tile's compute (docstring)
         for s in storages:
             mem = s.buffer.name
             if mem not in self.ranges or s.name in self.blocked:
@@ -95,7 +107,7 @@ class PeakLive:
             if not r.first:
                 continue
             peak, at = _peak(r, self.pos)
-            limit = self.capacity[mem] * (SPILL_FACTOR if mem == "sbuf" else 1.0)
+            limit = self.capacity[mem] * SPILL_FACTOR
             if peak > limit:
                 raise self._error(mem, r, peak, at)
 
@@ -104,10 +116,11 @@ class PeakLive:
         live = np.flatnonzero((first <= at) & (last >= at))
         largest = sorted(live, key=lambda i: -r.size[i])[:_SHOWN]
         names = ", ".join(f"'{_label(r.storage[i])}' {r.size[i]} bytes ({_line(r.storage[i].loc)})" for i in largest)
-        spill = f" (spilling covers up to {int(self.capacity[mem] * SPILL_FACTOR)})" if mem == "sbuf" else ""
+        spill = f" (spilling covers up to {int(self.capacity[mem] * SPILL_FACTOR)})"
         loc = self.locs[at]
         return NkiError(
-            f"kernel does not fit in {mem.upper()}: at least {peak} bytes per partition are live at once here, "
+            f"kernel does not fit in {mem.upper()}: at least {peak} bytes per partition are live at once here (in "
+            f"program order), "
             f"{mem.upper()} has {self.capacity[mem]}{spill}; the largest: {names}",
             "keep fewer tiles live at once: roll the loops (nl.affine_range with --roll-loops), use smaller tiles, "
             "or reuse buffers across iterations",

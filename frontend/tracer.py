@@ -809,7 +809,7 @@ class TraceContext:
             self.loop_tiles.accessed(t.storage, role in writes, (loc.file, loc.line))
         self._emitted.append(self.emitter.inst(op, emitted, attrs, loc))
         self._last_loc = loc
-        self.peak_live.note([t.storage for t in operands.values()], loc)
+        self.peak_live.note(op, [t.storage for t in operands.values()], loc)
 
     def _handle(self, name: str, first: int) -> NkiInstruction:
         """The NkiInstruction of a nisa call that traced the instructions from ``first`` on (its file:line names it
