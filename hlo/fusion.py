@@ -2,8 +2,8 @@
 
 Op by op, every element-wise op loads its operands from HBM and stores its result: a tanh-GELU of [512, 4096] bf16
 is ten passes, 0.50 ms simulated, DMA-bound (each pass moves its tile in and out at the DMA cost model's bandwidth).
-Fused, a *chain* — consecutive element-wise ops (``stablehlo`` element-wise math, ``convert``, ``compare``) of one
-result shape, each reading the chain's earlier results, splat constants (immediates) or values already computed —
+Fused, a *chain* — consecutive element-wise ops (``stablehlo`` element-wise math, ``convert``, ``compare``,
+``select`` on a tensor predicate) of one result shape, each reading the chain's earlier results, splat constants (immediates) or values already computed —
 runs tile by tile (128 x 512, the interpreter's tiling): its outside operands loaded once per tile, every op applied
 on SBUF with its own result dtype (the same roundings as unfused), and only the results read after the chain (or
 returned) stored. Its other results are never materialised; they are marked ``Fused`` so that a later reader would
@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from nkic.dialects import stablehlo as hlo
+from nkic.frontend import isa as nisa
 from nkic.frontend import language as nl
 from nkic.hlo import common, tiles
 from nkic.hlo.tiles import SegmentInterpreter
@@ -32,6 +34,50 @@ class Fused:
         return "Fused()"
 
 
+@dataclass(frozen=True)
+class ColumnBroadcast:
+    """A broadcast along the last dim that only fused chains read: never stored; a chain's tile loads the [rows, 1]
+    column from ``src`` (``strides``: the result's dims' strides into it, 0 for broadcast dims) and the engines
+    broadcast it across the free dim (NKI's free-dim broadcast of a size-1 dim)."""
+
+    src: tiles.Hbm
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    def column(self, r0: int, nr: int) -> Any:
+        """Rows [r0, r0 + nr) of the (rows, last dim) view as an [nr, 1] SBUF tile: one DMA per run of rows inside
+        one block of the second-to-last dim (a run's offsets are one [stride, count] pair)."""
+        lead = self.shape[:-1]
+        block = lead[-1] if lead else 1
+        step = self.strides[-2] if lead else 0
+        runs, r = [], r0
+        while r < r0 + nr:
+            n = min(block - r % block, r0 + nr - r)
+            runs.append((r, n, self._offset(r)))
+            r += n
+        if len(runs) == 1:
+            return nl.load(self.src.tensor.ap([[step, nr], [1, 1]], offset=runs[0][2]))
+        col = nl.ndarray((nr, 1), dtype=self.src.dtype, buffer=nl.sbuf)
+        for r, n, off in runs:
+            nisa.dma_copy(dst=col[r - r0 : r - r0 + n, 0:1], src=self.src.tensor.ap([[step, n], [1, 1]], offset=off))
+        return col
+
+    def _offset(self, row: int) -> int:
+        off = 0
+        for n, s in zip(reversed(self.shape[:-1]), reversed(self.strides[:-1])):
+            off += (row % n) * s
+            row //= n
+        return off
+
+
+def all_uses_fuse(interp: SegmentInterpreter, value: SSAValue) -> bool:
+    """Whether every reader of ``value`` is an element-wise op of its shape (so a fused chain reads it)."""
+    shape = hlo.shape_of(value)
+    uses = list(value.uses)
+    return bool(uses) and value not in interp.out_names and all(
+        _fusible(interp, u.operation) and hlo.shape_of(u.operation.results[0]) == shape for u in uses)
+
+
 def _fusible(interp: SegmentInterpreter, op: Operation) -> bool:
     kind = op.name.removeprefix("stablehlo.")
     if len(op.results) != 1 or op.regions:
@@ -40,6 +86,10 @@ def _fusible(interp: SegmentInterpreter, op: Operation) -> bool:
         is_bool = tiles.result_dtype(op.results[0]) == np.bool_
         kind = tiles._LOGICAL[kind][0 if is_bool else 1] if kind in tiles._LOGICAL else kind
         return kind in tiles._TILE_UNARY or kind in tiles._TILE_BINARY or kind == "logical_not"
+    if kind == "select":  # a tensor predicate (a constant all-true/all-false one picks a side instead: op_select)
+        pred = interp.values.get(op.operands[0])
+        constant = isinstance(pred, np.ndarray) and pred.size and (pred.all() or not pred.any())
+        return hlo.shape_of(op.operands[0]) == hlo.shape_of(op.results[0]) and not constant
     return kind in ("convert", "compare")
 
 
@@ -63,6 +113,8 @@ def _chain(interp: SegmentInterpreter, head: Operation) -> list[Operation]:
 
 def _ready(interp: SegmentInterpreter, v: SSAValue, shape: tuple[int, ...]) -> bool:
     x = interp.values.get(v)
+    if isinstance(x, ColumnBroadcast):
+        return x.shape == shape
     if isinstance(x, np.ndarray):
         return tiles._splat(x) is not None or x.shape == shape
     return isinstance(x, tiles.Hbm) and x.shape == shape
@@ -74,7 +126,8 @@ def fuse(interp: SegmentInterpreter, head: Operation) -> bool:
     if not _fusible(interp, head) or not all(_ready(interp, v, hlo.shape_of(head.results[0])) for v in head.operands):
         return False
     chain = _chain(interp, head)
-    if len(chain) < 2:
+    lazy = any(isinstance(interp.values.get(v), ColumnBroadcast) for op in chain for v in op.operands)
+    if len(chain) < 2 and not lazy:
         return False
     members = set(chain)
     kept = [op.results[0] for op in chain if _read_outside(interp, op.results[0], members)]
@@ -90,11 +143,13 @@ def fuse(interp: SegmentInterpreter, head: Operation) -> bool:
             nc = min(tiles.F_TILE, c - c0)
             env: dict[SSAValue, Any] = {v: read(r0, nr, c0, nc) for v, read in readers.items()}
             for op in chain:
-                env[op.results[0]] = _apply(op, [env[v] for v in op.operands])
+                env[op.results[0]] = _apply(op, [env[v] for v in op.operands], (nr, nc))
             for r, out in outs.items():
                 t = env[r]
                 if isinstance(t, float):  # a chain result that is a constant: fill the tile
                     t = nl.full((nr, nc), t, dtype=out.dtype)
+                elif t.shape[-1] != nc:  # computed from columns only: broadcast across the free dim
+                    t = nl.broadcast_to(t, shape=(nr, nc))
                 nl.store(out.tile(r0, nr, c0, nc), t)
     for op in chain:
         r = op.results[0]
@@ -107,6 +162,9 @@ def _read_outside(interp: SegmentInterpreter, r: SSAValue, members: set[Operatio
 
 
 def _reader(interp: SegmentInterpreter, v: SSAValue) -> Callable[[int, int, int, int], Any]:
+    lazy = interp.values[v]
+    if isinstance(lazy, ColumnBroadcast):
+        return lambda r0, nr, c0, nc: lazy.column(r0, nr)
     s = tiles._splat(interp.values[v])  # type: ignore[arg-type]
     if s is not None:
         return lambda *_: s
@@ -114,11 +172,13 @@ def _reader(interp: SegmentInterpreter, v: SSAValue) -> Callable[[int, int, int,
     return lambda r0, nr, c0, nc: nl.load(h.tile(r0, nr, c0, nc))
 
 
-def _apply(op: Operation, args: list[Any]) -> Any:
+def _apply(op: Operation, args: list[Any], shape: tuple[int, int]) -> Any:
     """One op on SBUF tiles (or immediates), as ``SegmentInterpreter`` applies it to each tile unfused."""
     kind = op.name.removeprefix("stablehlo.")
     to = tiles.result_dtype(op.results[0])
     dt = tiles.nki_dtype(to)
+    if kind == "select":
+        return _select(args, shape, dt)
     if kind == "compare":
         fn = getattr(nl, tiles._COMPARE[op.comparison_direction.data])  # type: ignore[attr-defined]
         return fn(*args, dtype="uint8")
@@ -142,3 +202,27 @@ def _convert(t: Any, op: Operation, to: np.dtype, dt: str) -> Any:
     if to.kind in "iu" and frm.kind not in "iub":
         t = nl.trunc(t, dtype="float32")
     return nl.copy(t, dtype=dt)
+
+
+def _select(args: list[Any], shape: tuple[int, int], dt: str) -> Any:
+    """``pred ? on_true : on_false`` exactly: on_false written, on_true copied over it where pred holds
+    (``tensor_copy_predicated``, as ``SegmentInterpreter.op_select``)."""
+    pred, on_true, on_false = (_full(a, shape) for a in args)
+    dst = nl.ndarray(shape, dtype=dt, buffer=nl.sbuf)
+    if isinstance(on_false, float):
+        nisa.memset(dst=dst, value=on_false)
+    else:
+        nisa.tensor_copy(dst=dst, src=on_false)
+    if isinstance(on_true, float):
+        on_true = nl.full(shape, on_true, dtype=dt)
+    elif on_true.dtype != dt:
+        on_true = nl.copy(on_true, dtype=dt)
+    nisa.tensor_copy_predicated(dst=dst, src=on_true, predicate=pred)
+    return dst
+
+
+def _full(t: Any, shape: tuple[int, int]) -> Any:
+    """A column tile (from a ``ColumnBroadcast``) broadcast to the tile's shape; anything else as it is."""
+    if isinstance(t, float) or tuple(t.shape) == shape:
+        return t
+    return nl.broadcast_to(t, shape=shape)

@@ -84,6 +84,11 @@ def broadcast_columns(interp: SegmentInterpreter, op: hlo.BroadcastInDimOp, x: H
     shape = hlo.shape_of(op.result)
     if not shape or out_strides[-1] != 0 or shape[-1] < MIN_BROADCAST:
         return False
+    from nkic.hlo import fusion
+
+    if fusion.all_uses_fuse(interp, op.result):  # never materialised: each tile reads its column (hlo/fusion.py)
+        interp.values[op.result] = fusion.ColumnBroadcast(x, shape, tuple(out_strides))  # type: ignore[assignment]
+        return True
     out = interp.alloc(op.result)
     c = shape[-1]
     lead = shape[:-1]

@@ -302,6 +302,8 @@ class SegmentInterpreter:
             return
         if not hlo.shape_of(op.operand[0]) and hlo.shape_of(op.result):
             raise _unsupported(op, "a run-time scalar predicate choosing between tensors")
+        if _family_lowering("fuse")(self, op):  # type: ignore[misc]  # an element-wise chain (hlo/fusion.py)
+            return
         p, t, f = self.hbm(pred), self._operand(on_true), self._operand(on_false)
         out = self.alloc(op.result)
 
