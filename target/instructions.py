@@ -244,12 +244,28 @@ def activate2_problem(get: Callable[[str], Any]) -> str | None:
     return None
 
 
+# An opcode's slots given as FROM_ROLES: its one instruction's roles say them (in role order), and which are required,
+# written, (P, 1) scalars and of dst's shape (the instruction's elementwise roles); the OpSpec adds only what the
+# encoding adds (code, immediates, flags). ``declare`` fills them in.
+FROM_ROLES: tuple[str, ...] = ("<the instruction's roles>",)
+
+
+def _from_roles(spec: InstrSpec, opcode: OpSpec) -> OpSpec:
+    return replace(opcode, slots=tuple(r.isa_slot for r in spec.roles),
+                   required=tuple(r.isa_slot for r in spec.roles if r.required),
+                   writes=tuple(r.isa_slot for r in spec.roles if r.write),
+                   scalar_slots=tuple(r.isa_slot for r in spec.roles if r.scalar),
+                   same_shape=tuple(spec.role(n).isa_slot for n in spec.elementwise))  # fmt: skip
+
+
 def declare(spec: InstrSpec, opcode: OpSpec | None = None) -> InstrSpec:
     """Register an instruction (and, for an instruction with an ISA form of its own, that opcode)."""
     if spec.name in INSTRUCTIONS:
         raise ValueError(f"instruction '{spec.name}' is declared twice")
     spec = _with_offset_roles(spec)
     if opcode is not None:
+        if opcode.slots is FROM_ROLES:
+            opcode = _from_roles(spec, opcode)
         register_opcode(opcode)
     isa = OPCODES.get(spec.opcode)
     if isa is None:
@@ -451,13 +467,11 @@ declare(
                 Field("reduce_op", "alu"), Field("reduce_cmd", "reduce_cmd")),
         elementwise=("on_true",), since=3,
     ),
-    OpSpec("RANGE_SELECT", 0x10, FROM_INSTRUCTIONS, ("dst", "on_true", "bound0", "bound1", "reduce_res"),
+    OpSpec("RANGE_SELECT", 0x10, FROM_INSTRUCTIONS, FROM_ROLES,
            "dst = on_true where both bound comparisons of range_start + i hold, else on_false_value",
-           required=("dst", "on_true", "bound0", "bound1"),
            imms=(Imm("comp_op0", "alu"), Imm("comp_op1", "alu"), Imm("on_false_value", "f32"),
                  Imm("range_start", "i32", default=0), Imm("reduce_cmd", "reduce_cmd", default="idle"),
-                 Imm("reduce_op", "alu", default="bypass")),
-           writes=("dst", "reduce_res"), scalar_slots=("bound0", "bound1", "reduce_res"), same_shape=("on_true",)),
+                 Imm("reduce_op", "alu", default="bypass"))),
 )
 declare(
     InstrSpec(
@@ -469,10 +483,10 @@ declare(
                 Field("reverse1", "bool")),
         elementwise=("data0", "data1"),
     ),
-    OpSpec("TENSOR_TENSOR_SCAN", 0x11, FROM_INSTRUCTIONS, ("dst", "in0", "in1", "initial"),
-           "a running op0/op1 recurrence along the free dim, per partition, in fp32", required=("dst", "in0", "in1"),
+    OpSpec("TENSOR_TENSOR_SCAN", 0x11, FROM_INSTRUCTIONS, FROM_ROLES,
+           "a running op0/op1 recurrence along the free dim, per partition, in fp32",
            imms=(Imm("op0", "alu"), Imm("op1", "alu"), Imm("initial", "f32", tensor_role="initial", required=True)),
-           flags=("reverse0", "reverse1"), scalar_slots=("initial",), same_shape=("in0", "in1")),
+           flags=("reverse0", "reverse1")),
 )
 declare(
     InstrSpec(
@@ -482,10 +496,10 @@ declare(
         fields=(Field("src", "f32", tensor_role="src", required=True), Field("reverse_pred", "bool")),
         elementwise=("src", "predicate"), traits=frozenset({"reads_dst"}),
     ),
-    OpSpec("TENSOR_COPY_PREDICATED", 0x12, FROM_INSTRUCTIONS, ("dst", "src", "predicate"),
-           "dst = src where the predicate holds, unchanged elsewhere", required=("dst", "predicate"),
-           imms=(Imm("src", "f32", tensor_role="src", required=True),), flags=("reverse_pred",),
-           same_shape=("src", "predicate")),
+    OpSpec("TENSOR_COPY_PREDICATED", 0x12, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = src where the predicate holds, unchanged elsewhere",
+           imms=(Imm("src", "f32", tensor_role="src", required=True),),
+           flags=("reverse_pred",)),
 )
 declare(
     InstrSpec(
@@ -493,8 +507,8 @@ declare(
         "dst[p] = (count, mean, variance * count) of data[p]'s even elements, then of its odd ones",
         dims_rule=_bn_stats_dims,
     ),
-    OpSpec("BN_STATS", 0x13, FROM_INSTRUCTIONS, ("dst", "src"), "per-partition statistics of even and odd elements",
-           required=("dst", "src")),
+    OpSpec("BN_STATS", 0x13, FROM_INSTRUCTIONS, FROM_ROLES,
+           "per-partition statistics of even and odd elements"),
 )
 declare(
     InstrSpec(
@@ -502,8 +516,8 @@ declare(
         "dst[p] = (mean, variance) of the (count, mean, variance * count) triples of data[p]",
         dims_rule=_bn_aggr_dims,
     ),
-    OpSpec("BN_AGGR", 0x14, FROM_INSTRUCTIONS, ("dst", "src"), "combine bn_stats triples into a mean and a variance",
-           required=("dst", "src")),
+    OpSpec("BN_AGGR", 0x14, FROM_INSTRUCTIONS, FROM_ROLES,
+           "combine bn_stats triples into a mean and a variance"),
 )
 declare(
     InstrSpec(
@@ -516,13 +530,11 @@ declare(
                 Field("reduce_init", "f32", tensor_role="reduce_init")),
         elementwise=("src",), since=4,
     ),
-    OpSpec("EXPONENTIAL", 0x15, FROM_INSTRUCTIONS, ("dst", "src", "max_value", "reduce_res", "reduce_init"),
-           "dst = exp(src - max_value), summed into the VectorE registers per reduce_cmd", required=("dst", "src"),
+    OpSpec("EXPONENTIAL", 0x15, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = exp(src - max_value), summed into the VectorE registers per reduce_cmd",
            imms=(Imm("max_value", "f32", default=0.0, tensor_role="max_value"),
                  Imm("reduce_cmd", "reduce_cmd", default="idle"),
-                 Imm("reduce_init", "f32", default=0.0, tensor_role="reduce_init")),
-           writes=("dst", "reduce_res"), scalar_slots=("max_value", "reduce_res", "reduce_init"),
-           same_shape=("src",)),
+                 Imm("reduce_init", "f32", default=0.0, tensor_role="reduce_init"))),
 )
 declare(
     InstrSpec(
@@ -535,13 +547,11 @@ declare(
                 Field("reduce_op", "alu"), Field("reverse_pred", "bool")),
         elementwise=("predicate", "on_true"),
     ),
-    OpSpec("SELECT_REDUCE", 0x16, FROM_INSTRUCTIONS, ("dst", "predicate", "on_true", "on_false", "reduce_res"),
+    OpSpec("SELECT_REDUCE", 0x16, FROM_INSTRUCTIONS, FROM_ROLES,
            "dst = predicate ? on_true : on_false, max-reduced into the VectorE registers",
-           required=("dst", "predicate", "on_true"),
            imms=(Imm("on_false", "f32", tensor_role="on_false", required=True),
                  Imm("reduce_cmd", "reduce_cmd", default="idle"), Imm("reduce_op", "alu", default="bypass")),
-           flags=("reverse_pred",), writes=("dst", "reduce_res"), scalar_slots=("on_false", "reduce_res"),
-           same_shape=("predicate", "on_true")),
+           flags=("reverse_pred",)),
 )
 declare(
     InstrSpec(
@@ -554,12 +564,10 @@ declare(
                 Field("reduce_cmd", "reduce_cmd")),
         elementwise=("src",),
     ),
-    OpSpec("TENSOR_SCALAR_CUMULATIVE", 0x17, FROM_INSTRUCTIONS, ("dst", "src", "imm0", "imm1"),
+    OpSpec("TENSOR_SCALAR_CUMULATIVE", 0x17, FROM_INSTRUCTIONS, FROM_ROLES,
            "a running op1 over op0(src, imm0) along the free dim, in the VectorE registers",
-           required=("dst", "src"),
            imms=(Imm("op0", "alu"), Imm("op1", "alu"), Imm("imm0", "f32", tensor_role="imm0", required=True),
-                 Imm("imm1", "f32", tensor_role="imm1"), Imm("reduce_cmd", "reduce_cmd", default="idle")),
-           scalar_slots=("imm0", "imm1"), same_shape=("src",)),
+                 Imm("imm1", "f32", tensor_role="imm1"), Imm("reduce_cmd", "reduce_cmd", default="idle"))),
 )
 declare(
     InstrSpec(
@@ -567,8 +575,9 @@ declare(
         ("pool",), "dst[0, f] = reduce(op) of data[p, f] over the partitions p",
         fields=(Field("op", "alu", required=True),), dims_rule=_partition_reduce_dims,
     ),
-    OpSpec("TENSOR_PARTITION_REDUCE", 0x18, FROM_INSTRUCTIONS, ("dst", "src"), "a reduction across partitions into one",
-           required=("dst", "src"), imms=(Imm("op", "alu"),)),
+    OpSpec("TENSOR_PARTITION_REDUCE", 0x18, FROM_INSTRUCTIONS, FROM_ROLES,
+           "a reduction across partitions into one",
+           imms=(Imm("op", "alu"),)),
 )
 
 
@@ -597,10 +606,11 @@ declare(
                 Field("src0_reg", "int"), Field("imm0", "int"), Field("src1_reg", "int"), Field("imm1", "int")),
         traits=_CONTROL, nki_name="register_move",
     ),
-    OpSpec("REG_ALU", 0x40, ENGINE_NAMES, (), "r[dst_reg] = (r[src0_reg] + imm0) <op> (r[src1_reg] + imm1)",
+    OpSpec("REG_ALU", 0x40, ENGINE_NAMES, FROM_ROLES,
+           "r[dst_reg] = (r[src0_reg] + imm0) <op> (r[src1_reg] + imm1)",
            imms=(Imm("dst_reg", "u32"), Imm("op", "alu"), Imm("src0_reg", "u32", default=0),
                  Imm("imm0", "i32", default=0), Imm("src1_reg", "u32", default=0), Imm("imm1", "i32", default=0)),
-           writes=(), traits=_CONTROL),
+           traits=_CONTROL),
 )
 declare(
     InstrSpec(
@@ -608,8 +618,10 @@ declare(
         "r[dst_reg] = src, one element read as a 32-bit integer",
         fields=(Field("dst_reg", "int", required=True),), traits=_CONTROL, dims_rule=_single_element,
     ),
-    OpSpec("REG_LOAD", 0x41, ENGINE_NAMES, ("src",), "r[dst_reg] = the one element of src, as an int32",
-           required=("src",), imms=(Imm("dst_reg", "u32"),), writes=(), traits=_CONTROL),
+    OpSpec("REG_LOAD", 0x41, ENGINE_NAMES, FROM_ROLES,
+           "r[dst_reg] = the one element of src, as an int32",
+           imms=(Imm("dst_reg", "u32"),),
+           traits=_CONTROL),
 )
 declare(
     InstrSpec(
@@ -617,8 +629,10 @@ declare(
         "dst = r[src_reg], one element converted to dst's dtype",
         fields=(Field("src_reg", "int", required=True),), traits=_CONTROL, dims_rule=_single_element,
     ),
-    OpSpec("REG_STORE", 0x42, ENGINE_NAMES, ("dst",), "dst's one element = r[src_reg]", required=("dst",),
-           imms=(Imm("src_reg", "u32"),), traits=_CONTROL),
+    OpSpec("REG_STORE", 0x42, ENGINE_NAMES, FROM_ROLES,
+           "dst's one element = r[src_reg]",
+           imms=(Imm("src_reg", "u32"),),
+           traits=_CONTROL),
 )
 declare(
     InstrSpec(
@@ -626,8 +640,10 @@ declare(
         "if r[cond_reg] == 0, continue after the matching loop_end (a while loop's entry test)",
         fields=(Field("cond_reg", "int", required=True),), traits=_CONTROL,
     ),
-    OpSpec("LOOP_BEGIN", 0x43, ENGINE_NAMES, (), "skip to after the matching LOOP_END if r[cond_reg] == 0",
-           imms=(Imm("cond_reg", "u32"),), writes=(), traits=_CONTROL),
+    OpSpec("LOOP_BEGIN", 0x43, ENGINE_NAMES, FROM_ROLES,
+           "skip to after the matching LOOP_END if r[cond_reg] == 0",
+           imms=(Imm("cond_reg", "u32"),),
+           traits=_CONTROL),
 )
 declare(
     InstrSpec(
@@ -635,8 +651,10 @@ declare(
         "if r[cond_reg] != 0, continue after the matching loop_begin (the back edge)",
         fields=(Field("cond_reg", "int", required=True),), traits=_CONTROL,
     ),
-    OpSpec("LOOP_END", 0x44, ENGINE_NAMES, (), "jump back to after the matching LOOP_BEGIN if r[cond_reg] != 0",
-           imms=(Imm("cond_reg", "u32"),), writes=(), traits=_CONTROL),
+    OpSpec("LOOP_END", 0x44, ENGINE_NAMES, FROM_ROLES,
+           "jump back to after the matching LOOP_BEGIN if r[cond_reg] != 0",
+           imms=(Imm("cond_reg", "u32"),),
+           traits=_CONTROL),
 )
 
 # The counted loop of a rolled ``affine_range`` (ARCHITECTURE.md "Rolled loops"): the induction register counts
@@ -647,9 +665,10 @@ declare(
         "r[iv_reg] = 0; if bound <= 0, continue after the matching counted_loop_end",
         fields=(Field("iv_reg", "int", required=True), Field("bound", "int", required=True)), traits=_CONTROL,
     ),
-    OpSpec("COUNTED_LOOP_BEGIN", 0x50, ENGINE_NAMES, (),
+    OpSpec("COUNTED_LOOP_BEGIN", 0x50, ENGINE_NAMES, FROM_ROLES,
            "r[iv_reg] = 0; skip to after the matching COUNTED_LOOP_END if bound <= 0",
-           imms=(Imm("iv_reg", "u32"), Imm("bound", "i32")), writes=(), traits=_CONTROL),
+           imms=(Imm("iv_reg", "u32"), Imm("bound", "i32")),
+           traits=_CONTROL),
 )
 declare(
     InstrSpec(
@@ -659,9 +678,10 @@ declare(
                 Field("bound", "int", required=True)),
         traits=_CONTROL,
     ),
-    OpSpec("COUNTED_LOOP_END", 0x51, ENGINE_NAMES, (),
+    OpSpec("COUNTED_LOOP_END", 0x51, ENGINE_NAMES, FROM_ROLES,
            "r[iv_reg] += step; jump back to after the matching COUNTED_LOOP_BEGIN if r[iv_reg] < bound",
-           imms=(Imm("iv_reg", "u32"), Imm("step", "i32"), Imm("bound", "i32")), writes=(), traits=_CONTROL),
+           imms=(Imm("iv_reg", "u32"), Imm("step", "i32"), Imm("bound", "i32")),
+           traits=_CONTROL),
 )
 # The structured loops: each opener's partner closer, by instruction name and by ISA mnemonic.
 LOOP_PAIRS = {"loop_begin": "loop_end", "counted_loop_begin": "counted_loop_end"}
@@ -680,7 +700,8 @@ declare(
         "dst = the next 32-bit XORWOW outputs of the engine's lanes, truncated to dst's integer dtype",
         fields=(_ENGINE,), reads_state=_RNG, writes_state=_RNG, engine_since={"pool": 3},
     ),
-    OpSpec("RNG", 0x28, FROM_INSTRUCTIONS, ("dst",), "dst = next XORWOW outputs (low bits)", required=("dst",)),
+    OpSpec("RNG", 0x28, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = next XORWOW outputs (low bits)"),
 )
 declare(
     InstrSpec(
@@ -691,11 +712,10 @@ declare(
                 Field("max", "f32", tensor_role="max", required=True)),
         reads_state=_RNG, writes_state=_RNG, since=4,
     ),
-    OpSpec("RAND2", 0x29, FROM_INSTRUCTIONS, ("dst", "min", "max"), "dst = uniform in [min, max] (XORWOW)",
-           required=("dst",),
+    OpSpec("RAND2", 0x29, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = uniform in [min, max] (XORWOW)",
            imms=(Imm("min", "f32", tensor_role="min", required=True),
-                 Imm("max", "f32", tensor_role="max", required=True)),
-           scalar_slots=("min", "max")),
+                 Imm("max", "f32", tensor_role="max", required=True))),
 )
 declare(
     InstrSpec(
@@ -704,9 +724,9 @@ declare(
         fields=(Field("prob", "f32", tensor_role="prob", required=True),), elementwise=("data",),
         reads_state=_RNG, writes_state=_RNG,
     ),
-    OpSpec("DROPOUT", 0x2A, FROM_INSTRUCTIONS, ("dst", "src", "prob"), "dst = src, zeroed with probability prob",
-           required=("dst", "src"), imms=(Imm("prob", "f32", tensor_role="prob", required=True),),
-           scalar_slots=("prob",), same_shape=("src",)),
+    OpSpec("DROPOUT", 0x2A, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = src, zeroed with probability prob",
+           imms=(Imm("prob", "f32", tensor_role="prob", required=True),)),
 )
 declare(
     InstrSpec(
@@ -714,8 +734,8 @@ declare(
         "seed every VectorE XORWOW generator from the 32-bit value src_seeds[0, 0]", writes_state=_RNG,
         dims_rule=_seed_dims,
     ),
-    OpSpec("SET_RNG_SEED", 0x2B, FROM_INSTRUCTIONS, ("src",), "seed the VectorE PRNG from one 32-bit value",
-           required=("src",), writes=()),
+    OpSpec("SET_RNG_SEED", 0x2B, FROM_INSTRUCTIONS, FROM_ROLES,
+           "seed the VectorE PRNG from one 32-bit value"),
 )
 declare(
     InstrSpec(
@@ -723,8 +743,8 @@ declare(
         _RNG_STATE_ENGINES, "the engine's XORWOW state of lane p = src_seeds[p, :] (6 uint32 words per generator)",
         fields=(_ENGINE,), writes_state=_RNG, since=3, engine_since={"dve": 4},
     ),
-    OpSpec("RAND_SET_STATE", 0x2C, FROM_INSTRUCTIONS, ("src",), "load the PRNG state of each lane",
-           required=("src",), writes=()),
+    OpSpec("RAND_SET_STATE", 0x2C, FROM_INSTRUCTIONS, FROM_ROLES,
+           "load the PRNG state of each lane"),
 )
 declare(
     InstrSpec(
@@ -732,8 +752,8 @@ declare(
         "dst[p, :] = the engine's XORWOW state of lane p (6 uint32 words per generator)",
         fields=(_ENGINE,), reads_state=_RNG, since=3, engine_since={"dve": 4},
     ),
-    OpSpec("RAND_GET_STATE", 0x2D, FROM_INSTRUCTIONS, ("dst",), "store the PRNG state of each lane",
-           required=("dst",)),
+    OpSpec("RAND_GET_STATE", 0x2D, FROM_INSTRUCTIONS, FROM_ROLES,
+           "store the PRNG state of each lane"),
 )
 
 
@@ -926,8 +946,8 @@ declare(
         "dst[p, :8] = the 8 largest values of src[p] in descending order (fp32 compares, duplicates kept)",
         dims_rule=_max8_dims,
     ),
-    OpSpec("MAX8", 0x20, FROM_INSTRUCTIONS, ("dst", "src"), "the 8 largest values per partition, descending",
-           required=("dst", "src")),
+    OpSpec("MAX8", 0x20, FROM_INSTRUCTIONS, FROM_ROLES,
+           "the 8 largest values per partition, descending"),
 )
 declare(
     InstrSpec(
@@ -935,8 +955,8 @@ declare(
         "dst[p, i] = the free index of vals[p, i] in data[p] (the k-th match for its k-th duplicate in vals), "
         "all-ones when absent", nki_name="nc_find_index8", dims_rule=_find_index8_dims,
     ),
-    OpSpec("FIND_INDEX8", 0x21, FROM_INSTRUCTIONS, ("dst", "src", "vals"), "indices of 8 values per partition",
-           required=("dst", "src", "vals")),
+    OpSpec("FIND_INDEX8", 0x21, FROM_INSTRUCTIONS, FROM_ROLES,
+           "indices of 8 values per partition"),
 )
 declare(
     InstrSpec(
@@ -946,10 +966,9 @@ declare(
         "= its free index, all-ones when absent", fields=(Field("imm", "f32", required=True),),
         elementwise=("data",), nki_name="nc_match_replace8", dims_rule=_match_replace8_dims,
     ),
-    OpSpec("MATCH_REPLACE8", 0x22, FROM_INSTRUCTIONS, ("dst", "src", "vals", "dst_idx"),
+    OpSpec("MATCH_REPLACE8", 0x22, FROM_INSTRUCTIONS, FROM_ROLES,
            "replace the matches of 8 values per partition by imm, recording their indices",
-           required=("dst", "src", "vals"), imms=(Imm("imm", "f32"),), writes=("dst", "dst_idx"),
-           same_shape=("src",)),
+           imms=(Imm("imm", "f32"),)),
 )
 declare(
     InstrSpec(
@@ -959,9 +978,8 @@ declare(
         "count)", fields=(Field("index_offset", "int"), Field("padding_val", "int")),
         dims_rule=_nonzero_dims, since=3,
     ),
-    OpSpec("NONZERO_WITH_COUNT", 0x23, FROM_INSTRUCTIONS, ("dst", "src"),
+    OpSpec("NONZERO_WITH_COUNT", 0x23, FROM_INSTRUCTIONS, FROM_ROLES,
            "nonzero indices, padding and count on the first partition of each 16-partition group",
-           required=("dst", "src"),
            imms=(Imm("index_offset", "i32", default=0), Imm("padding_val", "i32", default=-1))),
 )
 declare(
@@ -974,9 +992,9 @@ declare(
         fields=(Field("n", "int", required=True),),
         dims_rule=_topk_dims,
     ),
-    OpSpec("TOPK", 0x24, FROM_INSTRUCTIONS, ("dst", "idx_dst", "src"),
+    OpSpec("TOPK", 0x24, FROM_INSTRUCTIONS, FROM_ROLES,
            "top-k of the n-element 16-partition snake of each group, ascending, in snake layout",
-           required=("dst", "idx_dst", "src"), imms=(Imm("n", "u32"),), writes=("dst", "idx_dst")),
+           imms=(Imm("n", "u32"),)),
 )
 declare(
     InstrSpec(
@@ -988,9 +1006,8 @@ declare(
         fields=(Field("num_elem_per_idx", "int"), Field("num_valid_indices", "int", required=True)),
         dims_rule=_local_gather_dims,
     ),
-    OpSpec("LOCAL_GATHER", 0x30, FROM_INSTRUCTIONS, ("dst", "src", "index"),
+    OpSpec("LOCAL_GATHER", 0x30, FROM_INSTRUCTIONS, FROM_ROLES,
            "per GpSimd core, gather num_elem_per_idx elements at each of its indices from each of its partitions",
-           required=("dst", "src", "index"),
            imms=(Imm("num_elem_per_idx", "u32", default=1), Imm("num_valid_indices", "u32"))),
 )
 declare(
@@ -1000,8 +1017,8 @@ declare(
          Role("indices", memories=("sbuf",))),
         ("pool",), "dst[p, i] = data[p, indices[p, i]], data's free dims flattened", dims_rule=_n_gather_dims,
     ),
-    OpSpec("NC_N_GATHER", 0x31, FROM_INSTRUCTIONS, ("dst", "src", "indices"),
-           "dst[p, i] = src[p, indices[p, i]] within each partition", required=("dst", "src", "indices")),
+    OpSpec("NC_N_GATHER", 0x31, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst[p, i] = src[p, indices[p, i]] within each partition"),
 )
 declare(
     InstrSpec(
@@ -1011,9 +1028,9 @@ declare(
         derive=lambda f: pack_shuffle_mask(tuple(f["shuffle_mask"])), traits=frozenset({"reads_dst"}),
         dims_rule=_shuffle_dims,
     ),
-    OpSpec("NC_STREAM_SHUFFLE", 0x32, FROM_INSTRUCTIONS, ("dst", "src"),
+    OpSpec("NC_STREAM_SHUFFLE", 0x32, FROM_INSTRUCTIONS, FROM_ROLES,
            "move whole partitions within each 32-partition quadrant by a 32-entry mask (255 = keep)",
-           required=("dst", "src"), imms=tuple(Imm(f"mask{w}", "u32", default=0) for w in range(SHUFFLE_MASK_WORDS))),
+           imms=tuple(Imm(f"mask{w}", "u32", default=0) for w in range(SHUFFLE_MASK_WORDS))),
 )
 declare(
     InstrSpec(
@@ -1022,8 +1039,8 @@ declare(
         ("pool",), "dst[0, 0, i], dst[0, 1, i] = start and end (exclusive) of the run of equal segment ids holding "
         "i; (n, -1) where the id is 0 (padding)", dims_rule=_sequence_bounds_dims,
     ),
-    OpSpec("SEQUENCE_BOUNDS", 0x33, FROM_INSTRUCTIONS, ("dst", "src"), "the [start, end) of each element's segment",
-           required=("dst", "src")),
+    OpSpec("SEQUENCE_BOUNDS", 0x33, FROM_INSTRUCTIONS, FROM_ROLES,
+           "the [start, end) of each element's segment"),
 )
 _DMA_COMPUTE_SRCS = tuple(f"src{i}" for i in range(DMA_COMPUTE_MAX_SRCS))
 # The read-modify-write (dynamic) form has exactly two sources: the index tensors of dst, src0 and src1 take the
@@ -1059,15 +1076,13 @@ declare(
                 Field("reduce_cmd", "reduce_cmd")),
         elementwise=("data",), since=4,
     ),
-    OpSpec("ACTIVATE2", 0x48, FROM_INSTRUCTIONS, ("dst", "src", "imm0", "imm1", "relu_param", "reduce_res"),
+    OpSpec("ACTIVATE2", 0x48, FROM_INSTRUCTIONS, FROM_ROLES,
            "dst = func((src <op0> imm0) <op1> imm1, relu_param); reduce_res = the reduce registers after reduce_cmd",
-           required=("dst", "src"),
            imms=(Imm("func", "act"), Imm("op0", "alu"), Imm("op1", "alu"),
                  Imm("imm0", "f32", default=0.0, tensor_role="imm0"), Imm("imm1", "f32", default=0.0, tensor_role="imm1"),
                  Imm("relu_param", "f32", default=0.0, tensor_role="relu_param"),
                  Imm("reduce_cmd", "reduce_cmd", default="idle"), Imm("reduce_op", "alu", default="bypass")),
-           flags=("reverse0", "reverse1"), writes=("dst", "reduce_res"),
-           scalar_slots=("imm0", "imm1", "relu_param", "reduce_res"), same_shape=("src",)),
+           flags=("reverse0", "reverse1")),
 )
 declare(
     InstrSpec(
@@ -1077,8 +1092,9 @@ declare(
         ("dve",), "dst, dst_scale = MXFP8 quantization of src (one e8m0 scale per 8 partitions x 4 values)",
         dims_rule=_quantize_mx_dims, since=4,
     ),
-    OpSpec("QUANTIZE_MX", 0x38, FROM_INSTRUCTIONS, ("dst", "src", "dst_scale"), "dst (fp8 x4), dst_scale (e8m0) = "
-           "MX quantization of src", required=("dst", "src", "dst_scale"), writes=("dst", "dst_scale")),
+    OpSpec("QUANTIZE_MX", 0x38, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst (fp8 x4), dst_scale (e8m0) = "
+           "MX quantization of src"),
 )
 declare(
     InstrSpec(
@@ -1090,9 +1106,9 @@ declare(
         fields=(Field("accumulate", "bool"),), traits=frozenset({"accumulates"}), nki_name="nc_matmul_mx",
         dims_rule=_matmul_mx_dims, since=4,
     ),
-    OpSpec("MATMUL_MX", 0x39, FROM_INSTRUCTIONS, ("dst", "stationary", "moving", "stationary_scale", "moving_scale"),
+    OpSpec("MATMUL_MX", 0x39, FROM_INSTRUCTIONS, FROM_ROLES,
            "dst[M, N] (+)= dequant(stationary)[K, M, 4] . dequant(moving)[K, N, 4] into PSUM",
-           required=("dst", "stationary", "moving", "stationary_scale", "moving_scale"), flags=("accumulate",)),
+           flags=("accumulate",)),
 )
 
 
@@ -1155,11 +1171,11 @@ declare(
         elementwise=("src",), since=3, reads_state=frozenset({LNC_PIPES}), writes_state=frozenset({LNC_PIPES}),
         traits=frozenset({"meets"}),
     ),
-    OpSpec("SENDRECV", 0x54, FROM_INSTRUCTIONS, ("dst", "src"),
+    OpSpec("SENDRECV", 0x54, FROM_INSTRUCTIONS, FROM_ROLES,
            "dst of core send_to_rank = src; dst = src of core recv_from_rank (rendezvous on pipe_id)",
-           required=("dst", "src"), imms=(Imm("send_to_rank", "u32"), Imm("recv_from_rank", "u32"),
+           imms=(Imm("send_to_rank", "u32"), Imm("recv_from_rank", "u32"),
                                           Imm("pipe_id", "u32", default=0)),
-           flags=("gpsimd_dma",), same_shape=("src",)),
+           flags=("gpsimd_dma",)),
 )
 declare(
     InstrSpec(
@@ -1168,9 +1184,10 @@ declare(
         fields=(Field("cores", "axes", required=True, imm=None), _ENGINE), traits=_CONTROL | {"meets"},
         derive=lambda f: {"core_mask": core_mask(tuple(f["cores"]))}, since=3,
     ),
-    OpSpec("CORE_BARRIER", 0x55, ENGINE_NAMES, ("data",),
-           "wait until every core of core_mask has reached its matching CORE_BARRIER", required=("data",),
-           imms=(Imm("core_mask", "u32"),), writes=(), traits=_CONTROL),
+    OpSpec("CORE_BARRIER", 0x55, ENGINE_NAMES, FROM_ROLES,
+           "wait until every core of core_mask has reached its matching CORE_BARRIER",
+           imms=(Imm("core_mask", "u32"),),
+           traits=_CONTROL),
 )
 
 
@@ -1191,9 +1208,9 @@ declare(
         fields=(Field("prefix", "str", required=True),), traits=frozenset({"dma"}),
         reads_state=_DEBUG, writes_state=_DEBUG,
     ),
-    OpSpec("DEBUG_PRINT", 0x56, FROM_INSTRUCTIONS, ("src",),
+    OpSpec("DEBUG_PRINT", 0x56, FROM_INSTRUCTIONS, FROM_ROLES,
            "copy src to the host's debug stream on DMA queue `queue`, labelled with string `prefix` of the NEFF",
-           required=("src",), imms=(Imm("queue", "u32"), Imm("prefix", "str")), writes=(),
+           imms=(Imm("queue", "u32"), Imm("prefix", "str")),
            traits=frozenset({"dma"})),
 )
 
