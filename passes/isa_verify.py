@@ -12,6 +12,12 @@ When the module names its generation (``nkic.target``), every instruction's engi
 allows on that generation (the ISA ops'
 own verifiers, which know no generation, accept an engine any generation allows): e.g. ``isa_act.tensor_copy`` is
 refused for gen2, where "tensor_copy is not supported on the Scalar Engine".
+
+Every instruction also keeps the NKI reference's documented rules (``nkic.target.rules``, the objects the nisa call,
+the penguin verifier and bir-verify ask) where the ISA carries what they read: an opcode that exactly one nkic
+instruction lowers to is that instruction, its slots are the instruction's roles (``Role.isa_slot``), each operand's
+location gives its memory and dtype and its pattern its (partitions, elements per partition), and its immediates
+are the instruction's fields of the same names. Unrolled copies of one instruction are one question, asked once.
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects.isa import CoreOp, core_streams
 from nkic.passes.targeting import declared_target
-from nkic.target.instructions import LOOP_OPCODE_PAIRS
+from nkic.target.instructions import INSTRUCTIONS, LOOP_OPCODE_PAIRS
+from nkic.target.rules import RULES, Call, Operand, problems
+from nkic.target.rules import message as rule_message
 
 _LOOP_DEPTH = {**{b: 1 for b in LOOP_OPCODE_PAIRS}, **{e: -1 for e in LOOP_OPCODE_PAIRS.values()}}
 
@@ -37,6 +45,7 @@ def check_core(core: object, nc_version: int | None = None) -> None:
     for engine, stream in core_streams(core).items():  # type: ignore[arg-type]
         if nc_version is not None:
             _check_engines(name, engine, stream, nc_version)
+        _check_rules(name, stream, nc_version)
         segments[engine], controls[engine] = _split(list(stream))
         _check_nesting(name, engine, controls[engine])
     first = next(iter(controls.values()), [])
@@ -55,6 +64,49 @@ def _check_engines(core: str, engine: str, stream: object, nc_version: int) -> N
         if problem is not None:
             raise PassFailedException(f"@{core}: instruction {inst.inst_id} ({inst.MNEMONIC}) cannot run on {engine} "
                                       f"on NeuronCore-v{nc_version}: {problem}")  # fmt: skip
+
+
+def _sole_instruction(mnemonic: str) -> str | None:
+    """The nkic instruction an opcode stands for, when exactly one lowers to it and it has documented rules. Not a
+    DMA: a DMA's ISA pattern is its descriptors' (no partition axis), and its slots hold the index tensors."""
+    if mnemonic not in _SOLE:
+        named = [n for n, s in INSTRUCTIONS.items() if s.opcode == mnemonic]
+        sole = len(named) == 1 and named[0] in RULES and not INSTRUCTIONS[named[0]].is_dma
+        _SOLE[mnemonic] = named[0] if sole else None
+    return _SOLE[mnemonic]
+
+
+_SOLE: dict[str, str | None] = {}
+
+
+def isa_rule_call(inst: object, nc_version: int | None) -> Call | None:
+    """The ISA instruction as the documented rules see it (None: no single nkic instruction it stands for)."""
+    instr = _sole_instruction(inst.MNEMONIC)  # type: ignore[attr-defined]
+    if instr is None:
+        return None
+    spec, operands = INSTRUCTIONS[instr], {}
+    for role in spec.roles:
+        loc = inst.loc(role.isa_slot)  # type: ignore[attr-defined]
+        if loc is not None and inst.ap(role.isa_slot) is not None:  # type: ignore[attr-defined]
+            operands[role.name] = Operand(loc.mem, loc.dt, inst.dims(role.isa_slot))  # type: ignore[attr-defined]
+    values = {f.name: inst.field(f.name) for f in spec.fields}  # type: ignore[attr-defined]
+    return Call(instr, operands, {k: v for k, v in values.items() if v is not None}, nc_version)
+
+
+def _check_rules(core: str, stream: object, nc_version: int | None) -> None:
+    asked: set[tuple] = set()
+    for inst in stream:  # type: ignore[attr-defined]
+        call = isa_rule_call(inst, nc_version)
+        if call is None:
+            continue
+        key = (call.instr, tuple(call.operands.items()), tuple(sorted(call.fields.items())))
+        if key in asked:
+            continue
+        asked.add(key)
+        broken = problems(call)
+        if broken:
+            raise PassFailedException(f"@{core}: instruction {inst.inst_id} ({inst.MNEMONIC}): "
+                                      f"{rule_message(call, broken[0])}")  # fmt: skip
 
 
 def _split(insts: list) -> tuple[list[list], list[tuple[int, str]]]:

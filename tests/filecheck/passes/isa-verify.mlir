@@ -39,3 +39,17 @@ builtin.module {
   }
 }
 // CHECK: isa.core 0 must be named @sg00, not @sgx0
+
+// -----
+
+// The documented rules hold in ISA text too (the rule objects the nisa call, penguin and bir-verify ask):
+// tensor_tensor cannot read two PSUM tiles.
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.tensor_tensor dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], in0 psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]], in1 psum(p0, 0x800, float32)[0 : [1, 128], [1, 512]] {id = 0 : i64, op = "add"}
+    }
+  }
+}
+
+// CHECK: @sg00: instruction 0 (TENSOR_TENSOR): tensor_tensor: data1 and data2 cannot both be in PSUM (the NKI reference: "However, the two input tiles, data1 and data2 cannot both reside in PSUM.")
