@@ -1789,9 +1789,11 @@ class StableHloParser(Parser):
     location the text gave it]`` (``mlir_location`` / ``source_location`` read it back)."""
 
     def __init__(self, ctx: Context, text: str, name: str = "<stablehlo>"):
-        super().__init__(ctx, text, name)
-        self._line_starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
+        body, aliases = _location_aliases(text)  # MLIR prints location aliases after their uses
+        super().__init__(ctx, body, name)
+        self._line_starts = [0, *(i + 1 for i, c in enumerate(body) if c == "\n")]
         self._file = name
+        _define_aliases(self, aliases)
 
     def _parse_tensor_literal_element(self) -> Parser._TensorLiteralElement:
         tok = self._current_token
@@ -1915,7 +1917,4 @@ def stablehlo_context() -> Context:
 def parse_stablehlo(text: str, ctx: Context | None = None, filename: str = "<stablehlo>") -> ModuleOp:
     """A StableHLO module (generic or pretty form) with hex float literals read as bits, each op located at its
     line of ``text`` (named ``filename``) and at the source location the text gives it, ``#loc`` aliases included."""
-    body, aliases = _location_aliases(text)
-    parser = StableHloParser(ctx or stablehlo_context(), body, filename)
-    _define_aliases(parser, aliases)
-    return parser.parse_module()
+    return StableHloParser(ctx or stablehlo_context(), text, filename).parse_module()
