@@ -82,10 +82,15 @@ from nkic.frontend.varnames import assigned_name
 from nkic.gcpause import gc_paused
 from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import DEFAULT_TARGET, TARGET_ALIASES, get_target
-from nkic.target.limits import INSTRUCTIONS_VAR, TRIP_COUNT_VAR, max_instructions, max_trip_count
+from nkic.target.limits import (
+    INSTRUCTIONS_VAR,
+    RETRACES_VAR,
+    TRIP_COUNT_VAR,
+    max_instructions,
+    max_retraces,
+    max_trip_count,
+)
 from nkic.target.names import safe_name
-
-MAX_RETRACES = 64
 
 # Replaced by tests to record instead of building penguin IR: factory(kernel_name, grid, kind) -> emitter.
 emitter_factory: Callable[[str, int, str], Any] | None = None
@@ -418,7 +423,8 @@ def _trace(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[tuple[str
 
 def _trace_attempts(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[tuple[str, Any]]) -> TracedKernel:
     unrolled: set[tuple[str, int, int]] = set()
-    for _ in range(MAX_RETRACES):
+    limit = max_retraces()  # target/limits.py: every re-trace unrolls a new loop, so this only caps the time
+    for _ in range(limit + 1):
         factory = emitter_factory
         if factory is None:
             from nkic.frontend.emit import PenguinEmitter as factory  # noqa: N813
@@ -426,7 +432,7 @@ def _trace_attempts(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[
         try:
             traced = ctx.run(bound, arrays)
         except NeedsUnroll as e:
-            _mark_unrolled(unrolled, e.sites)
+            _mark_unrolled(unrolled, e.sites, kernel)
             continue
         except (IndexError, KeyError, StopIteration):
             # A rolled loop ran its body once, so a Python container filled in the body has one entry instead of
@@ -435,22 +441,29 @@ def _trace_attempts(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[
             rolled = ctx.rolled_sites - unrolled
             if not rolled:
                 raise
-            _mark_unrolled(unrolled, rolled)
+            _mark_unrolled(unrolled, rolled, kernel)
             continue
         if ctx.pending_unroll:
-            _mark_unrolled(unrolled, ctx.pending_unroll)
+            _mark_unrolled(unrolled, ctx.pending_unroll, kernel)
             continue
         return traced
-    raise NkiError(f"kernel '{kernel.name}' needed more than {MAX_RETRACES} re-traces to unroll its loops")
+    raise NkiError(f"kernel '{kernel.name}' needed more than {limit} re-traces to unroll its loops",
+                   f"each unrolls one more loop (at most two per loop line); raise the bound with {RETRACES_VAR}=N")
 
 
-def _mark_unrolled(unrolled: set[tuple[str, int, int]], sites: Any) -> None:
+def _mark_unrolled(unrolled: set[tuple[str, int, int]], sites: Any, kernel: Kernel) -> None:
+    """Add ``sites`` to the loops to unroll. A re-trace that would unroll nothing new would repeat forever, so it is
+    an error (an internal one: a loop that asked to be unrolled was)."""
+    before = len(unrolled)
     for file, line, occ in sites:
         # The same loop line needing unrolling at a second occurrence (a loop nested in an unrolled loop): unroll
         # every occurrence at once instead of re-tracing once per occurrence.
         if any(s[:2] == (file, line) for s in unrolled):
             unrolled.add((file, line, -1))
         unrolled.add((file, line, occ))
+    if len(unrolled) == before:
+        raise NkiError(f"internal error: re-tracing kernel '{kernel.name}' would unroll no new loop",
+                       f"the loops at {sorted(sites)} were already unrolled; please report this kernel")
 
 
 class TraceContext:
