@@ -367,7 +367,12 @@ declare(InstrSpec(
     fields=(Field("accumulate", "bool"), Field("is_transpose", "bool"), Field("double_row", "bool"),
             Field("is_stationary_onezero", "bool"), Field("is_moving_onezero", "bool"), *MATMUL_TILE_FIELDS),
     traits=frozenset({"accumulates"}), nki_name="nc_matmul",
-))
+),
+    OpSpec("MATMUL", 0x02, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst[M, N] (+)= stationary[K, M]^T @ "
+           "moving[K, N] into PSUM",
+           imms=tuple(Imm(n, "u32", default=0, sparse=True) for n in ("tile_row", "tile_col", "tile_rows", "tile_cols")),
+           flags=("accumulate", "is_transpose", "double_row", "is_stationary_onezero", "is_moving_onezero")))
 # "using Tensor or Vector Engine". Not by load: "Tensor Engine can handle an input tile of shape [128, 128] or
 # smaller, while Vector Engine can handle shape [32, 32] or smaller", and TensorE writes only PSUM: assign-engines
 # takes the first engine whose memories fit (trait "first_engine").
@@ -375,18 +380,25 @@ declare(InstrSpec(
     "transpose", "TRANSPOSE", (_DST, Role("data", slot="src")), ("pe", "dve"), "dst[F, P] = data[P, F]",
     fields=(_ENGINE,), nki_name="nc_transpose", dims_rule=_transpose_dims,
     traits=frozenset({"first_engine", "transpose"}),
-))
+),
+    OpSpec("TRANSPOSE", 0x03, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst[F, P] = src[P, F]"))
 # "using Vector, Scalar or GpSimd Engine", but "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine."
 declare(InstrSpec(
     "tensor_copy", "TENSOR_COPY", (_DST, Role("src")), ("dve", "act", "pool"), "dst = src (with a dtype cast)",
     fields=(_ENGINE,), elementwise=("src",), engine_since={"act": 3}, traits=frozenset({"copy"}),
-))
+),
+    OpSpec("TENSOR_COPY", 0x08, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = src (with dtype conversion)"))
 # "using Vector Engine or GpSimd Engine"; of the ops, "nl.power. (Which runs on the GpSimd engine.)"
 declare(InstrSpec(
     "tensor_tensor", "TENSOR_TENSOR", (_DST, Role("data1", slot="in0"), Role("data2", slot="in1")),
     ("dve", "pool"), "dst = data1 <op> data2", fields=(Field("op", "alu", required=True), _ENGINE),
     elementwise=("data1", "data2"), engine_ops={"dve": frozenset(ALU_OPS.names) - {"power"}},
-))
+),
+    OpSpec("TENSOR_TENSOR", 0x04, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = in0 <op> in1",
+           imms=(Imm("op", "alu"),)))
 # "using Vector or Scalar or GpSimd Engine", but `engine`: "nki.isa.engine.gpsimd (only allowed for rsqrt)"; and
 # "each engine supports limited arithmetic operators": ScalarE's stages are the ones below.
 declare(InstrSpec(
@@ -399,7 +411,13 @@ declare(InstrSpec(
             Field("reverse1", "bool"), _ENGINE),
     elementwise=("data",),
     engine_ops={"act": frozenset({"multiply", "add", "subtract"}), "pool": frozenset({"rsqrt"})},
-))
+),
+    OpSpec("TENSOR_SCALAR", 0x05, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = (src <op0> operand0) <op1> operand1",
+           imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu", optional=True),
+                 Imm("operand1", "f32", tensor_role="operand1")),
+           flags=("reverse0", "reverse1", "has_op1"),
+           derived_flags=frozenset({"has_op1"})))
 declare(InstrSpec(
     "scalar_tensor_tensor", "SCALAR_TENSOR_TENSOR",
     (_DST, Role("data"), Role("operand0", required=False, scalar=True), Role("operand1")),
@@ -407,14 +425,23 @@ declare(InstrSpec(
     fields=(Field("op0", "alu", required=True), Field("operand0", "f32", tensor_role="operand0", required=True),
             Field("op1", "alu", required=True), Field("reverse0", "bool"), Field("reverse1", "bool")),
     elementwise=("data", "operand1"),
-))
+),
+    OpSpec("SCALAR_TENSOR_TENSOR", 0x0E, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = (data <op0> operand0) <op1> operand1",
+           imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu")),
+           flags=("reverse0", "reverse1")))
 declare(InstrSpec(
     "tensor_reduce", "TENSOR_REDUCE", (_DST, Role("data", slot="src")), ("dve",),
     "dst = (-)reduce(op) of data over its trailing free axes `axes`",
     fields=(Field("op", "alu", required=True), Field("axes", "axes", required=True, imm=None), Field("negate", "bool"),
             Field("keepdims", "bool", imm=None)),
     derive=lambda f: {"num_reduced_dims": len(f["axes"])},
-))
+),
+    OpSpec("TENSOR_REDUCE", 0x06, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = (-)reduce(op) over the trailing "
+           "`num_reduced_dims` free dims of src (0 = all)",
+           imms=(Imm("op", "alu"), Imm("num_reduced_dims", "u32", default=0)),
+           flags=("negate",)))
 declare(InstrSpec(
     "tensor_scalar_reduce", "TENSOR_SCALAR_REDUCE",
     (_DST, Role("data", slot="src"), Role("operand0", required=False, scalar=True),
@@ -433,11 +460,21 @@ declare(InstrSpec(
     fields=(Field("func", "act", required=True), Field("bias", "f32", tensor_role="bias"),
             Field("scale", "f32", tensor_role="scale"), Field("reduce_op", "alu"), Field("reduce_cmd", "reduce_cmd")),
     elementwise=("data",),
-))
+),
+    OpSpec("ACTIVATE", 0x07, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = func(src * scale + bias); reduce_res = the reduce registers after `reduce_cmd`",
+           imms=(Imm("func", "act"), Imm("scale", "f32", default=1.0, tensor_role="scale"),
+                 Imm("bias", "f32", default=0.0, tensor_role="bias"), Imm("reduce_cmd", "reduce_cmd", default="idle"),
+                 Imm("reduce_op", "alu", default="bypass"))))
 declare(InstrSpec(
     "memset", "MEMSET", (_DST,), ("dve", "pool"), "dst = value",
     fields=(Field("value", "value", required=True), _ENGINE),
-))
+),
+    OpSpec("MEMSET", 0x09, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = value",
+           imms=(Imm("value", "value"),),
+           flags=("int_value",),
+           derived_flags=frozenset({"int_value"})))
 declare(InstrSpec(
     "iota", "IOTA", (Role("dst", write=True, memories=("sbuf",)),), ("pool",),
     "dst[p, i...] = pattern.offset + p * channel_multiplier + sum(step * i)",
@@ -454,7 +491,9 @@ declare(InstrSpec(
 declare(InstrSpec(
     "reciprocal", "RECIPROCAL", (_DST, Role("data", slot="src")), ("dve",), "dst = 1 / data",
     elementwise=("data",),
-))
+),
+    OpSpec("RECIPROCAL", 0x0C, FROM_INSTRUCTIONS, FROM_ROLES,
+           "dst = 1 / src"))
 declare(
     InstrSpec(
         "range_select", "RANGE_SELECT",

@@ -3,7 +3,10 @@
 An opcode is declared once, as LLVM's instruction formats are: its code, the engines that run it, its operand
 slots (which ones it writes, which are (P, 1) scalar tiles, which share dst's shape), its immediates (named exactly
 as the IR properties that hold them) and its flag bits. The encoder, the decoder, the listings, the ISA op classes
-and their verifiers are derived from it.
+and their verifiers are derived from it. This table holds the opcodes several instructions share (DMA_COPY), those
+of no instruction (SEM_WAIT) and those whose slots differ from their instruction's roles; an opcode of exactly one
+instruction is declared with it (``instructions.declare(InstrSpec(...), OpSpec(..., FROM_ROLES, ...))``), its
+slots said by the instruction's roles.
 """
 
 from __future__ import annotations
@@ -202,33 +205,6 @@ _SPECS = (
            "`queue`; `transpose` swaps src's first and last dims; `oob_skip` skips out-of-bounds dynamic rows",
            required=("dst", "src"), imms=(Imm("queue", "u32"),), flags=("transpose", "oob_skip"),
            traits=frozenset({"dma"})),
-    OpSpec("MATMUL", 0x02, FROM_INSTRUCTIONS, ("dst", "stationary", "moving"), "dst[M, N] (+)= stationary[K, M]^T @ "
-           "moving[K, N] into PSUM", required=("dst", "stationary", "moving"),
-           imms=tuple(Imm(n, "u32", default=0, sparse=True) for n in ("tile_row", "tile_col", "tile_rows", "tile_cols")),
-           flags=("accumulate", "is_transpose", "double_row", "is_stationary_onezero", "is_moving_onezero")),
-    OpSpec("TRANSPOSE", 0x03, FROM_INSTRUCTIONS, ("dst", "src"), "dst[F, P] = src[P, F]", required=("dst", "src")),
-    OpSpec("TENSOR_TENSOR", 0x04, FROM_INSTRUCTIONS, ("dst", "in0", "in1"), "dst = in0 <op> in1",
-           required=("dst", "in0", "in1"), imms=(Imm("op", "alu"),), same_shape=("in0", "in1")),
-    OpSpec("TENSOR_SCALAR", 0x05, FROM_INSTRUCTIONS, ("dst", "src", "operand0", "operand1"),
-           "dst = (src <op0> operand0) <op1> operand1", required=("dst", "src"),
-           imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu", optional=True),
-                 Imm("operand1", "f32", tensor_role="operand1")),
-           flags=("reverse0", "reverse1", "has_op1"), derived_flags=frozenset({"has_op1"}),
-           scalar_slots=("operand0", "operand1"), same_shape=("src",)),
-    OpSpec("TENSOR_REDUCE", 0x06, FROM_INSTRUCTIONS, ("dst", "src"), "dst = (-)reduce(op) over the trailing "
-           "`num_reduced_dims` free dims of src (0 = all)", required=("dst", "src"),
-           imms=(Imm("op", "alu"), Imm("num_reduced_dims", "u32", default=0)), flags=("negate",)),
-    OpSpec("ACTIVATE", 0x07, FROM_INSTRUCTIONS, ("dst", "src", "bias", "scale", "reduce_res"),
-           "dst = func(src * scale + bias); reduce_res = the reduce registers after `reduce_cmd`",
-           required=("dst", "src"),
-           imms=(Imm("func", "act"), Imm("scale", "f32", default=1.0, tensor_role="scale"),
-                 Imm("bias", "f32", default=0.0, tensor_role="bias"), Imm("reduce_cmd", "reduce_cmd", default="idle"),
-                 Imm("reduce_op", "alu", default="bypass")),
-           writes=("dst", "reduce_res"), scalar_slots=("bias", "scale", "reduce_res"), same_shape=("src",)),
-    OpSpec("TENSOR_COPY", 0x08, FROM_INSTRUCTIONS, ("dst", "src"), "dst = src (with dtype conversion)",
-           required=("dst", "src"), same_shape=("src",)),
-    OpSpec("MEMSET", 0x09, FROM_INSTRUCTIONS, ("dst",), "dst = value", required=("dst",), imms=(Imm("value", "value"),),
-           flags=("int_value",), derived_flags=frozenset({"int_value"})),
     OpSpec("IOTA", 0x0A, FROM_INSTRUCTIONS, ("dst", "pattern"), "dst[p, i...] = offset + p * pattern[0].step + "
            "sum(step * i)", required=("dst", "pattern"), imms=(Imm("offset", "i32", default=0),),
            same_shape=("pattern",), traits=frozenset({"pattern"})),
@@ -236,18 +212,12 @@ _SPECS = (
            "on_true : on_false_value", required=("dst", "on_true", "pattern"),
            imms=(Imm("offset", "i32", default=0), Imm("cmp_op", "alu"), Imm("on_false_value", "f32")),
            same_shape=("on_true", "pattern"), traits=frozenset({"pattern"})),
-    OpSpec("RECIPROCAL", 0x0C, FROM_INSTRUCTIONS, ("dst", "src"), "dst = 1 / src", required=("dst", "src"),
-           same_shape=("src",)),
     OpSpec("TENSOR_SCALAR_REDUCE", 0x0D, FROM_INSTRUCTIONS, ("dst", "src", "operand0", "reduce_res"),
            "dst = src <op0> operand0; reduce_res = (-)reduce(reduce_op, dst)", required=("dst", "src"),
            imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True),
                  Imm("reduce_op", "alu")),
            flags=("reverse0", "negate"), writes=("dst", "reduce_res"), scalar_slots=("operand0", "reduce_res"),
            same_shape=("src",)),
-    OpSpec("SCALAR_TENSOR_TENSOR", 0x0E, FROM_INSTRUCTIONS, ("dst", "data", "operand0", "operand1"),
-           "dst = (data <op0> operand0) <op1> operand1", required=("dst", "data", "operand1"),
-           imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu")),
-           flags=("reverse0", "reverse1"), scalar_slots=("operand0",), same_shape=("data", "operand1")),
     OpSpec("SEM_WAIT", 0x0F, ENGINE_NAMES, (), "block until wait_sem >= wait_value", writes=()),
 )  # fmt: skip
 OPCODES: dict[str, OpSpec] = {s.mnemonic: s for s in _SPECS}
