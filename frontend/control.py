@@ -190,7 +190,7 @@ def register_while(ctx: Any, reg: VirtualRegister, frame: Any) -> bool:
         ctx.register_whiles.pop()
         _end(ctx, reg)
         return False
-    _not_in_no_reorder(ctx, "while")
+    _not_in_no_reorder(ctx, "while_loop")  # `while reg:` is nl.while_loop written as Python
     _begin(ctx, reg)
     ctx.register_whiles.append((*site, reg, frame.f_lasti))
     return True

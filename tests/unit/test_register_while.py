@@ -189,3 +189,32 @@ def test_break_then_the_same_while_again_is_an_error() -> None:
     err = _error(k)
     assert "left with break, continue or return" in str(err)
     assert f"test_register_while.py:{_line('# AGAIN-LINE')}:" in str(err)
+
+
+def test_while_register_inside_no_reorder_is_an_error() -> None:
+    """NKI: "Register-based dynamic loops (nl.fori_loop, nl.while_loop) are not supported inside a no_reorder
+    block"; ``while reg:`` is the same loop."""
+
+    @nki.jit
+    def k(c):
+        out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+        reg = _load(c)
+        with nl.no_reorder():
+            while reg:  # NO-REORDER-LINE
+                nisa.register_load(reg, c)
+        return out
+
+    err = _error(k)
+    assert "cannot be inside a no_reorder block" in str(err)
+    assert f"test_register_while.py:{_line('# NO-REORDER-LINE')}:" in str(err)
+
+
+def test_register_alloc_of_a_tensor_needs_one_element() -> None:
+    @nki.jit
+    def k(c):
+        out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+        sb = nl.ndarray((1, 2), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.register_alloc(sb)
+        return out
+
+    assert "register_alloc: 'x' must hold exactly one element" in str(_error(k))
