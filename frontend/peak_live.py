@@ -47,6 +47,7 @@ CHECK_GROWTH = 1.25  # each checkpoint this much later than the previous: O(1) a
 # SBUF live at once, in multiples of SBUF, beyond which a kernel is refused rather than spilled (module docstring)
 SPILL_FACTOR = 1.25
 _SHOWN = 3  # the largest live tensors the message names
+_IS_DMA: dict[str, bool] = {}  # instruction name -> a DMA (asked for every traced instruction)
 
 
 @dataclass
@@ -81,7 +82,10 @@ class PeakLive:
         pos = self.pos
         self.pos += 1
         self.locs.append(loc)
-        if INSTRUCTIONS[op].is_dma and any(s.buffer.name not in ("sbuf", "psum") for s in storages):
+        dma = _IS_DMA.get(op)
+        if dma is None:
+            dma = _IS_DMA[op] = INSTRUCTIONS[op].is_dma
+        if dma and any(s.buffer.name not in ("sbuf", "psum") for s in storages):
             storages = []  # a transfer to or from HBM: the scheduler moves it next to the tile's compute (docstring)
         for s in storages:
             mem = s.buffer.name
