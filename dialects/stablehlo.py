@@ -1788,11 +1788,12 @@ class StableHloParser(Parser):
     every op it reads its place in the text: the op's location becomes ``fused<"nkic.mlir">[file:line:col, the
     location the text gave it]`` (``mlir_location`` / ``source_location`` read it back)."""
 
-    def __init__(self, ctx: Context, text: str, name: str = "<stablehlo>"):
+    def __init__(self, ctx: Context, text: str, name: str = "<stablehlo>", first_line: int = 1):
+        """``first_line``: the line of ``name`` that ``text`` starts at (a ``--split-input-file`` chunk's)."""
         body, aliases = _location_aliases(text)  # MLIR prints location aliases after their uses
         super().__init__(ctx, body, name)
         self._line_starts = [0, *(i + 1 for i, c in enumerate(body) if c == "\n")]
-        self._file = name
+        self._file, self._first_line = name, first_line
         _define_aliases(self, aliases)
 
     def _parse_tensor_literal_element(self) -> Parser._TensorLiteralElement:
@@ -1805,7 +1806,7 @@ class StableHloParser(Parser):
     def line_col(self, offset: int) -> tuple[int, int]:
         """1-based line and column of a character offset."""
         line = bisect.bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
+        return line + self._first_line - 1, offset - self._line_starts[line - 1] + 1
 
     def parse_operation(self) -> Operation:
         line, col = self.line_col(self._current_token.span.start)

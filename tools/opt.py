@@ -94,6 +94,7 @@ class NkicOptMain(xDSLOptMain):
         check_string_literals(text, self.get_input_name())
         self._expected = [(start_offset + text.count("\n", 0, m.start()) + 1, m.group(1))
                           for m in _EXPECTED.finditer(text)]  # fmt: skip
+        self._chunk_line = start_offset  # the chunk's first line in the file, 0-based: ops are located in the file
         try:
             return super().parse_chunk(io.BytesIO(text.encode()), file_extension, start_offset)
         except (ValueError, NotImplementedError, OverflowError) as e:
@@ -148,7 +149,7 @@ class NkicOptMain(xDSLOptMain):
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
             # MLIR's reading of a hex literal in a float dense attribute (the bits), which xDSL's parser lacks
             text = io.read().decode()
-            parser = _LocatingParser(self.ctx, text, self.get_input_name())
+            parser = _LocatingParser(self.ctx, text, self.get_input_name(), getattr(self, "_chunk_line", 0) + 1)
             self.parsed = parser.parse_module(not self.args.no_implicit_module)
             return self.parsed
 
