@@ -3,6 +3,11 @@
 * ``experimental/mxfp_subkernels/mxfp_load_utils.py`` (``mxfp_load_performance_wrapper``): a bf16 [128, K] tensor
   loaded as fp32 pairs, transposed with a stride-2 swizzle through PSUM and quantized to MXFP8 per 512-column block;
   bit-exact against the documented ``quantize_mx`` of the swizzled block (the kernel's docstring pseudocode).
+* ``core/moe/moe_tkg/all_expert_mx_impl.py`` with ``is_all_expert_dynamic=True`` (``moe_tkg[2]``, trn3): the first
+  block of tokens static, the next ones in a ``while reg:`` loop whose register ``nisa.register_alloc`` loads from
+  the block decision vector; equal to the static all-expert path bit for bit, and a block without routed tokens is
+  skipped at run time (its rows are never written, as the kernel leaves them). The all-expert reference of
+  ``test_nkilib_mx`` does not emulate the kernel's bf16 roundings yet, so it is only a gross check here (5%).
 * ``core/moe/moe_cte/bwmm_shard_on_block_mx.py`` (``bwmm_shard_on_block_mx[2]``, trn3): every block's tokens through
   its expert's MX MLP, scaled by the token's affinity and accumulated per core into a (2, T+1, H) output. The
   static path (no ``conditions``) and the dynamic one: ``conditions`` decides at run time how many blocks after the
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -28,11 +34,13 @@ import nkic
 
 nkic.install_nki_alias()
 import nki  # noqa: E402
+import nki.language as nl  # noqa: E402
 
 from test_nkilib_mx import (  # noqa: E402
     _bf16,
     down_proj_mx_ref,
     gate_up_proj_mx_ref,
+    moe_mx_ref,
     mx_pack,
     mx_quantize,
     mx_random,
@@ -166,3 +174,51 @@ def test_bwmm_shard_on_block_mx_dynamic_blocks(bwmm, ran: int) -> None:
     with contextlib.redirect_stdout(io.StringIO()):
         got = bwmm(**inputs, conditions=conditions, block_size=B, n_static_blocks=2, n_dynamic_blocks=2)
     _check(got, bwmm_ref(inputs, ran, w_dtype))
+
+
+# -- moe_tkg all-expert MX, dynamic ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def all_expert_mx(nkilib_module_scope):
+    moe_tkg = nkilib_module_scope("nkilib.core.moe.moe_tkg.moe_tkg").moe_tkg
+    mode = nkilib_module_scope("nkilib.core.utils.common_types").ExpertAffinityScaleMode
+
+    def kernel(x, gate_up_w, down_w, affinities, index, gate_up_s, down_s, gate_up_b, down_b, rank_id, dynamic):
+        return moe_tkg(x, gate_up_w.view(nl.float8_e4m3fn_x4), down_w.view(nl.float8_e4m3fn_x4), affinities, index,
+                       True, rank_id=rank_id, expert_gate_up_bias=gate_up_b, expert_down_bias=down_b,
+                       expert_gate_up_weights_scale=gate_up_s, expert_down_weights_scale=down_s,
+                       expert_affinities_scaling_mode=mode.POST_SCALE, is_all_expert_dynamic=dynamic,
+                       block_size=32 if dynamic else None)  # fmt: skip
+
+    return nki.simulate(nki.jit(kernel, platform_target="trn3")[2])
+
+
+def test_moe_tkg_all_expert_mx_dynamic_blocks(all_expert_mx) -> None:
+    """T = 64 tokens in blocks of 32, one local expert (the dynamic path's limit), I = 1024 so that LNC=2 shards
+    I (with one I512 tile the kernel's dynamic block path reduces unsharded halves and doubles the result)."""
+    t, h, i = 64, 512, 1024
+    x = RNG.standard_normal((t, h)).astype(BF16)
+    gate_up_w, down_w = mx_random((1, 128, 2, 1, i), E8), mx_random((1, 128, 2, h), E8)
+    gate_up_s = RNG.integers(118, 122, (1, 16, 2, 1, i)).astype(np.uint8)
+    down_s = RNG.integers(118, 122, (1, 16, 2, h)).astype(np.uint8)
+    gate_up_b, down_b = RNG.standard_normal((1, 128, 2, 2, 4)).astype(BF16), RNG.standard_normal((1, h)).astype(BF16)
+    index = np.zeros((t, 1), np.int32)
+    affinities = (RNG.random((t, 1)) + 0.1).astype(BF16)
+    weights = (gate_up_w, down_w)
+    scales_bias = (gate_up_s, down_s, gate_up_b, down_b)
+    rank = np.zeros((1, 1), np.int32)
+    with contextlib.redirect_stdout(io.StringIO()):
+        static = all_expert_mx(x, *weights, affinities, index, *scales_bias, rank, False)
+        dynamic = all_expert_mx(x, *weights, affinities, index, *scales_bias, rank, True)
+    np.testing.assert_array_equal(dynamic, static)
+    want = moe_mx_ref(x, *weights, affinities, index, *scales_bias, E8, True, True)
+    # a gross check only: the reference leaves out the kernel's bf16 roundings (1.6-3.3% off on the data tried);
+    # a wrong block or a doubled LNC reduction is off by 100%
+    assert np.abs(static.astype(np.float64) - want).max() <= 0.05 * np.abs(want).max()
+    # tokens 32..63 routed nowhere: the decision vector stops the loop before their block
+    half = affinities.copy()
+    half[32:] = 0
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        skipped = all_expert_mx(x, *weights, half, index, *scales_bias, rank, True)
+    np.testing.assert_array_equal(skipped[:32], static[:32])
+    assert any("rows 32..63 were never written" in str(w.message) for w in caught)
