@@ -27,9 +27,10 @@ the uniform K/V loads are ``nl.affine_range`` loops.
 
 That is ``flash_attention_rolled`` (in program order, one group after the other). ``flash_attention`` runs the same
 algorithm software-pipelined for the engines (``_attention_pipelined``, below): private buffers per group and tile,
-the next group's scores stage emitted before this group's softmax stage, the exp over chunks of tiles, Pᵀ through
-bf16 PSUM or by DMA, and some tiles' max folded on GpSimd, the masked tiles scaled by ScalarE out of PSUM. The
-numbers are the same up to the order of the partial sums.
+the next ``PIPELINE_DEPTH`` groups' scores stages emitted before this group's softmax stage, each diagonal tile cut
+after its last block with a kept key, the exp over chunks of tiles, Pᵀ through bf16 PSUM or by DMA, and some
+tiles' max folded on GpSimd, the masked tiles scaled by ScalarE out of PSUM. The numbers are the same up to the
+order of the partial sums.
 """
 
 from nkic import api as nki
@@ -578,8 +579,11 @@ def _exp_tile(scores, sums, neg_max, o_psum, v_sb, t, col, n_blocks, dt):
 # The same algorithm, arranged so that the engines overlap across query groups:
 # * every per-group, per-tile tensor is its own allocation (scores, exp, transposed exp, PSUM tiles), so nothing
 #   but the data chains one group to the next;
-# * the program is emitted software-pipelined: the scores stage (MM1, mask, scale + partial max) of the next
-#   group comes before the softmax stage (exp + sum, transposes, MM2, normalise) of the current one;
+# * the program is emitted software-pipelined: the scores stages (MM1, mask, scale + partial max) of the next
+#   ``PIPELINE_DEPTH`` groups come before the softmax stage (exp + sum, transposes, MM2, normalise) of the current
+#   one (measured at 8K: depth 1 433.6 µs, 2 423.5 µs, 3 424.8 µs; bench/README.md);
+# * a diagonal tile stops after its last 128-column block holding a key some query of the group keeps
+#   (``_trim_causal``): MM1, the mask, the max, the exp and Pᵀ skip the blocks masked for every row;
 # * loads are issued in the order the groups first need them (K/V tile t and Q group g interleaved);
 # * Pᵀ: the PE transposes land in PSUM in the exp tile's dtype (the ISA requires dst dtype == data dtype), so the
 #   PSUM → SBUF copy is a 2-byte copy (VectorE fast mode); some chunks are transposed by one DMA instead
@@ -595,6 +599,7 @@ DMA_TRANSPOSE_EVERY = 3  # every 3rd chunk (2-byte dtypes) transposes Pᵀ by DM
 DMA_TRANSPOSE_FROM = 0.25  # ... from this fraction of the groups on (the loads hold the DMA queues before)
 MAX_ON_POOL_EVERY = 4  # every n-th kept tile: ACT scales it out of PSUM, GpSimd takes the max; 0: never
 EXP_CHUNK = 2  # kept tiles per exp instruction (and per chunk DMA transpose)
+PIPELINE_DEPTH = 2  # scores stages emitted ahead of the softmax stage of the oldest pending group
 POOL_MAX_FOLDS = 2  # GpSimd halvings of an SBUF score tile before VectorE's row max (_pool_folded_max)
 POOL_MAX_MIN_WIDTH = 64  # ... down to at least this many columns
 COPY_ON_ACT_EVERY = 4  # every n-th PE-transposed tile copies Pᵀ out of PSUM on ACT instead of DVE; 0: never
@@ -605,6 +610,8 @@ def _attention_pipelined(q, k, v, scale, causal_mask, sliding_window):
     dt = q.dtype
     q_per_kv = bs // bs_kv
     n_groups, sections, on_false, plan, active, scratch = _sectioning(bs, seqlen_q, seqlen_kv, d, scale, causal, window)
+    plan = {key: [_trim_causal(g * Q_GROUP, min(Q_GROUP, seqlen_q - g * Q_GROUP), tile) for tile in tiles]
+            for key, tiles in plan.items() for g in [key[0]]}  # fmt: skip
 
     cfg = {"d": d, "dt": dt, "scale": float(scale), "on_false": on_false, "window": window, "seqlen_q": seqlen_q,
            "dma_t": dt in (nl.bfloat16, nl.float16) and DMA_TRANSPOSE_EVERY > 0, "count": 0, "tiles": 0, "copies": 0,
@@ -628,16 +635,28 @@ def _attention_pipelined(q, k, v, scale, causal_mask, sliding_window):
             q_t = {b: nl.ndarray((d, n_groups, Q_GROUP), dtype=dt, buffer=nl.sbuf, name="qT") for b in batches}
             _load_in_order(q, k, v, q_t, k_t, v_sb, kb, batches, groups, plan, si, s0, slen, seqlen_q, seqlen_kv, d)
 
-            pending = None
+            pending = []  # scores stages emitted, their softmax stages not yet
             for b in batches:
                 for g in groups:
                     st = _scores_stage(q_t[b][:, g, :], k_t, run_neg_max[b, g], b, g, si, s0, plan[g, si],
                                        active[g], cfg)  # fmt: skip
-                    if pending is not None:
-                        _softmax_stage(*pending)
-                    pending = (st, out, scratch, v_sb, run_sum, cfg)
-            _softmax_stage(*pending)
+                    pending.append((st, out, scratch, v_sb, run_sum, cfg))
+                    if len(pending) > PIPELINE_DEPTH:
+                        _softmax_stage(*pending.pop(0))
+            for stage in pending:
+                _softmax_stage(*stage)
     return out
+
+
+def _trim_causal(q0, nq, tile):
+    """A diagonal tile ``(t, k0, nk, kind)`` cut after its last 128-column block holding a key at or before the
+    group's last query: the columns beyond are masked for every row, so their scores, exps and Pᵀ blocks are never
+    computed (MM1, the mask, the max and the exp all shrink with the tile)."""
+    t, k0, nk, kind = tile
+    if not kind["causal"]:
+        return tile
+    last = q0 + nq - 1 - k0  # the last column any row of the group keeps
+    return t, k0, min(nk, _cdiv(last + 1, KV_BLOCK) * KV_BLOCK), kind
 
 
 def _load_kv_tile(k, v, k_t, v_sb, kb, s0, slen, d, base, t):
