@@ -36,31 +36,35 @@ class Fused:
 
 @dataclass(frozen=True)
 class ColumnBroadcast:
-    """A broadcast along the last dim that only fused chains read: never stored; a chain's tile loads the [rows, 1]
-    column from ``src`` (``strides``: the result's dims' strides into it, 0 for broadcast dims) and the engines
-    broadcast it across the free dim (NKI's free-dim broadcast of a size-1 dim)."""
+    """A broadcast that only fused chains read: never stored. A chain's tile loads it from ``src`` directly
+    (``strides``: the result's dims' strides into it, 0 for broadcast dims): a broadcast along the last dim as the
+    [rows, 1] column, which the engines broadcast across the free dim (NKI's free-dim broadcast of a size-1 dim); a
+    broadcast over leading dims (a bias or a norm's gain) as [rows, cols] with a step-0 row pair, contiguous runs."""
 
     src: tiles.Hbm
     shape: tuple[int, ...]
     strides: tuple[int, ...]
 
-    def column(self, r0: int, nr: int) -> Any:
-        """Rows [r0, r0 + nr) of the (rows, last dim) view as an [nr, 1] SBUF tile: one DMA per run of rows inside
-        one block of the second-to-last dim (a run's offsets are one [stride, count] pair)."""
+    def tile(self, r0: int, nr: int, c0: int, nc: int) -> Any:
+        """Rows [r0, r0 + nr) x cols [c0, c0 + nc) of the (rows, last dim) view (one column when the last dim is
+        broadcast): one DMA per run of rows inside one block of the second-to-last dim (a run's offsets are one
+        [stride, count] pair)."""
         lead = self.shape[:-1]
         block = lead[-1] if lead else 1
         step = self.strides[-2] if lead else 0
+        last = self.strides[-1]
+        width, inner = (1, [1, 1]) if last == 0 else (nc, [last, nc])
         runs, r = [], r0
         while r < r0 + nr:
             n = min(block - r % block, r0 + nr - r)
-            runs.append((r, n, self._offset(r)))
+            runs.append((r, n, self._offset(r) + c0 * last))
             r += n
         if len(runs) == 1:
-            return nl.load(self.src.tensor.ap([[step, nr], [1, 1]], offset=runs[0][2]))
-        col = nl.ndarray((nr, 1), dtype=self.src.dtype, buffer=nl.sbuf)
+            return nl.load(self.src.tensor.ap([[step, nr], inner], offset=runs[0][2]))
+        t = nl.ndarray((nr, width), dtype=self.src.dtype, buffer=nl.sbuf)
         for r, n, off in runs:
-            nisa.dma_copy(dst=col[r - r0 : r - r0 + n, 0:1], src=self.src.tensor.ap([[step, n], [1, 1]], offset=off))
-        return col
+            nisa.dma_copy(dst=t[r - r0 : r - r0 + n, 0:width], src=self.src.tensor.ap([[step, n], inner], offset=off))
+        return t
 
     def _offset(self, row: int) -> int:
         off = 0
@@ -164,7 +168,7 @@ def _read_outside(interp: SegmentInterpreter, r: SSAValue, members: set[Operatio
 def _reader(interp: SegmentInterpreter, v: SSAValue) -> Callable[[int, int, int, int], Any]:
     lazy = interp.values[v]
     if isinstance(lazy, ColumnBroadcast):
-        return lambda r0, nr, c0, nc: lazy.column(r0, nr)
+        return lazy.tile
     s = tiles._splat(interp.values[v])  # type: ignore[arg-type]
     if s is not None:
         return lambda *_: s

@@ -80,15 +80,21 @@ def broadcast_columns(interp: SegmentInterpreter, op: hlo.BroadcastInDimOp, x: H
     contiguous bytes per run, like a transpose), so instead each 128-row column is loaded once ([nr, 1]), broadcast
     across the free dim on chip (``nl.broadcast_to``: a stride-0 tensor_copy) and stored as contiguous [nr, 512]
     tiles. Rows are taken in chunks that stay inside one block of the second-to-last dim, so a chunk's source
-    offsets are one [stride, count] pair. False (the DMA) when the last dim is not broadcast or is short."""
+    offsets are one [stride, count] pair. A broadcast that only adds size-1 dims (``keepdims``) is a reshape: a
+    view, no DMA. False (the DMA) when the last dim is not broadcast or is short."""
     shape = hlo.shape_of(op.result)
-    if not shape or out_strides[-1] != 0 or shape[-1] < MIN_BROADCAST:
-        return False
+    bdims = hlo.int_list(op.broadcast_dimensions)
+    if math.prod(shape) == math.prod(x.shape) and list(bdims) == sorted(bdims):
+        interp.values[op.result] = Hbm(x.tensor, shape, x.dtype)  # only size-1 dims added: a reshape, free
+        return True
     from nkic.hlo import fusion
 
-    if fusion.all_uses_fuse(interp, op.result):  # never materialised: each tile reads its column (hlo/fusion.py)
+    if shape and out_strides[-1] in (0, 1) and fusion.all_uses_fuse(interp, op.result):
+        # never materialised: each fused tile reads its rows / column from the source (hlo/fusion.py)
         interp.values[op.result] = fusion.ColumnBroadcast(x, shape, tuple(out_strides))  # type: ignore[assignment]
         return True
+    if not shape or out_strides[-1] != 0 or shape[-1] < MIN_BROADCAST:
+        return False
     out = interp.alloc(op.result)
     c = shape[-1]
     lead = shape[:-1]

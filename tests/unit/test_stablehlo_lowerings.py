@@ -198,6 +198,10 @@ def test_column_broadcasts_on_chip() -> None:
     y = RNG.standard_normal((3, 50, 64)).astype(np.float32)
     _same(lambda a: a * jnp.max(a, axis=1, keepdims=True), y)
     _same(lambda a, b: a + b[:, :, None], y, RNG.standard_normal((3, 50)).astype(np.float32))
+    # broadcasts over leading dims read by fused chains: step-0 row pairs, runs split at block edges
+    _same(lambda a, g: jnp.tanh(a * g[:, None, :]), y, RNG.standard_normal((3, 64)).astype(np.float32), tol=1e-6)
+    _same(lambda a, g: a + g[None, :, None], y, RNG.standard_normal((50,)).astype(np.float32))
+    _same(lambda a, g: a * g + 1, x, RNG.standard_normal((700,)).astype(np.float32), tol=1e-6)
 
 
 def test_softmax_reads_its_row_statistics_as_columns(tmp_path: object) -> None:

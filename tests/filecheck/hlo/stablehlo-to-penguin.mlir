@@ -70,12 +70,13 @@ func.func @main(%a: tensor<3x8xf32>) -> tensor<8x3x2xf32> {
 // -----
 
 // convert: a copy to the new dtype; compare + select: a uint8 predicate and tensor_copy_predicated (exact for
-// -inf). The iota triangle folds to a constant at compile time (NEFF data).
+// -inf). The iota triangle folds to a constant at compile time (NEFF data). Both are one fused pass
+// (hlo/fusion.py): the constant is loaded beside the operand, then the copy and the predicated copy.
 // CHECK:       {{^// -+$}}
 // CHECK:       penguin.kernel @hlo_segment_0
 // CHECK:       penguin.alloc "out0" {{.*}} : !penguin.tensor<shared_hbm, 4x4xbf16>
-// CHECK:       penguin.tensor_copy dst
 // CHECK:       penguin.alloc "{{.*}}" {data = "0x01000000010100000101010001010101"{{.*}} : !penguin.tensor<shared_hbm, 4x4xui8>
+// CHECK:       penguin.tensor_copy dst
 // CHECK:       penguin.memset
 // CHECK:       penguin.tensor_copy_predicated
 func.func @main(%a: tensor<4x4xf32>) -> (tensor<4x4xbf16>, tensor<4x4xf32>) {
