@@ -57,6 +57,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_region_def,
     var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
@@ -1656,6 +1657,73 @@ def _parse_window_entry(parser: Parser, props: dict[str, Attribute]) -> None:
 
 
 
+@irdl_op_definition
+class ClampOp(_HloOp):
+    """``stablehlo.clamp %min, %x, %max : T`` (or ``: (Tmin, T, Tmax) -> T``): ``min(max(x, min), max)``, ``min`` and
+    ``max`` of x's shape or scalars."""
+
+    name = "stablehlo.clamp"
+    operand = var_operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if len(self.operand) != 3:
+            raise VerifyException("stablehlo.clamp takes min, operand and max")
+        shape = shape_of(self.operand[1])
+        if any(shape_of(v) not in ((), shape) for v in (self.operand[0], self.operand[2])):
+            raise VerifyException("stablehlo.clamp: min and max are scalars or of the operand's shape")
+        if ttype(self.result) != ttype(self.operand[1]):
+            raise VerifyException("stablehlo.clamp: the result has the operand's type")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        operands, _ = _parse_operands_and_fields(parser, {})
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        if parser._current_token.kind == MLIRTokenKind.L_PAREN:
+            ftype = parser.parse_function_type()
+            ins, outs = list(ftype.inputs.data), list(ftype.outputs.data)
+        else:
+            t = parser.parse_type()
+            ins, outs = [t] * len(operands), [t]
+        values = parser.resolve_operands(operands, ins, pos)
+        return cls.create(operands=values, result_types=outs, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        _print_operands(printer, self.operand)
+        if {v.type for v in self.operand} == {self.result.type}:
+            printer.print_op_attributes(self.attributes)
+            printer.print_string(f" : {self.result.type}")
+        else:
+            _print_fn_type(printer, self)
+
+
+@irdl_op_definition
+class CaseOp(_HloOp):
+    """``"stablehlo.case"(%index) ({branch 0}, {branch 1}, ...)``: the results of branch ``index`` (the last branch
+    when ``index`` is out of range); each branch takes no arguments and returns the results (generic form, as JAX
+    prints it for ``lax.cond`` / ``lax.switch``)."""
+
+    name = "stablehlo.case"
+    index = var_operand_def()
+    outs = var_result_def()
+    branches = var_region_def()
+
+    def verify_(self) -> None:
+        if len(self.index) != 1 or shape_of(self.index[0]) or ttype(self.index[0]).element_type != IntegerType(32):
+            raise VerifyException("stablehlo.case takes one tensor<i32> index")
+        if not self.branches:
+            raise VerifyException("stablehlo.case has at least one branch")
+        for region in self.branches:
+            ret = region.block.last_op
+            if region.block.args or not isinstance(ret, ReturnOp):
+                raise VerifyException("stablehlo.case: each branch takes no arguments and ends in stablehlo.return")
+            if [v.type for v in ret.operands] != [r.type for r in self.outs]:
+                raise VerifyException("stablehlo.case: each branch returns the results' types")
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # chlo: the client ops JAX emits by default (decomposed into StableHLO by ``chlo-legalize``)
 # ------------------------------------------------------------------------------------------------------------------
@@ -1771,7 +1839,7 @@ StableHLO = Dialect(
         *ELEMENTWISE.values(), ConstantOp, ConvertOp, SliceOp, ReshapeOp, BroadcastInDimOp, TransposeOp, IotaOp, CompareOp,
         SelectOp, DotGeneralOp, ReturnOp, ReduceOp, CustomCallOp, CompositeOp, OptimizationBarrierOp, ConcatenateOp,
         PadOp, GatherOp, DynamicSliceOp, WhileOp, IsFiniteOp, ReverseOp, DynamicUpdateSliceOp, SortOp, ReduceWindowOp,
-        ScatterOp, ConvolutionOp,
+        ScatterOp, ConvolutionOp, ClampOp, CaseOp,
     ],
     [PrecisionAttr, ComparisonDirectionAttr, ComparisonTypeAttr, DotAttr, GatherAttr, DotAlgorithmAttr, ScatterAttr,
      ConvAttr],

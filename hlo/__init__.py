@@ -31,6 +31,11 @@ def get_hlo_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ChloLegalize
 
+    def decompose() -> type[ModulePass]:
+        from nkic.hlo.decompose_hlo import DecomposeHlo
+
+        return DecomposeHlo
+
     def lowering() -> type[ModulePass]:
         from nkic.hlo.lower import StablehloToPenguin
 
@@ -39,5 +44,6 @@ def get_hlo_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         **{n: router(n) for n in ("route-attention-composite", "route-attention", "decompose-attention")},
         "chlo-legalize": chlo,
+        "decompose-hlo": decompose,
         "stablehlo-to-penguin": lowering,
     }

@@ -3,7 +3,7 @@
 The op sets are the dialects' own: every op ``stablehlo/dialect/StablehloOps.td`` and ``stablehlo/dialect/ChloOps.td``
 define (openxla/stablehlo). ``status`` answers from nkic's code — the dialect's registered ops, the interpreter's
 lowerings (``tiles.SegmentInterpreter``'s methods and element-wise tables, the per-family ``LOWERINGS``) and
-``chlo-legalize`` — and the README's op table states the same (``tests/unit/test_stablehlo_op_table.py`` compares
+``chlo-legalize`` and ``decompose-hlo`` — and the README's op table states the same (``tests/unit/test_stablehlo_op_table.py`` compares
 them), so the table cannot drift from what the compiler does:
 
 * ``lowered``: compiled op by op (or folded when its operands are constants, or decomposed into lowered ops);
@@ -66,6 +66,10 @@ def status(name: str) -> str:
         return "lowered" if name in LEGALIZED and all(status(n) == "lowered" for n in LEGALIZED[name]) else "rejected"
     if name in ROUTED:
         return "routed"
+    from nkic.hlo.decompose_hlo import DECOMPOSED
+
+    if name in DECOMPOSED:
+        return "lowered" if all(status(n) == "lowered" for n in DECOMPOSED[name]) else "rejected"
     if name in FOLDED or name in TERMINATORS:
         return "lowered"
     return "lowered" if _has_lowering(name.removeprefix("stablehlo.")) else "rejected"

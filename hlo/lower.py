@@ -2,7 +2,8 @@
 
 0. ``chlo-legalize`` (``nkic.hlo.chlo_legalize``) decomposes the chlo ops into StableHLO.
 1. ``inline_calls``: every ``func.call`` in ``@main`` is replaced by the callee's body (JAX outlines ``tril``,
-   ``_where``, ... as private functions); an unrouted ``stablehlo.composite`` is replaced by its decomposition.
+   ``_where``, ... as private functions); an unrouted ``stablehlo.composite`` is replaced by its decomposition;
+   ``decompose-hlo`` (``nkic.hlo.decompose_hlo``) rewrites clamp and case into lowered ops.
 2. Constant folding (``tiles.fold``) finds every compile-time value.
 3. ``@main``'s ops are cut into *segments* at each ``stablehlo.custom_call``: a segment is traced into one
    ``external`` kernel by ``tiles.SegmentInterpreter``; a custom call becomes a kernel node of its own:
@@ -37,6 +38,7 @@ from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import Kernel, TensorSpec
 from nkic.hlo import tiles
 from nkic.hlo.chlo_legalize import legalize_chlo
+from nkic.hlo.decompose_hlo import decompose_hlo
 from nkic.hlo.locations import inlined_location, located
 
 ATTENTION_TARGETS = ("AttentionMMSoftmaxMM", "AttentionMMSoftmaxMMWithoutSwap", "CausalAttentionMMSoftmaxMMWithoutSwap")
@@ -311,9 +313,11 @@ def _import_kernel(ref: str) -> Kernel:
 
 
 def lower_module(module: ModuleOp, nki_kernels: dict[str, Kernel] | None = None) -> ModuleOp:
-    """A (routed) StableHLO module -> a penguin module; ``module`` is modified (chlo decomposed, calls inlined)."""
+    """A (routed) StableHLO module -> a penguin module; ``module`` is modified (chlo decomposed, calls inlined, clamp
+    and case decomposed)."""
     legalize_chlo(module)
     inline_calls(module)
+    decompose_hlo(module)
     return _Lowering(main_function(module), dict(nki_kernels or {})).run()
 
 

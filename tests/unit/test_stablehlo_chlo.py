@@ -1,6 +1,6 @@
 """The chlo ops JAX emits by default, parsed from ``as_text()`` and decomposed by ``chlo-legalize`` as StableHLO's
-``chlo-legalize-to-stablehlo`` does: the simulated results match JAX on the CPU (which runs XLA's decomposition of the
-same ops). Skipped without JAX."""
+``chlo-legalize-to-stablehlo`` does, and the StableHLO ops ``decompose-hlo`` rewrites (clamp, case): the simulated
+results match JAX on the CPU (which runs XLA's decomposition of the same ops). Skipped without JAX."""
 
 from __future__ import annotations
 
@@ -84,3 +84,27 @@ def test_erf_inv_matches_xla() -> None:
     got, want = from_jax(jax.scipy.special.erfinv)(x), np.asarray(jax.jit(jax.scipy.special.erfinv)(x))
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
     assert got[1, -6] == -np.inf and got[1, -5] == np.inf
+
+
+def test_cond_switch_and_clamp() -> None:
+    """``lax.switch`` (clamp + case, an index out of range clamped by JAX and again by case's rule), ``lax.cond`` on a
+    run-time predicate with a tensor and a 0-d result, ``lax.clamp`` with a scalar bound: decompose-hlo."""
+    from nkic.framework import from_jax
+
+    lax = jax.lax
+    x = X.reshape(4, -1)
+    switch = from_jax(lambda a, i: lax.switch(i, [lambda b: b * 2, lambda b: b - 1, jnp.tanh], a))
+    for i in (-3, 1, 2, 7):
+        want = lax.switch(np.int32(i), [lambda b: b * 2, lambda b: b - 1, jnp.tanh], x)
+        np.testing.assert_allclose(switch(x, np.int32(i)), np.asarray(want), rtol=1e-6, atol=1e-6)
+
+    def cond(a):  # type: ignore[no-untyped-def]
+        return lax.cond(a.sum() > 0, lambda b: (b * 2, b.sum()), lambda b: (b - 1, b.max()), a)
+
+    for sign in (1.0, -1.0):
+        got, want = from_jax(cond)(x * sign), cond(x * sign)
+        assert np.shape(got[1]) == ()
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, np.asarray(w), rtol=1e-5, atol=1e-5)
+    clamp = lambda a, lo: lax.clamp(lo, a, np.float32(0.5))  # noqa: E731
+    np.testing.assert_array_equal(from_jax(clamp)(x, np.float32(-0.3)), np.asarray(clamp(x, np.float32(-0.3))))

@@ -187,3 +187,29 @@ func.func @erf_inv(%x: tensor<8x16xbf16>) -> tensor<8x16xbf16> {
   %0 = chlo.erf_inv %x : tensor<8x16xbf16> -> tensor<8x16xbf16>
   func.return %0 : tensor<8x16xbf16>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @control(%i: tensor<i32>, %x: tensor<4x8xf32>, %lo: tensor<f32>) -> (tensor<i32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+// CHECK-NEXT:  %c = stablehlo.constant dense<0> : tensor<i32>
+// CHECK-NEXT:  %0 = stablehlo.clamp %c, %i, %c : tensor<i32>
+// CHECK-NEXT:  %1 = stablehlo.clamp %lo, %x, %lo : (tensor<f32>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  %2 = "stablehlo.case"(%0) ({
+// CHECK-NEXT:  stablehlo.return %x : tensor<4x8xf32>
+// CHECK-NEXT:  }, {
+// CHECK-NEXT:  %3 = stablehlo.negate %x : tensor<4x8xf32>
+// CHECK-NEXT:  stablehlo.return %3 : tensor<4x8xf32>
+// CHECK-NEXT:  }) : (tensor<i32>) -> tensor<4x8xf32>
+// CHECK-NEXT:  func.return %0, %1, %2 : tensor<i32>, tensor<4x8xf32>, tensor<4x8xf32>
+func.func @control(%i: tensor<i32>, %x: tensor<4x8xf32>, %lo: tensor<f32>) -> (tensor<i32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %0 = stablehlo.clamp %c, %i, %c : tensor<i32>
+  %1 = stablehlo.clamp %lo, %x, %lo : (tensor<f32>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %2 = "stablehlo.case"(%0) ({
+    stablehlo.return %x : tensor<4x8xf32>
+  }, {
+    %3 = stablehlo.negate %x : tensor<4x8xf32>
+    stablehlo.return %3 : tensor<4x8xf32>
+  }) : (tensor<i32>) -> tensor<4x8xf32>
+  func.return %0, %1, %2 : tensor<i32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
