@@ -67,3 +67,24 @@ func.func @main(%x: tensor<8x4xf32>) -> tensor<8x4xf16> {
   func.return %0 : tensor<8x4xf16>
 }
 // CHECK: chlo.erf: the result has the operand's type
+
+// -----
+
+func.func @main(%x: tensor<8x4xf32>, %lo: tensor<4xf32>) -> tensor<8x4xf32> {
+  %0 = stablehlo.clamp %lo, %x, %lo : (tensor<4xf32>, tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
+  func.return %0 : tensor<8x4xf32>
+}
+// CHECK: stablehlo.clamp: min and max are scalars or of the operand's shape
+
+// -----
+
+func.func @main(%i: tensor<i32>, %x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %0 = "stablehlo.case"(%i) ({
+    stablehlo.return %x : tensor<8x4xf32>
+  }, {
+    %c = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    stablehlo.return %c : tensor<f32>
+  }) : (tensor<i32>) -> tensor<8x4xf32>
+  func.return %0 : tensor<8x4xf32>
+}
+// CHECK: stablehlo.case: each branch returns the results' types
