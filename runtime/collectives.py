@@ -1,6 +1,6 @@
 """The collectives' effects in the simulator (ARCHITECTURE.md, "Ranks and collectives").
 
-The scheduler (``simulator._Scheduler``) makes a core's k-th collective wait until every member of its replica
+The scheduler (``scheduler._Scheduler``) makes a core's k-th collective wait until every member of its replica
 group has posted its own k-th (the LNC=2 pair's meeting machinery, keyed per program index of the rank's launch);
 then :func:`meet` checks that the members agree (one collective, one replica group, one size: a mismatch the trace
 could not see is a ``SimulationError``) and applies it to every member's memory at once — every source is read
@@ -18,7 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from nkic.runtime.errors import SimulationError
-from nkic.runtime.simulator import _Core, _Engine, _set_reg, _value, _View, _view, execute
+from nkic.runtime.exec_control import _set_reg
+from nkic.runtime.executors import _value, _view, execute
+from nkic.runtime.state import _Core, _Engine, _View
 from nkic.target.collectives import collective_ns, group_of, parse_groups, parse_pairs
 from nkic.target.isa import Instr
 from nkic.target.machine import Target

@@ -3,7 +3,7 @@
 "Collective operations for multi-rank communication" (nki.collectives.rst) run between ranks: each rank loads a
 NEFF (the same one, unless its arguments' shapes made it trace differently) onto its own core(s) with its own
 inputs in its own HBM. :func:`simulate_ranks` runs every rank's subgraphs in **one** event-driven scheduler
-(``simulator._Scheduler``, as it runs the LNC=2 pair): rank r's program i is scheduler core ``r * programs + i``,
+(``scheduler._Scheduler``, as it runs the LNC=2 pair): rank r's program i is scheduler core ``r * programs + i``,
 with its own SBUF, PSUM, semaphores, registers and DMA queues; the programs of one rank share that rank's HBM. The
 collectives meet there (``runtime/collectives.py``); one that some rank never reaches leaves its members blocked
 with nothing in flight: a ``SimulationDeadlock`` naming the waiting ranks and the collective.
@@ -18,14 +18,10 @@ import numpy as np
 
 from nkic.runtime.errors import SimulationError
 from nkic.runtime.neff import Neff
-from nkic.runtime.simulator import (
-    DEFAULT_MAX_EVENTS,
-    RunResult,
-    _Core,
-    _init_hbm,
-    _Scheduler,
-    print_line,
-)
+from nkic.runtime.profile import RunResult
+from nkic.runtime.scheduler import _Scheduler
+from nkic.runtime.simulator import DEFAULT_MAX_EVENTS
+from nkic.runtime.state import _Core, _init_hbm, print_line
 from nkic.target.machine import get_target
 from nkic.target.vocab import DTYPES
 
