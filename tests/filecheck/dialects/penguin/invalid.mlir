@@ -30,7 +30,7 @@ builtin.module {
     penguin.return
   }
 }
-// CHECK: matmul dst cannot be in sbuf (allowed: psum)
+// CHECK: nc_matmul: 'dst' must be in PSUM, not sbuf (the NKI reference: "The nc_matmul instruction must read inputs from SBUF and write outputs to PSUM.")
 
 // -----
 
@@ -234,7 +234,8 @@ builtin.module {
   penguin.kernel @k : () -> () program {
   ^bb0():
     %x = penguin.alloc "x" : !penguin.tensor<psum, 128x128xf32>
-    penguin.tensor_tensor dst %x[0 : [128, 128], [1, 128]], data1 %x[0 : [128, 128], [1, 128]], data2 %x[0 : [128, 128], [1, 128]] {op = "add", engine = "gpsimd"}
+    %y = penguin.alloc "y" : !penguin.tensor<sbuf, 128x128xf32>
+    penguin.tensor_tensor dst %x[0 : [128, 128], [1, 128]], data1 %x[0 : [128, 128], [1, 128]], data2 %y[0 : [128, 128], [1, 128]] {op = "add", engine = "gpsimd"}
     penguin.return
   }
 }
@@ -616,3 +617,16 @@ builtin.module attributes {nkic.target = "gen3"} {
   }
 }
 // CHECK: nc_matmul: the PSUM result 'dst' is bfloat16, it must be float32 on NeuronCore-v3
+
+// -----
+
+// A documented memory rule names its sentence in IR text too (before the declaration's generic memory check).
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %w = penguin.alloc "w" : !penguin.tensor<psum, 128x128xi32>
+    penguin.iota dst %w[0 : [128, 128], [1, 128]] {pattern = #nkic.ap<0 : [1, 128]>, channel_multiplier = -1 : i64}
+    penguin.return
+  }
+}
+// CHECK: iota: 'dst' must be in SBUF, not psum (the NKI reference: "The output dst tile must be in SBUF.")
