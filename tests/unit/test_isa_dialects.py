@@ -192,6 +192,20 @@ for _engine in ("sp", "act", "dve", "pool"):
     _extra = ", gpsimd_dma = true" if _engine == "pool" else ", pipe_id = 3 : i64"
     PROGRAM[_engine].append(f"isa_{_engine}." + _SENDRECV.format(extra=_extra))
 CONTROL.append("core_barrier data hbm(var 1, 0x0, float32)[0 : [512, 128], [1, 512]] {id = 61 : i64, core_mask = 3 : i64}")
+# Collectives: the rank ids on every engine, the collective DMAs on the engine that triggers them (SP).
+CONTROL += ['rank_id {id = 62 : i64, dst_reg = 1 : i64}',
+            'ring_rank_id {id = 63 : i64, dst_reg = 2 : i64, iteration = 1 : i64, replica_groups = "0,1,2,3"}']
+PROGRAM["sp"] += [
+    'isa_sp.all_reduce dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 2 : i64, queue = 1 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, op = "add", signal_sem = 9 : i64}',
+    'isa_sp.all_gather dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]] {id = 3 : i64, queue = 2 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}',
+    'isa_sp.reduce_scatter dst hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]] {id = 4 : i64, queue = 3 : i64, replica_groups = "0,1;2,3", group_size = 2 : i64, op = "maximum"}',
+    'isa_sp.all_to_all dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]] {id = 5 : i64, queue = 0 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}',
+    'isa_sp.all_gather_v dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]], metadata hbm(var 2, 0x0, uint32)[0 : [4, 3], [1, 4]] {id = 6 : i64, queue = 1 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, recv_counts_known = true}',
+    'isa_sp.all_to_all_v dst hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], src hbm(var 1, 0x0, float32)[0 : [64, 16], [1, 64]], metadata hbm(var 2, 0x0, uint32)[0 : [4, 3], [1, 4]] {id = 7 : i64, queue = 2 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64}',
+    'isa_sp.collective_permute dst hbm(var 1, 0x0, float32)[0 : [64, 4], [1, 64]], src hbm(var 0, 0x0, float32)[0 : [64, 4], [1, 64]] {id = 8 : i64, queue = 3 : i64, source_target_pairs = "0>1;1>0", group_size = 2 : i64}',
+    'isa_sp.collective_permute_implicit dst sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]] {id = 9 : i64, queue = 0 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, channel = 1 : i64}',
+    'isa_sp.collective_permute_implicit_reduce dst sbuf(p0, 0x200, float32)[0 : [1, 128], [1, 64]], src0 sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 64]], src1 sbuf(p0, 0x100, float32)[0 : [1, 128], [1, 64]] {id = 10 : i64, queue = 1 : i64, replica_groups = "0,1,2,3", group_size = 4 : i64, op = "add"}',
+]
 for _engine, _lines in PROGRAM.items():
     _lines += [f"isa_{_engine}.{line}" for line in CONTROL]
 VARS = [
