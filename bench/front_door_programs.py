@@ -88,6 +88,9 @@ PROGRAMS: dict[str, tuple[Callable[..., Any], tuple[Any, ...], float]] = {
     "conv2d": (lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
                (_f32(1, 16, 16, 8), _f32(3, 3, 8, 16)), 1e-4),
     "kv_cache_step": (_kv_step, (_f32(256, 64), _f32(1, 64), np.int32(17)), 0.0),
+    "cond_switch": (lambda x, i: lax.switch(i, [jnp.tanh, jax.nn.relu, lambda b: lax.cond(b.sum() > 0, jnp.exp,
+                                                                                         jnp.negative, b)], x),
+                    (_f32(64, 64), np.int32(2)), 1e-5),
     "cross_entropy": (lambda x, y: -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(x), y[:, None], 1)),
                       (_f32(64, 100), RNG.integers(0, 100, 64).astype(np.int32)), 1e-5),
 }
