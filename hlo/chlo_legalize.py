@@ -44,6 +44,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from nkic.dialects import stablehlo as hlo
 from nkic.frontend.errors import NkiError
+from nkic.hlo.locations import located
 
 # Coefficients, highest power first, as ChloLegalizeToStablehlo.cpp lists them (float literals, read as f32).
 ERF_ALPHA = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
@@ -219,7 +220,8 @@ def legalize_op(op: Operation) -> list[SSAValue] | None:
 
 def legalize_chlo(module: ModuleOp) -> None:
     for op in list(module.walk()):
-        values = legalize_op(op)
+        with located(op):  # an op nkic cannot decompose (f64 erf) is an error at its line
+            values = legalize_op(op)
         if values is None:
             continue
         for old, new in zip(op.results, values):

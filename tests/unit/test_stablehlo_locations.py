@@ -177,3 +177,14 @@ def test_an_nki_kernel_a_custom_call_traces_keeps_its_own_lines() -> None:
     kernel_lines = {loc for loc, call in sources if call.startswith("stablehlo.custom_call ")}
     assert kernel_lines and all("tensor_add.py:" in loc for loc in kernel_lines), sources
     assert any(loc == "k.mlir:3:3" and call.startswith("stablehlo.exponential") for loc, call in sources), sources
+
+
+def test_a_chlo_op_nkic_cannot_decompose_is_at_its_line() -> None:
+    text = """func.func @main(%a: tensor<4xf64>) -> tensor<4xf64> {
+  %0 = chlo.erf %a : tensor<4xf64> -> tensor<4xf64>
+  func.return %0 : tensor<4xf64>
+}
+"""
+    with pytest.raises(NkiError, match=r"^e\.mlir:2: error: chlo\.erf of f64: nkic computes erf/erfc/erf_inv in f16, "
+                                       r"bf16 or f32 \(chlo\.erf e\.mlir:2:3\)"):  # fmt: skip
+        compile_stablehlo(text, filename="e.mlir")
