@@ -26,6 +26,17 @@ from nkic.target.isa import Instr
 from nkic.target.machine import ENGINE_NAMES, NUM_DMA_QUEUES, NUM_SEMAPHORES, Target, sem_name
 
 
+# The kinds of meeting (the first member of a meeting key): a pipe's sendrecvs, a core_barrier, a collective.
+_PIPE, _BARRIER, _COLLECTIVE = "SENDRECV", "CORE_BARRIER", "COLLECTIVE"
+
+
+def _pipe_exchange(ins: Instr) -> bool:
+    """Whether ``ins`` makes cores meet from one engine (sendrecv), not with all the core's engines at its barrier
+    (core_barrier, a control instruction): both are declared with the trait "meets" (target/instructions.py)."""
+    traits = ins.spec.traits
+    return "meets" in traits and "control" not in traits
+
+
 class _Scheduler:
     def __init__(self, neff: Neff, cores: list[_Core], target: Target, max_events: int, timing_only: bool = False):
         self.cores = cores
@@ -49,7 +60,7 @@ class _Scheduler:
         self.profile = Profile(target.name, len(cores))
         # The LNC=2 pair's meetings. A core's k-th SENDRECV of a pipe meets the other cores' k-th of that pipe, its
         # k-th CORE_BARRIER their k-th barrier: (what, k) -> {core: (engines, instruction)}, what being
-        # ("SENDRECV", pipe) or ("CORE_BARRIER",). arrived[(core, what)] counts a core's arrivals.
+        # (_PIPE, pipe) or (_BARRIER,). arrived[(core, what)] counts a core's arrivals.
         self.arrived: dict[tuple[int, tuple], int] = {}
         self.meetings: dict[tuple, dict[int, tuple[list[_Engine], Instr]]] = {}
 
@@ -111,8 +122,8 @@ class _Scheduler:
 
     def _issue(self, eng: _Engine) -> None:
         ins = eng.instrs[eng.pc]
-        if ins.opcode == "SENDRECV":  # the engine waits for the other cores of its pipe (_meet)
-            self._post(eng.core, ("SENDRECV", int(_value(ins, "pipe_id"))), [eng], ins)
+        if _pipe_exchange(ins):  # the engine waits for the other cores of its pipe (_meet)
+            self._post(eng.core, (_PIPE, int(_value(ins, "pipe_id"))), [eng], ins)
             return
         if ins.opcode in COLLECTIVE_OPCODES:  # a DMA whose transfer waits for its replica group (_collective)
             self._trigger_collective(eng, ins)
@@ -177,8 +188,8 @@ class _Scheduler:
             if (other.opcode, other.inst_id) != (ins.opcode, ins.inst_id):
                 raise SimulationError(f"{self._where(e, other)} and {self._where(lead, ins)} meet at one barrier: "
                                       "every engine must reach the same control instructions")  # fmt: skip
-        if ins.opcode == "CORE_BARRIER":  # the core, idle, now waits for the barrier's other cores (_meet)
-            self._post(core, ("CORE_BARRIER",), engines, ins)
+        if "meets" in ins.spec.traits:  # core_barrier: the core, idle, now waits for its other cores (_meet)
+            self._post(core, (_BARRIER,), engines, ins)
             return
         self._release(core, engines, ins)
 
@@ -205,7 +216,7 @@ class _Scheduler:
         posts = self.meetings.setdefault(key, {})
         posts[core] = (engines, ins)
         for e in engines:
-            e.busy, e.meeting = e.busy or what[0] == "SENDRECV", key
+            e.busy, e.meeting = e.busy or what[0] == _PIPE, key
         members = self._members(key, core)
         if members is not None:
             self._meet(key, members)
@@ -215,7 +226,7 @@ class _Scheduler:
         collective's replica group."""
         if ins.opcode in COLLECTIVE_OPCODES:
             return _cc.peers(self.cores, core, ins)
-        if ins.opcode == "SENDRECV":
+        if _pipe_exchange(ins):
             peers: tuple[int, ...] = (int(_value(ins, "send_to_rank")), int(_value(ins, "recv_from_rank")))
         else:
             peers = mask_cores(int(_value(ins, "core_mask")))
@@ -246,7 +257,7 @@ class _Scheduler:
 
     def _meet(self, key: tuple, members: set[int]) -> None:
         """Every core of the meeting has arrived: exchange the sendrecv tiles, or release the barrier."""
-        if key[0][0] == "COLLECTIVE":
+        if key[0][0] == _COLLECTIVE:
             self._collective(key, members)
             return
         posts = self.meetings[key]
@@ -254,7 +265,7 @@ class _Scheduler:
         first = posts[min(members)][1]
         for c in sorted(members):
             ins = posts[c][1]
-            if ins.opcode == "SENDRECV":
+            if _pipe_exchange(ins):
                 to = c - self.cores[c].index + int(_value(ins, "send_to_rank"))
                 if int(_value(posts[to][1], "recv_from_rank")) != self.cores[c].index:
                     raise SimulationError(f"core {c} sends to core {to} on pipe {what[1]} (exchange #{k}), but core "
@@ -262,7 +273,7 @@ class _Scheduler:
             elif ins.imm("core_mask") != first.imm("core_mask"):
                 raise SimulationError(f"CORE_BARRIER #{k}: core {min(members)} names cores "
                                       f"{self._peers(min(members), first)}, core {c} names {self._peers(c, ins)}")
-        if what[0] == "SENDRECV":
+        if what[0] == _PIPE:
             self._exchange(what[1], {c: posts[c] for c in members})
         else:
             for c in sorted(members):
@@ -284,7 +295,7 @@ class _Scheduler:
         self._record(eng.core, eng.name, ins, start, dur)
         self._at(start + dur, partial(self._finish, eng, None))
         self.cores[eng.core].dma_in_flight += 1
-        key = ("COLLECTIVE", self.cores[eng.core].index)
+        key = (_COLLECTIVE, self.cores[eng.core].index)
         self._at(start + dur, partial(self._post, eng.core, key, [], ins))
 
     def _collective(self, key: tuple, members: set[int]) -> None:
@@ -324,9 +335,9 @@ class _Scheduler:
 
     def _meeting_line(self, key: tuple, core: int, ins: Instr) -> str:
         (what, *pipe), k = key
-        if what == "COLLECTIVE":
+        if what == _COLLECTIVE:
             return _cc.meeting_line(self.cores, self.engines, self.meetings[key], k, core, ins)
-        at = f"sendrecv #{k} on pipe {pipe[0]}" if what == "SENDRECV" else f"core_barrier #{k}"
+        at = f"sendrecv #{k} on pipe {pipe[0]}" if what == _PIPE else f"core_barrier #{k}"
         missing = [p for p in self._peers(core, ins) if p not in self.meetings[key]]
         waits = []
         for p in missing:

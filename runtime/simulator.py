@@ -138,13 +138,13 @@ def simulate_in_order(neff: Neff, inputs: Mapping[str, object], *, target: str =
         by_id: dict[int, Instr] = {}
         for instrs in sg.engines.values():
             for ins in instrs:
-                if ins.opcode != "SEM_WAIT":  # waits are ordering only; every copy of a control instruction is one
+                if "wait" not in ins.spec.traits:  # waits are ordering only; every copy of a control instruction is one
                     by_id.setdefault(ins.inst_id, ins)
         order = [by_id[i] for i in sorted(by_id)]
         partner: dict[int, int] = {}
         opened: list[int] = []
         for i, ins in enumerate(order):
-            if ins.opcode in ("SENDRECV", "CORE_BARRIER"):
+            if "meets" in ins.spec.traits:  # sendrecv, core_barrier
                 raise SimulationError(f"in-order execution cannot run {ins.opcode} (inst_id {ins.inst_id})")
             if ins.opcode in LOOP_OPCODE_PAIRS:  # runtime and counted (rolled) loops, nested
                 opened.append(i)

@@ -1214,7 +1214,7 @@ declare(
            "dst of core send_to_rank = src; dst = src of core recv_from_rank (rendezvous on pipe_id)",
            imms=(Imm("send_to_rank", "u32"), Imm("recv_from_rank", "u32"),
                                           Imm("pipe_id", "u32", default=0)),
-           flags=("gpsimd_dma",)),
+           flags=("gpsimd_dma",), traits=frozenset({"meets"})),
 )
 declare(
     InstrSpec(
@@ -1226,7 +1226,7 @@ declare(
     OpSpec("CORE_BARRIER", 0x55, ENGINE_NAMES, FROM_ROLES,
            "wait until every core of core_mask has reached its matching CORE_BARRIER",
            imms=(Imm("core_mask", "u32"),),
-           traits=_CONTROL),
+           traits=_CONTROL | {"meets"}),
 )
 
 

@@ -181,7 +181,8 @@ class OpSpec:
     writes: tuple[str, ...] = ("dst",)
     scalar_slots: tuple[str, ...] = ()  # (P, 1) tiles, P = dst's partitions
     same_shape: tuple[str, ...] = ()  # slots with dst's (partitions, elements per partition)
-    traits: frozenset[str] = field(default_factory=frozenset)  # "dma", "pattern"
+    # "dma", "pattern", "control", "meets" (the simulator makes cores meet at it), "wait" (ordering only)
+    traits: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def key(self) -> str:
@@ -218,7 +219,8 @@ _SPECS = (
                  Imm("reduce_op", "alu")),
            flags=("reverse0", "negate"), writes=("dst", "reduce_res"), scalar_slots=("operand0", "reduce_res"),
            same_shape=("src",)),
-    OpSpec("SEM_WAIT", 0x0F, ENGINE_NAMES, (), "block until wait_sem >= wait_value", writes=()),
+    OpSpec("SEM_WAIT", 0x0F, ENGINE_NAMES, (), "block until wait_sem >= wait_value", writes=(),
+           traits=frozenset({"wait"})),
 )  # fmt: skip
 OPCODES: dict[str, OpSpec] = {s.mnemonic: s for s in _SPECS}
 # Opcodes whose engines come from the instructions that lower to them (see FROM_INSTRUCTIONS).
