@@ -28,10 +28,17 @@ from nkic.target.machine import Target
 __all__ = ["peers", "meet", "meeting_line", "member_ranks", "transfer_ns"]
 
 _REDUCE = {"add": np.add, "minimum": np.minimum, "maximum": np.maximum}
+_PAIRS = "source_target_pairs"
 
 
 def _name(ins: Instr) -> str:
     return ins.opcode.lower()
+
+
+def _group_prop(ins: Instr) -> str:
+    """The immediate naming ``ins``'s members: collective_permute's explicit ``source_target_pairs``, else its
+    ``replica_groups`` (the declarations in target/collectives.py say which one each opcode has)."""
+    return _PAIRS if any(imm.prop == _PAIRS for imm in ins.spec.imms) else "replica_groups"
 
 
 def _string(core: _Core, ins: Instr, prop: str) -> str:
@@ -44,8 +51,8 @@ def _string(core: _Core, ins: Instr, prop: str) -> str:
 def member_ranks(core: _Core, ins: Instr) -> tuple[int, ...]:
     """The ranks ``core``'s collective meets, in group order: its list of the replica group, or, for a
     collective_permute, itself and the ranks it sends to and receives from."""
-    if ins.opcode == "COLLECTIVE_PERMUTE":
-        pairs = parse_pairs(_string(core, ins, "source_target_pairs"))
+    if _group_prop(ins) == _PAIRS:
+        pairs = parse_pairs(_string(core, ins, _PAIRS))
         me = core.rank
         ranks: tuple[int, ...] = tuple(sorted({me, *(t for s, t in pairs if s == me), *(s for s, t in pairs if t == me)}))
     else:
@@ -81,14 +88,13 @@ def _agree(cores: Sequence[_Core], posts: Mapping[int, Instr], k: int) -> None:
     def describe(c: int, ins: Instr) -> str:
         ops = [ins.operand(s) for s in ins.spec.slots]
         sizes = "x".join(f"{op.num_elements} {op.dtype}" for op in ops if op is not None)
-        group = _string(cores[c], ins, "source_target_pairs" if ins.opcode == "COLLECTIVE_PERMUTE"
-                        else "replica_groups")
+        group = _string(cores[c], ins, _group_prop(ins))
         return f"rank {cores[c].rank} runs {_name(ins)} over [{group}] ({sizes})"
 
     want = describe(first_core, first)
     for c, ins in posts.items():
         got = describe(c, ins)
-        if got.split(" runs ", 1)[1] != want.split(" runs ", 1)[1] and ins.opcode != "COLLECTIVE_PERMUTE":
+        if got.split(" runs ", 1)[1] != want.split(" runs ", 1)[1] and _group_prop(ins) != _PAIRS:
             raise SimulationError(f"collective #{k} does not match across ranks: {want}; {got}")
 
 
@@ -277,7 +283,7 @@ def meeting_line(cores: Sequence[_Core], engines: Sequence[_Engine], posts: Mapp
         done = all(e.done for e in engines if e.core == p)
         state = "has finished its streams" if done else "is stuck elsewhere"
         waits.append(f"rank {cores[p].rank}, which {state} without reaching collective #{k}")
-    group = _string(c, ins, "source_target_pairs" if ins.opcode == "COLLECTIVE_PERMUTE" else "replica_groups")
+    group = _string(c, ins, _group_prop(ins))
     source = getattr(c, "sources", {}).get(ins.inst_id)  # the kernel line, when the NEFF carries its sources
     at = f" at {source[0]}" if source else ""
     return (f"  rank {c.rank} waits at its {_name(ins)} (collective #{k}{at}, inst_id {ins.inst_id}, group "
