@@ -24,6 +24,7 @@ from nkic.runtime.encoding import (
     ENGINES, Instr, Operand, _flag_names, decode_stream, encode_stream, imm_values, operand_json, to_json,
 )
 from nkic.runtime.errors import NeffFormatError
+from nkic.target.collectives import COLLECTIVE_OPCODES
 from nkic.target.isa import MAX_STRING_LENGTH
 from nkic.target.machine import MAX_HBM_BYTES, queue_sem
 from nkic.target.names import MAX_NAME_LENGTH, is_safe_name
@@ -282,9 +283,9 @@ def _ap_desc(op: Operand, var_names: Mapping[int, str], side: str) -> dict[str, 
 def _dma_desc(ins: Instr, var_names: Mapping[int, str]) -> dict[str, object] | None:
     """The ``desc`` of a DMA_COPY or DMA_COMPUTE's ``dma`` entry; None for any other instruction."""
     dst, src = ins.operand(0), ins.operand(1)
-    if ins.opcode not in ("DMA_COPY", "DMA_COMPUTE") or dst is None or src is None:
-        return None  # DEBUG_PRINT goes to the host; a collective's transfers are its replica group's
-    if ins.opcode == "DMA_COMPUTE":
+    if "dma" not in ins.spec.traits or ins.opcode in COLLECTIVE_OPCODES or dst is None or src is None:
+        return None  # DEBUG_PRINT (one operand) goes to the host; a collective's transfers are its replica group's
+    if any(imm.prop == "reduce_op" for imm in ins.spec.imms):  # DMA_COMPUTE: the queue combines its sources
         op = f"compute_{ins.value('reduce_op')}"
     elif ins.flag("transpose"):
         op = "transpose"
