@@ -38,6 +38,9 @@ def main(argv: list[str]) -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--output-dir", default="out/bench/tune-matmul")
     p.add_argument("--shape", type=int, nargs=3, metavar=("K", "M", "N"), default=(8192, 4096, 8192))
+    p.add_argument("--reverse", action="store_true",
+                   help="walk the grid from its other end: a second sweep sharing the first's NEFF cache folder "
+                        "(NKIC_CACHE_DIR) compiles only what the first has not reached (the table is the same)")
     a = p.parse_args(argv)
     from nkic import tune
     from nkic.frontend import TensorSpec
@@ -45,7 +48,8 @@ def main(argv: list[str]) -> None:
     k, m, n = a.shape
     kernel = tune.load_kernel(str(TUTORIAL), KERNEL)
     load0, t0 = os.getloadavg(), time.perf_counter()
-    report = tune.tune(kernel, SPACE, executor=a.executor, jobs=a.jobs, workers=a.workers,
+    space = {k: v[::-1] for k, v in SPACE.items()} if a.reverse else SPACE
+    report = tune.tune(kernel, space, executor=a.executor, jobs=a.jobs, workers=a.workers,
                        output_dir=a.output_dir)(TensorSpec((k, m), "bfloat16"), TensorSpec((k, n), "bfloat16"))
     wall, load1 = time.perf_counter() - t0, os.getloadavg()
     published = next((t for t in report.trials if t.config == PUBLISHED), None)
