@@ -12,6 +12,10 @@ throttled on gen3+), waits for what its own engine wrote and it reads to be read
 latency after it ends; a transfer's descriptors pipeline per queue, its data starts ~1.3 µs after the trigger and
 shares the core's DMA bandwidth with the other queues. ``simulate(..., timing_only=True)`` runs that timeline without
 the numerics.
+
+This module is the entry point. The machine state is ``runtime/state.py``, the event-driven scheduler
+``runtime/scheduler.py``, the profile ``runtime/profile.py``, and the instructions' semantics one ``@execute``
+executor per opcode in the ``runtime/exec_*.py`` family modules, registered in ``runtime/executors.py``.
 """
 
 from __future__ import annotations

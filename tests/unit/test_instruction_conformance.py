@@ -66,7 +66,7 @@ def instruction_problems(spec: InstrSpec) -> list[str]:
 def opcode_problems(spec: OpSpec, isa_doc: str) -> list[str]:
     out = []
     if spec.mnemonic not in EXECUTORS:
-        out.append(f"{spec.mnemonic}: no executor (runtime/simulator.py @execute)")
+        out.append(f"{spec.mnemonic}: no executor (runtime/exec_<family>.py @execute)")
     if spec.mnemonic not in COSTS:
         out.append(f"{spec.mnemonic}: no cost (target/costs.py @cost)")
     for e in spec.engines:
