@@ -78,7 +78,7 @@ def test_sweep_sorted_with_reasons(inline: tune.Report, kernel_file: Path) -> No
         assert t.busy["dve"] + t.busy["pool"] > 0  # the adds ran somewhere
         assert 3 * 4 * t.config["TILE"] <= t.sbuf_peak <= t.sbuf_capacity  # three float32 tiles at least
     assert ran[0].sbuf_peak > ran[1].sbuf_peak  # 2048-column tiles take more SBUF than 512-column ones
-    fit, assertion = (t.error for t in inline.failed)
+    assertion, fit = (t.error for t in inline.failed)  # failures by configuration: TILE=3, then 32768
     # at the kernel's line the allocator or the tracer names (an allocation, or the instruction that needs it)
     assert fit.startswith(f"{kernel_file}:") and "does not fit in SBUF" in fit
     assert int(fit.split(":")[1]) in range(_line(KERNEL, "for j in"), _line(KERNEL, "return out"))
@@ -92,6 +92,8 @@ def test_sweep_sorted_with_reasons(inline: tune.Report, kernel_file: Path) -> No
 def test_local_processes_equal_inline(kernel: nkic.frontend.Kernel, inline: tune.Report) -> None:
     report = tune.tune(kernel, SPACE, jobs=2, quiet=True)(*ARGS)
     assert [t.result() for t in report.trials] == [t.result() for t in inline.trials]
+    backwards = tune.tune(kernel, {"TILE": SPACE["TILE"][::-1]}, quiet=True)(*ARGS)  # asked in the other order
+    assert backwards.table() == inline.table()
 
 
 def test_a_dying_worker_fails_its_configuration_only(tmp_path: Path) -> None:
