@@ -33,7 +33,8 @@ for stage in ("penguin-to-bir", "translate-nki-ast-to-bir", "inline-nki-kernel")
 # CHECK: bir.dma_transpose dst @kT[{{.*}}], src @k[
 # CHECK: bir.matmul dst @qk_psum[{{.*}}], stationary @qT[{{.*}}], moving @kT[
 # (attribute order is the printer's business: each line checks one distinctive attribute)
-# CHECK: bir.affine_select dst @scores[{{.*}}pattern = #nkic.ap<0 : [-1, 256]>
+# (group 0 masks only its first key block: its queries keep no later key)
+# CHECK: bir.affine_select dst @scores[{{.*}}pattern = #nkic.ap<0 : [-1, 128]>
 # CHECK: bir.tensor_reduce dst @neg_max_b0_g0[{{.*}}negate = true
 # CHECK: bir.activation dst @exp[{{.*}}], data @scores[{{.*}}], bias @neg_max_b0_g0[{{.*}}func = "exp"
 # CHECK: bir.matmul dst @pv_psum[{{.*}}], stationary @expT[

@@ -22,9 +22,10 @@ print(module)
 # CHECK-NEXT: isa.var @out : output [1, 256, 64] bfloat16 {var_id = [[OUT:[0-9]+]] : i64}
 
 # CHECK-LABEL: isa.stream "pe" {
-# MM1 of group 0: [q=128, k=256] fp32 in PSUM from Q^T [64, 128] and K^T [64, 256] (bf16)
+# MM1 of group 0: [q=128, k=128] fp32 in PSUM from Q^T [64, 128] and K^T [64, 128] (bf16): its queries keep only
+# the first key block (the causal kernel stops a diagonal tile at the last block any of its queries keeps)
 # CHECK: isa_pe.sem_wait {id = [[MM1:[0-9]+]] : i64, wait_sem = [[QSEM:[0-9]+]] : i64, wait_value = 1 : i64}
-# CHECK-NEXT: isa_pe.matmul dst psum(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]], stationary sbuf(p0, {{.*}}, bfloat16)[0 : [1, 64], [1, 128]], moving sbuf(p0, {{.*}}, bfloat16)[0 : [1, 64], [1, 256]] {id = [[MM1]] : i64, wait_sem = [[KSEM:[0-9]+]] : i64, wait_value = 1 : i64, signal_sem = {{[0-9]+}} : i64}
+# CHECK-NEXT: isa_pe.matmul dst psum(p0, {{.*}}, float32)[0 : [1, 128], [1, 128]], stationary sbuf(p0, {{.*}}, bfloat16)[0 : [1, 64], [1, 128]], moving sbuf(p0, {{.*}}, bfloat16)[0 : [1, 64], [1, 128]] {id = [[MM1]] : i64, wait_sem = [[KSEM:[0-9]+]] : i64, wait_value = 1 : i64, signal_sem = {{[0-9]+}} : i64}
 # group 1's QK^T comes before group 0's softmax (software pipelining, in a PSUM bank of its own)
 # CHECK-NEXT: isa_pe.matmul dst psum(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]], stationary sbuf(p0, {{.*}}, bfloat16)[0 : [1, 64], [1, 128]]
 # the exp transposes keep the exp's dtype in PSUM (bf16), after ACT's exp
@@ -36,8 +37,8 @@ print(module)
 
 # CHECK-LABEL: isa.stream "act" {
 # the masked score tile, scaled out of PSUM
-# CHECK: isa_act.activate dst sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]], src psum(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]] {id = {{[0-9]+}} : i64, func = "copy", scale = 1.250000e-01 : f32
-# CHECK: isa_act.activate dst sbuf(p0, {{.*}}, bfloat16)[0 : [1, 128], [1, 256]], src sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]], bias sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 1]] {id = {{[0-9]+}} : i64, func = "exp", scale = 1.000000e+00 : f32, reduce_cmd = "reset_reduce", reduce_op = "add", wait_sem = {{[0-9]+}} : i64, wait_value = {{[0-9]+}} : i64, signal_sem = [[ACTSEM]] : i64}
+# CHECK: isa_act.activate dst sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 128]], src psum(p0, {{.*}}, float32)[0 : [1, 128], [1, 128]] {id = {{[0-9]+}} : i64, func = "copy", scale = 1.250000e-01 : f32
+# CHECK: isa_act.activate dst sbuf(p0, {{.*}}, bfloat16)[0 : [1, 128], [1, 128]], src sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 128]], bias sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 1]], reduce_res sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 1]] {id = {{[0-9]+}} : i64, func = "exp", scale = 1.000000e+00 : f32, reduce_cmd = "reset_reduce", reduce_op = "add", wait_sem = {{[0-9]+}} : i64, wait_value = {{[0-9]+}} : i64, signal_sem = [[ACTSEM]] : i64}
 # the normalisation reads O straight from PSUM and writes the output dtype
 # CHECK: isa_act.activate dst sbuf(p0, {{.*}}, bfloat16)[0 : [1, 128], [1, 64]], src psum(p0, {{.*}}, float32)[0 : [1, 128], [1, 64]], scale sbuf({{.*}} {id = {{[0-9]+}} : i64, func = "copy"
 
@@ -47,8 +48,9 @@ print(module)
 # CHECK: isa_dve.reciprocal
 
 # CHECK-LABEL: isa.stream "pool" {
-# CHECK: isa_pool.affine_select dst sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]], on_true sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 256]], pattern none(int32)[0 : [1, 128], [-1, 256]] {id = {{[0-9]+}} : i64, offset = 0 : i64, cmp_op = "greater_equal", on_false_value = -4.25352933e+37 : f32, wait_sem = {{[0-9]+}} : i64
-# group 1's diagonal mask (offset q0 - k0 = 128)
+# CHECK: isa_pool.affine_select dst sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 128]], on_true sbuf(p0, {{.*}}, float32)[0 : [1, 128], [1, 128]], pattern none(int32)[0 : [1, 128], [-1, 128]] {id = {{[0-9]+}} : i64, offset = 0 : i64, cmp_op = "greater_equal", on_false_value = -4.25352933e+37 : f32, wait_sem = {{[0-9]+}} : i64
+# POOL folds the masked tile in half by maximum for DVE's row max; then group 1's diagonal mask (offset q0 - k0 = 128)
+# CHECK-NEXT: isa_pool.tensor_tensor {{.*}}op = "maximum"
 # CHECK-NEXT: isa_pool.affine_select {{.*}}pattern none(int32)[0 : [1, 128], [-1, 256]] {id = {{[0-9]+}} : i64, offset = 128 : i64, cmp_op = "greater_equal"
 
 # CHECK-LABEL: isa.stream "sp" {

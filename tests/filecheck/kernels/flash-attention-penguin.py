@@ -14,13 +14,16 @@ print(flash_attention.trace(spec, spec, spec, scale=0.125).module)
 # CHECK: penguin.dma_copy dst %[[V:[a-z_0-9]+]][0 : [128, 128], [64, 2], [1, 64]], src %v
 # CHECK: penguin.dma_transpose dst %qT[0 : [256, 64], [1, 128]], src %q{{.*}}[0 :
 # CHECK: penguin.dma_transpose dst %qT[128 : [256, 64], [1, 128]], src %q{{.*}}[8192 :
-# group 0's scores stage. MM1 = Q.K^T into one PSUM bank (stationary Q^T, moving K^T):
-# CHECK: penguin.matmul dst %qk_psum[0 : [512, 128], [1, 256]], stationary %qT[0 : [256, 64], [1, 128]], moving %kT[0 : [256, 64], [1, 256]]
-# a masked (diagonal) tile: ScalarE scales it out of PSUM, GpSimd masks it and takes the partial row max
+# group 0's scores stage. MM1 = Q.K^T into one PSUM bank (stationary Q^T, moving K^T), only as far as the last key
+# block any of its queries keeps (q0 = 0: the first 128 keys; the rest of the tile is masked for every row):
+# CHECK: penguin.matmul dst %qk_psum[0 : [512, 128], [1, 128]], stationary %qT[0 : [256, 64], [1, 128]], moving %kT[0 : [256, 64], [1, 128]]
+# a masked (diagonal) tile: ScalarE scales it out of PSUM, GpSimd masks it, folds it in half by maximum and VectorE
+# takes the partial row max of the half
 # CHECK-NEXT: penguin.activation dst %scores[{{.*}}], data %qk_psum[{{.*}}] {{{.*}}func = "copy", scale = 1.250000e-01 : f32
 # the causal iota triangle: keep (q0 + p) - (k0 + i) >= 0, else FLOAT32_MIN (times the scale: the tile is scaled)
-# CHECK-NEXT: penguin.affine_select dst %scores[{{.*}}], on_true %scores[{{.*}}] {{{.*}}pattern = #nkic.ap<0 : [-1, 256]>, channel_multiplier = 1 : i64, cmp_op = "greater_equal", on_false_value = -4.25352933e+37 : f32}
-# CHECK-NEXT: penguin.tensor_reduce dst %partial_max[{{.*}}], data %scores[{{.*}}] {{{.*}}op = "maximum", axes = array<i64: 1>, negate = false
+# CHECK-NEXT: penguin.affine_select dst %scores[{{.*}}], on_true %scores[{{.*}}] {{{.*}}pattern = #nkic.ap<0 : [-1, 128]>, channel_multiplier = 1 : i64, cmp_op = "greater_equal", on_false_value = -4.25352933e+37 : f32}
+# CHECK: penguin.tensor_tensor dst %max_fold[0 : [64, 128], [1, 64]], data1 %scores[0 : [512, 128], [1, 64]], data2 %scores[64 : [512, 128], [1, 64]] {{{.*}}op = "maximum", engine = "gpsimd"}
+# CHECK-NEXT: penguin.tensor_reduce dst %partial_max[{{.*}}], data %max_fold[{{.*}}] {{{.*}}op = "maximum", axes = array<i64: 1>, negate = false
 # the negated running max:
 # CHECK-NEXT: penguin.tensor_reduce dst %[[NEG_MAX:neg_max_b0_g0]][{{.*}}], data %partial_max[{{.*}}] {{{.*}}op = "maximum", axes = array<i64: 1>, negate = true
 # group 1's scores stage comes next (q0 = 128: its mask offset is q0 - k0 = 128), in buffers of its own
@@ -46,7 +49,8 @@ print("// ----- sliding window 100")
 print(flash_attention.trace(spec, spec, spec, scale=0.125, sliding_window=100).module)
 # keep q - k < 100, i.e. 99 - (q0 + p) + (k0 + i) >= 0, after the causal mask of the same tile
 # CHECK-LABEL: // ----- sliding window 100
-# CHECK: penguin.affine_select {{.*}}pattern = #nkic.ap<0 : [-1, 256]>, channel_multiplier = 1 : i64, cmp_op = "greater_equal"
-# CHECK-NEXT: penguin.affine_select {{.*}}pattern = #nkic.ap<99 : [1, 256]>, channel_multiplier = -1 : i64, cmp_op = "greater_equal", on_false_value = -4.25352933e+37 : f32}
+# (group 0's tile stops at its first 128 keys, group 1's spans both blocks)
+# CHECK: penguin.affine_select {{.*}}pattern = #nkic.ap<0 : [-1, 128]>, channel_multiplier = 1 : i64, cmp_op = "greater_equal"
+# CHECK-NEXT: penguin.affine_select {{.*}}pattern = #nkic.ap<99 : [1, 128]>, channel_multiplier = -1 : i64, cmp_op = "greater_equal", on_false_value = -4.25352933e+37 : f32}
 # CHECK: penguin.affine_select {{.*}}pattern = #nkic.ap<128 : [-1, 256]>
 # CHECK-NEXT: penguin.affine_select {{.*}}pattern = #nkic.ap<-29 : [1, 256]>, channel_multiplier = -1 : i64
