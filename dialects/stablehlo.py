@@ -181,29 +181,20 @@ class DotAlgorithmAttr(ParametrizedAttribute):
         printer.print_string("<" + ", ".join(e.data for e in self.entries.data) + ">")
 
 
-_GATHER_FIELDS = ("offset_dims", "collapsed_slice_dims", "operand_batching_dims", "start_indices_batching_dims",
-                  "start_index_map")  # fmt: skip
+class _DimNumbers:
+    """The textual form shared by gather's and scatter's dimension numbers: ``<field = [..], ...,
+    index_vector_dim = N>``, absent lists empty (and not printed). A subclass names its FIELDS and its KIND."""
 
-
-@irdl_attr_definition
-class GatherAttr(ParametrizedAttribute):
-    """``#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0],
-    index_vector_dim = 1>``: the gather's dimension numbers; absent lists are empty (and not printed)."""
-
-    name = "stablehlo.gather"
-    offset_dims: ArrayAttr[IntAttr]
-    collapsed_slice_dims: ArrayAttr[IntAttr]
-    operand_batching_dims: ArrayAttr[IntAttr]
-    start_indices_batching_dims: ArrayAttr[IntAttr]
-    start_index_map: ArrayAttr[IntAttr]
-    index_vector_dim: IntAttr
+    FIELDS: ClassVar[tuple[str, ...]]
+    KIND: ClassVar[str]
+    # (each subclass declares the FIELDS parameters then index_vector_dim: xDSL takes parameters in declaration order)
 
     def dims(self, field: str) -> tuple[int, ...]:
         return tuple(d.data for d in getattr(self, field).data)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        values: dict[str, list[int]] = {f: [] for f in _GATHER_FIELDS}
+        values: dict[str, list[int]] = {f: [] for f in cls.FIELDS}
         vector_dim = [0]
 
         def entry() -> None:
@@ -214,63 +205,49 @@ class GatherAttr(ParametrizedAttribute):
             elif key in values:
                 values[key] = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
             else:
-                parser.raise_error(f"unknown gather dimension field '{key}'")
+                parser.raise_error(f"unknown {cls.KIND} dimension field '{key}'")
 
         parser.parse_comma_separated_list(parser.Delimiter.ANGLE, entry)
-        return (*(ArrayAttr([IntAttr(d) for d in values[f]]) for f in _GATHER_FIELDS), IntAttr(vector_dim[0]))
+        return (*(ArrayAttr([IntAttr(d) for d in values[f]]) for f in cls.FIELDS), IntAttr(vector_dim[0]))
 
     def print_parameters(self, printer: Printer) -> None:
-        parts = [f"{f} = [{', '.join(map(str, self.dims(f)))}]" for f in _GATHER_FIELDS if self.dims(f)]
-        printer.print_string("<" + ", ".join([*parts, f"index_vector_dim = {self.index_vector_dim.data}"]) + ">")
-
-
-_SCATTER_FIELDS = ("update_window_dims", "inserted_window_dims", "input_batching_dims",
-                   "scatter_indices_batching_dims", "scatter_dims_to_operand_dims")  # fmt: skip
+        parts = [f"{f} = [{', '.join(map(str, self.dims(f)))}]" for f in self.FIELDS if self.dims(f)]
+        vector_dim = getattr(self, "index_vector_dim").data
+        printer.print_string("<" + ", ".join([*parts, f"index_vector_dim = {vector_dim}"]) + ">")
 
 
 @irdl_attr_definition
-class ScatterAttr(ParametrizedAttribute):
+class GatherAttr(_DimNumbers, ParametrizedAttribute):
+    """``#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0],
+    index_vector_dim = 1>``: the gather's dimension numbers."""
+
+    name = "stablehlo.gather"
+    FIELDS = ("offset_dims", "collapsed_slice_dims", "operand_batching_dims", "start_indices_batching_dims",
+              "start_index_map")  # fmt: skip
+    KIND = "gather"
+    offset_dims: ArrayAttr[IntAttr]
+    collapsed_slice_dims: ArrayAttr[IntAttr]
+    operand_batching_dims: ArrayAttr[IntAttr]
+    start_indices_batching_dims: ArrayAttr[IntAttr]
+    start_index_map: ArrayAttr[IntAttr]
+    index_vector_dim: IntAttr
+
+
+@irdl_attr_definition
+class ScatterAttr(_DimNumbers, ParametrizedAttribute):
     """``#stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0],
-    index_vector_dim = 1>``: the scatter's dimension numbers; absent lists are empty (and not printed)."""
+    index_vector_dim = 1>``: the scatter's dimension numbers."""
 
     name = "stablehlo.scatter"
+    FIELDS = ("update_window_dims", "inserted_window_dims", "input_batching_dims", "scatter_indices_batching_dims",
+              "scatter_dims_to_operand_dims")  # fmt: skip
+    KIND = "scatter"
     update_window_dims: ArrayAttr[IntAttr]
     inserted_window_dims: ArrayAttr[IntAttr]
     input_batching_dims: ArrayAttr[IntAttr]
     scatter_indices_batching_dims: ArrayAttr[IntAttr]
     scatter_dims_to_operand_dims: ArrayAttr[IntAttr]
     index_vector_dim: IntAttr
-
-    def dims(self, field: str) -> tuple[int, ...]:
-        return tuple(d.data for d in getattr(self, field).data)
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        values, vector_dim = _parse_dim_fields(parser, _SCATTER_FIELDS, "scatter")
-        return (*(ArrayAttr([IntAttr(d) for d in values[f]]) for f in _SCATTER_FIELDS), IntAttr(vector_dim))
-
-    def print_parameters(self, printer: Printer) -> None:
-        parts = [f"{f} = [{', '.join(map(str, self.dims(f)))}]" for f in _SCATTER_FIELDS if self.dims(f)]
-        printer.print_string("<" + ", ".join([*parts, f"index_vector_dim = {self.index_vector_dim.data}"]) + ">")
-
-
-def _parse_dim_fields(parser: AttrParser, fields: tuple[str, ...], what: str) -> tuple[dict[str, list[int]], int]:
-    """``<field = [..], ..., index_vector_dim = N>``: the lists by field (absent ones empty) and the vector dim."""
-    values: dict[str, list[int]] = {f: [] for f in fields}
-    vector_dim = [0]
-
-    def entry() -> None:
-        key = parser.parse_identifier()
-        parser.parse_punctuation("=")
-        if key == "index_vector_dim":
-            vector_dim[0] = parser.parse_integer()
-        elif key in values:
-            values[key] = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
-        else:
-            parser.raise_error(f"unknown {what} dimension field '{key}'")
-
-    parser.parse_comma_separated_list(parser.Delimiter.ANGLE, entry)
-    return values, vector_dim[0]
 
 
 @irdl_attr_definition
