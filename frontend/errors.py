@@ -102,6 +102,22 @@ def pinned_location(file: str, line: int, col: int, note: str = "") -> Iterator[
         _PINNED.pop()
 
 
+@contextmanager
+def without_note() -> Iterator[None]:
+    """Within the block, the pinned position stays but no note prefixes the nki calls: a kernel traced there (and
+    cached, and reused from other call sites) records its own calls only; the caller stamps its note on its copy."""
+    if not _PINNED:
+        yield
+        return
+    with pinned_location(*_PINNED[-1][:3], ""):
+        yield
+
+
+def pinned_note() -> str:
+    """The note of the innermost pinned position ("" if none)."""
+    return _PINNED[-1][3] if _PINNED else ""
+
+
 def pinned_call(api_call: str) -> str:
     """The nki call an instruction records: ``api_call``, after the pinned note when there is one."""
     if not _PINNED or not _PINNED[-1][3]:

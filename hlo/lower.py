@@ -34,7 +34,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from nkic.dialects import penguin
 from nkic.dialects import stablehlo as hlo
 from nkic.dialects.common import element_type
-from nkic.frontend.errors import NkiError
+from nkic.frontend.errors import NkiError, pinned_note, without_note
 from nkic.frontend.tracer import Kernel, TensorSpec
 from nkic.hlo import tiles
 from nkic.hlo.chlo_legalize import legalize_chlo
@@ -253,8 +253,15 @@ class _Lowering:
         self, kernel: Kernel, specs: list[TensorSpec], inputs: list[SSAValue], outputs: list[tuple[SSAValue, str]],
         name: str, kwargs: dict[str, Any] | None = None,
     ) -> penguin.KernelNodeOp:  # fmt: skip
-        traced = kernel.trace(*specs, **(kwargs or {}))
+        with without_note():  # the trace is cached per kernel and specialisation, so it must not hold this site's note
+            traced = kernel.trace(*specs, **(kwargs or {}))
         kop = next(op for op in traced.module.ops if isinstance(op, penguin.KernelOp)).clone()
+        note = pinned_note()
+        if note:  # this copy's instructions are noted with the custom call that traced them (profiles name it)
+            for inst in kop.walk():
+                call = inst.properties.get("call")
+                if isinstance(call, StringAttr):
+                    inst.properties["call"] = StringAttr(f"{note} {call.data}")
         kop.properties["sym_name"] = StringAttr(name)
         self.kernels.append(kop)
         out_types = list(kop.function_type.outputs.data)

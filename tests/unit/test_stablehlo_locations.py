@@ -188,3 +188,15 @@ def test_a_chlo_op_nkic_cannot_decompose_is_at_its_line() -> None:
     with pytest.raises(NkiError, match=r"^e\.mlir:2: error: chlo\.erf of f64: nkic computes erf/erfc/erf_inv in f16, "
                                        r"bf16 or f32 \(chlo\.erf e\.mlir:2:3\)"):  # fmt: skip
         compile_stablehlo(text, filename="e.mlir")
+
+
+def test_a_custom_call_notes_its_copy_even_when_the_kernel_was_traced_before() -> None:
+    """A kernel's trace is cached per specialisation: one traced earlier (here directly, in another test elsewhere)
+    is reused, and its instructions are still noted with the custom call that inserted them (and only with it)."""
+    from nkic.kernels.tensor_add import tensor_add
+    from nkic.frontend import TensorSpec
+
+    spec = TensorSpec((128, 512), "float32")
+    tensor_add.trace(spec, spec)
+    test_an_nki_kernel_a_custom_call_traces_keeps_its_own_lines()
+    test_an_nki_kernel_a_custom_call_traces_keeps_its_own_lines()  # twice: the note is not stamped on the cache
