@@ -474,7 +474,7 @@ def _qmx_free(call: Call) -> str | None:
 
 rule("quantize_mx", "Available only on NeuronCore-v4 and newer.", gens=(2, 3))(_missing(_QMX, 4))
 waive(_QMX, "This instruction calculates the required scales", "semantics, not a restriction: the QUANTIZE_MX "
-      "executor (runtime/simulator.py) computes them")
+      "executor (runtime/exec_pe.py) computes them")
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -149,7 +149,7 @@ def _activation_reduce_res(call: Call) -> str | None:
 
 
 waive("nisa.activation", "- nisa.reduce_cmd.reset: Reset reduce_regs to zero only.",
-      "semantics, not a restriction: what reduce_cmd=reset does (runtime/simulator.py implements it)")
+      "semantics, not a restriction: what reduce_cmd=reset does (runtime/exec_vector.py implements it)")
 waive("nisa.activation", "All these optional operations incur no further performance penalty",
       "advice, not a restriction")
 for _api in ("nisa.activation", "nisa.activation_reduce", "nisa.activate2", "nisa.exponential"):
@@ -220,7 +220,7 @@ def _activate2_pairs(call: Call) -> str | None:
     pairs = ", ".join(f"({a}, {b})" for a, b in sorted(ACTIVATE2_STAGES))
     return f"activate2: (op0, op1) = ({op0}, {op1}) is not one of {pairs}"
 waive("nisa.activate2", "- reduce_cmd.reset: Reset accumulators only",
-      "semantics, not a restriction: what reduce_cmd=reset does (runtime/simulator.py implements it)")
+      "semantics, not a restriction: what reduce_cmd=reset does (runtime/exec_vector.py implements it)")
 
 rule("activate2", "data and dst must have the same partition dimension size (at most 128).")(
     _same_partitions("activate2", "data", "dst"))
@@ -296,7 +296,7 @@ rule("reciprocal", "The number of elements per partition of dst must match that 
 # dropout
 # ------------------------------------------------------------------------------------------------------------
 waive("nisa.dropout", "The drop probability value in each partition is applicable",
-      "semantics, not a restriction: partition p's prob drops data[p] (runtime/simulator.py DROPOUT)")
+      "semantics, not a restriction: partition p's prob drops data[p] (runtime/exec_random.py DROPOUT)")
 
 
 @rule("dropout", "If data type of data is any of the integer types (e.g., int32, int16), prob data type must be "

@@ -747,7 +747,7 @@ rule("nc_n_gather", "The partition dimension size of data, indices, and dst must
      "128.")(_dims_agree("nc_n_gather", "data", "indices", "dst", free=False))
 rule("nc_n_gather", "The number of elements per partition in dst must match the number of elements per partition in "
      "indices.")(_dims_agree("nc_n_gather", "dst", "indices", partitions=False))
-waive("nisa.nc_n_gather", "The indices' values must be within the range", "checked: runtime/simulator.py (the "
+waive("nisa.nc_n_gather", "The indices' values must be within the range", "checked: runtime/exec_index.py (the "
       "indices are run-time data: an index out of range is a simulation error)")
 
 
@@ -815,5 +815,5 @@ def _sequence_bounds_one_partition(call: Call) -> str | None:
 rule("sequence_bounds", "Both the input tile (segment_ids) and output tile (dst) must have data type nl.float32 or "
      "nl.int32.")(_all(_dtype("sequence_bounds", "segment_ids", "float32", "int32"),
                       _dtype("sequence_bounds", "dst", "float32", "int32")))  # fmt: skip
-waive("nisa.sequence_bounds", "All segment IDs must be non-negative integers.", "checked: runtime/simulator.py (the "
+waive("nisa.sequence_bounds", "All segment IDs must be non-negative integers.", "checked: runtime/exec_index.py (the "
       "ids are run-time data: a negative or non-integral id is a simulation error)")
