@@ -1010,24 +1010,35 @@ class ReturnOp(_HloOp):
     @classmethod
     def parse(cls, parser: Parser) -> Self:
         """``stablehlo.return %a, %b : T, U``."""
-        operands = []
-        if parser._current_token.kind == MLIRTokenKind.PERCENT_IDENT:
-            operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
-        attrs = parser.parse_optional_attr_dict()
-        types: list[Attribute] = []
-        if operands:
-            parser.parse_punctuation(":")
-            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-        op = cls(parser.resolve_operands(operands, types, parser.pos))
+        values, attrs = _parse_typed_values(parser)
+        op = cls(values)
         op.attributes.update(attrs)
         return op
 
     def print(self, printer: Printer) -> None:
-        if self.results_:
-            _print_operands(printer, self.results_)
-        printer.print_op_attributes(self.attributes)
-        if self.results_:
-            printer.print_string(" : " + ", ".join(str(v.type) for v in self.results_))
+        _print_typed_values(printer, self.results_, self.attributes)
+
+
+def _parse_typed_values(parser: Parser) -> tuple[list[SSAValue], dict[str, Attribute]]:
+    """``%a, %b {attrs} : T, U`` (values optional, and then no types): the values and the attribute dict."""
+    operands = []
+    if parser._current_token.kind == MLIRTokenKind.PERCENT_IDENT:
+        operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+    attrs = parser.parse_optional_attr_dict()
+    types: list[Attribute] = []
+    if operands:
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+    return parser.resolve_operands(operands, types, parser.pos), attrs
+
+
+def _print_typed_values(printer: Printer, values: Sequence[SSAValue], attributes: dict[str, Attribute]) -> None:
+    """The form ``_parse_typed_values`` reads."""
+    if values:
+        _print_operands(printer, values)
+    printer.print_op_attributes(attributes)
+    if values:
+        printer.print_string(" : " + ", ".join(str(v.type) for v in values))
 
 
 @irdl_op_definition
@@ -1339,23 +1350,11 @@ class OptimizationBarrierOp(_HloOp):
     @classmethod
     def parse(cls, parser: Parser) -> Self:
         """``stablehlo.optimization_barrier %a, %b : T, U``."""
-        operands = []
-        if parser._current_token.kind == MLIRTokenKind.PERCENT_IDENT:
-            operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
-        attrs = parser.parse_optional_attr_dict()
-        types: list[Attribute] = []
-        if operands:
-            parser.parse_punctuation(":")
-            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-        values = parser.resolve_operands(operands, types, parser.pos)
-        return cls.create(operands=values, result_types=types, attributes=attrs)
+        values, attrs = _parse_typed_values(parser)
+        return cls.create(operands=values, result_types=[v.type for v in values], attributes=attrs)
 
     def print(self, printer: Printer) -> None:
-        if self.operand:
-            _print_operands(printer, self.operand)
-        printer.print_op_attributes(self.attributes)
-        if self.operand:
-            printer.print_string(" : " + ", ".join(str(v.type) for v in self.operand))
+        _print_typed_values(printer, self.operand, self.attributes)
 
 
 # ------------------------------------------------------------------------------------------------------------------
