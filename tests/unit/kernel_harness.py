@@ -22,3 +22,21 @@ def store(t: Any) -> Any:
     out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=t)
     return out
+
+
+def on_chip_case(inputs: tuple[Any, ...], psum: tuple[int, ...], outs: tuple[Any, ...], body: Any) -> tuple[Any, ...]:
+    """Load each given input (None: left out) into SBUF, or through SBUF into PSUM for the indices in ``psum``; run
+    ``body(*tiles, *outputs)`` with ``outs`` fresh (shape, dtype) SBUF tiles; store the outputs."""
+    tiles = []
+    for i, a in enumerate(inputs):
+        if a is None:
+            continue
+        t = load(a)
+        if i in psum:
+            p = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.psum)
+            nisa.tensor_copy(dst=p, src=t)
+            t = p
+        tiles.append(t)
+    out = [nl.ndarray(shape, dtype=dtype, buffer=nl.sbuf) for shape, dtype in outs]
+    body(*tiles, *out)
+    return tuple(store(t) for t in out)

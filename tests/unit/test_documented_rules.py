@@ -18,6 +18,8 @@ from nkic import api as nki
 from nkic.frontend import NkiError
 from nkic.target.rules import GENERATIONS, RULES, Call, Operand, problems
 
+from kernel_harness import on_chip_case
+
 nl, nisa = nki.language, nki.isa
 STUBS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "aws-neuron-sdk" / "nki" / "api" / "nki" / "isa" / "__init__.py"
 TARGETS = {2: "trn1", 3: "trn2", 4: "trn3"}
@@ -280,25 +282,7 @@ def test_every_restriction_sentence_is_encoded_or_waived() -> None:
 def rules_template(a0: Any, a1: Any, psum: tuple[int, ...], outs: tuple[Any, ...], body: Any) -> Any:
     """Load a0, a1 (those given) on chip (SBUF, or PSUM for the indices in ``psum``), run ``body(*tiles, *outs)``
     with ``outs`` fresh SBUF tiles, and store the outputs."""
-    tiles = []
-    for i, a in enumerate((a0, a1)):
-        if a is None:
-            continue
-        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=a)
-        if i in psum:
-            p = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.psum)
-            nisa.tensor_copy(dst=p, src=t)
-            t = p
-        tiles.append(t)
-    out = [nl.ndarray(shape, dtype=dtype, buffer=nl.sbuf) for shape, dtype in outs]
-    body(*tiles, *out)
-    res = []
-    for t in out:
-        h = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-        nisa.dma_copy(dst=h, src=t)
-        res.append(h)
-    return tuple(res)
+    return on_chip_case((a0, a1), psum, outs, body)
 
 
 def _run_rules(gen: int, inputs: list[np.ndarray], outs: list[Any], body: Any, psum: tuple[int, ...] = ()) -> Any:

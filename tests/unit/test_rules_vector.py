@@ -17,6 +17,8 @@ from nkic import api as nki
 from nkic.frontend import NkiError
 from nkic.target.rules import RULES, WAIVERS
 
+from kernel_harness import on_chip_case
+
 nl, nisa = nki.language, nki.isa
 RNG = np.random.default_rng(11)
 BF16 = ml_dtypes.bfloat16
@@ -26,25 +28,7 @@ FP32_MIN = float(np.finfo(np.float32).min)
 def template(a0: Any, a1: Any, a2: Any, psum: tuple[int, ...], outs: tuple[Any, ...], body: Any) -> Any:
     """Load a0..a2 (those given) into SBUF (or PSUM: the indices in ``psum``), run ``body(*inputs, *outputs)``,
     store the outputs ((shape, dtype) tiles in SBUF)."""
-    tiles = []
-    for i, a in enumerate((a0, a1, a2)):
-        if a is None:
-            continue
-        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=a)
-        if i in psum:
-            p = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.psum)
-            nisa.tensor_copy(dst=p, src=t)
-            t = p
-        tiles.append(t)
-    out = [nl.ndarray(shape, dtype=dtype, buffer=nl.sbuf) for shape, dtype in outs]
-    body(*tiles, *out)
-    res = []
-    for t in out:
-        h = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
-        nisa.dma_copy(dst=h, src=t)
-        res.append(h)
-    return tuple(res)
+    return on_chip_case((a0, a1, a2), psum, outs, body)
 
 
 def sb(shape: tuple[int, ...], dtype: Any) -> Any:
