@@ -193,5 +193,20 @@ def in_memories(fn: str, want: Mapping[str, tuple[str, ...]]) -> Callable[[Call]
 
 
 
+def column(fn: str, like: str, roles: tuple[str, ...], noun: str = "tile") -> Callable[[Call], str | None]:
+    """Each of ``roles`` that is given holds one element on each of ``like``'s partitions: a (P, 1) ``noun`` (the
+    reference's word: a scalar engine's "vector", a vector engine's "tile")."""
+
+    def test(call: Call) -> str | None:
+        ref = call.operands.get(like)
+        for role in roles:
+            o = call.operands.get(role)
+            if o is not None and ref is not None and o.dims != (ref.dims[0], 1):
+                return f"{fn}: '{role}' must be a ({ref.dims[0]}, 1) {noun}, got {o.dims[0]} x {o.dims[1]}"
+        return None
+
+    return test
+
+
 # The rule families, one module per group of engines; importing them registers their rules.
 from nkic.target.rules import language, pe, scalar, vector  # noqa: E402,F401

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from nkic.target.rules import NO_INDIRECTION, Call, Operand, dtype_of, in_memories, rule, unavailable, waive
+from nkic.target.rules import NO_INDIRECTION, Call, Operand, column, dtype_of, in_memories, rule, unavailable, waive
 
 PARTITIONS = 128
 _INT_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
@@ -61,20 +61,6 @@ def _same_free(fn: str, a: str, b: str, fits: bool = True) -> Callable[[Call], s
     return test
 
 
-def _column(fn: str, roles: tuple[str, ...], like: str) -> Callable[[Call], str | None]:
-    """Each of ``roles`` that is a tile is an (N, 1) vector with N the partitions of ``like``."""
-
-    def test(call: Call) -> str | None:
-        ref = call.operands.get(like)
-        for role in roles:
-            o = call.operands.get(role)
-            if o is not None and ref is not None and o.dims != (ref.dims[0], 1):
-                return f"{fn}: '{role}' must be a ({ref.dims[0]}, 1) vector, got {o.dims[0]} x {o.dims[1]}"
-        return None
-
-    return test
-
-
 def _indirection(api: str) -> None:
     why = NO_INDIRECTION
     waive(api, "When operands are manually allocated, their base partitions must satisfy:", why)
@@ -117,7 +103,7 @@ def _activation_bias(call: Call) -> str | None:
 
 
 rule("activation", "N must be the same as the partition dimension size of data.")(
-    _column("activation", ("scale", "bias"), "data"))
+    column("activation", "data", ("scale", "bias"), "vector"))
 
 
 @rule("activation", "In NeuronCore-v2, the bias must be a [N, 1] vector, but starting NeuronCore-v3, bias can either "
@@ -227,7 +213,7 @@ rule("activate2", "data and dst must have the same partition dimension size (at 
 rule("activate2", "data and dst must have the same number of elements in the free dimensions.")(
     _same_free("activate2", "data", "dst", fits=False))
 rule("activate2", "N must match the partition dimension size of data.")(
-    _column("activate2", ("imm0", "imm1", "relu_param"), "data"))
+    column("activate2", "data", ("imm0", "imm1", "relu_param"), "vector"))
 
 
 @rule("activate2", "All immediates (imm0, imm1) must have the same dtype when both are tensors.")
@@ -247,7 +233,7 @@ rule("exponential", "src, dst must have the same number of elements in the parti
     _same_partitions("exponential", "src", "dst"))
 rule("exponential", "src, dst must have the same number of elements in the free dimensions.")(
     _same_free("exponential", "src", "dst", fits=False))
-rule("exponential", "Must have shape (src.shape[0], 1).")(_column("exponential", ("reduce_res",), "src"))
+rule("exponential", "Must have shape (src.shape[0], 1).")(column("exponential", "src", ("reduce_res",), "vector"))
 
 
 @rule("exponential", "src, dst can be up to 4D tensor.", api="nisa.exponential")

@@ -24,6 +24,7 @@ from nkic.target.rules import (
     NO_INDIRECTION,
     Call,
     Operand,
+    column,
     declared_engine,
     dtype_of,
     in_memories,
@@ -195,20 +196,6 @@ def _pattern_count(fn: str, *roles: str) -> Callable[[Call], str | None]:
     return test
 
 
-def _column(fn: str, like: str, *roles: str) -> Callable[[Call], str | None]:
-    """Each of ``roles`` (those given) holds one element on each of ``like``'s partitions: a (P, 1) tile."""
-
-    def test(call: Call) -> str | None:
-        ref = call.operands.get(like)
-        for role in roles:
-            o = call.operands.get(role)
-            if o is not None and ref is not None and o.dims != (ref.dims[0], 1):
-                return f"{fn}: '{role}' must be a ({ref.dims[0]}, 1) tile, got {o.dims[0]} x {o.dims[1]}"
-        return None
-
-    return test
-
-
 # ------------------------------------------------------------------------------------------------------------
 # tensor_tensor
 # ------------------------------------------------------------------------------------------------------------
@@ -298,7 +285,7 @@ rule("scalar_tensor_tensor", "The total number of elements per partition of inpu
     _dims_agree("scalar_tensor_tensor", "data", "operand1", "dst", partitions=False, fits=True))
 rule("scalar_tensor_tensor", "If operand0 is not a scalar, the partition dimension size of operand0 must be the same "
      "as that of data and the number of elements per partition of operand0 must be 1.")(
-    _column("scalar_tensor_tensor", "data", "operand0"))
+    column("scalar_tensor_tensor", "data", ("operand0",)))
 
 # ------------------------------------------------------------------------------------------------------------
 # tensor_reduce
@@ -369,7 +356,7 @@ waive("nisa.tensor_scalar_reduce", "Unlike regular nisa.tensor_scalar", "signatu
 rule("tensor_scalar_reduce", "The reduction result is written into reduce_res, which must be a SBUF/PSUM tile with the "
      "same partition axis size as the input tile data and one element per partition.")(_all(
          in_memories("tensor_scalar_reduce", {"reduce_res": _ON_CHIP}),
-         _column("tensor_scalar_reduce", "data", "reduce_res")))
+         column("tensor_scalar_reduce", "data", ("reduce_res",))))
 
 
 @rule("tensor_scalar_reduce", "reduce_init should only be set when reduce_cmd is load_reduce.")
@@ -548,7 +535,7 @@ waive("nisa.range_select", "In this case, you must make sure reduce_res.dtype is
 rule("range_select", "Partition dim sizes must match across on_true_tile, bound0, and bound1:")(
     _dims_agree("range_select", "on_true", "bound0", "bound1", free=False))
 rule("range_select", "- bound0 and bound1 must have one element per partition")(
-    _column("range_select", "on_true", "bound0", "bound1"))
+    column("range_select", "on_true", ("bound0", "bound1")))
 waive("nisa.range_select", "This is useful when chaining multiple calls", _CHAINING)
 waive("nisa.range_select", "Defaults to 0, and must be a compile-time integer.", "signature: range_start is int()-ed "
       "at the call (frontend/isa.py:range_select; a loop index unrolls)")
@@ -570,9 +557,9 @@ rule("select_reduce", "- on_true, dst, and predicate must have identical shapes 
 waive("nisa.select_reduce", "- on_false dtype must be float32 if on_false is a scalar.", "semantics, not a "
       "restriction: a number on_false is stored as the instruction's fp32 immediate (frontend/isa.py:_scalar)")
 rule("select_reduce", "- reduce_res must be a vector of shape (on_true.shape[0], 1)")(
-    _column("select_reduce", "on_true", "reduce_res"))
+    column("select_reduce", "on_true", ("reduce_res",)))
 rule("select_reduce", ":param reduce_res: (optional) Tile to store reduction results, must have shape "
-     "(on_true.shape[0], 1)")(_column("select_reduce", "on_true", "reduce_res"))
+     "(on_true.shape[0], 1)")(column("select_reduce", "on_true", ("reduce_res",)))
 waive("nisa.select_reduce", "This is useful when chaining multiple calls", _CHAINING)
 
 # ------------------------------------------------------------------------------------------------------------
