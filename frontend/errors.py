@@ -13,6 +13,7 @@ import sys
 import sysconfig
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from types import CodeType, FrameType, TracebackType
 
 import ml_dtypes
@@ -87,42 +88,45 @@ def frame_column(frame: FrameType) -> int:
 
 
 # A source position that stands for the user's frame while a program not written in Python is traced (the StableHLO
-# front door: the MLIR op being lowered), with a note for profiles (the op and its JAX source); innermost last.
-_PINNED: list[tuple[str, int, int, str]] = []
+# front door: the MLIR op being lowered), with a note for profiles (the op and its JAX source): the innermost one, per
+# thread and context (as the active trace is: two threads lowering programs at once must not see each other's pin).
+_PINNED: ContextVar[tuple[str, int, int, str] | None] = ContextVar("nkic_pinned_location", default=None)
 
 
 @contextmanager
 def pinned_location(file: str, line: int, col: int, note: str = "") -> Iterator[None]:
     """Within the block, the user's position is ``file:line:col`` (what instructions record and errors name) and
     ``note`` prefixes each instruction's nki call in profiles."""
-    _PINNED.append((file, line, col, note))
+    token = _PINNED.set((file, line, col, note))
     try:
         yield
     finally:
-        _PINNED.pop()
+        _PINNED.reset(token)
 
 
 @contextmanager
 def without_note() -> Iterator[None]:
     """Within the block, the pinned position stays but no note prefixes the nki calls: a kernel traced there (and
     cached, and reused from other call sites) records its own calls only; the caller stamps its note on its copy."""
-    if not _PINNED:
+    pin = _PINNED.get()
+    if pin is None:
         yield
         return
-    with pinned_location(*_PINNED[-1][:3], ""):
+    with pinned_location(*pin[:3], ""):
         yield
 
 
 def pinned_note() -> str:
     """The note of the innermost pinned position ("" if none)."""
-    return _PINNED[-1][3] if _PINNED else ""
+    pin = _PINNED.get()
+    return pin[3] if pin is not None else ""
 
 
 def pinned_call(api_call: str) -> str:
     """The nki call an instruction records: ``api_call``, after the pinned note when there is one."""
-    if not _PINNED or not _PINNED[-1][3]:
+    note = pinned_note()
+    if not note:
         return api_call
-    note = _PINNED[-1][3]
     return f"{note} {api_call}" if api_call else note
 
 
@@ -135,8 +139,9 @@ def user_location() -> tuple[str, int, int]:
     """(file, line, column) of the user's current source position; ('<unknown>', 0, 0) if none. Within
     ``pinned_location``, the pinned position when the innermost user frame is nkic's front door (``hlo/``)."""
     frame = user_frame()
-    if _PINNED and (frame is None or os.path.abspath(frame.f_code.co_filename).startswith(_FRONT_DOOR_DIR)):
-        return _PINNED[-1][:3]
+    pin = _PINNED.get()
+    if pin is not None and (frame is None or os.path.abspath(frame.f_code.co_filename).startswith(_FRONT_DOOR_DIR)):
+        return pin[:3]
     if frame is None:
         return ("<unknown>", 0, 0)
     return (frame.f_code.co_filename, frame.f_lineno, frame_column(frame))
