@@ -38,7 +38,7 @@ def convolution(interp: SegmentInterpreter, op: Any) -> None:
     ones = (1,) * ns
     strides = hlo.int_list(op.window_strides) or ones
     ldil, rdil = hlo.int_list(op.lhs_dilation) or ones, hlo.int_list(op.rhs_dilation) or ones
-    pad = hlo._pairs_attr(op.padding, ns)
+    pad = hlo.pairs_attr(op.padding, ns)
     if any(d != 1 for d in ldil) or any(hlo.int_list(op.window_reversal)):
         raise common.unsupported(op, "a convolution with input dilation or window reversal")
     if op.feature_group_count.value.data != 1 or op.batch_group_count.value.data != 1:

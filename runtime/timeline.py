@@ -84,11 +84,15 @@ class EngineLane:
 
 
 def _read_extents(ins: Instr) -> list[Extent]:
+    """What ``ins`` reads through its engine: its operands but the ones it writes. A destination an instruction
+    accumulates into or partly keeps is not read by the engine, so it does not wait for an earlier write of it:
+    PSUM accumulation is near-memory, "read-accumulate-write to every 4B element in memory", with TensorE having
+    "only write access" to PSUM (A2, "Near-memory accumulation in PSUM"); a predicated copy or a stream shuffle's
+    kept lanes are masked writes. The in-order engine lands its writes in issue order."""
     writes = set(ins.spec.writes)
-    reads_dst = "reads_dst" in ins.spec.traits or ("accumulates" in ins.spec.traits and ins.flag("accumulate"))
     out = []
     for slot, op in zip(ins.spec.slots, ins.operands):
-        if op is None or (slot in writes and not reads_dst):
+        if op is None or slot in writes:
             continue
         ext = extent(op)
         if ext is not None:

@@ -128,6 +128,21 @@ def test_pe_starts_throttled_on_gen3_and_ramps_up() -> None:
     assert [ev.dur_ns for ev in gen2] == pytest.approx([512 / 2.8] * 4)
 
 
+def test_accumulating_matmuls_do_not_wait_for_their_psum_tile() -> None:
+    """A2: PSUM accumulates near memory and TensorE only writes PSUM, so a matmul accumulating into the tile the
+    previous one wrote issues right behind it (the K loop streams); VectorE reading what it just wrote waits its
+    dependent latency."""
+    acc = [Instr(ins.opcode, "pe", ins.operands, flags=1 if i else 0, inst_id=ins.inst_id)
+           for i, ins in enumerate(_matmuls(4))]  # fmt: skip
+    assert all(ins.flag("accumulate") for ins in acc[1:])
+    pe = simulate(_neff({"pe": acc}), {}, target="gen2", timing_only=True).profile.events_for("pe")
+    assert [b.start_ns for b in pe[1:]] == pytest.approx([a.end_ns for a in pe[:-1]])
+    t, u = sbuf((128, 512)), sbuf((128, 512), addr=4096)
+    chain = [Instr("TENSOR_COPY", "dve", (u, t), inst_id=1), Instr("TENSOR_COPY", "dve", (t, u), inst_id=2)]
+    first, second = simulate(_neff({"dve": chain}), {}, target="gen2", timing_only=True).profile.events_for("dve")
+    assert second.start_ns == pytest.approx(first.end_ns + DEPENDENT_LATENCY_CYCLES["dve"] / 1.12)
+
+
 # -- DMA ---------------------------------------------------------------------------------------------------------
 
 
