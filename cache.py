@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nkic import safeio, sources, version
+from nkic.support import safeio
 
+from nkic import sources, version
 CACHE_DIR_ENV = "NKIC_CACHE_DIR"
 MAX_BYTES_ENV = "NKIC_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 2 << 30
@@ -205,7 +206,7 @@ def load(directory: Path, digest: str) -> bytes | None:
 
 
 def store(directory: Path, digest: str, neff: bytes) -> None:
-    """Write the entry atomically and durably (``nkic.safeio``: a temporary file in the same folder, fsynced, renamed
+    """Write the entry atomically and durably (``nkic.support.safeio``: a temporary file in the same folder, fsynced, renamed
     into place, the umask's permissions, no link followed below the cache folder); then keep the cache within its
     size limit. Raises OSError."""
     path = _entry(directory, digest)

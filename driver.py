@@ -20,10 +20,11 @@ from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from nkic import cache, safeio
+from nkic import cache
+from nkic.support import safeio
 from nkic.dialects import bir, get_all_dialects
 from nkic.dialects.common import module_target, stamp_target
-from nkic.gcpause import gc_paused
+from nkic.support.gcpause import gc_paused
 from nkic.library import RESOLVER
 from nkic.passes.bir_to_isa import BirToIsaPass
 from nkic.passes.neff_assembly import isa_module_to_neff
@@ -126,7 +127,7 @@ def compile_module(
     ``roll_loops`` (``NKIC_ROLL_LOOPS=1``) keeps uniform ``affine_range``/``sequential_range`` loops rolled
     (ARCHITECTURE.md "Rolled loops"); off, every loop unrolls.
     ``dump_dir`` gets the IR after every stage and the NEFF, each file written atomically inside it and never through
-    a symbolic link (``nkic.safeio``; a failed write is an ``OutputError`` naming the file).
+    a symbolic link (``nkic.support.safeio``; a failed write is an ``OutputError`` naming the file).
     """
     options = CompileOptions.build(**given) if options is None else options.override(**given)
     if options.target is not None:
@@ -191,7 +192,7 @@ def compile_traced(traced: TracedKernel, *, options: CompileOptions | None = Non
     **given)`` for the option fields among ``kw`` (the rest go to ``compile_module``)."""
     given = {k: kw.pop(k) for k in list(kw) if k in OPTION_FIELDS}
     options = trace_options(traced, **given) if options is None else options.override(**given)
-    with gc_paused():  # around the clone too: its ops become the passes' garbage (see nkic.gcpause)
+    with gc_paused():  # around the clone too: its ops become the passes' garbage (see nkic.support.gcpause)
         return compile_module(traced.module.clone(), name=traced.name, options=options,
                               metadata=traced_metadata(traced), **kw)  # fmt: skip
 

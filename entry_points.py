@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nkic import safeio
+from nkic.support import safeio
 from nkic.execute import neff_of, run_kernel_with_profile, simulate
 from nkic.frontend.context import active_context
 from nkic.frontend.errors import NkiError
@@ -133,7 +133,7 @@ class _Runner(Kernel):
 
     def _save(self, neff: bytes, run: RunResult) -> None:
         """Write the NEFF and the profile that were asked for, each atomically and never through a symbolic link
-        (``nkic.safeio``); a failure is one ``NkiError`` naming the file and why."""
+        (``nkic.support.safeio``); a failure is one ``NkiError`` naming the file and why."""
         folder = Path(self.artifacts.get("working_directory") or self.artifacts.get("artifacts_dir") or ".")
         overwrite = self.artifacts.get("overwrite", True)
         for key, write in (("save_neff_name", lambda p: safeio.write_bytes(p, neff)),

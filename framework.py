@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nkic import safeio
+from nkic.support import safeio
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -79,7 +79,7 @@ def compile_stablehlo(
     verify_program(module)
     dump = Path(dump_dir) if dump_dir is not None else None
     if dump is not None:
-        safeio.make_dirs(dump)  # every dump file atomic and inside dump_dir (nkic.safeio), as compile_module's
+        safeio.make_dirs(dump)  # every dump file atomic and inside dump_dir (nkic.support.safeio), as compile_module's
         safeio.write_text(dump / "00-stablehlo.mlir", str(module) + "\n", within=dump)
     route(module, routing)
     if dump is not None:

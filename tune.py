@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from nkic import safeio
+from nkic.support import safeio
 from nkic.frontend.errors import NkiError, caller_location, located_error
 from nkic.frontend.tracer import Kernel, TensorSpec
 from nkic.target.machine import ENGINE_NAMES, get_target
@@ -615,7 +615,7 @@ class Report:
         return out.getvalue()
 
     def write(self, folder: safeio.Folder) -> None:
-        """``tune.json`` and ``tune.csv`` inside ``folder`` (atomically, never through a link: ``nkic.safeio``)."""
+        """``tune.json`` and ``tune.csv`` inside ``folder`` (atomically, never through a link: ``nkic.support.safeio``)."""
         folder.write_text("tune.json", json.dumps(self.to_json(), indent=1, default=repr) + "\n")
         folder.write_text("tune.csv", self.to_csv())
 

@@ -24,7 +24,7 @@ from nkic.bench.compile import CASES, _trace  # noqa: E402
 
 def main(case: str, reps: int) -> None:
     from nkic.driver import compile_traced
-    from nkic.gcpause import gc_paused
+    from nkic.support.gcpause import gc_paused
     from nkic.passes.bir_to_isa import BirToIsaPass
     from nkic.passes.isa_verify import IsaVerifyPass
     from nkic.runtime.neff import write_neff

@@ -164,7 +164,9 @@ class NkiError(Exception):
 _NKIC_DIR = os.path.dirname(_FRONTEND_DIR.rstrip(os.sep)) + os.sep
 # nkic's own code (the bundled kernels/ and the tests' kernels are user code); the standard library and installed
 # packages are the user's libraries: a frame there is not where the user's kernel went wrong.
-_NKIC_CODE = tuple(_NKIC_DIR + d + os.sep for d in ("frontend", "tools", "passes", "runtime", "dialects", "target"))
+_NKIC_CODE = tuple(
+    _NKIC_DIR + d + os.sep for d in ("frontend", "tools", "passes", "runtime", "dialects", "target", "support")
+)
 _LIBRARIES = tuple({sysconfig.get_paths()[k] + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 
 

@@ -79,7 +79,7 @@ from nkic.frontend.loop_tiles import LoopTiles
 from nkic.frontend.peak_live import PeakLive
 from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
 from nkic.frontend.varnames import assigned_name
-from nkic.gcpause import gc_paused
+from nkic.support.gcpause import gc_paused
 from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.machine import DEFAULT_TARGET, TARGET_ALIASES, get_target
 from nkic.target.limits import (
@@ -299,7 +299,7 @@ class BoundCall:
     def trace(self) -> TracedKernel:
         """The trace for these arguments, from the kernel's trace cache (traced on a miss)."""
         def make() -> TracedKernel:
-            with gc_paused():  # see nkic.gcpause: a trace builds IR objects by the hundred thousand
+            with gc_paused():  # see nkic.support.gcpause: a trace builds IR objects by the hundred thousand
                 return _trace(self.kernel, self.bound, list(self.arrays))
 
         return self.kernel.cache.get_or_trace(self.key, make)

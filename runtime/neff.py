@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 
-from nkic import safeio
+from nkic.support import safeio
 from nkic.version import __version__
 from nkic.runtime.encoding import (
     ENGINES, Instr, Operand, _flag_names, decode_stream, encode_stream, imm_values, operand_json, to_json,
@@ -555,7 +555,7 @@ def write_neff(neff: Neff) -> bytes:
 
 
 def save_neff(neff: Neff, path: str | os.PathLike[str]) -> None:
-    """Write ``neff`` to ``path`` atomically, never through a symbolic link (``nkic.safeio``)."""
+    """Write ``neff`` to ``path`` atomically, never through a symbolic link (``nkic.support.safeio``)."""
     safeio.write_bytes(path, write_neff(neff))
 
 

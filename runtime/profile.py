@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nkic import safeio
+from nkic.support import safeio
 from nkic.target.costs import PORT_NAMES
 from nkic.target.machine import ENGINES, ENGINE_NAMES, QUEUE_SEM_BASE, REFERENCE_CLOCK_GHZ
 
@@ -162,7 +162,7 @@ class Profile:
                 "otherData": {"target": self.target, "total_ns": self.total_ns}}  # fmt: skip
 
     def write_chrome_trace(self, path: str | os.PathLike[str]) -> None:
-        """Write the Chrome trace JSON atomically, never through a symbolic link (``nkic.safeio``)."""
+        """Write the Chrome trace JSON atomically, never through a symbolic link (``nkic.support.safeio``)."""
         safeio.write_text(path, json.dumps(self.to_chrome_trace()))
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from nkic import safeio
+from nkic.support import safeio
 from nkic.runtime.simulator import Profile, ProfileEvent
 from nkic.target.machine import ENGINE_NAMES
 

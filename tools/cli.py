@@ -11,7 +11,7 @@
 Errors print one message and exit non-zero; ``--debug`` shows the traceback. A message that already names its place
 (``k.py:7: error: ...``) is printed as it is, else after ``nkic: error:``.
 
-Every file written goes through ``nkic.safeio``: atomically (a temporary file beside it, fsynced, renamed into
+Every file written goes through ``nkic.support.safeio``: atomically (a temporary file beside it, fsynced, renamed into
 place), never through a symbolic link, and for ``nkic run`` into the ``--output-dir`` folder opened before the run.
 Ctrl-C (SIGINT) prints ``nkic: interrupted`` and exits 130 (128 + SIGINT), leaving no partial file. When stdout is
 closed early (``nkic info k.neff | head -1``) the command ends quietly with status 141 (128 + SIGPIPE), which is what
@@ -34,7 +34,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from nkic import safeio
+from nkic.support import safeio
 
 # numpy is imported inside the commands only, so that main() can still choose the BLAS threading (see below).
 if TYPE_CHECKING:

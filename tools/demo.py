@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nkic import safeio
+from nkic.support import safeio
 
 
 def run_demo(out_dir: Path) -> None:

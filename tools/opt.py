@@ -10,7 +10,7 @@ errors; the op and message for verifier and pass failures) on stderr with exit s
 ``--verify-diagnostics``, ``// expected-error {{text}}`` in a chunk is an expectation: the chunk must fail with a
 diagnostic containing ``text``, else the run exits 1.
 
-``-o FILE`` is written atomically and never through a symbolic link (``nkic.safeio``), and only when the run
+``-o FILE`` is written atomically and never through a symbolic link (``nkic.support.safeio``), and only when the run
 succeeds: a failing run leaves the previous FILE as it was. Ctrl-C prints ``nkic-opt: interrupted`` and exits 130; a
 closed stdout (``nkic-opt k.mlir | head -1``) ends quietly with status 141, as the ``nkic`` command does.
 """
@@ -33,7 +33,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from nkic import safeio
+from nkic.support import safeio
 from nkic.dialects import get_all_dialects
 from nkic.dialects.common import stamp_target
 from nkic.dialects.stablehlo import StableHloParser

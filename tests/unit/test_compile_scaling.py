@@ -19,8 +19,8 @@ from nkic.driver import compile_traced, pipeline_passes
 from nkic.passes.options import VERIFY_EACH_PASS_ENV
 from nkic.frontend import TensorSpec
 from nkic.frontend.errors import frame_column
-from nkic import gcpause
-from nkic.gcpause import gc_paused
+from nkic.support import gcpause
+from nkic.support.gcpause import gc_paused
 from nkic.kernels.matmul import matmul
 
 nl = nki.language

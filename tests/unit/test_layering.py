@@ -15,9 +15,8 @@ The rules (a folder's modules never import the listed modules or packages):
 * ``frontend/``: ``passes/``, ``runtime/``, ``driver``, ``tools/`` — the language surface does not know the
   compiler; running a kernel is ``nkic.execute``'s job — nor the other modules above it (``execute``, ``api``,
   ``alias``, ``library/``, ``kernels/``);
-* ``gcpause.py``: xDSL or any nkic module — the tracer and the driver both use it;
-* ``safeio.py``: xDSL or any nkic module — every layer that writes a file (the runtime, the driver, the cache, the
-  tools) uses it;
+* ``support/`` (``gcpause``, ``safeio``): xDSL or any nkic module — the tracer and the driver both pause the
+  collector, and every layer that writes a file (the runtime, the driver, the cache, the tools) writes through safeio;
 * ``hlo/`` (the StableHLO front door, beside ``frontend/``): ``passes/``, ``runtime/``, ``tools/``, ``library/``,
   ``kernels/`` nor the modules above (``driver``, ``execute``, ``api``, ``alias``, ``framework``) — it lowers
   through the frontend and the dialects; ``dialects/``, ``frontend/`` and ``passes/`` never import it;
@@ -184,8 +183,7 @@ RULES: dict[str, Rule] = {
     "interop_common.py": Rule("interop_common.py", lambda m: _within(m, *_nkic("interop", "interop_torch"))),
     "target/machine.py": Rule("target/machine.py", lambda m: _within(m, *_DECLARATIONS)),
     "target/vocab.py": Rule("target/vocab.py", lambda m: _within(m, *_DECLARATIONS)),
-    "gcpause.py": Rule("gcpause.py", lambda m: _within(m, "xdsl", "nkic")),
-    "safeio.py": Rule("safeio.py", lambda m: _within(m, "xdsl", "nkic")),
+    "support": Rule("support", lambda m: _within(m, "xdsl", "nkic")),
     # the tuner sits beside entry_points (it compiles and simulates through the driver) and below api and tools
     "tune.py": Rule("tune.py", lambda m: _within(m, *_nkic("tools", "api", "alias", "interop", "interop_torch",
                                                              "framework", "kernels", "library", "hlo"))),

@@ -2,7 +2,7 @@
 symbolic link; a failed write keeps the old file and says which file and why in one line; Ctrl-C is status 130 and
 one line; a closed stdout ends quietly.
 
-``nkic.safeio`` is tested directly first (links planted between opening and writing, simulated full disks,
+``nkic.support.safeio`` is tested directly first (links planted between opening and writing, simulated full disks,
 interrupts mid-write, umasks), then every output of the command line: ``-o``, ``--dump-dir``, ``--profile``,
 ``--trace``, ``nkic run --output-dir`` (a link planted and the folder swapped for a link during the run), ``nkic
 demo --out-dir``, ``nkic-opt -o``, and the legacy entry points' ``save_neff_name``. The last part runs the console
@@ -27,7 +27,7 @@ from typing import IO, Any
 import numpy as np
 import pytest
 
-from nkic import safeio
+from nkic.support import safeio
 from nkic.tools import cli
 
 ROOT = Path(__file__).resolve().parents[2]

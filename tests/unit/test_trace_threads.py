@@ -263,7 +263,7 @@ def test_gc_paused_from_overlapping_threads_reenables_once_the_last_leaves() -> 
     left, and is back on afterwards."""
     import gc
 
-    from nkic.gcpause import gc_paused
+    from nkic.support.gcpause import gc_paused
 
     if not gc.isenabled():
         pytest.skip("the collector is disabled around this test")
