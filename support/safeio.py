@@ -252,7 +252,10 @@ def _write_at(dfd: int, name: str, fill: Fill, shown: str) -> None:
             os.close(fd)
             raise
         with f:
-            fill(f)
+            try:
+                fill(f)
+            except OSError as e:
+                raise _with_reason(f, e) from e
             f.flush()
             os.fsync(f.fileno())  # the data is on disk before the name points at it
         _check_destination(dfd, name, shown)  # again: a long fill leaves time to plant a link
@@ -265,6 +268,24 @@ def _write_at(dfd: int, name: str, fill: Fill, shown: str) -> None:
         raise
     with contextlib.suppress(OSError):  # some file systems cannot fsync a directory; the file itself is complete
         os.fsync(dfd)
+
+
+def _with_reason(f: IO[bytes], e: OSError) -> OSError:
+    """``e``, or when it carries no OS error number the OS's own reason for the failed write.
+
+    ``numpy.save`` writes an array's data with ``ndarray.tofile``, which writes through C stdio and reports a short
+    write as ``OSError("524288 requested and 16352 written")`` with no errno (numpy/_core/src/multiarray/convert.c),
+    so a full disk would read ``cannot write out.npy: 524288 requested and 16352 written``. One more byte written at
+    the end of the file fails as the short write did (ENOSPC on a full disk, EFBIG past RLIMIT_FSIZE), and that
+    reason is reported instead. The temporary file is deleted afterwards, so the probe byte is never seen."""
+    if e.errno:
+        return e
+    try:
+        os.lseek(f.fileno(), 0, os.SEEK_END)
+        os.write(f.fileno(), b"\0")
+    except OSError as reason:
+        return reason
+    return e
 
 
 class Folder:

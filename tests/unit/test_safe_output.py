@@ -209,6 +209,29 @@ def test_a_full_disk_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Monk
     assert path.read_bytes() == b"good old neff" and leftovers(tmp_path) == []
 
 
+NPY_UNDER_A_FILE_SIZE_LIMIT = """
+import resource, sys
+import numpy as np
+from nkic.support import safeio
+resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+try:
+    safeio.write_with(sys.argv[1], lambda f: np.save(f, np.zeros((128, 4096), np.float32)))
+except safeio.OutputError as e:
+    print(e, e.errno)
+"""
+
+
+def test_a_full_disk_under_numpy_save_names_the_os_reason(tmp_path: Path) -> None:
+    """``np.save`` writes the data with C stdio (``ndarray.tofile``), whose short write is an OSError without errno
+    ("524288 requested and 16352 written"): the message gives the OS's reason instead. A real limit (RLIMIT_FSIZE in
+    a child process, EFBIG as a full disk gives ENOSPC), since the short write happens below Python."""
+    path = tmp_path / "out.npy"
+    path.write_bytes(b"old")
+    r = subprocess.run([sys.executable, "-c", NPY_UNDER_A_FILE_SIZE_LIMIT, str(path)], capture_output=True, text=True,
+                       timeout=60)  # fmt: skip
+    assert (r.returncode, r.stdout, r.stderr) == (0, f"cannot write {path}: File too large {errno.EFBIG}\n", "")
+    assert path.read_bytes() == b"old" and leftovers(tmp_path) == []
+
 def test_an_interrupt_mid_write_keeps_the_old_file(tmp_path: Path) -> None:
     path = tmp_path / "out.npy"
     path.write_bytes(b"old")
