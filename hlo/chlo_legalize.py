@@ -22,14 +22,12 @@ A clamp is written ``minimum(maximum(x, lo), hi)``, which is StableHLO's definit
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects.builtin import (
     BFloat16Type,
     BoolAttr,
-    DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
     IntegerAttr,
@@ -38,13 +36,12 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
 
 from nkic.dialects import stablehlo as hlo
 from nkic.frontend.errors import NkiError
-from nkic.hlo.locations import located
+from nkic.hlo.rewrite import Builder, rewrite_each
 
 # Coefficients, highest power first, as ChloLegalizeToStablehlo.cpp lists them (float literals, read as f32).
 ERF_ALPHA = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
@@ -77,56 +74,14 @@ LEGALIZED: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass
-class _Builder:
-    """Inserts StableHLO ops before ``anchor``, each carrying the anchor's location (the chlo op's)."""
-
-    anchor: Operation
-
-    def add(self, op: Operation) -> SSAValue:
-        op.location = self.anchor.location
-        Rewriter.insert_op(op, InsertPoint.before(self.anchor))
-        return op.results[0]
-
-    def const(self, value: float, like: SSAValue) -> SSAValue:
-        t = hlo.ttype(like)
-        return self.add(hlo.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value])))
-
-    def op(self, name: str, *args: SSAValue) -> SSAValue:
-        return self.add(hlo.ELEMENTWISE[name].create(operands=list(args), result_types=[args[0].type]))
-
-    def compare(self, direction: str, a: SSAValue, b: SSAValue) -> SSAValue:
-        t = hlo.ttype(a)
-        return self.add(hlo.CompareOp.create(
-            operands=[a, b], result_types=[TensorType(IntegerType(1), t.get_shape())],
-            properties={"comparison_direction": hlo.ComparisonDirectionAttr(direction)}))  # fmt: skip
-
-    def select(self, pred: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.add(hlo.SelectOp.create(operands=[pred, a, b], result_types=[a.type]))
-
-    def convert(self, x: SSAValue, element: Attribute) -> SSAValue:
-        t = hlo.ttype(x)
-        return self.add(hlo.ConvertOp.create(operands=[x], result_types=[TensorType(element, t.get_shape())]))
-
-    def clamp(self, lo: float, x: SSAValue, hi: float) -> SSAValue:
-        return self.op("minimum", self.op("maximum", x, self.const(lo, x)), self.const(hi, x))
-
-    def poly(self, x: SSAValue, coefficients: Sequence[float]) -> SSAValue:
-        """Horner's rule, as ``materializePolynomialApproximation``: c0, then ``p * x + c_i``."""
-        p = self.const(coefficients[0], x)
-        for c in coefficients[1:]:
-            p = self.op("add", self.op("multiply", p, x), self.const(c, x))
-        return p
-
-
-def erf_f32(b: _Builder, x: SSAValue) -> SSAValue:
+def erf_f32(b: Builder, x: SSAValue) -> SSAValue:
     x = b.clamp(-4.0, x, 4.0)
     x_sq = b.op("multiply", x, x)
     erf = b.op("divide", b.op("multiply", x, b.poly(x_sq, ERF_ALPHA)), b.poly(x_sq, ERF_BETA))
     return b.clamp(-1.0, erf, 1.0)
 
 
-def _erfc_ge_one(b: _Builder, x: SSAValue) -> SSAValue:
+def _erfc_ge_one(b: Builder, x: SSAValue) -> SSAValue:
     x_sq = b.op("multiply", x, x)
     z = b.op("negate", x_sq)
     abs_x, one, two = b.op("abs", x), b.const(1.0, x), b.const(2.0, x)
@@ -138,14 +93,14 @@ def _erfc_ge_one(b: _Builder, x: SSAValue) -> SSAValue:
     return b.select(b.compare("LT", x, zero), b.op("subtract", two, approx), approx)
 
 
-def erfc_f32(b: _Builder, x: SSAValue) -> SSAValue:
+def erfc_f32(b: Builder, x: SSAValue) -> SSAValue:
     one = b.const(1.0, x)
     erf_small = b.op("multiply", x, b.poly(b.op("multiply", x, x), ERF_T))
     small = b.compare("LT", b.op("abs", x), one)
     return b.select(small, b.op("subtract", one, erf_small), _erfc_ge_one(b, x))
 
 
-def erf_inv_f32(b: _Builder, x: SSAValue) -> SSAValue:
+def erf_inv_f32(b: Builder, x: SSAValue) -> SSAValue:
     """``erfInv32``: Giles' single-precision approximation; erfinv(±1) = ±inf, where the polynomial is
     indeterminate."""
     w = b.op("negate", b.op("log_plus_one", b.op("multiply", x, b.op("negate", x))))
@@ -162,7 +117,7 @@ def erf_inv_f32(b: _Builder, x: SSAValue) -> SSAValue:
     return b.select(at_one, b.op("multiply", x, b.const(math.inf, x)), b.op("multiply", p, x))
 
 
-def _with_upcast(b: _Builder, op: Operation, x: SSAValue, fn: Any) -> SSAValue:
+def _with_upcast(b: Builder, op: Operation, x: SSAValue, fn: Any) -> SSAValue:
     element = hlo.ttype(x).element_type
     if isinstance(element, Float32Type):
         return fn(b, x)
@@ -171,7 +126,7 @@ def _with_upcast(b: _Builder, op: Operation, x: SSAValue, fn: Any) -> SSAValue:
     raise NkiError(f"{op.name} of {element}: nkic computes erf/erfc/erf_inv in f16, bf16 or f32")
 
 
-def _top_k(b: _Builder, op: hlo.ChloTopKOp) -> list[SSAValue]:
+def _top_k(b: Builder, op: hlo.ChloTopKOp) -> list[SSAValue]:
     x = op.operand[0]
     shape, k = hlo.shape_of(x), op.k.value.data
     last = len(shape) - 1
@@ -203,7 +158,7 @@ def _top_k(b: _Builder, op: hlo.ChloTopKOp) -> list[SSAValue]:
 
 def legalize_op(op: Operation) -> list[SSAValue] | None:
     """The StableHLO values replacing ``op``'s results (inserted before it), or None for a non-chlo op."""
-    b = _Builder(op)
+    b = Builder(op)
     if isinstance(op, hlo.ChloSquareOp):
         x = op.operand[0]
         return [b.op("multiply", x, x)]
@@ -219,14 +174,7 @@ def legalize_op(op: Operation) -> list[SSAValue] | None:
 
 
 def legalize_chlo(module: ModuleOp) -> None:
-    for op in list(module.walk()):
-        with located(op):  # an op nkic cannot decompose (f64 erf) is an error at its line
-            values = legalize_op(op)
-        if values is None:
-            continue
-        for old, new in zip(op.results, values):
-            old.replace_all_uses_with(new)
-        Rewriter.erase_op(op)
+    rewrite_each(module, legalize_op)
 
 
 @dataclass(frozen=True)

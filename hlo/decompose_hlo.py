@@ -20,7 +20,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from nkic.dialects import stablehlo as hlo
-from nkic.hlo.chlo_legalize import _Builder
+from nkic.hlo.rewrite import Builder, rewrite_each
 
 # What each op becomes (hlo/coverage.py: it is lowered when all of these are).
 DECOMPOSED: dict[str, tuple[str, ...]] = {
@@ -29,7 +29,7 @@ DECOMPOSED: dict[str, tuple[str, ...]] = {
 }
 
 
-def _broadcast(b: _Builder, v: SSAValue, like: SSAValue) -> SSAValue:
+def _broadcast(b: Builder, v: SSAValue, like: SSAValue) -> SSAValue:
     """``v`` (a scalar or of ``like``'s shape) at ``like``'s shape."""
     shape, t = hlo.shape_of(like), hlo.ttype(v)
     if hlo.shape_of(v) == shape:
@@ -38,12 +38,12 @@ def _broadcast(b: _Builder, v: SSAValue, like: SSAValue) -> SSAValue:
                                              properties={"broadcast_dimensions": hlo.i64_array([])}))  # fmt: skip
 
 
-def _clamp(b: _Builder, op: hlo.ClampOp) -> list[SSAValue]:
+def _clamp(b: Builder, op: hlo.ClampOp) -> list[SSAValue]:
     lo, x, hi = op.operand
     return [b.op("minimum", b.op("maximum", x, _broadcast(b, lo, x)), _broadcast(b, hi, x))]
 
 
-def _branch(b: _Builder, region: Any) -> list[SSAValue]:
+def _branch(b: Builder, region: Any) -> list[SSAValue]:
     """The branch's ops cloned before the case op; its returned values."""
     mapping: dict[SSAValue, SSAValue] = {}
     for inner in region.block.ops:
@@ -55,7 +55,7 @@ def _branch(b: _Builder, region: Any) -> list[SSAValue]:
     raise AssertionError("verified: a branch ends in stablehlo.return")
 
 
-def _case(b: _Builder, op: hlo.CaseOp) -> list[SSAValue]:
+def _case(b: Builder, op: hlo.CaseOp) -> list[SSAValue]:
     index = op.index[0]
     results = [_branch(b, region) for region in op.branches]
     chosen = list(results[-1])
@@ -71,22 +71,16 @@ def _case(b: _Builder, op: hlo.CaseOp) -> list[SSAValue]:
 def decompose_op(op: Operation) -> list[SSAValue] | None:
     """The values replacing ``op``'s results (inserted before it), or None for an op kept as it is."""
     if isinstance(op, hlo.ClampOp):
-        return _clamp(_Builder(op), op)
+        return _clamp(Builder(op), op)
     if isinstance(op, hlo.CaseOp):
-        return _case(_Builder(op), op)
+        return _case(Builder(op), op)
     return None
 
 
 def decompose_hlo(module: ModuleOp) -> None:
-    """Rewrite until none is left (a case's branches are cloned out, clamps in them included)."""
-    while True:
-        found = next(((op, v) for op in module.walk() if (v := decompose_op(op)) is not None), None)
-        if found is None:
-            return
-        op, values = found
-        for old, new in zip(op.results, values):
-            old.replace_all_uses_with(new)
-        Rewriter.erase_op(op)
+    """One pass over the module's ops, innermost first (``rewrite_each``): a case's branches are decomposed before
+    the case clones them out, clamps and nested cases in them included."""
+    rewrite_each(module, decompose_op)
 
 
 @dataclass(frozen=True)

@@ -50,3 +50,40 @@ func.func @case(%i: tensor<i32>, %x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tenso
   }) : (tensor<i32>) -> (tensor<4x8xf32>, tensor<f32>)
   func.return %0#0, %0#1 : tensor<4x8xf32>, tensor<f32>
 }
+
+// -----
+
+// One pass, innermost first: the clamp in branch 0 and the case nested in branch 1 are decomposed inside their
+// branches before the outer case clones the branches out, so nothing the clones bring is left undecomposed.
+// CHECK-LABEL: func.func @case_nested
+// CHECK-NEXT:    %[[L:.*]] = stablehlo.broadcast_in_dim %lo, dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    %[[M:.*]] = stablehlo.maximum %x, %[[L]] : tensor<4xf32>
+// CHECK-NEXT:    %[[H:.*]] = stablehlo.broadcast_in_dim %hi, dims = [] : (tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT:    %[[C:.*]] = stablehlo.minimum %[[M]], %[[H]] : tensor<4xf32>
+// CHECK-NEXT:    %[[A:.*]] = stablehlo.negate %x : tensor<4xf32>
+// CHECK-NEXT:    %[[KJ:.*]] = stablehlo.constant dense<0> : tensor<i32>
+// CHECK-NEXT:    %[[HJ:.*]] = stablehlo.compare EQ, %j, %[[KJ]] : (tensor<i32>, tensor<i32>) -> tensor<i1>
+// CHECK-NEXT:    %[[PJ:.*]] = stablehlo.broadcast_in_dim %[[HJ]], dims = [] : (tensor<i1>) -> tensor<4xi1>
+// CHECK-NEXT:    %[[N:.*]] = stablehlo.select %[[PJ]], %[[A]], %x : tensor<4xi1>, tensor<4xf32>
+// CHECK-NEXT:    %[[KI:.*]] = stablehlo.constant dense<0> : tensor<i32>
+// CHECK-NEXT:    %[[HI:.*]] = stablehlo.compare EQ, %i, %[[KI]] : (tensor<i32>, tensor<i32>) -> tensor<i1>
+// CHECK-NEXT:    %[[PI:.*]] = stablehlo.broadcast_in_dim %[[HI]], dims = [] : (tensor<i1>) -> tensor<4xi1>
+// CHECK-NEXT:    %[[R:.*]] = stablehlo.select %[[PI]], %[[C]], %[[N]] : tensor<4xi1>, tensor<4xf32>
+// CHECK-NEXT:    func.return %[[R]] : tensor<4xf32>
+// CHECK-NOT:     stablehlo.case
+// CHECK-NOT:     stablehlo.clamp
+func.func @case_nested(%i: tensor<i32>, %j: tensor<i32>, %lo: tensor<f32>, %x: tensor<4xf32>, %hi: tensor<f32>) -> tensor<4xf32> {
+  %0 = "stablehlo.case"(%i) ({
+    %c = stablehlo.clamp %lo, %x, %hi : (tensor<f32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    stablehlo.return %c : tensor<4xf32>
+  }, {
+    %n = "stablehlo.case"(%j) ({
+      %a = stablehlo.negate %x : tensor<4xf32>
+      stablehlo.return %a : tensor<4xf32>
+    }, {
+      stablehlo.return %x : tensor<4xf32>
+    }) : (tensor<i32>) -> tensor<4xf32>
+    stablehlo.return %n : tensor<4xf32>
+  }) : (tensor<i32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
