@@ -2,7 +2,7 @@
 
 Importing nkic sets no environment variables and imports no sub-package. It does one thing: it records the
 modification time and size of each of nkic's own source files (``SOURCE_STATS``, about a millisecond). The NEFF
-cache's build identity (``nkic.cache.compiler_digest``) hashes the files on disk and is valid only while they are
+cache's build identity (``nkic.compiler.cache.compiler_digest``) hashes the files on disk and is valid only while they are
 still the ones this process loaded its code from; after an edit or a ``git pull`` under a running process, that
 process compiles uncached.
 """

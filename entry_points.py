@@ -118,7 +118,7 @@ class _Runner(Kernel):
         """``timing_only=True``: compile, then simulate the timeline without numerics; arguments may be
         ``TensorSpec`` placeholders (or arrays, which are only read by registers loaded from memory). Returns None:
         no outputs are computed; the latency is in ``benchmark_result`` and the trace in ``save_trace_name``."""
-        from nkic.driver import compile_call, run_neff
+        from nkic.compiler.driver import compile_call, run_neff
 
         call = self.kernel.bind(*args, **kwargs)  # bound and specialised once
         traced = call.trace()

@@ -9,7 +9,7 @@ executor (``nkic.frontend.tracer.set_executor``), which is what makes ``kernel(*
   elements the kernel never wrote (they hold the simulator's NaN fill) are one ``NkiWarning`` line per output at the
   caller's line; ``simulate(kernel, strict=True)`` makes that an ``NkiError``.
 * ``run_kernel(kernel, args, kwargs)``: the executor behind both; inputs the kernel writes are copied back into the
-  caller's arrays; the NEFF goes through the ``NKIC_CACHE_DIR`` cache (``nkic.cache``) when it is set.
+  caller's arrays; the NEFF goes through the ``NKIC_CACHE_DIR`` cache (``nkic.compiler.cache``) when it is set.
 * ``run_traced(traced, arrays)``: compile a ``TracedKernel`` (cached per trace) and simulate it on named inputs.
 """
 
@@ -53,7 +53,7 @@ def _simulate_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> 
 def neff_of(traced: TracedKernel, build: Callable[[], bytes] | None = None, debug_info: bool = False) -> bytes:
     """The NEFF of ``traced``, made once per trace (and per ``debug_info``: with each instruction's source, for
     profiles): by ``build`` on the first call (default: compile it)."""
-    from nkic.driver import compile_traced
+    from nkic.compiler.driver import compile_traced
 
     key = (id(traced), debug_info)
     neff = _NEFFS.get(key)  # a hit takes no lock (a dict read is atomic)
@@ -80,7 +80,7 @@ def _run(
     traced: TracedKernel, arrays: Mapping[str, np.ndarray], build: Callable[[], bytes] | None = None,
     debug_info: bool = False,
 ) -> tuple[Mapping[str, np.ndarray], RunResult]:
-    from nkic.driver import run_neff
+    from nkic.compiler.driver import run_neff
 
     result = run_neff(neff_of(traced, build, debug_info), arrays, target=traced.options.target)
     # Under a grid a written or returned input is read from the input itself after the run (TracedKernel).
@@ -135,7 +135,7 @@ def run_kernel_with_profile(
         if isinstance(value, TensorSpec):
             raise NkiError(f"cannot run kernel '{kernel.name}' on a TensorSpec placeholder ('{name}')")
         inputs[name] = value
-    from nkic.driver import compile_call
+    from nkic.compiler.driver import compile_call
 
     # Through compile_call for the NEFF cache (NKIC_CACHE_DIR); its trace is the one above, from the trace cache.
     build = lambda: compile_call(call, debug_info=debug_info).neff  # noqa: E731

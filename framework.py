@@ -18,7 +18,7 @@ from nkic.support import safeio
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
-    from nkic.driver import CompileResult
+    from nkic.compiler.driver import CompileResult
     from nkic.frontend import Kernel
 
 
@@ -31,7 +31,7 @@ class CompiledProgram:
     outputs: list[tuple[str, tuple[int, ...], np.dtype]]
 
     def run(self, *arrays: Any, target: str | None = None) -> list[np.ndarray]:
-        from nkic.driver import run_neff
+        from nkic.compiler.driver import run_neff
         from nkic.hlo.tiles import dims
 
         if len(arrays) != len(self.inputs):
@@ -49,7 +49,7 @@ class CompiledProgram:
 
 def route(module: ModuleOp, routing: bool = True) -> None:
     """Apply the attention routers (composite first, then the idiom) to a parsed StableHLO module."""
-    from nkic.driver import make_context
+    from nkic.compiler.driver import make_context
     from nkic.hlo.router import ROUTING
 
     if routing:
@@ -72,7 +72,7 @@ def compile_stablehlo(
     StableHLO module. A 0-d input or output keeps shape () (the NEFF holds it as one element; its metadata lists it
     under ``scalars``, so ``nkic run`` reads and writes it as 0-d too)."""
     from nkic.dialects import stablehlo as hlo
-    from nkic.driver import compile_module
+    from nkic.compiler.driver import compile_module
     from nkic.hlo.lower import lower_module, main_function
 
     module = parse_program(source, filename) if isinstance(source, str) else source

@@ -1,5 +1,5 @@
 """nkic's own source files as this process loaded them: a leaf module (no imports from nkic), read by the NEFF
-cache's build identity (``nkic.cache.compiler_digest``) and re-exported by the package root, whose import records
+cache's build identity (``nkic.compiler.cache.compiler_digest``) and re-exported by the package root, whose import records
 ``SOURCE_STATS``."""
 
 import os

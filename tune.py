@@ -174,7 +174,7 @@ def evaluate(job: Job) -> Trial:
 
 
 def _measure(job: Job, trial: Trial) -> None:
-    from nkic.driver import compile_kernel, run_neff
+    from nkic.compiler.driver import compile_kernel, run_neff
     from nkic.runtime.neff import read_neff
 
     kernel = _fresh(_resolve(job.kernel), job)
@@ -282,7 +282,7 @@ def one_line(e: BaseException) -> str:
 @contextlib.contextmanager
 def _cache_dir(directory: str | None) -> Iterator[None]:
     """``NKIC_CACHE_DIR`` for the duration of one evaluation (a worker may serve other sweeps)."""
-    from nkic.cache import CACHE_DIR_ENV
+    from nkic.compiler.cache import CACHE_DIR_ENV
 
     if directory is None:
         yield

@@ -21,7 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT.parent))  # run from a checkout without install
 
-from nkic.driver import compile_traced, run_neff  # noqa: E402
+from nkic.compiler.driver import compile_traced, run_neff  # noqa: E402
 from nkic.kernels.flash_attention import flash_attention  # noqa: E402
 
 BF16_PEAK_TFLOPS = {"gen2": 92.0, "gen3": 79.0, "gen4": 79.0}  # dense bf16 peak per NeuronCore

@@ -29,7 +29,7 @@ import nkic  # noqa: E402
 
 nkic.install_nki_alias()
 
-from nkic import driver  # noqa: E402
+from nkic.compiler import driver  # noqa: E402
 from nkic.frontend import TensorSpec  # noqa: E402
 from nkic.runtime.neff import read_neff  # noqa: E402
 from nkic.runtime.simulator import simulate  # noqa: E402

@@ -85,7 +85,7 @@ def _trace(kernel: str, dims: tuple[int, ...]) -> Any:
 
 def run_one(case: str) -> dict[str, Any]:
     """Trace and compile one case in this process."""
-    from nkic.driver import compile_traced
+    from nkic.compiler.driver import compile_traced
     from nkic.runtime.neff import read_neff
 
     _, kernel, dims = CASES[case]

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT.parent))  # run from a checkout without install
 
-from nkic.driver import compile_traced, run_neff  # noqa: E402
+from nkic.compiler.driver import compile_traced, run_neff  # noqa: E402
 from nkic.frontend import TensorSpec  # noqa: E402
 from nkic.kernels.flash_attention import flash_attention  # noqa: E402
 from nkic.kernels.matmul import matmul  # noqa: E402

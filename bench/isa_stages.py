@@ -23,7 +23,7 @@ from nkic.bench.compile import CASES, _trace  # noqa: E402
 
 
 def main(case: str, reps: int) -> None:
-    from nkic.driver import compile_traced
+    from nkic.compiler.driver import compile_traced
     from nkic.support.gcpause import gc_paused
     from nkic.passes.bir_to_isa import BirToIsaPass
     from nkic.passes.isa_verify import IsaVerifyPass

@@ -24,7 +24,7 @@ import nkic  # noqa: E402
 
 nkic.install_nki_alias()
 
-from nkic.driver import compile_traced  # noqa: E402
+from nkic.compiler.driver import compile_traced  # noqa: E402
 from nkic.frontend import TensorSpec  # noqa: E402
 from nkic.runtime.neff import read_neff  # noqa: E402
 from nkic.runtime.simulator import simulate  # noqa: E402

@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # noqa: E402 — run from a checkout without install
 
-from nkic.driver import compile_traced, run_neff  # noqa: E402
+from nkic.compiler.driver import compile_traced, run_neff  # noqa: E402
 from nkic.kernels.matmul import matmul  # noqa: E402
 from nkic.kernels.softmax import softmax  # noqa: E402
 

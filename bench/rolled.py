@@ -41,7 +41,7 @@ DEFAULT = ["unrolled-4k", "rolled-off-4k", "rolled-4k", "rolled-16k", "rolled-64
 
 
 def run_one(case: str) -> dict[str, Any]:
-    from nkic.driver import compile_traced
+    from nkic.compiler.driver import compile_traced
     from nkic.frontend import TensorSpec
     from nkic.kernels.flash_attention import flash_attention, flash_attention_rolled
     from nkic.runtime.neff import read_neff
@@ -71,7 +71,7 @@ def check(size: str, form: str = "rolled") -> None:
     import ml_dtypes
     import numpy as np
 
-    from nkic.driver import compile_kernel, run_neff
+    from nkic.compiler.driver import compile_kernel, run_neff
     from nkic.kernels.flash_attention import flash_attention_rolled
 
     s = SIZES[size]

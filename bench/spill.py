@@ -76,7 +76,7 @@ def mamba_8k() -> str:
 
 
 def attn_64k() -> str:
-    from nkic.driver import compile_traced
+    from nkic.compiler.driver import compile_traced
     from nkic.frontend import TensorSpec
     from nkic.kernels.flash_attention import flash_attention
 

@@ -25,8 +25,9 @@ _LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for 
 # (kernel(a) -> execute.run_kernel -> Kernel.trace, nki.profile's runner, nki.simulate, the framework adapters). An
 # error raised there is about the user's call, so the user's frame is the one calling into them, not their lines.
 _ENTRY_POINT_FILES = frozenset(
-    os.path.join(os.path.dirname(_FRONTEND_DIR.rstrip(os.sep)), f"{m}.py")
-    for m in ("api", "execute", "entry_points", "interop", "interop_torch", "driver", "framework", "alias", "cache")
+    os.path.join(os.path.dirname(_FRONTEND_DIR.rstrip(os.sep)), *f"{m}.py".split("/"))
+    for m in ("api", "execute", "entry_points", "interop", "interop_torch", "framework", "alias",
+              "compiler/driver", "compiler/cache")
 )
 
 
@@ -165,7 +166,7 @@ _NKIC_DIR = os.path.dirname(_FRONTEND_DIR.rstrip(os.sep)) + os.sep
 # nkic's own code (the bundled kernels/ and the tests' kernels are user code); the standard library and installed
 # packages are the user's libraries: a frame there is not where the user's kernel went wrong.
 _NKIC_CODE = tuple(
-    _NKIC_DIR + d + os.sep for d in ("frontend", "tools", "passes", "runtime", "dialects", "target", "support")
+    _NKIC_DIR + d + os.sep for d in ("frontend", "tools", "passes", "runtime", "dialects", "target", "support", "compiler")
 )
 _LIBRARIES = tuple({sysconfig.get_paths()[k] + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 

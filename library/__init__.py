@@ -2,7 +2,7 @@
 
 * ``registry.py``: ``REGISTRY`` (name -> a ``kernels/`` kernel plus how node attributes become its arguments) and
   ``LibraryResolver``, the ``passes.resolver.KernelResolver`` that traces and lowers those kernels on demand;
-  ``RESOLVER`` is the process's shared, caching instance, which ``nkic.driver`` and ``nkic-opt`` hand to the passes.
+  ``RESOLVER`` is the process's shared, caching instance, which ``nkic.compiler.driver`` and ``nkic-opt`` hand to the passes.
 * ``macros.py``: ``macro_module(...)`` builds a host BIR module around one IT54 (``bir.bir_kernel``) node, the form in
   which a pre-compiled library ("macro") kernel reaches the backend.
 

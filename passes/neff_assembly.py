@@ -20,7 +20,7 @@ def isa_module_to_neff(module: ModuleOp, name: str, metadata: Mapping[str, Any] 
                        sources: Sequence[Mapping[int, tuple[str, str]]] | None = None) -> Neff:  # fmt: skip
     """Collect the cores, variables and per-engine instruction streams of an ISA module into a ``Neff``.
     ``sources`` (debug information, one map per core in order: instruction id -> (file:line, nki call)) becomes
-    each subgraph's ``source.json``; see ``nkic.driver.source_map``."""
+    each subgraph's ``source.json``; see ``nkic.compiler.driver.source_map``."""
     cores = [op for op in module.ops if isinstance(op, program.CoreOp)]
     if not cores:
         raise DiagnosticException("no isa.core in the module: run the backend (-p nkic-pipeline) first")

@@ -6,7 +6,7 @@ NKI code (``nkic.library`` over ``nkic.kernels``), which sits *above* the passes
 the layering (and the library imports ``penguin-to-bir`` back to lower what it traced). So the passes only know
 this protocol, and the layer above hands an implementation in:
 
-* ``use_resolver(r)``: a context manager, for one compilation (``nkic.driver`` wraps its pass pipeline in it);
+* ``use_resolver(r)``: a context manager, for one compilation (``nkic.compiler.driver`` wraps its pass pipeline in it);
 * ``set_default_resolver(r)``: for the whole process (``nkic-opt`` and the ``xdsl.universe`` entry point).
 
 A pass calls ``resolver_for(kernel, pass_name)``: the scoped resolver if one is active, else the default, else a
@@ -80,6 +80,6 @@ def resolver_for(kernel: str, pass_name: str) -> KernelResolver:
     if resolver is None:
         raise PassFailedException(
             f"{pass_name}: cannot resolve library kernel '{kernel}': no kernel resolver was provided "
-            "(nkic.driver and nkic-opt provide nkic.library's; elsewhere use nkic.passes.resolver.use_resolver)"
+            "(nkic.compiler.driver and nkic-opt provide nkic.library's; elsewhere use nkic.passes.resolver.use_resolver)"
         )
     return resolver

@@ -40,7 +40,7 @@ from nkic.support import safeio
 if TYPE_CHECKING:
     import numpy as np
 
-    from nkic.driver import StageRecord
+    from nkic.compiler.driver import StageRecord
 
 _SPEC = re.compile(r"^(?P<dtype>[A-Za-z_][A-Za-z0-9_]*)\[(?P<dims>[^\[\]]*)\]$")
 _BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")  # an unquoted string value (no brackets, commas, quotes)
@@ -167,7 +167,7 @@ def _check_arguments(kernel: Any, kwargs: dict[str, Any]) -> None:
 
 
 def cmd_compile(args: argparse.Namespace) -> None:
-    from nkic.driver import compile_kernel
+    from nkic.compiler.driver import compile_kernel
 
     output = _file_path(args.output, "-o")
     dump_dir = _directory(args.dump_dir, "--dump-dir") if args.dump_dir else None
@@ -290,7 +290,7 @@ def _load_inputs(
 def cmd_run(args: argparse.Namespace) -> None:
     import numpy as np
 
-    from nkic.driver import run_neff
+    from nkic.compiler.driver import run_neff
     from nkic.runtime.neff import read_neff
     from nkic.runtime.simulator import unwritten_outputs
     from nkic.target.calibration import status_line
@@ -458,7 +458,7 @@ def cmd_info(args: argparse.Namespace) -> None:
 
 
 def cmd_profile(args: argparse.Namespace) -> None:
-    from nkic.driver import run_neff
+    from nkic.compiler.driver import run_neff
     from nkic.runtime.neff import read_neff
     from nkic.runtime.timeline_png import png_bytes, render
     from nkic.target.calibration import status_line
@@ -578,7 +578,7 @@ def _read(path: str) -> bytes:
 def cmd_cache(args: argparse.Namespace) -> None:
     """``nkic cache info``: the folder, its entries and bytes against the limit; ``nkic cache clear``: remove every
     entry (and leftover temporary files)."""
-    from nkic import cache
+    from nkic.compiler import cache
 
     directory = cache.cache_dir()
     if directory is None and args.action == "info":

@@ -11,7 +11,7 @@ from nkic.support import safeio
 
 
 def run_demo(out_dir: Path) -> None:
-    from nkic.driver import compile_traced, run_neff
+    from nkic.compiler.driver import compile_traced, run_neff
     from nkic.kernels.matmul import matmul
 
     rng = np.random.default_rng(0)

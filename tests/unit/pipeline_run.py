@@ -10,7 +10,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from nkic.driver import make_context
+from nkic.compiler.driver import make_context
 from nkic.library import RESOLVER
 from nkic.passes.neff_assembly import isa_module_to_neff
 from nkic.passes.options import CompileOptions

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from nkic.dialects import bir
-from nkic.driver import run_neff
+from nkic.compiler.driver import run_neff
 from nkic.frontend import TensorSpec
 from nkic.kernels.flash_attention import flash_attention
 from nkic.kernels.matmul import matmul

@@ -9,7 +9,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from nkic import library
 from nkic.dialects import bir, bir_json
-from nkic.driver import make_context
+from nkic.compiler.driver import make_context
 from nkic.frontend import TensorSpec
 from nkic.kernels.matmul import matmul
 from nkic.kernels.softmax import softmax

@@ -138,7 +138,7 @@ def test_pre_schedules_trial_allocation_leaves_split_blocks_unplaced() -> None:
     """pre-schedule asks allocate-memory whether its order fits, then takes the addresses off again: that includes
     the per-block memlocs the allocator split off while trying, or they would stay fixed where the trial put them."""
     from nkic.dialects import bir
-    from nkic.driver import make_context
+    from nkic.compiler.driver import make_context
     from nkic.library import RESOLVER
     from nkic.passes.bir_unroll import BirUnrollPass
     from nkic.passes.pipelines import frontend_lowering

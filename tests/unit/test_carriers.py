@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from nkic.dialects import bir, klir_binary, penguin
-from nkic.driver import compile_module, compile_traced, make_context, run_neff
+from nkic.compiler.driver import compile_module, compile_traced, make_context, run_neff
 from nkic import api as nki
 from nkic import library
 from nkic.execute import simulate

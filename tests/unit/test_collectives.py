@@ -278,7 +278,7 @@ def test_bad_calls_are_errors_at_the_kernel_line(call, message: str) -> None:
 
 def test_nkic_run_ranks(tmp_path, capsys) -> None:
     """``nkic run --ranks 4``: NAME=FILE goes to every rank, NAME@R=FILE to rank R; rank r writes NAME.rank<r>.npy."""
-    from nkic.driver import compile_kernel
+    from nkic.compiler.driver import compile_kernel
     from nkic.tools import cli
 
     x = np.ones((128, 64), np.float32)
@@ -298,7 +298,7 @@ def test_nkic_run_ranks(tmp_path, capsys) -> None:
 
 def test_bir_sim_skips_a_kernel_whose_ranks_meet() -> None:
     """A collective has no one-at-a-time meaning (the group applies it): bir-sim says so instead of failing."""
-    from nkic.driver import make_context
+    from nkic.compiler.driver import make_context
     from nkic.passes.bir_sim import check
     from nkic.passes.bir_to_isa import BirToIsaPass
     from nkic.passes.pipelines import backend, frontend_lowering

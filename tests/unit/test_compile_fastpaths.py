@@ -12,7 +12,7 @@ from xdsl.utils.exceptions import VerifyException
 from nkic.dialects import bir
 from nkic.dialects.common import i64_attr
 from nkic.dialects.isa import ISA_OPS
-from nkic.driver import make_context
+from nkic.compiler.driver import make_context
 from nkic.kernels.flash_attention import flash_attention
 from nkic.library import RESOLVER
 from nkic.passes import pre_schedule as ps

@@ -15,7 +15,7 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 from nkic import api as nki
-from nkic.driver import compile_traced, pipeline_passes
+from nkic.compiler.driver import compile_traced, pipeline_passes
 from nkic.passes.options import VERIFY_EACH_PASS_ENV
 from nkic.frontend import TensorSpec
 from nkic.frontend.errors import frame_column

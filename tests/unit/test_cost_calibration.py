@@ -42,7 +42,7 @@ from pathlib import Path
 
 import pytest
 
-from nkic.driver import compile_traced, run_neff
+from nkic.compiler.driver import compile_traced, run_neff
 from nkic.frontend import TensorSpec
 from nkic.target.calibration import MEASUREMENTS, MMT_PE_ROOFLINE, Measurement
 

@@ -12,7 +12,7 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 from nkic.dialects import bir
-from nkic.driver import make_context, run_neff
+from nkic.compiler.driver import make_context, run_neff
 from nkic.frontend import TensorSpec
 from nkic.kernels.flash_attention import flash_attention
 from nkic.kernels.matmul import matmul

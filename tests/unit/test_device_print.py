@@ -24,7 +24,7 @@ import nki  # noqa: E402
 import nki.isa as nisa  # noqa: E402
 import nki.language as nl  # noqa: E402
 
-from nkic.driver import compile_kernel  # noqa: E402
+from nkic.compiler.driver import compile_kernel  # noqa: E402
 from nkic.frontend.errors import NkiError  # noqa: E402
 from nkic.runtime.encoding import decode_stream  # noqa: E402
 from nkic.runtime.errors import NeffFormatError  # noqa: E402
@@ -270,7 +270,7 @@ def test_nkic_run_prints_and_timing_only_does_not(tmp_path: Path, capsys: pytest
 
 
 def test_bir_sim_compares_the_prints_without_showing_them(capsys: pytest.CaptureFixture[str]) -> None:
-    from nkic.driver import make_context
+    from nkic.compiler.driver import make_context
     from nkic.frontend import TensorSpec
     from nkic.passes.bir_sim import BirSimPass
     from nkic.passes.bir_to_isa import BirToIsaPass

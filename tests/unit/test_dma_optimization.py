@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from nkic.dialects import bir
-from nkic.driver import make_context, run_neff
+from nkic.compiler.driver import make_context, run_neff
 from nkic.kernels.matmul import matmul
 from nkic.library import RESOLVER
 from nkic.passes.dma_optimization import DmaOptimizationPass

@@ -125,7 +125,7 @@ def test_frontend_rejects(fn, message: str) -> None:
 # -- penguin / ISA verifiers ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def ctx() -> Context:
-    from nkic.driver import make_context
+    from nkic.compiler.driver import make_context
 
     return make_context()
 

@@ -23,7 +23,7 @@ import pytest
 import nkic.api as nki
 from nkic.api import isa as nisa
 from nkic.api import language as nl
-from nkic.driver import compile_kernel
+from nkic.compiler.driver import compile_kernel
 from nkic.frontend.errors import NkiError
 from nkic.runtime.neff import read_neff
 from nkic.target.instructions import INSTRUCTIONS, InstrSpec, legal_engines

@@ -223,7 +223,7 @@ def test_causal_kv_sections_at_small_scale(monkeypatch: pytest.MonkeyPatch, wind
 def test_attention_profile_is_a_chrome_trace_with_a_row_per_engine_and_queue(tmp_path) -> None:
     import json
 
-    from nkic.driver import compile_traced, run_neff
+    from nkic.compiler.driver import compile_traced, run_neff
 
     spec = TensorSpec((1, 256, 64), "bfloat16")
     neff = compile_traced(flash_attention.trace(spec, spec, spec, scale=0.125)).neff

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from time_limits import Hang, time_limit
 
-from nkic.driver import compile_kernel
+from nkic.compiler.driver import compile_kernel
 from nkic.kernels.matmul import matmul
 from nkic.kernels.softmax import softmax
 from nkic.kernels.tensor_add import tensor_add

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import nkic.frontend.isa as nisa
 import nkic.frontend.language as nl
-from nkic.driver import compile_traced
+from nkic.compiler.driver import compile_traced
 from nkic.frontend.tracer import TensorSpec, jit
 from nkic.runtime.encoding import decode_stream, encode_stream
 from nkic.runtime.errors import SimulationError

@@ -19,7 +19,7 @@ from xdsl.utils.exceptions import PassFailedException
 import nkic.frontend.isa as nisa
 import nkic.frontend.language as nl
 from nkic.support import safeio
-from nkic.driver import compile_traced
+from nkic.compiler.driver import compile_traced
 from nkic.execute import simulate
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import TensorSpec, jit

@@ -14,7 +14,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.dialects.traits import IsControl, IsDma
-from nkic.driver import make_context
+from nkic.compiler.driver import make_context
 from nkic.frontend import TensorSpec
 from nkic.kernels.matmul import matmul
 from nkic.library import RESOLVER

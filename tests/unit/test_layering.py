@@ -22,7 +22,7 @@ The rules (a folder's modules never import the listed modules or packages):
   through the frontend and the dialects; ``dialects/``, ``frontend/`` and ``passes/`` never import it;
 * ``kernels/``: anything but the public NKI API (``nkic.api``, or ``nki`` after the alias), the standard library
   and numpy — they are user-level kernels;
-* ``driver.py`` (traced module -> NEFF, and running a NEFF): ``tools/``, ``kernels/``, ``hlo/`` nor the modules above
+* ``compiler/driver.py`` (traced module -> NEFF, and running a NEFF): ``tools/``, ``kernels/``, ``hlo/`` nor the modules above
   it (``execute``, ``entry_points``, ``interop``, ``interop_torch``, ``api``, ``alias``, ``framework``) — NEFF
   assembly is the backend's (``passes/neff_assembly.py``);
 * the package root ``__init__.py``: any nkic module but the leaves ``version`` and ``sources`` it re-exports, and
@@ -148,7 +148,7 @@ class Rule:
 
 
 # The top-level modules above the compiler and the frontend.
-_ABOVE = ("driver", "execute", "entry_points", "interop", "interop_torch", "api", "alias", "framework")
+_ABOVE = ("compiler.driver", "execute", "entry_points", "interop", "interop_torch", "api", "alias", "framework")
 
 def _root(m: str) -> bool:
     return m == "nkic"
@@ -174,8 +174,8 @@ RULES: dict[str, Rule] = {
         "hlo", lambda m: _root(m) or _within(m, *_nkic("passes", "runtime", "tools", "library", "kernels", *_ABOVE))
     ),
     "kernels": Rule("kernels", lambda m: not _kernels_allow(m)),
-    "driver.py": Rule(
-        "driver.py", lambda m: _root(m) or _within(m, *_nkic("tools", "kernels", "hlo", *_ABOVE[1:]))
+    "compiler/driver.py": Rule(
+        "compiler/driver.py", lambda m: _root(m) or _within(m, *_nkic("tools", "kernels", "hlo", *_ABOVE[1:]))
     ),
     "__init__.py": Rule("__init__.py", lambda m: _within(m, "nkic") and m not in _nkic("version", "sources", "alias")),
     "version.py": Rule("version.py", lambda m: _within(m, "xdsl", "nkic")),

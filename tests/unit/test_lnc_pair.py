@@ -14,7 +14,7 @@ import nki  # noqa: E402
 import nki.isa as nisa  # noqa: E402
 import nki.language as nl  # noqa: E402
 
-from nkic.driver import compile_traced, run_neff  # noqa: E402
+from nkic.compiler.driver import compile_traced, run_neff  # noqa: E402
 from nkic.frontend.errors import NkiError  # noqa: E402
 from nkic.runtime.errors import SimulationDeadlock, SimulationError  # noqa: E402
 

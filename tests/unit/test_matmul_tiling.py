@@ -297,7 +297,7 @@ def test_costs() -> None:
 
 
 def _pe_busy_ns(tiles) -> float:
-    from nkic.driver import compile_traced, run_neff  # noqa: PLC0415
+    from nkic.compiler.driver import compile_traced, run_neff  # noqa: PLC0415
 
     st = RNG.standard_normal((len(tiles), 128, 32)).astype(BF16)
     mv = RNG.standard_normal((len(tiles), 128, 512)).astype(BF16)

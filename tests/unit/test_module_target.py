@@ -48,7 +48,7 @@ def test_no_pass_takes_a_target() -> None:
 
 def test_the_driver_stamps_the_options_target() -> None:
     """compile_module with an explicit target compiles for it, and the NEFF records it."""
-    from nkic.driver import compile_module
+    from nkic.compiler.driver import compile_module
     from nkic.runtime.neff import read_neff
 
     module = nki.jit(copies, platform_target="trn2").trace(TensorSpec((128, 64), "float32")).module

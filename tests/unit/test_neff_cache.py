@@ -1,4 +1,4 @@
-"""The content-addressed NEFF cache (``NKIC_CACHE_DIR``, ``nkic.cache``): off by default; a warm compile traces and
+"""The content-addressed NEFF cache (``NKIC_CACHE_DIR``, ``nkic.compiler.cache``): off by default; a warm compile traces and
 returns the stored NEFF without running a pass; every input of the compile makes a miss (the traced code, whatever it
 read — a helper file, a closure, a global, the environment, a ``shared_constant`` file —, argument shapes, dtypes and
 constants, options, nkic's version and sources); a corrupt entry is ignored and rebuilt; entries follow the umask, the
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import nkic
-from nkic import cache
-from nkic import driver
-from nkic.driver import compile_kernel, compile_traced
+from nkic.compiler import cache
+from nkic.compiler import driver
+from nkic.compiler.driver import compile_kernel, compile_traced
 from nkic.frontend import TensorSpec
 from nkic.tools.cli import load_kernel
 

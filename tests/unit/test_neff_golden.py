@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from nkic.driver import compile_traced
+from nkic.compiler.driver import compile_traced
 from nkic.frontend import TensorSpec
 from nkic.kernels.flash_attention import flash_attention
 from nkic.kernels.matmul import matmul

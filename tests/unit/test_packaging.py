@@ -25,6 +25,6 @@ def test_no_top_level_nki_package_without_the_alias() -> None:
     import subprocess
     import sys
 
-    code = "import nkic, nkic.frontend, nkic.driver\ntry:\n import nki\nexcept ImportError:\n print('absent')"
+    code = "import nkic, nkic.frontend, nkic.compiler.driver\ntry:\n import nki\nexcept ImportError:\n print('absent')"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent)
     assert out.stdout.strip() == "absent", out.stderr

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from nkic.driver import compile_kernel, run_neff
+from nkic.compiler.driver import compile_kernel, run_neff
 from nkic.target.costs import PORT_NAMES, occupancy_ns, shared_ports
 from nkic.target.isa import Instr, Operand
 

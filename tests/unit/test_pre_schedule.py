@@ -8,7 +8,7 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 from nkic.dialects import bir
-from nkic.driver import make_context, run_neff
+from nkic.compiler.driver import make_context, run_neff
 # the program-order attention kernel (flash_attention itself is software-pipelined by hand, with private buffers per
 # group, so pre-scheduling it gains little): compiled unrolled, this is the kernel pre-schedule was written for
 from nkic.kernels.flash_attention import flash_attention_rolled as flash_attention

@@ -10,7 +10,7 @@ import pytest
 
 from nkic.dialects import bir
 from nkic.dialects.traits import IsDma
-from nkic.driver import make_context
+from nkic.compiler.driver import make_context
 from nkic.frontend import TensorSpec
 from nkic.kernels.flash_attention import flash_attention
 from nkic.kernels.matmul import matmul

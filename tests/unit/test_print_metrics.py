@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from nkic.dialects import bir
-from nkic.driver import compile_traced, make_context, run_neff
+from nkic.compiler.driver import compile_traced, make_context, run_neff
 from nkic.frontend import TensorSpec
 from nkic.kernels.softmax import softmax
 from nkic.kernels.matmul import matmul

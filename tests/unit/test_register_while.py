@@ -15,7 +15,7 @@ import nki  # noqa: E402
 import nki.isa as nisa  # noqa: E402
 import nki.language as nl  # noqa: E402
 
-from nkic.driver import compile_traced  # noqa: E402
+from nkic.compiler.driver import compile_traced  # noqa: E402
 from nkic.frontend.errors import NkiError  # noqa: E402
 from nkic.runtime.simulator import run_neff_bytes as simulate  # noqa: E402
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from nkic import api as nki
-from nkic.driver import compile_kernel, run_neff
+from nkic.compiler.driver import compile_kernel, run_neff
 from nkic.frontend.tracer import TraceCache
 from nkic.runtime.neff import read_neff
 
@@ -233,7 +233,7 @@ def test_interleaved_iterations_share_a_rolled_body(monkeypatch: pytest.MonkeyPa
 
 
 def test_rolled_neff_is_deterministic_and_the_env_variable_turns_rolling_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nkic.driver import compile_traced
+    from nkic.compiler.driver import compile_traced
 
     a = np.zeros((4 * 128, 64), np.float32)
     traced = scale_rows.trace(a)

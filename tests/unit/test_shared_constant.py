@@ -18,7 +18,7 @@ nkic.install_nki_alias()
 import nki  # noqa: E402
 import nki.language as nl  # noqa: E402
 
-from nkic.driver import compile_traced, run_neff  # noqa: E402
+from nkic.compiler.driver import compile_traced, run_neff  # noqa: E402
 from nkic.frontend.errors import NkiError  # noqa: E402
 from nkic.runtime.neff import HEADER_SIZE, NeffFormatError, read_neff  # noqa: E402
 

@@ -15,7 +15,7 @@ import pytest
 from nkic import api as nki
 from nkic.api import isa as nisa
 from nkic.api import language as nl
-from nkic.driver import compile_kernel, run_neff
+from nkic.compiler.driver import compile_kernel, run_neff
 from nkic.runtime.neff import NeffFormatError, read_neff, write_neff
 
 HERE = Path(__file__).resolve()

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from nkic import api as nki
-from nkic.driver import compile_kernel
+from nkic.compiler.driver import compile_kernel
 from nkic.passes.spill import AllocationWarning
 from nkic.target.machine import get_target
 

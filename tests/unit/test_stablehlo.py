@@ -130,7 +130,7 @@ def test_composite_attention_routes_by_name(tmp_path: Path) -> None:
 
 
 def test_decompose_attention_is_the_inverse() -> None:
-    from nkic.driver import make_context
+    from nkic.compiler.driver import make_context
     from nkic.hlo.router import DecomposeAttention, RouteAttention
 
     q, k, v = _inputs((128, 64), np.float32, 3, seed=4)
@@ -200,7 +200,7 @@ def test_cli_compiles_a_stablehlo_file(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "inputs arg0[128, 64], arg1[128, 64], arg2[128, 64]; outputs out0[128, 64]" in res.stdout
     assert "kernel_node @flash_attention" in (dump / "00-penguin.mlir").read_text()
-    from nkic.driver import run_neff
+    from nkic.compiler.driver import run_neff
 
     out = run_neff(neff.read_bytes(), {"arg0": q, "arg1": k, "arg2": v}).outputs["out0"]
     _close(out, jax.jit(fn)(q, k, v), np.float32)

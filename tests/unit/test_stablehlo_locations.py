@@ -46,7 +46,7 @@ def test_ops_know_their_mlir_and_source_lines() -> None:
 
 
 def test_instructions_carry_both_locations_into_the_profile() -> None:
-    from nkic.driver import run_neff
+    from nkic.compiler.driver import run_neff
 
     prog = compile_stablehlo(LOCATED, filename="m.mlir", debug_info=True)
     x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nkic.dialects import bir
-from nkic.driver import make_context, run_neff
+from nkic.compiler.driver import make_context, run_neff
 from nkic.frontend import TensorSpec
 # the program-order attention kernel: flash_attention itself reads PSUM directly wherever the ISA allows (its copies
 # feed PE transposes' consumers or GpSimd), so it has no copy left to fold

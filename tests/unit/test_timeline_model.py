@@ -183,7 +183,7 @@ def test_queues_share_the_per_core_bandwidth(target: str) -> None:
 
 
 def test_timing_only_gives_the_same_timeline_as_a_full_run() -> None:
-    from nkic.driver import compile_traced, run_neff
+    from nkic.compiler.driver import compile_traced, run_neff
     from nkic.kernels.softmax import softmax
 
     x = np.random.default_rng(0).standard_normal((256, 1000)).astype(np.float32)

@@ -141,11 +141,11 @@ def test_optuna_asks_and_learns(kernel: nkic.frontend.Kernel, inline: tune.Repor
 
 
 def test_files_and_cache_on_rerun(kernel: nkic.frontend.Kernel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nkic import cache
+    from nkic.compiler import cache
 
     monkeypatch.delenv("NKIC_CACHE_DIR", raising=False)
     # the compiler's identity pinned: this tests the tuner's use of the cache, and a shared checkout whose sources
-    # are edited while the test runs would turn the cache off (nkic.cache: a process compiles uncached then)
+    # are edited while the test runs would turn the cache off (nkic.compiler.cache: a process compiles uncached then)
     monkeypatch.setattr(cache, "compiler_digest", lambda: "test-tune")
     space = {"TILE": [2048, 3]}
     first = tune.tune(kernel, space, output_dir=tmp_path / "out", quiet=True)(*ARGS)

@@ -3,7 +3,7 @@
 # wraps the traced body into an IT56 bir.nki_klir_kernel carrying BIR-JSON (kernel_format "bir");
 # translate-nki-ast-to-bir turns it into an IT55 bir.nki_kernel call-site (Beta3) plus a separate NKI bir.function;
 # inline-nki-kernel splices that body into @main, leaving neither carrier.
-from nkic.driver import make_context
+from nkic.compiler.driver import make_context
 from nkic.frontend import TensorSpec
 from nkic.kernels.flash_attention import flash_attention
 from nkic.passes import get_all_passes

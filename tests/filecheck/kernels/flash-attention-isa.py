@@ -4,7 +4,7 @@
 # the normalisation; the causal affine_select on POOL; the maxes and the 2-byte PSUM copies of exp^T on DVE; the
 # (transposing) DMAs on SP. Semaphores order them: MM1 waits for the K and Q DMA queues, the output store waits
 # for ACT's normalisation.
-from nkic.driver import make_context
+from nkic.compiler.driver import make_context
 from nkic.frontend import TensorSpec
 from nkic.kernels.flash_attention import flash_attention
 from nkic.passes import get_all_passes

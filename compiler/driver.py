@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from nkic import cache
+from nkic.compiler import cache
 from nkic.support import safeio
 from nkic.dialects import bir, get_all_dialects
 from nkic.dialects.common import module_target, stamp_target
@@ -222,7 +222,7 @@ def compile_call(
 
     Always traces (a ``trace`` stage; the kernel's trace cache may answer). A hit then returns the cached NEFF (a
     ``cache`` stage) and runs no pass; a miss compiles and stores the NEFF. ``dump_dir`` and ``metrics`` ask for
-    what only compiling makes, so they bypass the cache. See ``nkic.cache`` for the key: the traced module, the
+    what only compiling makes, so they bypass the cache. See ``nkic.compiler.cache`` for the key: the traced module, the
     settings, the compiler."""
     t0 = time.perf_counter()
     traced = call.trace()
