@@ -19,7 +19,7 @@ import numpy as np
 
 from nkic.runtime.errors import SimulationError
 from nkic.runtime.exec_control import _set_reg
-from nkic.runtime.executors import _value, _view, execute
+from nkic.runtime.executors import Operands, _value, _view, execute
 from nkic.runtime.state import _Core, _Engine, _View
 from nkic.target.collectives import collective_ns, group_of, parse_groups, parse_pairs
 from nkic.target.isa import Instr
@@ -292,12 +292,12 @@ def meeting_line(cores: Sequence[_Core], engines: Sequence[_Engine], posts: Mapp
 
 # -- the rank registers -------------------------------------------------------------------------------------------
 @execute("RANK_ID")
-def _exec_rank_id(core: _Core, ins: Instr) -> None:
+def _exec_rank_id(core: _Core, ins: Instr, ops: Operands) -> None:
     _set_reg(core, ins, "dst_reg", core.rank)
 
 
 @execute("RING_RANK_ID")
-def _exec_ring_rank_id(core: _Core, ins: Instr) -> None:
+def _exec_ring_rank_id(core: _Core, ins: Instr, ops: Operands) -> None:
     """The member ``iteration`` steps back around this rank's ring (each step hands data to the successor), as
     its position in the rank's list of the replica group (target/collectives.py says why)."""
     groups = parse_groups(_string(core, ins, "replica_groups"))
@@ -309,7 +309,7 @@ def _exec_ring_rank_id(core: _Core, ins: Instr) -> None:
 
 
 @execute(*sorted(set(_APPLY)))
-def _exec_collective(core: _Core, ins: Instr) -> None:
+def _exec_collective(core: _Core, ins: Instr, ops: Operands) -> None:
     """A collective has no effect of one core alone: the scheduler applies it when its group meets (:func:`meet`)
     and never calls this; run one instruction at a time (``simulate_in_order``) it is an error, as SENDRECV is."""
     raise SimulationError(f"{_name(ins)} runs when its replica group meets; it has no one-core, in-order meaning")

@@ -10,7 +10,7 @@ import numpy as np
 
 from nkic.runtime import semantics as sem
 from nkic.runtime.errors import SimulationError
-from nkic.runtime.executors import _alu_op, _view, execute
+from nkic.runtime.executors import Operands, _alu_op, execute
 from nkic.runtime.state import _Core, _MAX_PATTERN_ELEMENTS, _element_offsets, _pattern_count, _resolve
 from nkic.target.instructions import NUM_REGISTERS
 from nkic.target.isa import Instr, Operand
@@ -19,11 +19,11 @@ from nkic.target.vocab import DTYPES
 
 
 @execute("DMA_COPY")
-def _exec_dma(core: _Core, ins: Instr) -> None:
+def _exec_dma(core: _Core, ins: Instr, ops: Operands) -> None:
     if any(op is not None and op.dyn for op in ins.operands):
         _exec_dma_dynamic(core, ins)
         return
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    dst, src = ops.dst, ops.src
     if dst.op.num_elements != src.op.num_elements:
         raise SimulationError(f"DMA element counts differ: dst {dst.op.shape} vs src {src.op.shape}")
     values = src.raw()
@@ -71,7 +71,7 @@ def _dynamic_values(core: _Core, ins: Instr, op: Operand, slot: str) -> np.ndarr
     if op.dyn_ref >= len(ins.spec.slots):
         raise SimulationError(f"{slot}: dynamic index slot {op.dyn_ref} does not exist")
     index_slot = ins.spec.slots[op.dyn_ref]
-    index = _view(core, ins, index_slot)
+    index = _resolve(core, ins.operand(index_slot), index_slot)
     if DTYPES[index.op.dtype].kind not in "iu":
         raise SimulationError(f"{slot}: the dynamic index '{index_slot}' must be an integer dtype, not {index.op.dtype}")
     values = index.raw().astype(np.int64).reshape(-1)
@@ -154,15 +154,15 @@ def _exec_dma_dynamic(core: _Core, ins: Instr) -> None:
 
 
 @execute("DMA_COMPUTE")
-def _exec_dma_compute(core: _Core, ins: Instr) -> None:
+def _exec_dma_compute(core: _Core, ins: Instr, ops: Operands) -> None:
     """``dst = src0 + src1 + ...`` element-wise (row-major order of each pattern), summed left to right in fp32,
     then cast to dst's dtype. With a dynamic operand (read-modify-write) every operand is resolved row by row, its
     index tensor in a spare source slot."""
     if any(op is not None and op.dyn for op in ins.operands):
         _exec_dma_compute_dynamic(core, ins)
         return
-    dst = _view(core, ins, "dst")
-    srcs = [_resolve(core, op, slot) for slot, op in zip(ins.spec.slots[1:], ins.operands[1:]) if op is not None]
+    dst = ops.dst
+    srcs = [v for slot in ins.spec.slots[1:] if (v := ops.get(slot)) is not None]
     for s in srcs:
         if s.op.num_elements != dst.op.num_elements:
             raise SimulationError(f"element counts differ: dst {dst.op.shape} vs a source {s.op.shape}")

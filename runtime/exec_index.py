@@ -8,7 +8,7 @@ import numpy as np
 
 from nkic.runtime import semantics as sem
 from nkic.runtime.errors import SimulationError
-from nkic.runtime.executors import _same_shape, _value, _view, execute
+from nkic.runtime.executors import Operands, _value, execute
 from nkic.runtime.state import _Core, _View
 from nkic.target.instructions import (
     GPSIMD_CORE_PARTITIONS,
@@ -30,23 +30,23 @@ def _all_ones(dtype: np.dtype) -> int:
 
 
 @execute("MAX8")
-def _exec_max8(core: _Core, ins: Instr) -> None:
+def _exec_max8(core: _Core, ins: Instr, ops: Operands) -> None:
     """The 8 largest fp32 values of each partition, descending (``descending_order``: NaN first, ties kept)."""
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    dst, src = ops.dst, ops.src
     if (dst.nparts, dst.free) != (src.nparts, 8) or src.free < 8:
         raise SimulationError(f"MAX8 of {src.nparts}x{src.free} into {dst.nparts}x{dst.free}")
     values = src.f32()
     dst.store(np.take_along_axis(values, sem.descending_order(values)[:, :8], axis=1))
 
 
-def _index8(core: _Core, ins: Instr, data: _View, slot: str, reverse: bool) -> tuple[np.ndarray, np.ndarray]:
+def _index8(ins: Instr, ops: Operands, data: _View, slot: str, reverse: bool) -> tuple[np.ndarray, np.ndarray]:
     """Match the 8 values of ``vals`` in ``data`` and write their indices (all-ones where absent) to ``slot``."""
-    vals = _view(core, ins, "vals")
+    vals = ops.vals
     if vals.nparts != data.nparts or vals.free != 8:
         raise SimulationError(f"vals must be {data.nparts}x8, got {vals.nparts}x{vals.free}")
     index, found = sem.claimed_matches(data.f32(), vals.f32(), reverse)
     if ins.operand(slot) is not None:
-        out = _view(core, ins, slot)
+        out = getattr(ops, slot)
         if (out.nparts, out.free) != (data.nparts, 8):
             raise SimulationError(f"{slot} must be {data.nparts}x8, got {out.nparts}x{out.free}")
         out.store(np.where(found, index, _all_ones(out.dtype)))
@@ -54,17 +54,16 @@ def _index8(core: _Core, ins: Instr, data: _View, slot: str, reverse: bool) -> t
 
 
 @execute("FIND_INDEX8")
-def _exec_find_index8(core: _Core, ins: Instr) -> None:
-    _index8(core, ins, _view(core, ins, "src"), "dst", reverse=False)
+def _exec_find_index8(core: _Core, ins: Instr, ops: Operands) -> None:
+    _index8(ins, ops, ops.src, "dst", reverse=False)
 
 
 @execute("MATCH_REPLACE8")
-def _exec_match_replace8(core: _Core, ins: Instr) -> None:
+def _exec_match_replace8(core: _Core, ins: Instr, ops: Operands) -> None:
     """``vals`` served from slot 7 down to 0; the matched elements become ``imm``, the rest pass through fp32."""
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
-    _same_shape(dst, src)
+    dst, src = ops.dst, ops.src
     values = src.f32()  # read before dst is written: dst may be src itself
-    index, found = _index8(core, ins, src, "dst_idx", reverse=True)
+    index, found = _index8(ins, ops, src, "dst_idx", reverse=True)
     rows = np.broadcast_to(np.arange(src.nparts)[:, None], index.shape)
     values[rows[found], index[found]] = np.float32(_value(ins, "imm"))
     dst.store(values)
@@ -77,9 +76,9 @@ def _group_rows(view: _View, what: str) -> None:
 
 
 @execute("NONZERO_WITH_COUNT")
-def _exec_nonzero_with_count(core: _Core, ins: Instr) -> None:
+def _exec_nonzero_with_count(core: _Core, ins: Instr, ops: Operands) -> None:
     """Only the first partition of each 16-partition GpSimd core is read and written; other rows keep their bits."""
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    dst, src = ops.dst, ops.src
     if (dst.nparts, dst.free) != (src.nparts, src.free + 1):
         raise SimulationError(f"NONZERO_WITH_COUNT of {src.nparts}x{src.free} into {dst.nparts}x{dst.free}")
     offset, padding = int(_value(ins, "index_offset")), int(_value(ins, "padding_val"))
@@ -94,9 +93,9 @@ def _exec_nonzero_with_count(core: _Core, ins: Instr) -> None:
 
 
 @execute("TOPK")
-def _exec_topk(core: _Core, ins: Instr) -> None:
+def _exec_topk(core: _Core, ins: Instr, ops: Operands) -> None:
     """Per 16-partition group: the k largest of its n-element snake, ascending, written back as a snake."""
-    vals, idx, src = _view(core, ins, "dst"), _view(core, ins, "idx_dst"), _view(core, ins, "src")
+    vals, idx, src = ops.dst, ops.idx_dst, ops.src
     n, k = int(_value(ins, "n")), vals.free
     if (idx.nparts, idx.free) != (vals.nparts, k) or src.nparts != vals.nparts or src.nparts % GPSIMD_GROUP:
         raise SimulationError(f"TOPK of {src.nparts}x{src.free} into {vals.nparts}x{k} and {idx.nparts}x{idx.free}")
@@ -133,10 +132,10 @@ def _out_of_range(values: np.ndarray, limit: int, what: str, span: int = 1) -> N
 
 
 @execute("LOCAL_GATHER")
-def _exec_local_gather(core: _Core, ins: Instr) -> None:
+def _exec_local_gather(core: _Core, ins: Instr, ops: Operands) -> None:
     """Per GpSimd core (16 partitions): its index slice flattened partition-first, the first num_valid_indices used;
     each of its partitions gathers num_elem_per_idx elements at every index from its own free elements."""
-    dst, src, index = _view(core, ins, "dst"), _view(core, ins, "src"), _view(core, ins, "index")
+    dst, src, index = ops.dst, ops.src, ops.index
     per_idx, valid = int(_value(ins, "num_elem_per_idx")), int(_value(ins, "num_valid_indices"))
     parts, group = src.nparts, GPSIMD_CORE_PARTITIONS
     if index.nparts != parts or dst.nparts != parts or parts % group:
@@ -162,9 +161,9 @@ def _exec_local_gather(core: _Core, ins: Instr) -> None:
 
 
 @execute("NC_N_GATHER")
-def _exec_nc_n_gather(core: _Core, ins: Instr) -> None:
+def _exec_nc_n_gather(core: _Core, ins: Instr, ops: Operands) -> None:
     """``dst[p, i] = src[p, indices[p, i]]`` over src's flattened free elements."""
-    dst, src, indices = _view(core, ins, "dst"), _view(core, ins, "src"), _view(core, ins, "indices")
+    dst, src, indices = ops.dst, ops.src, ops.indices
     if not dst.nparts == src.nparts == indices.nparts or dst.free != indices.free:
         raise SimulationError(f"dst {dst.nparts}x{dst.free}, src {src.nparts}x{src.free} and indices "
                               f"{indices.nparts}x{indices.free} do not fit")  # fmt: skip
@@ -176,10 +175,10 @@ def _exec_nc_n_gather(core: _Core, ins: Instr) -> None:
 
 
 @execute("NC_STREAM_SHUFFLE")
-def _exec_nc_stream_shuffle(core: _Core, ins: Instr) -> None:
+def _exec_nc_stream_shuffle(core: _Core, ins: Instr, ops: Operands) -> None:
     """Per quadrant q: ``dst[32q + i] = src[32q + mask[i]]``; mask 255 keeps dst[32q + i]. src is read whole before
     dst is written, so in-place shuffles see the old values."""
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    dst, src = ops.dst, ops.src
     if dst.free != src.free or dst.op.dtype != src.op.dtype:
         raise SimulationError(f"dst {dst.nparts}x{dst.free} {dst.op.dtype} and src {src.nparts}x{src.free} "
                               f"{src.op.dtype} need equal free sizes and dtypes")  # fmt: skip
@@ -203,10 +202,10 @@ def _exec_nc_stream_shuffle(core: _Core, ins: Instr) -> None:
 
 
 @execute("SEQUENCE_BOUNDS")
-def _exec_sequence_bounds(core: _Core, ins: Instr) -> None:
+def _exec_sequence_bounds(core: _Core, ins: Instr, ops: Operands) -> None:
     """NKI's reference: a run is a maximal stretch of equal neighbouring ids; each element gets its run's
     ``[start, end)``, id 0 (padding) gets ``(n, -1)``."""
-    dst, seg = _view(core, ins, "dst"), _view(core, ins, "src")
+    dst, seg = ops.dst, ops.src
     if seg.nparts != 1 or (dst.nparts, dst.free) != (1, 2 * seg.free):
         raise SimulationError(f"segment ids {seg.nparts}x{seg.free} need one partition and dst 1x{2 * seg.free}, "
                               f"got {dst.nparts}x{dst.free}")  # fmt: skip

@@ -8,7 +8,7 @@ import numpy as np
 
 from nkic.runtime import semantics as sem
 from nkic.runtime.errors import SimulationError
-from nkic.runtime.executors import _view, execute
+from nkic.runtime.executors import Operands, execute
 from nkic.runtime.state import _Core, _View
 from nkic.target.instructions import MX_GROUP_PARTITIONS, mx_scale_row, mx_scale_rows
 from nkic.target.isa import Instr
@@ -16,9 +16,9 @@ from nkic.target.vocab import PACKED_DTYPES
 
 
 @execute("MATMUL")
-def _exec_matmul(core: _Core, ins: Instr) -> None:
-    dst = _view(core, ins, "dst")
-    stat, mov = _view(core, ins, "stationary"), _view(core, ins, "moving")
+def _exec_matmul(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst = ops.dst
+    stat, mov = ops.stationary, ops.moving
     if dst.op.memory != "psum":
         raise SimulationError("MATMUL destination must be in PSUM")
     pack = 2 if ins.flag("double_row") else 1  # [K, 2, M] x [K, 2, N]: free sizes 2M and 2N
@@ -69,8 +69,8 @@ def _mx_values(data: _View) -> np.ndarray:
 
 
 @execute("QUANTIZE_MX")
-def _exec_quantize_mx(core: _Core, ins: Instr) -> None:
-    dst, src, scale = _view(core, ins, "dst"), _view(core, ins, "src"), _view(core, ins, "dst_scale")
+def _exec_quantize_mx(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, src, scale = ops.dst, ops.src, ops.dst_scale
     packed = PACKED_DTYPES.get(dst.op.dtype)
     if packed is None or packed.bits != 8:
         raise SimulationError(f"QUANTIZE_MX writes float8 x4 data, not {dst.op.dtype}")
@@ -86,9 +86,9 @@ def _exec_quantize_mx(core: _Core, ins: Instr) -> None:
 
 
 @execute("MATMUL_MX")
-def _exec_matmul_mx(core: _Core, ins: Instr) -> None:
-    dst = _view(core, ins, "dst")
-    stat, mov = _view(core, ins, "stationary"), _view(core, ins, "moving")
+def _exec_matmul_mx(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst = ops.dst
+    stat, mov = ops.stationary, ops.moving
     if dst.op.memory != "psum":
         raise SimulationError("MATMUL_MX destination must be in PSUM")
     if stat.nparts != mov.nparts or dst.nparts != stat.free or dst.free != mov.free:
@@ -96,7 +96,7 @@ def _exec_matmul_mx(core: _Core, ins: Instr) -> None:
                               f"{mov.free}, dst {dst.nparts}x{dst.free}")  # fmt: skip
     real = []
     for data, role in ((stat, "stationary_scale"), (mov, "moving_scale")):
-        scale = _view(core, ins, role)
+        scale = getattr(ops, role)
         rows = _mx_scale_rows(scale, data, role)
         scale_bytes = np.ascontiguousarray(scale.raw()).view(np.uint8)[rows]
         real.append(sem.mx_dequantize(_mx_values(data), scale_bytes))
@@ -107,8 +107,8 @@ def _exec_matmul_mx(core: _Core, ins: Instr) -> None:
 
 
 @execute("TRANSPOSE")
-def _exec_transpose(core: _Core, ins: Instr) -> None:
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+def _exec_transpose(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, src = ops.dst, ops.src
     if (dst.nparts, dst.free) != (src.free, src.nparts):
         raise SimulationError(f"TRANSPOSE of {src.nparts}x{src.free} into {dst.nparts}x{dst.free}")
     if dst.op.dtype == src.op.dtype:

@@ -8,7 +8,7 @@ import numpy as np
 
 from nkic.runtime import rng
 from nkic.runtime.errors import SimulationError
-from nkic.runtime.executors import _same_shape, _scalar_operand, _view, execute
+from nkic.runtime.executors import Operands, _scalar_operand, execute
 from nkic.runtime.state import _Core, _View
 from nkic.target.isa import Instr
 from nkic.target.machine import XORWOW_WORDS
@@ -32,24 +32,23 @@ def _draw(core: _Core, ins: Instr, view: _View) -> np.ndarray:
 
 
 @execute("RNG")
-def _exec_rng(core: _Core, ins: Instr) -> None:
-    dst = _view(core, ins, "dst")
+def _exec_rng(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst = ops.dst
     dst.store_raw(rng.truncate(_draw(core, ins, dst), dst.dtype))
 
 
 @execute("RAND2")
-def _exec_rand2(core: _Core, ins: Instr) -> None:
-    dst = _view(core, ins, "dst")
+def _exec_rand2(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst = ops.dst
     low = _scalar_operand(core, ins, "min", dst.nparts, False)
     high = _scalar_operand(core, ins, "max", dst.nparts, False)
     dst.store(rng.uniform(_draw(core, ins, dst), low, high))
 
 
 @execute("DROPOUT")
-def _exec_dropout(core: _Core, ins: Instr) -> None:
+def _exec_dropout(core: _Core, ins: Instr, ops: Operands) -> None:
     """Kept elements are copied bit for bit (dst and src share a dtype); dropped ones become 0."""
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
-    _same_shape(dst, src)
+    dst, src = ops.dst, ops.src
     prob = _scalar_operand(core, ins, "prob", dst.nparts, False)
     keep = rng.dropout_keep(_draw(core, ins, dst), prob)
     if dst.dtype != src.dtype:
@@ -59,8 +58,8 @@ def _exec_dropout(core: _Core, ins: Instr) -> None:
 
 
 @execute("SET_RNG_SEED")
-def _exec_set_rng_seed(core: _Core, ins: Instr) -> None:
-    src = _view(core, ins, "src")
+def _exec_set_rng_seed(core: _Core, ins: Instr, ops: Operands) -> None:
+    src = ops.src
     if src.dtype.itemsize != 4 or src.nparts * src.free != 1:
         raise SimulationError(f"SET_RNG_SEED reads one 32-bit value, got {src.op.dtype} {src.op.shape}")
     seed = int(src.raw().view(np.uint32).reshape(-1)[0])
@@ -68,8 +67,8 @@ def _exec_set_rng_seed(core: _Core, ins: Instr) -> None:
     state[...] = rng.seed_states(seed, state.shape[0], state.shape[1] // XORWOW_WORDS)
 
 
-def _state_view(core: _Core, ins: Instr, slot: str) -> tuple[_View, np.ndarray]:
-    view, state = _view(core, ins, slot), _rng_lanes(core, ins)
+def _state_view(core: _Core, ins: Instr, view: _View) -> tuple[_View, np.ndarray]:
+    state = _rng_lanes(core, ins)
     if view.op.dtype != "uint32" or view.free != state.shape[1]:
         raise SimulationError(f"{ins.opcode} on {ins.engine} moves {state.shape[1]} uint32 words per partition, "
                               f"got {view.free} {view.op.dtype}")  # fmt: skip
@@ -77,12 +76,12 @@ def _state_view(core: _Core, ins: Instr, slot: str) -> tuple[_View, np.ndarray]:
 
 
 @execute("RAND_SET_STATE")
-def _exec_rand_set_state(core: _Core, ins: Instr) -> None:
-    src, state = _state_view(core, ins, "src")
+def _exec_rand_set_state(core: _Core, ins: Instr, ops: Operands) -> None:
+    src, state = _state_view(core, ins, ops.src)
     state[src.partitions] = src.raw()
 
 
 @execute("RAND_GET_STATE")
-def _exec_rand_get_state(core: _Core, ins: Instr) -> None:
-    dst, state = _state_view(core, ins, "dst")
+def _exec_rand_get_state(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, state = _state_view(core, ins, ops.dst)
     dst.store_raw(state[dst.partitions])

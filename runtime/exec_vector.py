@@ -8,7 +8,7 @@ import numpy as np
 
 from nkic.runtime import semantics as sem
 from nkic.runtime.errors import SimulationError
-from nkic.runtime.executors import _alu_op, _same_shape, _scalar_operand, _value, _view, execute
+from nkic.runtime.executors import Operands, _alu_op, _scalar_operand, _value, elementwise, execute
 from nkic.runtime.state import _Core, _View, _element_offsets, _resolve
 from nkic.target.isa import Instr, bits_f32
 from nkic.target.machine import NUM_PARTITIONS
@@ -18,18 +18,14 @@ def _all_int(*views: _View) -> bool:
     return all(sem.is_int_dtype(v.op.dtype) for v in views)
 
 
-@execute("TENSOR_TENSOR")
-def _exec_tensor_tensor(core: _Core, ins: Instr) -> None:
-    dst, a, b = _view(core, ins, "dst"), _view(core, ins, "in0"), _view(core, ins, "in1")
-    _same_shape(dst, a, b)
-    integer = _all_int(dst, a, b)  # all-integer operands: exact integer math (GpSimd/DVE int path)
-    dst.store(sem.alu(_alu_op(ins, "op"), a.load(integer), b.load(integer)))
+@elementwise("TENSOR_TENSOR")  # all-integer operands: exact integer math (GpSimd/DVE int path)
+def _tensor_tensor(ins: Instr, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return sem.alu(_alu_op(ins, "op"), a, b)
 
 
 @execute("TENSOR_SCALAR")
-def _exec_tensor_scalar(core: _Core, ins: Instr) -> None:
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
-    _same_shape(dst, src)
+def _exec_tensor_scalar(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, src = ops.dst, ops.src
     ops = [_alu_op(ins, "op0")]
     if ins.flag("has_op1"):
         ops.append(_alu_op(ins, "op1"))
@@ -43,8 +39,8 @@ def _exec_tensor_scalar(core: _Core, ins: Instr) -> None:
 
 
 @execute("TENSOR_REDUCE")
-def _exec_tensor_reduce(core: _Core, ins: Instr) -> None:
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+def _exec_tensor_reduce(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, src = ops.dst, ops.src
     free_dims = src.op.shape[1:]
     k = ins.imm("num_reduced_dims") or len(free_dims)  # 0 = every free dim
     if k > len(free_dims):
@@ -94,9 +90,8 @@ def _write_registers(core: _Core, ins: Instr, regs: np.ndarray, parts: np.ndarra
 
 
 @execute("ACTIVATE")
-def _exec_activate(core: _Core, ins: Instr) -> None:
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
-    _same_shape(dst, src)
+def _exec_activate(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, src = ops.dst, ops.src
     bias = _scalar_operand(core, ins, "bias", src.nparts, False)
     scale = _scalar_operand(core, ins, "scale", src.nparts, False)
     result = sem.activation(_alu_op(ins, "func"), src.f32() * scale + bias)
@@ -105,10 +100,9 @@ def _exec_activate(core: _Core, ins: Instr) -> None:
 
 
 @execute("ACTIVATE2")
-def _exec_activate2(core: _Core, ins: Instr) -> None:
+def _exec_activate2(core: _Core, ins: Instr, ops: Operands) -> None:
     """``y = func((src op0 imm0) op1 imm1, relu_param)`` in fp32; y (before the cast to dst) feeds the registers."""
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
-    _same_shape(dst, src)
+    dst, src = ops.dst, ops.src
     value = src.f32()
     for k in (0, 1):
         op = _alu_op(ins, f"op{k}")
@@ -122,9 +116,8 @@ def _exec_activate2(core: _Core, ins: Instr) -> None:
 
 
 @execute("TENSOR_COPY")
-def _exec_tensor_copy(core: _Core, ins: Instr) -> None:
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
-    _same_shape(dst, src)
+def _exec_tensor_copy(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, src = ops.dst, ops.src
     if dst.op.dtype == src.op.dtype:
         dst.store_raw(src.raw())
     else:
@@ -132,8 +125,8 @@ def _exec_tensor_copy(core: _Core, ins: Instr) -> None:
 
 
 @execute("MEMSET")
-def _exec_memset(core: _Core, ins: Instr) -> None:
-    dst = _view(core, ins, "dst")
+def _exec_memset(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst = ops.dst
     integer = ins.flag("int_value")
     dst.store(np.full((dst.nparts, dst.free), _value(ins, "value"), np.int64 if integer else np.float32))
 
@@ -152,8 +145,8 @@ def _affine_values(ins: Instr) -> np.ndarray:
 
 
 @execute("IOTA")
-def _exec_iota(core: _Core, ins: Instr) -> None:
-    dst = _view(core, ins, "dst")
+def _exec_iota(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst = ops.dst
     values = _affine_values(ins)
     if values.shape != (dst.nparts, dst.free):
         raise SimulationError(f"IOTA pattern {values.shape} does not match destination {dst.op.shape}")
@@ -161,9 +154,8 @@ def _exec_iota(core: _Core, ins: Instr) -> None:
 
 
 @execute("AFFINE_SELECT")
-def _exec_affine_select(core: _Core, ins: Instr) -> None:
-    dst, on_true = _view(core, ins, "dst"), _view(core, ins, "on_true")
-    _same_shape(dst, on_true)
+def _exec_affine_select(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, on_true = ops.dst, ops.on_true
     values = _affine_values(ins)
     if values.shape != (dst.nparts, dst.free):
         raise SimulationError(f"AFFINE_SELECT pattern {values.shape} does not match destination {dst.op.shape}")
@@ -171,18 +163,15 @@ def _exec_affine_select(core: _Core, ins: Instr) -> None:
     dst.store(np.where(cond, on_true.f32(), np.float32(_value(ins, "on_false_value"))))
 
 
-@execute("RECIPROCAL")
-def _exec_reciprocal(core: _Core, ins: Instr) -> None:
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
-    _same_shape(dst, src)
+@elementwise("RECIPROCAL", exact_int=False)
+def _reciprocal(ins: Instr, src: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
-        dst.store(np.float32(1.0) / src.f32())
+        return np.float32(1.0) / src
 
 
 @execute("TENSOR_SCALAR_REDUCE")
-def _exec_tensor_scalar_reduce(core: _Core, ins: Instr) -> None:
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
-    _same_shape(dst, src)
+def _exec_tensor_scalar_reduce(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, src = ops.dst, ops.src
     scalar = _scalar_operand(core, ins, "operand0", src.nparts, False)
     result = sem.scalar_step(_alu_op(ins, "op0"), src.f32(), scalar, ins.flag("reverse0"))
     dst.store(result)
@@ -196,10 +185,9 @@ def _exec_tensor_scalar_reduce(core: _Core, ins: Instr) -> None:
 
 
 @execute("RANGE_SELECT")
-def _exec_range_select(core: _Core, ins: Instr) -> None:
+def _exec_range_select(core: _Core, ins: Instr, ops: Operands) -> None:
     """The free index plus range_start, compared in fp32 against two per-partition bounds."""
-    dst, on_true = _view(core, ins, "dst"), _view(core, ins, "on_true")
-    _same_shape(dst, on_true)
+    dst, on_true = ops.dst, ops.on_true
     bound0 = _scalar_operand(core, ins, "bound0", dst.nparts, False)
     bound1 = _scalar_operand(core, ins, "bound1", dst.nparts, False)
     index = (int(_value(ins, "range_start")) + np.arange(dst.free, dtype=np.int64)).astype(np.float32)[None, :]
@@ -211,10 +199,9 @@ def _exec_range_select(core: _Core, ins: Instr) -> None:
 
 
 @execute("TENSOR_TENSOR_SCAN")
-def _exec_tensor_tensor_scan(core: _Core, ins: Instr) -> None:
+def _exec_tensor_tensor_scan(core: _Core, ins: Instr, ops: Operands) -> None:
     """A sequential recurrence along the free dim (all partitions at once), in fp32."""
-    dst, a, b = _view(core, ins, "dst"), _view(core, ins, "in0"), _view(core, ins, "in1")
-    _same_shape(dst, a, b)
+    dst, a, b = ops.dst, ops.in0, ops.in1
     op0, op1 = _alu_op(ins, "op0"), _alu_op(ins, "op1")
     x, y = a.f32(), b.f32()
     state = np.broadcast_to(_scalar_operand(core, ins, "initial", dst.nparts, False), (dst.nparts, 1))
@@ -228,16 +215,14 @@ def _exec_tensor_tensor_scan(core: _Core, ins: Instr) -> None:
 
 
 @execute("TENSOR_COPY_PREDICATED")
-def _exec_tensor_copy_predicated(core: _Core, ins: Instr) -> None:
-    dst, pred = _view(core, ins, "dst"), _view(core, ins, "predicate")
-    _same_shape(dst, pred)
+def _exec_tensor_copy_predicated(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, pred = ops.dst, ops.predicate
     keep = pred.raw() != 0
     if ins.flag("reverse_pred"):
         keep = ~keep
     out = dst.raw().copy()
     if ins.operand("src") is not None:
-        src = _view(core, ins, "src")
-        _same_shape(dst, src)
+        src = ops.src
         values = src.raw() if src.op.dtype == dst.op.dtype else sem.cast(src.f32(), dst.op.dtype)
     else:
         values = np.broadcast_to(sem.cast(np.float32(bits_f32(ins.imm("src"))), dst.op.dtype), out.shape)
@@ -246,9 +231,9 @@ def _exec_tensor_copy_predicated(core: _Core, ins: Instr) -> None:
 
 
 @execute("BN_STATS")
-def _exec_bn_stats(core: _Core, ins: Instr) -> None:
+def _exec_bn_stats(core: _Core, ins: Instr, ops: Operands) -> None:
     """(count, mean, variance * count) of the even, then the odd elements of each partition, in fp32."""
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    dst, src = ops.dst, ops.src
     x = src.f32()
     cols = []
     for half in (x[:, 0::2], x[:, 1::2]):
@@ -260,9 +245,9 @@ def _exec_bn_stats(core: _Core, ins: Instr) -> None:
 
 
 @execute("BN_AGGR")
-def _exec_bn_aggr(core: _Core, ins: Instr) -> None:
+def _exec_bn_aggr(core: _Core, ins: Instr, ops: Operands) -> None:
     """Chan's parallel combination of (count, mean, variance * count) triples: mean and variance per partition."""
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+    dst, src = ops.dst, ops.src
     t = src.f32().reshape(src.nparts, -1, 3)
     n, m, m2 = t[..., 0], t[..., 1], t[..., 2]
     total = n.sum(axis=1, dtype=np.float32)
@@ -274,10 +259,9 @@ def _exec_bn_aggr(core: _Core, ins: Instr) -> None:
 
 
 @execute("EXPONENTIAL")
-def _exec_exponential(core: _Core, ins: Instr) -> None:
+def _exec_exponential(core: _Core, ins: Instr, ops: Operands) -> None:
     """``exp(src - max_value)``; the row sums go into the VectorE registers as reduce_cmd says."""
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
-    _same_shape(dst, src)
+    dst, src = ops.dst, ops.src
     shift = _scalar_operand(core, ins, "max_value", src.nparts, False)
     result = sem.activation("exp", src.f32() - shift)
     dst.store(result)
@@ -287,9 +271,8 @@ def _exec_exponential(core: _Core, ins: Instr) -> None:
 
 
 @execute("SELECT_REDUCE")
-def _exec_select_reduce(core: _Core, ins: Instr) -> None:
-    dst, pred, on_true = _view(core, ins, "dst"), _view(core, ins, "predicate"), _view(core, ins, "on_true")
-    _same_shape(dst, pred, on_true)
+def _exec_select_reduce(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, pred, on_true = ops.dst, ops.predicate, ops.on_true
     keep = pred.raw() != 0
     if ins.flag("reverse_pred"):
         keep = ~keep
@@ -300,10 +283,9 @@ def _exec_select_reduce(core: _Core, ins: Instr) -> None:
 
 
 @execute("TENSOR_SCALAR_CUMULATIVE")
-def _exec_tensor_scalar_cumulative(core: _Core, ins: Instr) -> None:
+def _exec_tensor_scalar_cumulative(core: _Core, ins: Instr, ops: Operands) -> None:
     """The documented pseudocode: the register starts per reduce_cmd, then ``reg = op1(op0(x, imm0), reg)``."""
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
-    _same_shape(dst, src)
+    dst, src = ops.dst, ops.src
     op0, op1, cmd = _alu_op(ins, "op0"), _alu_op(ins, "op1"), _alu_op(ins, "reduce_cmd")
     parts = src.partitions
     if cmd == "reset_reduce":  # a running difference starts from 0 like a sum
@@ -323,8 +305,8 @@ def _exec_tensor_scalar_cumulative(core: _Core, ins: Instr) -> None:
 
 
 @execute("TENSOR_PARTITION_REDUCE")
-def _exec_tensor_partition_reduce(core: _Core, ins: Instr) -> None:
-    dst, src = _view(core, ins, "dst"), _view(core, ins, "src")
+def _exec_tensor_partition_reduce(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, src = ops.dst, ops.src
     if (dst.nparts, dst.free) != (1, src.free):
         raise SimulationError(f"partition reduce of {src.nparts}x{src.free} into {dst.nparts}x{dst.free}")
     values = src.load(_all_int(dst, src))
@@ -332,9 +314,8 @@ def _exec_tensor_partition_reduce(core: _Core, ins: Instr) -> None:
 
 
 @execute("SCALAR_TENSOR_TENSOR")
-def _exec_scalar_tensor_tensor(core: _Core, ins: Instr) -> None:
-    dst, data, other = _view(core, ins, "dst"), _view(core, ins, "data"), _view(core, ins, "operand1")
-    _same_shape(dst, data, other)
+def _exec_scalar_tensor_tensor(core: _Core, ins: Instr, ops: Operands) -> None:
+    dst, data, other = ops.dst, ops.data, ops.operand1
     scalar = _scalar_operand(core, ins, "operand0", data.nparts, False)
     result = sem.scalar_step(_alu_op(ins, "op0"), data.f32(), scalar, ins.flag("reverse0"))
     op1, t1 = _alu_op(ins, "op1"), other.f32()
