@@ -14,6 +14,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "inline-nki-kernel": ("inline_nki_kernel", "InlineNkiKernelPass"),
     "inline-bir-kernel": ("inline_bir_kernel", "InlineBirKernelPass"),
     "bir-unroll": ("bir_unroll", "BirUnrollPass"),
+    "rotate-blocks": ("rotate_blocks", "RotateBlocksPass"),
     "split-blocks": ("split_blocks", "SplitBlocksPass"),
     "resolve-psum-accumulate": ("resolve_psum_accumulate", "ResolvePsumAccumulatePass"),
     "spill": ("spill", "SpillPass"),

@@ -2,9 +2,9 @@
 
 * ``nkic-frontend-lowering``: penguin-to-bir, translate-nki-ast-to-bir, inline-nki-kernel, inline-bir-kernel;
 * ``nkic-backend``: bir-unroll (``roll_loops=true`` keeps qualifying loops rolled), resolve-psum-accumulate,
-  assign-engines, pre-schedule, (dma-transpose, opt-in), allocate-memory, dependency-analysis,
-  schedule-instructions, post-schedule, dep-reduction{engine_order=true}, dma-optimization, insert-semaphores,
-  bir-verify, bir-to-isa, isa-verify;
+  rotate-blocks, split-blocks, assign-engines, pre-schedule, (dma-transpose, opt-in), allocate-memory,
+  dependency-analysis, schedule-instructions, post-schedule, dep-reduction{engine_order=true}, dma-optimization,
+  insert-semaphores, bir-verify, bir-to-isa, isa-verify;
 * ``nkic-pipeline``: both.
 
 Each is built from one ``CompileOptions`` (``nkic.passes.options``); no pass is told the target, every pass reads
@@ -39,6 +39,7 @@ from nkic.passes.post_schedule import PostSchedulePass
 from nkic.passes.pre_schedule import PreSchedulePass
 from nkic.passes.print_metrics import PrintMetricsPass
 from nkic.passes.resolve_psum_accumulate import ResolvePsumAccumulatePass
+from nkic.passes.rotate_blocks import RotateBlocksPass
 from nkic.passes.schedule_instructions import ScheduleInstructionsPass
 from nkic.passes.split_blocks import SplitBlocksPass
 from nkic.passes.translate_nki_ast_to_bir import TranslateNkiAstToBirPass
@@ -68,6 +69,7 @@ def backend(options: CompileOptions = _DEFAULT, **given: Any) -> tuple[ModulePas
     return (
         BirUnrollPass(roll=o.roll_loops, interleave=o.roll_interleave),
         ResolvePsumAccumulatePass(),
+        RotateBlocksPass(),
         SplitBlocksPass(),
         # engines first, so that pre-schedule plans on them; then allocation follows the scheduled order
         AssignEnginesPass(),

@@ -51,12 +51,12 @@ def _capacity(t: Target) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
-class _Geometry:
+class BlockGeometry:
     row: int  # bytes per partition of the whole memloc
     block: int  # bytes per partition of one block
 
 
-def _candidates(locs: dict[str, bir.MemLocOp], limit: dict[str, int] | None) -> dict[str, _Geometry]:
+def block_candidates(locs: dict[str, bir.MemLocOp], limit: dict[str, int] | None) -> dict[str, BlockGeometry]:
     """The memlocs that may be split: internal, unplaced, on chip, rank >= 3 with two or more blocks, and (with a
     ``limit`` per memory) larger than that limit."""
     out = {}
@@ -69,11 +69,11 @@ def _candidates(locs: dict[str, bir.MemLocOp], limit: dict[str, int] | None) -> 
         row = math.prod(dims[1:]) * size
         if limit is not None and row <= limit.get(loc.mem, row):
             continue
-        out[name] = _Geometry(row, math.prod(dims[2:]) * size)
+        out[name] = BlockGeometry(row, math.prod(dims[2:]) * size)
     return out
 
 
-def _rebased(ap: AccessPatternAttr, g: _Geometry, elem: int) -> tuple[int, AccessPatternAttr] | None:
+def rebased_in_block(ap: AccessPatternAttr, g: BlockGeometry, elem: int) -> tuple[int, AccessPatternAttr] | None:
     """(block, the pattern within that block's memloc), or None when the access is not inside one block."""
     if ap.is_dynamic or any(ap.iv_coeffs) or not ap.pairs or any(n <= 0 for _, n in ap.pairs):
         return None
@@ -103,7 +103,7 @@ def split_function(fn: bir.FunctionOp, limit: dict[str, int] | None = None) -> i
 
 def _split_once(fn: bir.FunctionOp, limit: dict[str, int] | None) -> int:
     locs = fn.memlocs()
-    geometry = _candidates(locs, limit)
+    geometry = block_candidates(locs, limit)
     if not geometry:
         return 0
     plans: dict[str, list[tuple[bir.BirInst, int, int, AccessPatternAttr]]] = {n: [] for n in geometry}
@@ -112,7 +112,7 @@ def _split_once(fn: bir.FunctionOp, limit: dict[str, int] | None) -> int:
             if ref not in plans:
                 continue
             elem = dtype_size(ap.view_dtype or locs[ref].dtype.data)
-            rebased = _rebased(ap, geometry[ref], elem)
+            rebased = rebased_in_block(ap, geometry[ref], elem)
             if rebased is None:
                 del plans[ref]
             else:
