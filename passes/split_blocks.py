@@ -47,7 +47,19 @@ class SplitBlocksPass(ModulePass):
 
 
 def _capacity(t: Target) -> dict[str, int]:
-    return {"sbuf": t.sbuf_bytes_per_partition, "psum": t.psum_bytes_per_partition}
+    return {"sbuf": t.sbuf_bytes_per_partition, "psum": t.psum_bytes_per_partition, "psum_bank": t.psum_bank_bytes}
+
+
+def _straddles(row: int, block: int, bank: int) -> bool:
+    """Whether a block of a PSUM tensor laid out whole would cross a bank boundary. A tensor of at most one bank is
+    placed inside one (allocate-memory); a larger one starts on a bank, so block ``b`` covers bytes
+    ``[b * block, (b + 1) * block)`` from a bank's start. The NKI reference gives PSUM as ``psum_num_banks`` banks of
+    ``psum_bank_fmax_bytes`` ("Maximum free dimension per PSUM bank per partition, in bytes", nki.language.tile_size)
+    and a matmul output must fit one bank on gen2/3 (shared/reference/nki-api.md): a block that spans banks could not
+    hold one."""
+    if not bank or row <= bank:
+        return False
+    return any((b * block) // bank != ((b + 1) * block - 1) // bank for b in range(row // block))
 
 
 @dataclass(frozen=True)
@@ -58,7 +70,8 @@ class BlockGeometry:
 
 def block_candidates(locs: dict[str, bir.MemLocOp], limit: dict[str, int] | None) -> dict[str, BlockGeometry]:
     """The memlocs that may be split: internal, unplaced, on chip, rank >= 3 with two or more blocks, and (with a
-    ``limit`` per memory) larger than that limit."""
+    ``limit`` per memory) larger than that limit, or PSUM whose blocks would span banks laid out whole (the bank rule:
+    a block never spans banks, so each gets its own memloc, which allocation keeps inside a bank)."""
     out = {}
     for name, loc in locs.items():
         dims = loc.dims
@@ -66,10 +79,11 @@ def block_candidates(locs: dict[str, bir.MemLocOp], limit: dict[str, int] | None
                 or loc.data is not None or len(dims) < 3 or dims[1] < 2):  # fmt: skip
             continue
         size = dtype_size(loc.dtype.data)
-        row = math.prod(dims[1:]) * size
-        if limit is not None and row <= limit.get(loc.mem, row):
+        row, block = math.prod(dims[1:]) * size, math.prod(dims[2:]) * size
+        straddles = loc.mem == "psum" and limit is not None and _straddles(row, block, limit.get("psum_bank", 0))
+        if limit is not None and row <= limit.get(loc.mem, row) and not straddles:
             continue
-        out[name] = BlockGeometry(row, math.prod(dims[2:]) * size)
+        out[name] = BlockGeometry(row, block)
     return out
 
 

@@ -63,3 +63,25 @@ builtin.module {
     bir.tensor_copy dst @big[64512 : [65536, 128], [1, 1024]], src @x[0 : [1024, 128], [1, 1024]] {id = 2 : i64, engine = "dve"}
   }
 }
+
+// -----
+
+// The bank rule: a PSUM block tensor that fits PSUM whole is split anyway when laid out whole one of its blocks
+// would span two 2 KiB banks (blocks of 1536 bytes: block 1 covers bytes 1536..3071); blocks that tile the banks
+// (512 bytes: four to a bank) stay in one memloc.
+// RUN: nkic-opt %s -p split-blocks --split-input-file | filecheck %s --check-prefix=BANKS
+// BANKS:     bir.memloc @tiled : psum [128, 4, 128] float32
+// BANKS:     bir.memloc @acc.b0 : psum [128, 384] float32
+// BANKS:     bir.memloc @acc.b1 : psum [128, 384] float32
+// BANKS-NOT: bir.memloc @acc :
+
+builtin.module {
+  bir.function @f attributes {inputs = [], outputs = []} {
+    bir.memloc @x : sbuf [128, 384] float32
+    bir.memloc @tiled : psum [128, 4, 128] float32
+    bir.memloc @acc : psum [128, 4, 384] float32
+    bir.tensor_copy dst @tiled[128 : [512, 128], [1, 128]], src @x[0 : [384, 128], [1, 128]] {id = 0 : i64, engine = "dve"}
+    bir.tensor_copy dst @acc[0 : [1536, 128], [1, 384]], src @x[0 : [384, 128], [1, 384]] {id = 1 : i64, engine = "dve"}
+    bir.tensor_copy dst @acc[384 : [1536, 128], [1, 384]], src @x[0 : [384, 128], [1, 384]] {id = 2 : i64, engine = "dve"}
+  }
+}
