@@ -16,6 +16,6 @@ __all__ = ["__version__", "NOT_PACKAGE", "SOURCE_STATS", "source_stats", "instal
 def install_nki_alias() -> None:
     """Make ``import nki`` / ``nki.language`` / ``nki.isa`` / ``nki.compiler`` / ``nki.typing`` resolve to nkic's
     public NKI modules (``nkic.api`` and the frontend namespaces)."""
-    from nkic.alias import install  # deferred: importing nkic imports no sub-package (see the docstring)
+    from nkic.api.alias import install  # deferred: importing nkic imports no sub-package (see the docstring)
 
     install()

@@ -1,6 +1,6 @@
 """Kernels called with framework arrays: ``jax.Array`` (eagerly and inside ``jax.jit``) and ``torch.Tensor``.
 
-A ``@nki.jit`` kernel called outside a trace runs through :func:`nkic.execute.run_kernel`; when an argument is a
+A ``@nki.jit`` kernel called outside a trace runs through :func:`nkic.api.execute.run_kernel`; when an argument is a
 framework array, that call lands here instead. Neither framework is a dependency: an adapter exists only for a
 framework the caller has already imported (looked up in ``sys.modules``), so plain numpy calls never import one.
 

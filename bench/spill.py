@@ -94,7 +94,7 @@ def moe_cte() -> str:
 
     import conftest
     import test_nkilib_moe as ref
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     with conftest.nkilib_loader() as load, warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")

@@ -42,7 +42,7 @@ def main(argv: list[str]) -> None:
                    help="walk the grid from its other end: a second sweep sharing the first's NEFF cache folder "
                         "(NKIC_CACHE_DIR) compiles only what the first has not reached (the table is the same)")
     a = p.parse_args(argv)
-    from nkic import tune
+    from nkic.api import tuning as tune
     from nkic.frontend import TensorSpec
 
     k, m, n = a.shape

@@ -3,7 +3,7 @@
 Everything stays in memory in one process: the pipeline applies passes to one module and only prints IR text when
 a dump directory is asked for. The driver sits above the passes and the kernel library: it hands the passes the
 library's kernel resolver (``nkic.passes.resolver``) for the kernels a module names but does not contain. Running a
-*kernel* (trace, compile, simulate) is one level up, in ``nkic.execute``.
+*kernel* (trace, compile, simulate) is one level up, in ``nkic.api.execute``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Public entry points: ``jit``, ``Kernel``, ``TensorSpec``, ``TracedKernel``, ``dont_trace``, ``NkiError``; the NKI
 namespaces are ``nkic.frontend.language`` (nl), ``nkic.frontend.isa`` (nisa), ``nkic.frontend.compiler`` and
 ``nkic.frontend.nki_typing``. The frontend is the language surface only: it never imports the compiler, so running a
-kernel (``nki.simulate``, a call outside a trace) lives one level up in ``nkic.execute``, and the public ``nki``
+kernel (``nki.simulate``, a call outside a trace) lives one level up in ``nkic.api.execute``, and the public ``nki``
 module is assembled there too (``nkic.api``; ``nkic.install_nki_alias()`` makes ``import nki`` resolve to it).
 """
 

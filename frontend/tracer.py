@@ -29,7 +29,7 @@ k-th ``shared_hbm`` allocation of every program is the same tensor. Inputs the k
 into outputs of their own at the end of the program (an input cannot also be an output variable).
 
 The frontend only traces: a ``Kernel`` called outside a trace hands itself to the executor that the layer above
-registered with :func:`set_executor` (``nkic.execute``: compile, then simulate); without one the call is an
+registered with :func:`set_executor` (``nkic.api.execute``: compile, then simulate); without one the call is an
 ``NkiError``.
 
 Threads may trace at the same time: the running ``TraceContext`` is per thread (``context.py``), everything else a
@@ -96,7 +96,7 @@ from nkic.target.names import safe_name
 emitter_factory: Callable[[str, int, str], Any] | None = None
 
 # How a Kernel called outside a trace runs: executor(kernel, args, kwargs) -> results. The frontend only traces;
-# compiling and simulating live above it (``nkic.execute`` registers itself here on import), so the language
+# compiling and simulating live above it (``nkic.api.execute`` registers itself here on import), so the language
 # surface never imports the compiler.
 Executor = Callable[["Kernel", tuple[Any, ...], dict[str, Any]], Any]
 _executor: Executor | None = None
@@ -174,7 +174,7 @@ class TraceCache(dict[Any, TracedKernel]):
 
     :meth:`get_or_trace` builds a missing trace once: a thread asking for a specialization another thread is tracing
     waits for that trace rather than making its own, so every caller gets the same ``TracedKernel`` (and the NEFF
-    ``nkic.execute`` keeps per trace is compiled once). A trace that fails is not stored: a waiting thread then
+    ``nkic.api.execute`` keeps per trace is compiled once). A trace that fails is not stored: a waiting thread then
     traces itself (and gets the same error, as a single thread would)."""
 
     def __init__(self, entries: Any = ()):
@@ -256,7 +256,7 @@ class Kernel:
         if _executor is None:
             raise NkiError(
                 f"kernel '{self.name}' was called outside a trace, but no executor is registered",
-                "import nkic.api (the public NKI module) or nkic.execute to compile and simulate calls, "
+                "import nkic.api (the public NKI module) or nkic.api.execute to compile and simulate calls, "
                 "or use kernel.trace(...) to only trace",
             )
         return _executor(self, args, kwargs)

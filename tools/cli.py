@@ -531,7 +531,7 @@ def _space_file(path: str) -> dict[str, list[Any]]:
 def cmd_tune(args: argparse.Namespace) -> None:
     """``nkic tune FILE.py:KERNEL --arg ... --space NAME=V1,V2``: compile and time (timing only) each configuration;
     the table sorted by latency, the best, and with ``--output-dir`` tune.json / tune.csv there."""
-    from nkic import tune
+    from nkic.api import tuning as tune
     from nkic.frontend import NkiError
 
     _check_grid(args.grid)

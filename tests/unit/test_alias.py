@@ -8,7 +8,8 @@ import sys
 import pytest
 
 import nkic
-from nkic import alias, api
+from nkic.api import alias
+from nkic import api
 from nkic.frontend import isa, language, nki_typing
 from nkic.frontend.errors import NkiError
 

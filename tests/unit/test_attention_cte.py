@@ -128,7 +128,7 @@ CASES = [
 
 @pytest.mark.parametrize("seqlen,d,dtype,causal,scale,tp_q", CASES)
 def test_attention_cte_matches_numpy(attention_cte, seqlen, d, dtype, causal, scale, tp_q) -> None:
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     np_dtype = BF16 if dtype == "bfloat16" else np.float32
     q, k, v = _inputs(1, seqlen, d, np_dtype, tp_q)
@@ -153,7 +153,7 @@ def test_attention_cte_matches_numpy(attention_cte, seqlen, d, dtype, causal, sc
 
 def test_attention_cte_batches_and_gqa(attention_cte) -> None:
     """bs=4 query batches over bs_kv=2 K/V batches (GQA: q batch b uses kv batch b // 2)."""
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     rng = np.random.default_rng(7)
     q = rng.standard_normal((4, 256, 64)).astype(BF16)
@@ -182,7 +182,7 @@ def test_attention_cte_trace_uses_the_default_path(attention_cte) -> None:
 def test_attention_cte_layout_and_launch_variants(attention_cte) -> None:
     """tp_k (K given as (bs, seqlen, d)), tp_out (output (bs, d, seqlen)), an LNC2 launch sharding two batches
     over two programs, fp16 inputs and seqlen_q < seqlen_k all agree with the float64 reference."""
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal(shape).astype(BF16) for shape in ((2, 512, 64), (2, 64, 512), (2, 512, 64)))
@@ -203,7 +203,7 @@ def test_attention_cte_layout_and_launch_variants(attention_cte) -> None:
 
 def test_attention_cte_cache_softmax(attention_cte) -> None:
     """cache_softmax also returns −max and 1/sum of every query row, laid out (bs, 128, seqlen_q / 128)."""
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     q, k, v = _inputs(1, 256, 64, np.float32, True, seed=11)
     with contextlib.redirect_stdout(io.StringIO()):
@@ -237,7 +237,7 @@ def test_attention_cte_sliding_window(attention_cte, seqlen: int, window: int, m
     """The sliding-window path: windows up to the kernel's threshold (128) mask with nisa.range_select on per-row
     bounds, wider ones with affine_select; both agree with the windowed float64 reference. The kernel supports SWA
     only with scale=1.0, so Q is pre-scaled."""
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     q, k, v = _inputs(1, seqlen, 128, np.float32, True, seed=window)
     q = (q / math.sqrt(128)).astype(np.float32)
@@ -281,7 +281,7 @@ def masked_reference(q, k, v, causal=True, k_prior=None, v_prior=None, used=0, c
 ])  # fmt: skip
 def test_attention_cte_prefix_caching(attention_cte, used, seqlen_prior, causal, window, dtype) -> None:
     """Prefix caching: k_prior / v_prior with a run-time prior_used_len (scale must be 1.0: Q pre-scaled)."""
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     rng = np.random.default_rng(used + window)
     d, seqlen = 64, 256
@@ -304,7 +304,7 @@ def test_attention_cte_prefix_caching(attention_cte, used, seqlen_prior, causal,
 ])  # fmt: skip
 def test_attention_cte_context_parallel(attention_cte, cp_offset: int, strided: bool, window: int) -> None:
     """Context parallelism (global_cp_deg=2): one rank's slice of Q, the full K/V, a run-time cp_offset."""
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     rng = np.random.default_rng(cp_offset + window)
     d, seqlen_q, seqlen_kv = 64, 256, 512

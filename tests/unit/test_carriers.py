@@ -10,7 +10,7 @@ from nkic.dialects import bir, klir_binary, penguin
 from nkic.compiler.driver import compile_module, compile_traced, make_context, run_neff
 from nkic import api as nki
 from nkic import library
-from nkic.execute import simulate
+from nkic.api.execute import simulate
 from nkic.frontend import TensorSpec
 from nkic.kernels.softmax import softmax
 from nkic.passes.penguin_to_bir import PenguinToBirPass

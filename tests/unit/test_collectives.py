@@ -335,7 +335,7 @@ def test_collective_cost_is_the_ring_at_the_published_link_bandwidth() -> None:
 def test_a_timing_only_launch_prices_the_collectives() -> None:
     """SP triggers each rank's all_reduce like a DMA (a short issue on its track); the transfer runs on a DMA queue
     once the whole group has triggered, on every rank at once, for its modelled cost."""
-    from nkic.execute import neff_of
+    from nkic.api.execute import neff_of
     from nkic.runtime.neff import read_neff
     from nkic.runtime.ranks import simulate_ranks
 

@@ -12,7 +12,7 @@ nkic.install_nki_alias()
 import nki.isa as nisa  # noqa: E402
 import nki.language as nl  # noqa: E402
 
-from nkic.execute import simulate  # noqa: E402
+from nkic.api.execute import simulate  # noqa: E402
 from nkic.frontend.errors import NkiError  # noqa: E402
 from nkic.frontend.tracer import jit  # noqa: E402
 from nkic.runtime.errors import SimulationDeadlock  # noqa: E402

@@ -18,7 +18,7 @@ from xdsl.utils.exceptions import VerifyException
 import nkic.frontend.isa as nisa
 import nkic.frontend.language as nl
 from nkic.dialects.common import contiguous_pattern
-from nkic.execute import simulate
+from nkic.api.execute import simulate
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import TensorSpec, jit
 from nkic.runtime.encoding import ENGINES, Instr, Operand, decode_stream, encode_stream, queue_sem

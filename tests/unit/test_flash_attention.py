@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nkic.execute import simulate
+from nkic.api.execute import simulate
 from nkic.frontend import TensorSpec
 from nkic.frontend.tracer import TraceCache
 from nkic.kernels import flash_attention as fa

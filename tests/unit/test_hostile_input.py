@@ -20,7 +20,7 @@ import nkic.frontend.isa as nisa
 import nkic.frontend.language as nl
 from nkic.support import safeio
 from nkic.compiler.driver import compile_traced
-from nkic.execute import simulate
+from nkic.api.execute import simulate
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import TensorSpec, jit
 from nkic.runtime.encoding import Instr, Operand, queue_sem

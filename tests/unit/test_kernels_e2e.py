@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nkic.execute import simulate
+from nkic.api.execute import simulate
 from nkic.kernels.matmul import matmul
 from nkic.kernels.rmsnorm import rmsnorm
 from nkic.kernels.softmax import softmax

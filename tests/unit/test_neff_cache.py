@@ -181,7 +181,7 @@ def test_corrupt_entry_is_ignored_and_rebuilt(tmp_path: Path, kernel_dir: Path, 
 
 
 def test_simulate_goes_through_the_cache(tmp_path: Path, kernel_dir: Path) -> None:
-    import nkic.execute  # noqa: F401 — registers the executor that makes kernel(...) simulate
+    import nkic.api.execute  # noqa: F401 — registers the executor that makes kernel(...) simulate
 
     a = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
     np.testing.assert_array_equal(_load(kernel_dir)(a, bias=1.0), a * 2 + 1)
@@ -227,7 +227,7 @@ ONES = np.ones((128, 64), np.float32)
 
 
 def test_closure_values_key_their_own_entries(tmp_path: Path, kernel_dir: Path) -> None:
-    import nkic.execute  # noqa: F401 — kernel(...) simulates
+    import nkic.api.execute  # noqa: F401 — kernel(...) simulates
 
     assert _scale_kernel(3.0)(ONES)[0, 0] == 3.0
     assert _scale_kernel(5.0)(ONES)[0, 0] == 5.0  # the old key (source text + arguments) served 3.0
@@ -263,7 +263,7 @@ def scaled(a):
 def global_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A kernel reading a module global, an environment variable and a ``shared_constant`` file; loaded anew (as a
     new process would) by calling the returned function."""
-    import nkic.execute  # noqa: F401 — kernel(...) simulates
+    import nkic.api.execute  # noqa: F401 — kernel(...) simulates
 
     (tmp_path / "gk.py").write_text(GLOBAL_KERNEL)
     np.save(tmp_path / "c.npy", np.zeros((128, 64), np.float32))

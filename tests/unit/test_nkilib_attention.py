@@ -107,7 +107,7 @@ BWD_CASES = [
 
 @pytest.mark.parametrize("bs,hq,hkv,d,s,dtype,options", BWD_CASES)
 def test_attention_bwd(nkilib, bs: int, hq: int, hkv: int, d: int, s: int, dtype, options: dict) -> None:
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     kernel = nkilib("nkilib.core.attention.attention_bwd").attention_bwd
     rng = np.random.default_rng(0)
@@ -191,7 +191,7 @@ GEN_MASK_CASES = [
 @pytest.mark.parametrize("lnc,bs,q_head,s_active,s_prior,options", GEN_MASK_CASES)
 def test_gen_mask_tkg_hbm(nkilib, lnc: int, bs: int, q_head: int, s_active: int, s_prior: int, options: dict) -> None:
     import nki
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     module = nkilib("nkilib.core.attention.gen_mask_tkg")
     utils = nkilib("nkilib.core.attention.attention_tkg_utils")
@@ -328,7 +328,7 @@ TKG_CASES = [
 
 @pytest.mark.parametrize("lnc,dtype,cfg,extras", TKG_CASES)
 def test_attention_tkg(nkilib, lnc: int, dtype, cfg: dict, extras: dict) -> None:
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     attention_tkg = nkilib("nkilib.core.attention.attention_tkg").attention_tkg
     utils = nkilib("nkilib.core.attention.attention_tkg_utils")

@@ -75,7 +75,7 @@ CONV1D_CASES = [
 
 @pytest.mark.parametrize("lnc,b,c_in,c_out,length,k,dtype,options", CONV1D_CASES)
 def test_conv1d(nkilib, lnc: int, b: int, c_in: int, c_out: int, length: int, k: int, dtype, options: dict) -> None:
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     conv1d = nkilib("nkilib.experimental.conv.conv1d").conv1d
     act_types = nkilib("nkilib.core.utils.common_types").ActFnType
@@ -104,7 +104,7 @@ DEPTHWISE_CASES = [
 
 @pytest.mark.parametrize("lnc,n,c,w,s,dtype,padding,stride", DEPTHWISE_CASES)
 def test_depthwise_conv1d(nkilib, lnc: int, n: int, c: int, w: int, s: int, dtype, padding, stride: int) -> None:
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     kernel = nkilib("nkilib.experimental.conv.depthwise_conv1d").depthwise_conv1d_implicit_gemm
     rng = np.random.default_rng(4)

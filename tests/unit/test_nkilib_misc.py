@@ -149,7 +149,7 @@ def blockwise_inputs(t: int, h: int, i: int, e: int, block: int, n_blocks: int) 
 
 @pytest.mark.parametrize("scaling", ["POST_SCALE", "PRE_SCALE"])
 def test_bwmm_shard_on_h(nkilib, scaling: str) -> None:
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     mod = nkilib("nkilib.experimental.moe.forward.bwmm_shard_on_H")
     mode = getattr(nkilib("nkilib.core.utils.common_types").ExpertAffinityScaleMode, scaling)
@@ -197,7 +197,7 @@ def ref_blockwise_mm_bwd(hidden, affinities, gate_up_w, down_w, token_position_t
 
 @pytest.mark.parametrize("lnc,block", [(1, 128), (2, 256)])
 def test_blockwise_mm_bwd(nkilib, lnc: int, block: int) -> None:
-    from nkic.execute import simulate
+    from nkic.api.execute import simulate
 
     mod = nkilib("nkilib.experimental.moe.bwd.blockwise_mm_backward")
     bf16 = ml_dtypes.bfloat16

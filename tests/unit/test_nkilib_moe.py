@@ -22,7 +22,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nkic.execute import simulate
+from nkic.api.execute import simulate
 
 BF16 = ml_dtypes.bfloat16
 RNG = np.random.default_rng(11)

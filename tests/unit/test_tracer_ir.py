@@ -8,8 +8,8 @@ import pytest
 
 import nkic.frontend.isa as nisa
 import nkic.frontend.language as nl
-from nkic import execute
-from nkic.execute import simulate
+from nkic.api import execute
+from nkic.api.execute import simulate
 from nkic.frontend import tracer
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import TensorSpec, jit

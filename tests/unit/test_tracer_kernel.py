@@ -376,7 +376,7 @@ def test_nki_alias_install() -> None:
         "from nki.language import NKIObject\n"
         "import nki.compiler, nki.typing\n"
         "from nki.isa.constants import oob_mode\n"
-        "import nkic.frontend.language as L, nkic.frontend.isa as I, nkic.frontend.tracer as T, nkic.execute as E\n"
+        "import nkic.frontend.language as L, nkic.frontend.isa as I, nkic.frontend.tracer as T, nkic.api.execute as E\n"
         "assert nl is L and nisa is I and reduce_cmd is I.reduce_cmd and NKIObject is L.NKIObject\n"
         "assert isinstance(nki.jit(lambda a: a), T.Kernel) and nki.simulate is E.simulate\n"
         "assert nki is nkic.api and nki.typing is sys.modules['nki.typing'] and nki.compiler.kernel_format\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import nkic
-from nkic import tune
+from nkic.api import tuning as tune
 from nkic.frontend import NkiError, TensorSpec
 from nkic.tools.cli import main
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from nkic.support import safeio
-from nkic.execute import neff_of, run_kernel_with_profile, simulate
+from nkic.api.execute import neff_of, run_kernel_with_profile, simulate
 from nkic.frontend.context import active_context
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import Kernel, TensorSpec, jit

@@ -2,8 +2,8 @@
 
 ``jit``, ``simulate`` and the submodules ``language`` (nl), ``isa`` (nisa), ``compiler`` and ``typing``, plus
 ``Kernel``, ``TensorSpec``, ``dtype``, ``dont_trace`` and ``NkiError``, and the legacy entry points
-``simulate_kernel``, ``baremetal``, ``benchmark``, ``profile`` and ``trace`` (``entry_points.py``), and nkic's
-``tune`` (``tune.py``: sweep a kernel's keyword parameters on the cost model); ``collectives``
+``simulate_kernel``, ``baremetal``, ``benchmark``, ``profile`` and ``trace`` (``api/entry_points.py``), and nkic's
+``tune`` (``api/tuning.py``: sweep a kernel's keyword parameters on the cost model); ``collectives``
 imports, and calling it raises. Any
 other name is a placeholder that raises ``NkiError`` when called (``frontend/unsupported.py``). It is assembled here, above the frontend, because
 ``simulate`` (and calling a kernel outside a trace) needs the compiler, which the frontend must not import. Kernels
@@ -12,10 +12,11 @@ that ship with nkic (``nkic.kernels``) use only this module: ``from nkic import 
 
 from __future__ import annotations
 
+import importlib as _importlib
 from typing import Any
 
-from nkic.entry_points import baremetal, benchmark, profile, simulate_kernel, trace
-from nkic.execute import simulate
+from nkic.api.entry_points import baremetal, benchmark, profile, simulate_kernel, trace
+from nkic.api.execute import simulate
 from nkic.frontend import era02 as _era02
 from nkic.frontend import collectives, compiler, isa, language
 from nkic.frontend import nki_typing as typing
@@ -24,7 +25,7 @@ from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import Kernel, TensorSpec, dont_trace
 from nkic.frontend.tracer import jit as _jit
 from nkic.frontend.unsupported import missing_names
-from nkic.tune import tune
+from nkic.api.tuning import tune
 
 __all__ = [
     "Kernel", "NkiError", "TensorSpec", "baremetal", "benchmark", "collectives", "compiler", "dont_trace", "dtype",
@@ -43,3 +44,8 @@ def jit(fn: Any = None, **options: Any) -> Any:
     return _jit(fn, **options)
 
 __getattr__ = missing_names("nki")
+
+# Every module of this package is bound as an attribute by the time this namespace is imported, so that ``from
+# nkic.api import alias`` finds the module: a package whose __getattr__ answers every name never imports a submodule
+# that is not yet an attribute. alias reads this namespace (its __getattr__ too), so it comes last; about 10 ms.
+_importlib.import_module("nkic.api.alias")
