@@ -91,7 +91,7 @@ def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], st
     """Trace ``kernel`` for these arguments (cached), compile, simulate; a tuple if the kernel returns one.
 
     An input the kernel writes is copied back into the caller's array afterwards, as NKI's simulator does. JAX and
-    PyTorch arrays are accepted too (``nkic/interop.py``). ``strict``: an output element the kernel never wrote is
+    PyTorch arrays are accepted too (``nkic/interop/``). ``strict``: an output element the kernel never wrote is
     an error, not a warning (:func:`check_outputs_written`)."""
     from nkic.interop import framework_call
 

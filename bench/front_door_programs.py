@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from nkic.framework import from_jax
+from nkic.interop.framework import from_jax
 
 RNG = np.random.default_rng(0)
 

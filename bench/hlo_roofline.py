@@ -22,7 +22,7 @@ import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 
 from nkic.compiler.driver import run_neff  # noqa: E402
-from nkic.framework import compile_stablehlo  # noqa: E402
+from nkic.interop.framework import compile_stablehlo  # noqa: E402
 
 PEAK_FLOPS_PER_NS = 79e3  # trn2 dense bf16 peak: 79 TFLOP/s per NeuronCore
 BF16 = ml_dtypes.bfloat16

@@ -2,7 +2,7 @@
 
 Every user-facing problem is an ``NkiError`` whose message starts with ``file:line:`` of the innermost stack frame
 that belongs to the user: frames inside ``nkic/frontend`` (the tracer itself), nkic's runtime entry points
-(``api/``, ``interop.py``, ...) and inside numpy / ml_dtypes (library
+(``api/``, ``interop/``, ...) and inside numpy / ml_dtypes (library
 code the user called) are skipped, so the location is the kernel line that made the bad call.
 """
 
@@ -26,8 +26,8 @@ _LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for 
 # error raised there is about the user's call, so the user's frame is the one calling into them, not their lines.
 _ENTRY_POINT_FILES = frozenset(
     os.path.join(os.path.dirname(_FRONTEND_DIR.rstrip(os.sep)), *f"{m}.py".split("/"))
-    for m in ("api/__init__", "api/execute", "api/entry_points", "api/alias", "interop", "interop_torch", "framework",
-              "compiler/driver", "compiler/cache")
+    for m in ("api/__init__", "api/execute", "api/entry_points", "api/alias", "interop/__init__", "interop/jax",
+              "interop/torch", "interop/framework", "compiler/driver", "compiler/cache")
 )
 
 
@@ -166,7 +166,8 @@ _NKIC_DIR = os.path.dirname(_FRONTEND_DIR.rstrip(os.sep)) + os.sep
 # nkic's own code (the bundled kernels/ and the tests' kernels are user code); the standard library and installed
 # packages are the user's libraries: a frame there is not where the user's kernel went wrong.
 _NKIC_CODE = tuple(
-    _NKIC_DIR + d + os.sep for d in ("frontend", "tools", "passes", "runtime", "dialects", "target", "support", "compiler", "api")
+    _NKIC_DIR + d + os.sep
+    for d in ("frontend", "tools", "passes", "runtime", "dialects", "target", "support", "compiler", "api", "interop")
 )
 _LIBRARIES = tuple({sysconfig.get_paths()[k] + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 

@@ -4,7 +4,7 @@
 pass per rule; ``lower`` cuts the function into kernel nodes and ``tiles`` lowers the op-by-op segments through the
 NKI frontend. This layer sits beside ``frontend/``: it may import ``dialects/`` and ``frontend/``, never the compiler
 (``passes/``), the runtime, the library or the tools; nothing below it imports it. Running a program (compile and
-simulate) is ``nkic.framework``'s job.
+simulate) is ``nkic.interop.framework``'s job.
 """
 
 from __future__ import annotations

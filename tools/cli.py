@@ -196,7 +196,7 @@ def cmd_compile(args: argparse.Namespace) -> None:
 
 def _compile_stablehlo(args: argparse.Namespace, output: Path, dump_dir: Path | None) -> None:
     """``nkic compile model.mlir``: a StableHLO module (JAX's generic or pretty form) routed, lowered, compiled."""
-    from nkic.framework import compile_stablehlo
+    from nkic.interop.framework import compile_stablehlo
 
     if args.arg or args.grid != 1:
         raise CliError("a StableHLO module takes its shapes from its @main; --arg and --grid do not apply")

@@ -1,4 +1,4 @@
-"""``@nki.jit`` kernels called with ``jax.Array``s (``nkic/interop.py``): eagerly, inside ``jax.jit``, and the docs'
+"""``@nki.jit`` kernels called with ``jax.Array``s (``nkic/interop/jax.py``): eagerly, inside ``jax.jit``, and the docs'
 JAX examples run verbatim through ``python -m nkic``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``@nki.jit`` kernels called with ``torch.Tensor``s (``nkic/interop.py``). torch is optional and not installed in CI:
+"""``@nki.jit`` kernels called with ``torch.Tensor``s (``nkic/interop/torch.py``). torch is optional and not installed in CI:
 without it these tests skip."""
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def add_rows(a, b):
 
 
 def test_a_grid_launch_is_one_operator_eagerly_and_compiled() -> None:
-    from nkic import interop_torch
+    from nkic.interop import torch as interop_torch
 
     a, b = _inputs()
     before = len(interop_torch._OPS)

@@ -11,24 +11,25 @@ The rules (a folder's modules never import the listed modules or packages):
 * ``dialects/``: ``runtime/``, ``frontend/``, ``passes/``, ``tools/``, ``kernels/``, ``library/``;
 * ``runtime/``: xDSL, ``dialects/``, ``frontend/``, ``passes/`` — a NEFF runs without the compiler;
 * ``passes/``: ``frontend/``, ``kernels/``, ``tools/``, ``library/`` — library kernels come in through
-  ``passes/resolver.py`` — nor the modules above those (``compiler.driver``, ``api/``);
+  ``passes/resolver.py`` — nor the modules above those (``compiler.driver``, ``api/``, ``interop/``);
 * ``frontend/``: ``passes/``, ``runtime/``, ``driver``, ``tools/`` — the language surface does not know the
   compiler; running a kernel is ``nkic.api.execute``'s job — nor the other modules above it (``api/``,
-  ``library/``, ``kernels/``);
+  ``interop/``, ``library/``, ``kernels/``);
 * ``support/`` (``gcpause``, ``safeio``): xDSL or any nkic module — the tracer and the driver both pause the
   collector, and every layer that writes a file (the runtime, the driver, the cache, the tools) writes through safeio;
 * ``hlo/`` (the StableHLO front door, beside ``frontend/``): ``passes/``, ``runtime/``, ``tools/``, ``library/``,
-  ``kernels/`` nor the modules above (``compiler.driver``, ``api/``, ``framework``) — it lowers
+  ``kernels/`` nor the modules above (``compiler.driver``, ``api/``, ``interop/``) — it lowers
   through the frontend and the dialects; ``dialects/``, ``frontend/`` and ``passes/`` never import it;
 * ``kernels/``: anything but the public NKI API (``nkic.api`` itself, or ``nki`` after the alias), the standard library
   and numpy — they are user-level kernels;
 * ``compiler/driver.py`` (traced module -> NEFF, and running a NEFF): ``tools/``, ``kernels/``, ``hlo/`` nor the modules above
-  it (``api/``, ``interop``, ``interop_torch``, ``framework``) — NEFF
+  it (``api/``, ``interop/``) — NEFF
   assembly is the backend's (``passes/neff_assembly.py``);
 * the package root ``__init__.py``: any nkic module but the leaves ``version`` and ``sources`` it re-exports, and
   ``api.alias``, which ``install_nki_alias`` installs when called — importing nkic imports no sub-package;
 * ``version.py``, ``sources.py``: xDSL or any nkic module (leaves);
-* ``interop_common.py`` (the adapters' shared plumbing): ``interop``, ``interop_torch`` — it sits below both;
+* ``interop/common.py`` (the adapters' shared plumbing): the router ``interop`` nor either adapter — it sits below
+  them; ``interop/jax.py`` and ``interop/torch.py``: the router nor each other (the router imports them);
 * ``target/machine.py``, ``target/vocab.py`` (the machine and its vocabularies): the instruction declarations
   (``target.instructions``, ``target.isa``, ``target.rules``, ``target.costs``), which are stated on them.
 
@@ -148,7 +149,7 @@ class Rule:
 
 
 # The top-level modules above the compiler and the frontend.
-_ABOVE = ("compiler.driver", "api", "interop", "interop_torch", "framework")
+_ABOVE = ("compiler.driver", "api", "interop")
 
 def _root(m: str) -> bool:
     return m == "nkic"
@@ -180,13 +181,15 @@ RULES: dict[str, Rule] = {
     "__init__.py": Rule("__init__.py", lambda m: _within(m, "nkic") and m not in _nkic("version", "sources", "api.alias")),
     "version.py": Rule("version.py", lambda m: _within(m, "xdsl", "nkic")),
     "sources.py": Rule("sources.py", lambda m: _within(m, "xdsl", "nkic")),
-    "interop_common.py": Rule("interop_common.py", lambda m: _within(m, *_nkic("interop", "interop_torch"))),
+    "interop/common.py": Rule("interop/common.py", lambda m: m in _nkic("interop", "interop.jax", "interop.torch")),
+    "interop/jax.py": Rule("interop/jax.py", lambda m: m in _nkic("interop", "interop.torch")),
+    "interop/torch.py": Rule("interop/torch.py", lambda m: m in _nkic("interop", "interop.jax")),
     "target/machine.py": Rule("target/machine.py", lambda m: _within(m, *_DECLARATIONS)),
     "target/vocab.py": Rule("target/vocab.py", lambda m: _within(m, *_DECLARATIONS)),
     "support": Rule("support", lambda m: _within(m, "xdsl", "nkic")),
     # the tuner sits beside entry_points (it compiles and simulates through the driver) and below api and tools
     "api/tuning.py": Rule("api/tuning.py", lambda m: m in _nkic("api", "api.alias") or _within(
-        m, *_nkic("tools", "interop", "interop_torch", "framework", "kernels", "library", "hlo"))),
+        m, *_nkic("tools", "interop", "kernels", "library", "hlo"))),
 }
 
 def violations(rule: Rule) -> list[str]:

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
-from nkic.framework import compile_stablehlo, from_jax  # noqa: E402
+from nkic.interop.framework import compile_stablehlo, from_jax  # noqa: E402
 
 
 def attention(q, k, v, causal=False, scale=True, axis=-1):  # type: ignore[no-untyped-def]

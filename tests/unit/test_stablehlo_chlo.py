@@ -12,7 +12,7 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 from nkic.dialects import stablehlo as hlo  # noqa: E402
-from nkic.framework import compile_stablehlo  # noqa: E402
+from nkic.interop.framework import compile_stablehlo  # noqa: E402
 from nkic.hlo.chlo_legalize import legalize_chlo  # noqa: E402
 
 # Every branch of the approximations: |x| < 1, [1, 2), >= 2, past erf's clamp at 4, erfc's underflow (x^2 > maxlog at
@@ -65,7 +65,7 @@ def test_gelu_exact_bf16() -> None:
 def test_layernorm_through_jnp_var() -> None:
     """``jnp.var`` emits chlo.square and a select on ``N - ddof > 0``, a 0-d predicate folded at compile time (numpy
     folds it to a scalar, kept an array so the select sees a constant)."""
-    from nkic.framework import from_jax
+    from nkic.interop.framework import from_jax
 
     x = X.reshape(4, -1)
 
@@ -77,7 +77,7 @@ def test_layernorm_through_jnp_var() -> None:
 
 def test_erf_inv_matches_xla() -> None:
     """``jax.scipy.special.erfinv`` emits chlo.erf_inv: both branches (w < 5 and beyond, |x| near 1) and ±inf at ±1."""
-    from nkic.framework import from_jax
+    from nkic.interop.framework import from_jax
 
     x = np.concatenate([np.linspace(-0.999999, 0.999999, 200), [-1.0, 1.0, 0.0, 0.5, -0.9999, 0.99999]])
     x = x.astype(np.float32).reshape(2, -1)
@@ -89,7 +89,7 @@ def test_erf_inv_matches_xla() -> None:
 def test_cond_switch_and_clamp() -> None:
     """``lax.switch`` (clamp + case, an index out of range clamped by JAX and again by case's rule), ``lax.cond`` on a
     run-time predicate with a tensor and a 0-d result, ``lax.clamp`` with a scalar bound: decompose-hlo."""
-    from nkic.framework import from_jax
+    from nkic.interop.framework import from_jax
 
     lax = jax.lax
     x = X.reshape(4, -1)

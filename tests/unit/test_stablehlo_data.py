@@ -13,7 +13,7 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 from nkic.frontend.errors import NkiError  # noqa: E402
-from nkic.framework import compile_stablehlo, from_jax  # noqa: E402
+from nkic.interop.framework import compile_stablehlo, from_jax  # noqa: E402
 
 RNG = np.random.default_rng(7)
 

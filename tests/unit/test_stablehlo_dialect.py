@@ -42,7 +42,7 @@ def test_plain_xdsl_misreads_hex_floats() -> None:
 
 def test_convert_follows_stablehlo() -> None:
     """Lowered convert (no JAX needed): to i1 is x != 0, float to integer rounds toward zero, i1 to float 0/1."""
-    from nkic.framework import compile_stablehlo
+    from nkic.interop.framework import compile_stablehlo
 
     text = """func.func @main(%a: tensor<2x4xf32>) -> (tensor<2x4xi32>, tensor<2x4xi1>, tensor<2x4xf32>) {
       %i = stablehlo.convert %a : (tensor<2x4xf32>) -> tensor<2x4xi32>
@@ -58,7 +58,7 @@ def test_convert_follows_stablehlo() -> None:
 
 
 def test_logical_ops_and_runtime_select() -> None:
-    from nkic.framework import compile_stablehlo
+    from nkic.interop.framework import compile_stablehlo
 
     text = """func.func @main(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>) -> (tensor<2x4xf32>) {
       %p = stablehlo.compare GT, %a, %b, FLOAT : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xi1>
@@ -78,7 +78,7 @@ def test_logical_ops_and_runtime_select() -> None:
 def test_returned_values_inputs_constants_and_repeats() -> None:
     """Every returned position is its own NEFF output out<i>: a value returned twice, an input, a constant, a kernel
     node's result (also read by a later segment)."""
-    from nkic.framework import compile_stablehlo
+    from nkic.interop.framework import compile_stablehlo
 
     t, q_t = "tensor<4x8xf32>", "tensor<1x128x64xf32>"
     text = f"""func.func @main(%a: {t}, %q: {q_t}) -> ({t}, {t}, {t}, tensor<f32>, {q_t}, {q_t}) {{

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from nkic.dialects import stablehlo as hlo
-from nkic.framework import compile_stablehlo
+from nkic.interop.framework import compile_stablehlo
 from nkic.frontend.errors import NkiError
 
 # What MLIR prints with debug info: aliases defined after their use, a file:line:col range, a callsite chain.
@@ -120,7 +120,7 @@ def test_scalar_inputs_and_outputs_keep_shape_zero_d(tmp_path: Path) -> None:
 
 def test_from_jax_errors_are_at_the_users_line() -> None:
     jnp = pytest.importorskip("jax").numpy
-    from nkic.framework import from_jax
+    from nkic.interop.framework import from_jax
 
     def f(x):  # type: ignore[no-untyped-def]
         return jnp.fmod(x, 3.0)  # stablehlo.remainder: folded when constant, no tile lowering
@@ -143,7 +143,7 @@ def test_from_jax_errors_are_at_the_users_line() -> None:
 
 def test_from_jax_scalars() -> None:
     jnp = pytest.importorskip("jax").numpy
-    from nkic.framework import from_jax
+    from nkic.interop.framework import from_jax
 
     out = from_jax(lambda x, s: (jnp.sum(x) * s, x * s))(np.ones((4, 8), np.float32), np.float32(2.0))
     assert np.shape(out[0]) == () and float(out[0]) == 64.0 and np.shape(out[1]) == (4, 8)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nkic.framework import compile_stablehlo
+from nkic.interop.framework import compile_stablehlo
 from nkic.frontend.errors import NkiError
 from nkic.hlo import coverage
 

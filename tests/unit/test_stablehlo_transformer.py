@@ -14,7 +14,7 @@ import pytest
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
-from nkic.framework import from_jax  # noqa: E402
+from nkic.interop.framework import from_jax  # noqa: E402
 
 VOCAB, D, HEADS, LAYERS, SEQ, FF = 64, 64, 2, 2, 32, 128
 

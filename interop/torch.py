@@ -1,4 +1,4 @@
-"""``@nki.jit`` kernels called with ``torch.Tensor``s, eagerly and under ``torch.compile`` (``nkic.interop``).
+"""``@nki.jit`` kernels called with ``torch.Tensor``s, eagerly and under ``torch.compile`` (``nkic.interop`` routes them here).
 
 Tensors in, tensors out; a written input tensor is updated in place, as on a Neuron device. Every call goes through
 one registered operator per (kernel, non-tensor arguments, written inputs, output count),
@@ -29,7 +29,7 @@ import torch
 
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import CompileOptions, Kernel, TensorSpec, TraceCache, TracedKernel
-from nkic.interop_common import Call, as_tuple, is_torch, split_arrays, unflatten
+from nkic.interop.common import Call, as_tuple, is_torch, split_arrays, unflatten
 from nkic.target.vocab import numpy_dtype
 
 __all__ = ["call_torch"]

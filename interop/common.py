@@ -1,4 +1,4 @@
-"""The argument plumbing the framework adapters share (``nkic.interop`` for JAX, ``nkic.interop_torch`` for
+"""The argument plumbing the framework adapters share (``nkic.interop.jax`` for JAX, ``nkic.interop.torch`` for
 PyTorch): which arguments are framework arrays, the abstract trace that gives the outputs' shapes, and the results
 in the kernel's return form. Imports no framework."""
 
