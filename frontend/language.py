@@ -9,6 +9,8 @@ from __future__ import annotations
 import builtins
 import copy as _copy  # `copy` itself is the nl.copy token in this namespace
 import dataclasses
+import itertools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +19,7 @@ from nkic.frontend.context import active_context, is_nki_op, nki_op
 from nkic.frontend.grid import ambient_mask as _ambient_mask
 from nkic.frontend.grid import masked, refuse_mask, with_mask
 from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
+from nkic.frontend.dtypes import itemsize as tensor_itemsize
 from nkic.frontend import isa as _nisa  # records instructions (nl.device_print's)
 from nkic.frontend import tiles
 from nkic.frontend import era02 as _era02  # NKI 0.2 idioms (string buffers)
@@ -164,10 +167,34 @@ def _filled(ctx: Any, shape: Any, value: float, dtype: Any, buffer: Any, name: s
     t = ctx.allocate(shape, dtype, buffer, name, None)
     if not t.on_chip:
         raise NkiError("initial values on HBM tensors are not supported", "fill an SBUF tile and dma_copy it")
-    from nkic.frontend import isa
-
-    isa.memset.__nki_impl__(ctx, _whole_storage(t), value)
+    for part in _fill_parts(ctx, t):
+        _nisa.memset.__nki_impl__(ctx, part, value)
     return t
+
+
+def _fill_parts(ctx: Any, t: NkiTensor) -> list[NkiTensor]:
+    """What one fill instruction each covers: the whole storage (one memset for every block), or for a legacy block
+    tensor whose blocks must be placed apart, each block. Apart means: the declaration is larger than its memory
+    (the device compiler allocates the live blocks, ``passes/split_blocks.py``, which needs every instruction inside
+    one block), or PSUM larger than a bank (a PSUM block never spans banks, and neither may a memset's PSUM tile:
+    "Maximum free dimension per PSUM bank per partition", nki.language.tile_size). A block tensor that fits keeps one
+    memset, the fewest instructions."""
+    nb = t.block_dims
+    if not nb:
+        return [t]
+    target = get_target(ctx.options.target)
+    row = math.prod(t.storage.shape[1:]) * tensor_itemsize(t.storage.dtype)  # storage [P, B, F]: bytes per partition
+    limit = target.psum_bank_bytes if t.storage.buffer.name == "psum" else target.sbuf_bytes_per_partition
+    if row <= limit:
+        return [_whole_storage(t)]
+    if _ambient_mask():
+        raise NkiError("mask= on the fill of a block tensor (dims before nl.par_dim) is not supported",
+                       "fill it whole, then mask the instructions that read it")  # fmt: skip
+    parts = []
+    for index in itertools.product(*(range(n) for _, n in t.pairs[:nb])):
+        offset = t.offset + builtins.sum(i * step for i, (step, _) in zip(index, t.pairs[:nb]))
+        parts.append(NkiTensor(t.storage, offset, tuple(t.pairs[nb:]), t.dtype))
+    return parts
 
 
 def _whole_storage(t: NkiTensor) -> NkiTensor:

@@ -29,6 +29,7 @@ from nkic.frontend.affine import is_symbolic
 from nkic.frontend.context import nki_op
 from nkic.frontend.dtypes import BUFFERS, normalize_dtype
 from nkic.frontend import grid
+from nkic.frontend import language as _language
 from nkic.frontend.errors import NkiError
 from nkic.frontend.isa import *  # noqa: F401,F403 — names whose legacy signature is the modern one
 from nkic.frontend.legacy import migration
@@ -350,7 +351,13 @@ def nc_match_replace8(ctx: Any, data: Any, vals: Any, imm: Any, dst_idx: Any = N
 @nki_op
 def memset(ctx: Any, shape: Any, value: Any, dtype: Any, mask: Any = None, engine: Any = None, dst: Any = None,
            **kw: Any) -> NkiTensor:  # fmt: skip
-    """A new SBUF tile of ``shape`` filled with ``value``."""
+    """A new SBUF tile of ``shape`` filled with ``value``. A block shape (dims before ``nl.par_dim``) is a new block
+    tensor with every block filled, as ``nl.full`` of one does (``int`` of each dim would drop the ``par_dim`` and
+    make the first block dim the partitions)."""
+    if dst is None and mask is None and engine is None and not kw and grid.split_par_dim(shape):
+        migration.legacy("nisa.memset(...) returning a new tile",
+                         "nisa.memset(dst=<tile>, value=) writing into a tile allocated with nl.ndarray")  # fmt: skip
+        return _language.full.__nki_impl__(ctx, shape, _number(value), dtype or "float32")  # type: ignore[no-any-return]
     out = _result(ctx, "memset", dst, tuple(shape), dtype, "float32", _SBUF, "value=")
     _impl("memset")(ctx, out, _number(value), engine=engine, **_kw(mask, kw))
     return out

@@ -219,3 +219,58 @@ def test_a_psum_block_never_spans_banks() -> None:
     w = rng.integers(-2, 3, (128, 128)).astype(np.float32)
     x = rng.integers(-2, 3, (4, 128, 384)).astype(np.float32)
     np.testing.assert_array_equal(_quiet(matmul_blocks_384, w, x), np.einsum("km,bkn->bmn", w, x))
+
+
+@nki.jit
+def zeroed_blocks(a):
+    """Each block of a zeroed block tensor accumulates its input twice: the blocks live one at a time."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    z = nl.zeros((a.shape[0], nl.par_dim(128), a.shape[2]), dtype=nl.float32, buffer=nl.sbuf)
+    for b in nl.affine_range(a.shape[0]):
+        x = nl.load(a[b])
+        z[b] = nl.add(z[b], x)
+        z[b] = nl.add(z[b], x)
+        nl.store(out[b], z[b])
+    return out
+
+
+@nki.jit
+def zeroed_psum_blocks(w, x):
+    n = x.shape[0]
+    out = nl.ndarray((n, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((n, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
+    wt = nl.load(w)
+    for b in nl.affine_range(n):
+        acc[b] += nisa.nc_matmul(wt, nl.load(x[b]))
+        nl.store(out[b], acc[b])
+    return out
+
+
+@nki.jit
+def filled_blocks(a):
+    """nl.full and nisa.memset of a block shape: every block holds the value."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    f = nl.full((a.shape[0], nl.par_dim(128), a.shape[2]), 3.0, dtype=nl.float32, buffer=nl.sbuf)
+    m = nisa.memset(shape=(a.shape[0], nl.par_dim(128), a.shape[2]), value=2.0, dtype=nl.float32)
+    for b in nl.affine_range(a.shape[0]):
+        nl.store(out[b], nl.add(nl.multiply(f[b], m[b]), nl.load(a[b])))
+    return out
+
+
+def test_zeros_on_a_block_tensor_of_twice_sbuf_fills_every_block() -> None:
+    """One memset per block (a single one over the declaration would keep its 2x-SBUF blocks together)."""
+    a = np.random.default_rng(5).integers(-4, 5, (SBUF_BLOCKS, 128, 2048)).astype(np.float32)
+    np.testing.assert_array_equal(_quiet(zeroed_blocks, a), 2 * a)
+
+
+def test_zeros_on_a_psum_block_tensor_of_twice_psum() -> None:
+    """Zeroing a PSUM block tensor fills it bank by bank (a PSUM tile never spans banks): it was an error."""
+    rng = np.random.default_rng(6)
+    w = rng.integers(-2, 3, (128, 128)).astype(np.float32)
+    x = rng.integers(-2, 3, (PSUM_BLOCKS, 128, 512)).astype(np.float32)
+    np.testing.assert_array_equal(_quiet(zeroed_psum_blocks, w, x), np.einsum("km,bkn->bmn", w, x))
+
+
+def test_full_and_memset_of_a_block_shape_fill_every_block() -> None:
+    a = np.random.default_rng(7).standard_normal((4, 128, 64)).astype(np.float32)
+    np.testing.assert_array_equal(_quiet(filled_blocks, a), a + 6)
