@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nkic.target.costs import CONTROL_CYCLES, DMA_FIXED_NS, LNC_SYNC_NS, SP_DMA_ISSUE_CYCLES, cost
-from nkic.target.instructions import LNC_PIPES, Field, InstrSpec, Role, declare
-from nkic.target.isa import FROM_INSTRUCTIONS, Imm, Instr, OpSpec
-from nkic.target.machine import ENGINE_NAMES, Target
+from nkic.target.instructions import LNC_PIPES, Field, InstrSpec, Role, declare, encoding
+from nkic.target.isa import Imm, Instr
+from nkic.target.machine import Target
 from nkic.target.vocab import HBM_MEMORIES
 
 __all__ = ["COLLECTIVE_OPCODES", "REDUCE_OPS", "format_groups", "parse_groups", "format_pairs", "parse_pairs",
@@ -81,10 +81,8 @@ def _collective(name: str, opcode: str, code: int, roles: tuple[Role, ...], doc:
     declare(
         InstrSpec(name, opcode, roles, ("sp",), doc, fields=(groups, *fields), derive=_group_size, since=2,
                   traits=_DMA, reads_state=_CC_STATE, writes_state=_CC_STATE),
-        OpSpec(opcode, code, FROM_INSTRUCTIONS, tuple(r.isa_slot for r in roles), formula,
-               required=tuple(r.isa_slot for r in roles if r.required),
-               imms=(Imm("queue", "u32"), Imm(groups.name, "str"), Imm("group_size", "u32"), *imms), flags=flags,
-               writes=tuple(r.isa_slot for r in roles if r.write), traits=_DMA),
+        encoding(code, formula, imms=(Imm("queue", "u32"), Imm(groups.name, "str"), Imm("group_size", "u32"), *imms),
+                 flags=flags),
     )
 
 
@@ -143,17 +141,16 @@ _collective("collective_permute_implicit_reduce", "COLLECTIVE_PERMUTE_IMPLICIT_R
 declare(
     InstrSpec("rank_id", "RANK_ID", (), ("sp",), "r[dst_reg] = the rank running this program",
               fields=(Field("dst_reg", "int", required=True),), traits=_CONTROL),
-    OpSpec("RANK_ID", 0x69, ENGINE_NAMES, (), "r[dst_reg] = this rank's id", imms=(Imm("dst_reg", "u32"),),
-           writes=(), traits=_CONTROL),
+    encoding(0x69, "r[dst_reg] = this rank's id", imms=(Imm("dst_reg", "u32"),)),
 )
 declare(
     InstrSpec("collective_permute_implicit_current_processing_rank_id", "RING_RANK_ID", (), ("sp",),
               "r[dst_reg] = the rank whose data an implicit permute has delivered after `iteration` ring steps",
               fields=(Field("dst_reg", "int", required=True), Field("iteration", "int", required=True),
                       _CHANNEL, _GROUPS), traits=_CONTROL),
-    OpSpec("RING_RANK_ID", 0x6A, ENGINE_NAMES, (), "r[dst_reg] = (position in group - iteration) mod size",
-           imms=(Imm("dst_reg", "u32"), Imm("iteration", "u32"), Imm("channel", "u32", default=0),
-                 Imm("replica_groups", "str")), writes=(), traits=_CONTROL),
+    encoding(0x6A, "r[dst_reg] = (position in group - iteration) mod size",
+             imms=(Imm("dst_reg", "u32"), Imm("iteration", "u32"), Imm("channel", "u32", default=0),
+                   Imm("replica_groups", "str"))),
 )
 
 COLLECTIVE_OPCODES: frozenset[str] = frozenset({

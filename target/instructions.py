@@ -26,7 +26,8 @@ from nkic.target.isa import (
 from nkic.target.machine import ENGINE_BY_NAME, ENGINE_NAMES, PE_ARRAY, TARGETS, Target
 from nkic.target.vocab import ALU_OPS, HBM_MEMORIES, ON_CHIP
 
-__all__ = ["Role", "Field", "InstrSpec", "INSTRUCTIONS", "declare", "FIELD_KINDS", "legal_engines", "engine_problem"]
+__all__ = ["Role", "Field", "InstrSpec", "INSTRUCTIONS", "declare", "encoding", "FIELD_KINDS", "legal_engines",
+           "engine_problem"]
 
 # Field kinds: how a field is stored in the IR and checked.
 FIELD_KINDS = frozenset({"alu", "act", "reduce_cmd", "engine", "f32", "bool", "int", "axes", "pattern", "value",
@@ -248,14 +249,29 @@ def activate2_problem(get: Callable[[str], Any]) -> str | None:
 # written, (P, 1) scalars and of dst's shape (the instruction's elementwise roles); the OpSpec adds only what the
 # encoding adds (code, immediates, flags). ``declare`` fills them in.
 FROM_ROLES: tuple[str, ...] = ("<the instruction's roles>",)
+# The instruction traits its opcode has too: the scheduler, the NEFF writer and the simulator ask them of an Instr.
+ISA_TRAITS = frozenset({"dma", "control", "meets"})
+
+
+def encoding(code: int, doc: str, imms: tuple[Imm, ...] = (), flags: tuple[str, ...] = (),
+             derived_flags: frozenset[str] = frozenset()) -> OpSpec:  # fmt: skip
+    """The ISA form of an instruction with an opcode of its own, as only the encoding adds it: the code, the
+    immediates, the flag order and a one-line formula. ``declare`` fills in the rest from the instruction: the
+    mnemonic (its ``opcode``), the engines (its own; every stream's for a control instruction, which each stream
+    holds a copy of), the slots from its roles (FROM_ROLES) and its ISA_TRAITS."""
+    return OpSpec("", code, FROM_INSTRUCTIONS, FROM_ROLES, doc, imms=imms, flags=flags, derived_flags=derived_flags)
 
 
 def _from_roles(spec: InstrSpec, opcode: OpSpec) -> OpSpec:
-    return replace(opcode, slots=tuple(r.isa_slot for r in spec.roles),
+    if opcode.mnemonic not in ("", spec.opcode):
+        raise ValueError(f"instruction '{spec.name}' lowers to {spec.opcode}, not {opcode.mnemonic}")
+    engines = ENGINE_NAMES if "control" in spec.traits else opcode.engines
+    return replace(opcode, mnemonic=spec.opcode, engines=engines, slots=tuple(r.isa_slot for r in spec.roles),
                    required=tuple(r.isa_slot for r in spec.roles if r.required),
                    writes=tuple(r.isa_slot for r in spec.roles if r.write),
                    scalar_slots=tuple(r.isa_slot for r in spec.roles if r.scalar),
-                   same_shape=tuple(spec.role(n).isa_slot for n in spec.elementwise))  # fmt: skip
+                   same_shape=tuple(spec.role(n).isa_slot for n in spec.elementwise),
+                   traits=opcode.traits | (spec.traits & ISA_TRAITS))  # fmt: skip
 
 
 def declare(spec: InstrSpec, opcode: OpSpec | None = None) -> InstrSpec:
@@ -368,11 +384,10 @@ declare(InstrSpec(
             Field("is_stationary_onezero", "bool"), Field("is_moving_onezero", "bool"), *MATMUL_TILE_FIELDS),
     traits=frozenset({"accumulates"}), nki_name="nc_matmul",
 ),
-    OpSpec("MATMUL", 0x02, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst[M, N] (+)= stationary[K, M]^T @ "
-           "moving[K, N] into PSUM",
-           imms=tuple(Imm(n, "u32", default=0, sparse=True) for n in ("tile_row", "tile_col", "tile_rows", "tile_cols")),
-           flags=("accumulate", "is_transpose", "double_row", "is_stationary_onezero", "is_moving_onezero")))
+    encoding(0x02, "dst[M, N] (+)= stationary[K, M]^T @ "
+             "moving[K, N] into PSUM",
+             imms=tuple(Imm(n, "u32", default=0, sparse=True) for n in ("tile_row", "tile_col", "tile_rows", "tile_cols")),
+             flags=("accumulate", "is_transpose", "double_row", "is_stationary_onezero", "is_moving_onezero")))
 # "using Tensor or Vector Engine". Not by load: "Tensor Engine can handle an input tile of shape [128, 128] or
 # smaller, while Vector Engine can handle shape [32, 32] or smaller", and TensorE writes only PSUM: assign-engines
 # takes the first engine whose memories fit (trait "first_engine").
@@ -381,24 +396,21 @@ declare(InstrSpec(
     fields=(_ENGINE,), nki_name="nc_transpose", dims_rule=_transpose_dims,
     traits=frozenset({"first_engine", "transpose"}),
 ),
-    OpSpec("TRANSPOSE", 0x03, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst[F, P] = src[P, F]"))
+    encoding(0x03, "dst[F, P] = src[P, F]"))
 # "using Vector, Scalar or GpSimd Engine", but "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine."
 declare(InstrSpec(
     "tensor_copy", "TENSOR_COPY", (_DST, Role("src")), ("dve", "act", "pool"), "dst = src (with a dtype cast)",
     fields=(_ENGINE,), elementwise=("src",), engine_since={"act": 3}, traits=frozenset({"copy"}),
 ),
-    OpSpec("TENSOR_COPY", 0x08, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = src (with dtype conversion)"))
+    encoding(0x08, "dst = src (with dtype conversion)"))
 # "using Vector Engine or GpSimd Engine"; of the ops, "nl.power. (Which runs on the GpSimd engine.)"
 declare(InstrSpec(
     "tensor_tensor", "TENSOR_TENSOR", (_DST, Role("data1", slot="in0"), Role("data2", slot="in1")),
     ("dve", "pool"), "dst = data1 <op> data2", fields=(Field("op", "alu", required=True), _ENGINE),
     elementwise=("data1", "data2"), engine_ops={"dve": frozenset(ALU_OPS.names) - {"power"}},
 ),
-    OpSpec("TENSOR_TENSOR", 0x04, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = in0 <op> in1",
-           imms=(Imm("op", "alu"),)))
+    encoding(0x04, "dst = in0 <op> in1",
+             imms=(Imm("op", "alu"),)))
 # "using Vector or Scalar or GpSimd Engine", but `engine`: "nki.isa.engine.gpsimd (only allowed for rsqrt)"; and
 # "each engine supports limited arithmetic operators": ScalarE's stages are the ones below.
 declare(InstrSpec(
@@ -412,12 +424,11 @@ declare(InstrSpec(
     elementwise=("data",),
     engine_ops={"act": frozenset({"multiply", "add", "subtract"}), "pool": frozenset({"rsqrt"})},
 ),
-    OpSpec("TENSOR_SCALAR", 0x05, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = (src <op0> operand0) <op1> operand1",
-           imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu", optional=True),
-                 Imm("operand1", "f32", tensor_role="operand1")),
-           flags=("reverse0", "reverse1", "has_op1"),
-           derived_flags=frozenset({"has_op1"})))
+    encoding(0x05, "dst = (src <op0> operand0) <op1> operand1",
+             imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu", optional=True),
+                   Imm("operand1", "f32", tensor_role="operand1")),
+             flags=("reverse0", "reverse1", "has_op1"),
+             derived_flags=frozenset({"has_op1"})))
 declare(InstrSpec(
     "scalar_tensor_tensor", "SCALAR_TENSOR_TENSOR",
     (_DST, Role("data"), Role("operand0", required=False, scalar=True), Role("operand1")),
@@ -426,10 +437,9 @@ declare(InstrSpec(
             Field("op1", "alu", required=True), Field("reverse0", "bool"), Field("reverse1", "bool")),
     elementwise=("data", "operand1"),
 ),
-    OpSpec("SCALAR_TENSOR_TENSOR", 0x0E, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = (data <op0> operand0) <op1> operand1",
-           imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu")),
-           flags=("reverse0", "reverse1")))
+    encoding(0x0E, "dst = (data <op0> operand0) <op1> operand1",
+             imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu")),
+             flags=("reverse0", "reverse1")))
 declare(InstrSpec(
     "tensor_reduce", "TENSOR_REDUCE", (_DST, Role("data", slot="src")), ("dve",),
     "dst = (-)reduce(op) of data over its trailing free axes `axes`",
@@ -437,11 +447,10 @@ declare(InstrSpec(
             Field("keepdims", "bool", imm=None)),
     derive=lambda f: {"num_reduced_dims": len(f["axes"])},
 ),
-    OpSpec("TENSOR_REDUCE", 0x06, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = (-)reduce(op) over the trailing "
-           "`num_reduced_dims` free dims of src (0 = all)",
-           imms=(Imm("op", "alu"), Imm("num_reduced_dims", "u32", default=0)),
-           flags=("negate",)))
+    encoding(0x06, "dst = (-)reduce(op) over the trailing "
+             "`num_reduced_dims` free dims of src (0 = all)",
+             imms=(Imm("op", "alu"), Imm("num_reduced_dims", "u32", default=0)),
+             flags=("negate",)))
 declare(InstrSpec(
     "tensor_scalar_reduce", "TENSOR_SCALAR_REDUCE",
     (_DST, Role("data", slot="src"), Role("operand0", required=False, scalar=True),
@@ -461,20 +470,18 @@ declare(InstrSpec(
             Field("scale", "f32", tensor_role="scale"), Field("reduce_op", "alu"), Field("reduce_cmd", "reduce_cmd")),
     elementwise=("data",),
 ),
-    OpSpec("ACTIVATE", 0x07, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = func(src * scale + bias); reduce_res = the reduce registers after `reduce_cmd`",
-           imms=(Imm("func", "act"), Imm("scale", "f32", default=1.0, tensor_role="scale"),
-                 Imm("bias", "f32", default=0.0, tensor_role="bias"), Imm("reduce_cmd", "reduce_cmd", default="idle"),
-                 Imm("reduce_op", "alu", default="bypass"))))
+    encoding(0x07, "dst = func(src * scale + bias); reduce_res = the reduce registers after `reduce_cmd`",
+             imms=(Imm("func", "act"), Imm("scale", "f32", default=1.0, tensor_role="scale"),
+                   Imm("bias", "f32", default=0.0, tensor_role="bias"), Imm("reduce_cmd", "reduce_cmd", default="idle"),
+                   Imm("reduce_op", "alu", default="bypass"))))
 declare(InstrSpec(
     "memset", "MEMSET", (_DST,), ("dve", "pool"), "dst = value",
     fields=(Field("value", "value", required=True), _ENGINE),
 ),
-    OpSpec("MEMSET", 0x09, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = value",
-           imms=(Imm("value", "value"),),
-           flags=("int_value",),
-           derived_flags=frozenset({"int_value"})))
+    encoding(0x09, "dst = value",
+             imms=(Imm("value", "value"),),
+             flags=("int_value",),
+             derived_flags=frozenset({"int_value"})))
 declare(InstrSpec(
     "iota", "IOTA", (Role("dst", write=True, memories=("sbuf",)),), ("pool",),
     "dst[p, i...] = pattern.offset + p * channel_multiplier + sum(step * i)",
@@ -492,8 +499,7 @@ declare(InstrSpec(
     "reciprocal", "RECIPROCAL", (_DST, Role("data", slot="src")), ("dve",), "dst = 1 / data",
     elementwise=("data",),
 ),
-    OpSpec("RECIPROCAL", 0x0C, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = 1 / src"))
+    encoding(0x0C, "dst = 1 / src"))
 declare(
     InstrSpec(
         "range_select", "RANGE_SELECT",
@@ -506,11 +512,10 @@ declare(
                 Field("reduce_op", "alu"), Field("reduce_cmd", "reduce_cmd")),
         elementwise=("on_true",), since=3,
     ),
-    OpSpec("RANGE_SELECT", 0x10, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = on_true where both bound comparisons of range_start + i hold, else on_false_value",
-           imms=(Imm("comp_op0", "alu"), Imm("comp_op1", "alu"), Imm("on_false_value", "f32"),
-                 Imm("range_start", "i32", default=0), Imm("reduce_cmd", "reduce_cmd", default="idle"),
-                 Imm("reduce_op", "alu", default="bypass"))),
+    encoding(0x10, "dst = on_true where both bound comparisons of range_start + i hold, else on_false_value",
+             imms=(Imm("comp_op0", "alu"), Imm("comp_op1", "alu"), Imm("on_false_value", "f32"),
+                   Imm("range_start", "i32", default=0), Imm("reduce_cmd", "reduce_cmd", default="idle"),
+                   Imm("reduce_op", "alu", default="bypass"))),
 )
 declare(
     InstrSpec(
@@ -522,10 +527,9 @@ declare(
                 Field("reverse1", "bool")),
         elementwise=("data0", "data1"),
     ),
-    OpSpec("TENSOR_TENSOR_SCAN", 0x11, FROM_INSTRUCTIONS, FROM_ROLES,
-           "a running op0/op1 recurrence along the free dim, per partition, in fp32",
-           imms=(Imm("op0", "alu"), Imm("op1", "alu"), Imm("initial", "f32", tensor_role="initial", required=True)),
-           flags=("reverse0", "reverse1")),
+    encoding(0x11, "a running op0/op1 recurrence along the free dim, per partition, in fp32",
+             imms=(Imm("op0", "alu"), Imm("op1", "alu"), Imm("initial", "f32", tensor_role="initial", required=True)),
+             flags=("reverse0", "reverse1")),
 )
 declare(
     InstrSpec(
@@ -535,10 +539,9 @@ declare(
         fields=(Field("src", "f32", tensor_role="src", required=True), Field("reverse_pred", "bool")),
         elementwise=("src", "predicate"), traits=frozenset({"reads_dst"}),
     ),
-    OpSpec("TENSOR_COPY_PREDICATED", 0x12, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = src where the predicate holds, unchanged elsewhere",
-           imms=(Imm("src", "f32", tensor_role="src", required=True),),
-           flags=("reverse_pred",)),
+    encoding(0x12, "dst = src where the predicate holds, unchanged elsewhere",
+             imms=(Imm("src", "f32", tensor_role="src", required=True),),
+             flags=("reverse_pred",)),
 )
 declare(
     InstrSpec(
@@ -546,8 +549,7 @@ declare(
         "dst[p] = (count, mean, variance * count) of data[p]'s even elements, then of its odd ones",
         dims_rule=_bn_stats_dims,
     ),
-    OpSpec("BN_STATS", 0x13, FROM_INSTRUCTIONS, FROM_ROLES,
-           "per-partition statistics of even and odd elements"),
+    encoding(0x13, "per-partition statistics of even and odd elements"),
 )
 declare(
     InstrSpec(
@@ -555,8 +557,7 @@ declare(
         "dst[p] = (mean, variance) of the (count, mean, variance * count) triples of data[p]",
         dims_rule=_bn_aggr_dims,
     ),
-    OpSpec("BN_AGGR", 0x14, FROM_INSTRUCTIONS, FROM_ROLES,
-           "combine bn_stats triples into a mean and a variance"),
+    encoding(0x14, "combine bn_stats triples into a mean and a variance"),
 )
 declare(
     InstrSpec(
@@ -569,11 +570,10 @@ declare(
                 Field("reduce_init", "f32", tensor_role="reduce_init")),
         elementwise=("src",), since=4,
     ),
-    OpSpec("EXPONENTIAL", 0x15, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = exp(src - max_value), summed into the VectorE registers per reduce_cmd",
-           imms=(Imm("max_value", "f32", default=0.0, tensor_role="max_value"),
-                 Imm("reduce_cmd", "reduce_cmd", default="idle"),
-                 Imm("reduce_init", "f32", default=0.0, tensor_role="reduce_init"))),
+    encoding(0x15, "dst = exp(src - max_value), summed into the VectorE registers per reduce_cmd",
+             imms=(Imm("max_value", "f32", default=0.0, tensor_role="max_value"),
+                   Imm("reduce_cmd", "reduce_cmd", default="idle"),
+                   Imm("reduce_init", "f32", default=0.0, tensor_role="reduce_init"))),
 )
 declare(
     InstrSpec(
@@ -586,11 +586,10 @@ declare(
                 Field("reduce_op", "alu"), Field("reverse_pred", "bool")),
         elementwise=("predicate", "on_true"),
     ),
-    OpSpec("SELECT_REDUCE", 0x16, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = predicate ? on_true : on_false, max-reduced into the VectorE registers",
-           imms=(Imm("on_false", "f32", tensor_role="on_false", required=True),
-                 Imm("reduce_cmd", "reduce_cmd", default="idle"), Imm("reduce_op", "alu", default="bypass")),
-           flags=("reverse_pred",)),
+    encoding(0x16, "dst = predicate ? on_true : on_false, max-reduced into the VectorE registers",
+             imms=(Imm("on_false", "f32", tensor_role="on_false", required=True),
+                   Imm("reduce_cmd", "reduce_cmd", default="idle"), Imm("reduce_op", "alu", default="bypass")),
+             flags=("reverse_pred",)),
 )
 declare(
     InstrSpec(
@@ -603,10 +602,9 @@ declare(
                 Field("reduce_cmd", "reduce_cmd")),
         elementwise=("src",),
     ),
-    OpSpec("TENSOR_SCALAR_CUMULATIVE", 0x17, FROM_INSTRUCTIONS, FROM_ROLES,
-           "a running op1 over op0(src, imm0) along the free dim, in the VectorE registers",
-           imms=(Imm("op0", "alu"), Imm("op1", "alu"), Imm("imm0", "f32", tensor_role="imm0", required=True),
-                 Imm("imm1", "f32", tensor_role="imm1"), Imm("reduce_cmd", "reduce_cmd", default="idle"))),
+    encoding(0x17, "a running op1 over op0(src, imm0) along the free dim, in the VectorE registers",
+             imms=(Imm("op0", "alu"), Imm("op1", "alu"), Imm("imm0", "f32", tensor_role="imm0", required=True),
+                   Imm("imm1", "f32", tensor_role="imm1"), Imm("reduce_cmd", "reduce_cmd", default="idle"))),
 )
 declare(
     InstrSpec(
@@ -614,9 +612,8 @@ declare(
         ("pool",), "dst[0, f] = reduce(op) of data[p, f] over the partitions p",
         fields=(Field("op", "alu", required=True),), dims_rule=_partition_reduce_dims,
     ),
-    OpSpec("TENSOR_PARTITION_REDUCE", 0x18, FROM_INSTRUCTIONS, FROM_ROLES,
-           "a reduction across partitions into one",
-           imms=(Imm("op", "alu"),)),
+    encoding(0x18, "a reduction across partitions into one",
+             imms=(Imm("op", "alu"),)),
 )
 
 
@@ -645,11 +642,9 @@ declare(
                 Field("src0_reg", "int"), Field("imm0", "int"), Field("src1_reg", "int"), Field("imm1", "int")),
         traits=_CONTROL, nki_name="register_move",
     ),
-    OpSpec("REG_ALU", 0x40, ENGINE_NAMES, FROM_ROLES,
-           "r[dst_reg] = (r[src0_reg] + imm0) <op> (r[src1_reg] + imm1)",
-           imms=(Imm("dst_reg", "u32"), Imm("op", "alu"), Imm("src0_reg", "u32", default=0),
-                 Imm("imm0", "i32", default=0), Imm("src1_reg", "u32", default=0), Imm("imm1", "i32", default=0)),
-           traits=_CONTROL),
+    encoding(0x40, "r[dst_reg] = (r[src0_reg] + imm0) <op> (r[src1_reg] + imm1)",
+             imms=(Imm("dst_reg", "u32"), Imm("op", "alu"), Imm("src0_reg", "u32", default=0),
+                   Imm("imm0", "i32", default=0), Imm("src1_reg", "u32", default=0), Imm("imm1", "i32", default=0))),
 )
 declare(
     InstrSpec(
@@ -657,10 +652,8 @@ declare(
         "r[dst_reg] = src, one element read as a 32-bit integer",
         fields=(Field("dst_reg", "int", required=True),), traits=_CONTROL, dims_rule=_single_element,
     ),
-    OpSpec("REG_LOAD", 0x41, ENGINE_NAMES, FROM_ROLES,
-           "r[dst_reg] = the one element of src, as an int32",
-           imms=(Imm("dst_reg", "u32"),),
-           traits=_CONTROL),
+    encoding(0x41, "r[dst_reg] = the one element of src, as an int32",
+             imms=(Imm("dst_reg", "u32"),)),
 )
 declare(
     InstrSpec(
@@ -668,10 +661,8 @@ declare(
         "dst = r[src_reg], one element converted to dst's dtype",
         fields=(Field("src_reg", "int", required=True),), traits=_CONTROL, dims_rule=_single_element,
     ),
-    OpSpec("REG_STORE", 0x42, ENGINE_NAMES, FROM_ROLES,
-           "dst's one element = r[src_reg]",
-           imms=(Imm("src_reg", "u32"),),
-           traits=_CONTROL),
+    encoding(0x42, "dst's one element = r[src_reg]",
+             imms=(Imm("src_reg", "u32"),)),
 )
 declare(
     InstrSpec(
@@ -679,10 +670,8 @@ declare(
         "if r[cond_reg] == 0, continue after the matching loop_end (a while loop's entry test)",
         fields=(Field("cond_reg", "int", required=True),), traits=_CONTROL,
     ),
-    OpSpec("LOOP_BEGIN", 0x43, ENGINE_NAMES, FROM_ROLES,
-           "skip to after the matching LOOP_END if r[cond_reg] == 0",
-           imms=(Imm("cond_reg", "u32"),),
-           traits=_CONTROL),
+    encoding(0x43, "skip to after the matching LOOP_END if r[cond_reg] == 0",
+             imms=(Imm("cond_reg", "u32"),)),
 )
 declare(
     InstrSpec(
@@ -690,10 +679,8 @@ declare(
         "if r[cond_reg] != 0, continue after the matching loop_begin (the back edge)",
         fields=(Field("cond_reg", "int", required=True),), traits=_CONTROL,
     ),
-    OpSpec("LOOP_END", 0x44, ENGINE_NAMES, FROM_ROLES,
-           "jump back to after the matching LOOP_BEGIN if r[cond_reg] != 0",
-           imms=(Imm("cond_reg", "u32"),),
-           traits=_CONTROL),
+    encoding(0x44, "jump back to after the matching LOOP_BEGIN if r[cond_reg] != 0",
+             imms=(Imm("cond_reg", "u32"),)),
 )
 
 # The counted loop of a rolled ``affine_range`` (ARCHITECTURE.md "Rolled loops"): the induction register counts
@@ -704,10 +691,8 @@ declare(
         "r[iv_reg] = 0; if bound <= 0, continue after the matching counted_loop_end",
         fields=(Field("iv_reg", "int", required=True), Field("bound", "int", required=True)), traits=_CONTROL,
     ),
-    OpSpec("COUNTED_LOOP_BEGIN", 0x50, ENGINE_NAMES, FROM_ROLES,
-           "r[iv_reg] = 0; skip to after the matching COUNTED_LOOP_END if bound <= 0",
-           imms=(Imm("iv_reg", "u32"), Imm("bound", "i32")),
-           traits=_CONTROL),
+    encoding(0x50, "r[iv_reg] = 0; skip to after the matching COUNTED_LOOP_END if bound <= 0",
+             imms=(Imm("iv_reg", "u32"), Imm("bound", "i32"))),
 )
 declare(
     InstrSpec(
@@ -717,10 +702,8 @@ declare(
                 Field("bound", "int", required=True)),
         traits=_CONTROL,
     ),
-    OpSpec("COUNTED_LOOP_END", 0x51, ENGINE_NAMES, FROM_ROLES,
-           "r[iv_reg] += step; jump back to after the matching COUNTED_LOOP_BEGIN if r[iv_reg] < bound",
-           imms=(Imm("iv_reg", "u32"), Imm("step", "i32"), Imm("bound", "i32")),
-           traits=_CONTROL),
+    encoding(0x51, "r[iv_reg] += step; jump back to after the matching COUNTED_LOOP_BEGIN if r[iv_reg] < bound",
+             imms=(Imm("iv_reg", "u32"), Imm("step", "i32"), Imm("bound", "i32"))),
 )
 # The structured loops: each opener's partner closer, by instruction name and by ISA mnemonic.
 LOOP_PAIRS = {"loop_begin": "loop_end", "counted_loop_begin": "counted_loop_end"}
@@ -739,8 +722,7 @@ declare(
         "dst = the next 32-bit XORWOW outputs of the engine's lanes, truncated to dst's integer dtype",
         fields=(_ENGINE,), reads_state=_RNG, writes_state=_RNG, engine_since={"pool": 3},
     ),
-    OpSpec("RNG", 0x28, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = next XORWOW outputs (low bits)"),
+    encoding(0x28, "dst = next XORWOW outputs (low bits)"),
 )
 declare(
     InstrSpec(
@@ -751,10 +733,9 @@ declare(
                 Field("max", "f32", tensor_role="max", required=True)),
         reads_state=_RNG, writes_state=_RNG, since=4,
     ),
-    OpSpec("RAND2", 0x29, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = uniform in [min, max] (XORWOW)",
-           imms=(Imm("min", "f32", tensor_role="min", required=True),
-                 Imm("max", "f32", tensor_role="max", required=True))),
+    encoding(0x29, "dst = uniform in [min, max] (XORWOW)",
+             imms=(Imm("min", "f32", tensor_role="min", required=True),
+                   Imm("max", "f32", tensor_role="max", required=True))),
 )
 declare(
     InstrSpec(
@@ -763,9 +744,8 @@ declare(
         fields=(Field("prob", "f32", tensor_role="prob", required=True),), elementwise=("data",),
         reads_state=_RNG, writes_state=_RNG,
     ),
-    OpSpec("DROPOUT", 0x2A, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = src, zeroed with probability prob",
-           imms=(Imm("prob", "f32", tensor_role="prob", required=True),)),
+    encoding(0x2A, "dst = src, zeroed with probability prob",
+             imms=(Imm("prob", "f32", tensor_role="prob", required=True),)),
 )
 declare(
     InstrSpec(
@@ -773,8 +753,7 @@ declare(
         "seed every VectorE XORWOW generator from the 32-bit value src_seeds[0, 0]", writes_state=_RNG,
         dims_rule=_seed_dims,
     ),
-    OpSpec("SET_RNG_SEED", 0x2B, FROM_INSTRUCTIONS, FROM_ROLES,
-           "seed the VectorE PRNG from one 32-bit value"),
+    encoding(0x2B, "seed the VectorE PRNG from one 32-bit value"),
 )
 declare(
     InstrSpec(
@@ -782,8 +761,7 @@ declare(
         _RNG_STATE_ENGINES, "the engine's XORWOW state of lane p = src_seeds[p, :] (6 uint32 words per generator)",
         fields=(_ENGINE,), writes_state=_RNG, since=3, engine_since={"dve": 4},
     ),
-    OpSpec("RAND_SET_STATE", 0x2C, FROM_INSTRUCTIONS, FROM_ROLES,
-           "load the PRNG state of each lane"),
+    encoding(0x2C, "load the PRNG state of each lane"),
 )
 declare(
     InstrSpec(
@@ -791,8 +769,7 @@ declare(
         "dst[p, :] = the engine's XORWOW state of lane p (6 uint32 words per generator)",
         fields=(_ENGINE,), reads_state=_RNG, since=3, engine_since={"dve": 4},
     ),
-    OpSpec("RAND_GET_STATE", 0x2D, FROM_INSTRUCTIONS, FROM_ROLES,
-           "store the PRNG state of each lane"),
+    encoding(0x2D, "store the PRNG state of each lane"),
 )
 
 
@@ -985,8 +962,7 @@ declare(
         "dst[p, :8] = the 8 largest values of src[p] in descending order (fp32 compares, duplicates kept)",
         dims_rule=_max8_dims,
     ),
-    OpSpec("MAX8", 0x20, FROM_INSTRUCTIONS, FROM_ROLES,
-           "the 8 largest values per partition, descending"),
+    encoding(0x20, "the 8 largest values per partition, descending"),
 )
 declare(
     InstrSpec(
@@ -994,8 +970,7 @@ declare(
         "dst[p, i] = the free index of vals[p, i] in data[p] (the k-th match for its k-th duplicate in vals), "
         "all-ones when absent", nki_name="nc_find_index8", dims_rule=_find_index8_dims,
     ),
-    OpSpec("FIND_INDEX8", 0x21, FROM_INSTRUCTIONS, FROM_ROLES,
-           "indices of 8 values per partition"),
+    encoding(0x21, "indices of 8 values per partition"),
 )
 declare(
     InstrSpec(
@@ -1005,9 +980,8 @@ declare(
         "= its free index, all-ones when absent", fields=(Field("imm", "f32", required=True),),
         elementwise=("data",), nki_name="nc_match_replace8", dims_rule=_match_replace8_dims,
     ),
-    OpSpec("MATCH_REPLACE8", 0x22, FROM_INSTRUCTIONS, FROM_ROLES,
-           "replace the matches of 8 values per partition by imm, recording their indices",
-           imms=(Imm("imm", "f32"),)),
+    encoding(0x22, "replace the matches of 8 values per partition by imm, recording their indices",
+             imms=(Imm("imm", "f32"),)),
 )
 declare(
     InstrSpec(
@@ -1017,9 +991,8 @@ declare(
         "count)", fields=(Field("index_offset", "int"), Field("padding_val", "int")),
         dims_rule=_nonzero_dims, since=3,
     ),
-    OpSpec("NONZERO_WITH_COUNT", 0x23, FROM_INSTRUCTIONS, FROM_ROLES,
-           "nonzero indices, padding and count on the first partition of each 16-partition group",
-           imms=(Imm("index_offset", "i32", default=0), Imm("padding_val", "i32", default=-1))),
+    encoding(0x23, "nonzero indices, padding and count on the first partition of each 16-partition group",
+             imms=(Imm("index_offset", "i32", default=0), Imm("padding_val", "i32", default=-1))),
 )
 declare(
     InstrSpec(
@@ -1031,9 +1004,8 @@ declare(
         fields=(Field("n", "int", required=True),),
         dims_rule=_topk_dims,
     ),
-    OpSpec("TOPK", 0x24, FROM_INSTRUCTIONS, FROM_ROLES,
-           "top-k of the n-element 16-partition snake of each group, ascending, in snake layout",
-           imms=(Imm("n", "u32"),)),
+    encoding(0x24, "top-k of the n-element 16-partition snake of each group, ascending, in snake layout",
+             imms=(Imm("n", "u32"),)),
 )
 declare(
     InstrSpec(
@@ -1045,9 +1017,8 @@ declare(
         fields=(Field("num_elem_per_idx", "int"), Field("num_valid_indices", "int", required=True)),
         dims_rule=_local_gather_dims,
     ),
-    OpSpec("LOCAL_GATHER", 0x30, FROM_INSTRUCTIONS, FROM_ROLES,
-           "per GpSimd core, gather num_elem_per_idx elements at each of its indices from each of its partitions",
-           imms=(Imm("num_elem_per_idx", "u32", default=1), Imm("num_valid_indices", "u32"))),
+    encoding(0x30, "per GpSimd core, gather num_elem_per_idx elements at each of its indices from each of its partitions",
+             imms=(Imm("num_elem_per_idx", "u32", default=1), Imm("num_valid_indices", "u32"))),
 )
 declare(
     InstrSpec(
@@ -1056,8 +1027,7 @@ declare(
          Role("indices", memories=("sbuf",))),
         ("pool",), "dst[p, i] = data[p, indices[p, i]], data's free dims flattened", dims_rule=_n_gather_dims,
     ),
-    OpSpec("NC_N_GATHER", 0x31, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst[p, i] = src[p, indices[p, i]] within each partition"),
+    encoding(0x31, "dst[p, i] = src[p, indices[p, i]] within each partition"),
 )
 declare(
     InstrSpec(
@@ -1067,9 +1037,8 @@ declare(
         derive=lambda f: pack_shuffle_mask(tuple(f["shuffle_mask"])), traits=frozenset({"reads_dst"}),
         dims_rule=_shuffle_dims,
     ),
-    OpSpec("NC_STREAM_SHUFFLE", 0x32, FROM_INSTRUCTIONS, FROM_ROLES,
-           "move whole partitions within each 32-partition quadrant by a 32-entry mask (255 = keep)",
-           imms=tuple(Imm(f"mask{w}", "u32", default=0) for w in range(SHUFFLE_MASK_WORDS))),
+    encoding(0x32, "move whole partitions within each 32-partition quadrant by a 32-entry mask (255 = keep)",
+             imms=tuple(Imm(f"mask{w}", "u32", default=0) for w in range(SHUFFLE_MASK_WORDS))),
 )
 declare(
     InstrSpec(
@@ -1078,8 +1047,7 @@ declare(
         ("pool",), "dst[0, 0, i], dst[0, 1, i] = start and end (exclusive) of the run of equal segment ids holding "
         "i; (n, -1) where the id is 0 (padding)", dims_rule=_sequence_bounds_dims,
     ),
-    OpSpec("SEQUENCE_BOUNDS", 0x33, FROM_INSTRUCTIONS, FROM_ROLES,
-           "the [start, end) of each element's segment"),
+    encoding(0x33, "the [start, end) of each element's segment"),
 )
 _DMA_COMPUTE_SRCS = tuple(f"src{i}" for i in range(DMA_COMPUTE_MAX_SRCS))
 # The read-modify-write (dynamic) form has exactly two sources: the index tensors of dst, src0 and src1 take the
@@ -1115,13 +1083,12 @@ declare(
                 Field("reduce_cmd", "reduce_cmd")),
         elementwise=("data",), since=4,
     ),
-    OpSpec("ACTIVATE2", 0x48, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst = func((src <op0> imm0) <op1> imm1, relu_param); reduce_res = the reduce registers after reduce_cmd",
-           imms=(Imm("func", "act"), Imm("op0", "alu"), Imm("op1", "alu"),
-                 Imm("imm0", "f32", default=0.0, tensor_role="imm0"), Imm("imm1", "f32", default=0.0, tensor_role="imm1"),
-                 Imm("relu_param", "f32", default=0.0, tensor_role="relu_param"),
-                 Imm("reduce_cmd", "reduce_cmd", default="idle"), Imm("reduce_op", "alu", default="bypass")),
-           flags=("reverse0", "reverse1")),
+    encoding(0x48, "dst = func((src <op0> imm0) <op1> imm1, relu_param); reduce_res = the reduce registers after reduce_cmd",
+             imms=(Imm("func", "act"), Imm("op0", "alu"), Imm("op1", "alu"),
+                   Imm("imm0", "f32", default=0.0, tensor_role="imm0"), Imm("imm1", "f32", default=0.0, tensor_role="imm1"),
+                   Imm("relu_param", "f32", default=0.0, tensor_role="relu_param"),
+                   Imm("reduce_cmd", "reduce_cmd", default="idle"), Imm("reduce_op", "alu", default="bypass")),
+             flags=("reverse0", "reverse1")),
 )
 declare(
     InstrSpec(
@@ -1131,9 +1098,8 @@ declare(
         ("dve",), "dst, dst_scale = MXFP8 quantization of src (one e8m0 scale per 8 partitions x 4 values)",
         dims_rule=_quantize_mx_dims, since=4,
     ),
-    OpSpec("QUANTIZE_MX", 0x38, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst (fp8 x4), dst_scale (e8m0) = "
-           "MX quantization of src"),
+    encoding(0x38, "dst (fp8 x4), dst_scale (e8m0) = "
+             "MX quantization of src"),
 )
 declare(
     InstrSpec(
@@ -1145,9 +1111,8 @@ declare(
         fields=(Field("accumulate", "bool"),), traits=frozenset({"accumulates"}), nki_name="nc_matmul_mx",
         dims_rule=_matmul_mx_dims, since=4,
     ),
-    OpSpec("MATMUL_MX", 0x39, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst[M, N] (+)= dequant(stationary)[K, M, 4] . dequant(moving)[K, N, 4] into PSUM",
-           flags=("accumulate",)),
+    encoding(0x39, "dst[M, N] (+)= dequant(stationary)[K, M, 4] . dequant(moving)[K, N, 4] into PSUM",
+             flags=("accumulate",)),
 )
 
 
@@ -1210,11 +1175,10 @@ declare(
         elementwise=("src",), since=3, reads_state=frozenset({LNC_PIPES}), writes_state=frozenset({LNC_PIPES}),
         traits=frozenset({"meets"}),
     ),
-    OpSpec("SENDRECV", 0x54, FROM_INSTRUCTIONS, FROM_ROLES,
-           "dst of core send_to_rank = src; dst = src of core recv_from_rank (rendezvous on pipe_id)",
-           imms=(Imm("send_to_rank", "u32"), Imm("recv_from_rank", "u32"),
-                                          Imm("pipe_id", "u32", default=0)),
-           flags=("gpsimd_dma",), traits=frozenset({"meets"})),
+    encoding(0x54, "dst of core send_to_rank = src; dst = src of core recv_from_rank (rendezvous on pipe_id)",
+             imms=(Imm("send_to_rank", "u32"), Imm("recv_from_rank", "u32"),
+                                            Imm("pipe_id", "u32", default=0)),
+             flags=("gpsimd_dma",)),
 )
 declare(
     InstrSpec(
@@ -1223,10 +1187,8 @@ declare(
         fields=(Field("cores", "axes", required=True, imm=None), _ENGINE), traits=_CONTROL | {"meets"},
         derive=lambda f: {"core_mask": core_mask(tuple(f["cores"]))}, since=3,
     ),
-    OpSpec("CORE_BARRIER", 0x55, ENGINE_NAMES, FROM_ROLES,
-           "wait until every core of core_mask has reached its matching CORE_BARRIER",
-           imms=(Imm("core_mask", "u32"),),
-           traits=_CONTROL | {"meets"}),
+    encoding(0x55, "wait until every core of core_mask has reached its matching CORE_BARRIER",
+             imms=(Imm("core_mask", "u32"),)),
 )
 
 
@@ -1247,10 +1209,8 @@ declare(
         fields=(Field("prefix", "str", required=True),), traits=frozenset({"dma"}),
         reads_state=_DEBUG, writes_state=_DEBUG,
     ),
-    OpSpec("DEBUG_PRINT", 0x56, FROM_INSTRUCTIONS, FROM_ROLES,
-           "copy src to the host's debug stream on DMA queue `queue`, labelled with string `prefix` of the NEFF",
-           imms=(Imm("queue", "u32"), Imm("prefix", "str")),
-           traits=frozenset({"dma"})),
+    encoding(0x56, "copy src to the host's debug stream on DMA queue `queue`, labelled with string `prefix` of the NEFF",
+             imms=(Imm("queue", "u32"), Imm("prefix", "str"))),
 )
 
 # The collectives between ranks (nki.collectives) are declared in their own module, registered here so that every

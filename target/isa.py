@@ -5,8 +5,8 @@ slots (which ones it writes, which are (P, 1) scalar tiles, which share dst's sh
 as the IR properties that hold them) and its flag bits. The encoder, the decoder, the listings, the ISA op classes
 and their verifiers are derived from it. This table holds the opcodes several instructions share (DMA_COPY), those
 of no instruction (SEM_WAIT) and those whose slots differ from their instruction's roles; an opcode of exactly one
-instruction is declared with it (``instructions.declare(InstrSpec(...), OpSpec(..., FROM_ROLES, ...))``), its
-slots said by the instruction's roles.
+instruction is declared with it (``instructions.declare(InstrSpec(...), encoding(code, doc, imms=, flags=))``): its
+mnemonic, engines, slots and ISA traits are the instruction's, the encoding adds only its code, immediates and flags.
 """
 
 from __future__ import annotations
