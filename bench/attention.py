@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT.parent))  # run from a checkout without install
 
 from nkic.compiler.driver import compile_traced, run_neff  # noqa: E402
 from nkic.kernels.flash_attention import flash_attention  # noqa: E402
+from nkic.target.machine import DEFAULT_TARGET  # noqa: E402
 
 BF16_PEAK_TFLOPS = {"gen2": 92.0, "gen3": 79.0, "gen4": 79.0}  # dense bf16 peak per NeuronCore
 
@@ -35,7 +36,7 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.n
     return (p / p.sum(-1, keepdims=True)) @ v
 
 
-def run(seqlen: int, d: int = 128, target: str = "gen3", profile_dir: Path | None = None) -> dict[str, object]:
+def run(seqlen: int, d: int = 128, target: str = DEFAULT_TARGET, profile_dir: Path | None = None) -> dict[str, object]:
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((1, seqlen, d)).astype(ml_dtypes.bfloat16) for _ in range(3))
     scale = 1.0 / np.sqrt(d)

@@ -22,7 +22,7 @@ from nkic.runtime.profile import RunResult
 from nkic.runtime.scheduler import _Scheduler
 from nkic.runtime.simulator import DEFAULT_MAX_EVENTS
 from nkic.runtime.state import _Core, _init_hbm, print_line
-from nkic.target.machine import get_target
+from nkic.target.machine import DEFAULT_TARGET, get_target
 from nkic.target.vocab import DTYPES
 
 __all__ = ["simulate_ranks", "MAX_RANKS"]
@@ -39,7 +39,7 @@ class _Launch:
 
 
 def simulate_ranks(
-    neffs: Sequence[Neff], inputs: Sequence[Mapping[str, object]], *, target: str = "gen3",
+    neffs: Sequence[Neff], inputs: Sequence[Mapping[str, object]], *, target: str = DEFAULT_TARGET,
     max_events: int = DEFAULT_MAX_EVENTS, timing_only: bool = False,
     on_print: Callable[[str], None] = print_line,
 ) -> list[RunResult]:

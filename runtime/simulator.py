@@ -32,7 +32,7 @@ from nkic.runtime.scheduler import _Scheduler
 from nkic.runtime.state import _Core, _init_hbm, print_line
 from nkic.target.instructions import LOOP_OPCODE_PAIRS
 from nkic.target.isa import Instr
-from nkic.target.machine import NUM_PARTITIONS, get_target
+from nkic.target.machine import DEFAULT_TARGET, NUM_PARTITIONS, get_target
 from nkic.target.vocab import DTYPES
 
 __all__ = [
@@ -45,7 +45,7 @@ DEFAULT_MAX_EVENTS = 10_000_000
 _LOOP_CLOSERS = {end: begin for begin, end in LOOP_OPCODE_PAIRS.items()}  # closer -> its opener
 
 
-def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
+def simulate(neff: Neff, inputs: Mapping[str, object], *, target: str = DEFAULT_TARGET,
              max_events: int = DEFAULT_MAX_EVENTS, timing_only: bool = False,
              on_print: Callable[[str], None] = print_line) -> RunResult:  # fmt: skip
     """Run ``neff`` on numpy copies of ``inputs``; returns the output variables and the timing profile.
@@ -124,7 +124,7 @@ def _coverage_line(name: str, written: np.ndarray) -> str | None:
     return f"output '{name}' has {count} of {missing.size} elements never written, in {where}"
 
 
-def simulate_in_order(neff: Neff, inputs: Mapping[str, object], *, target: str = "gen3",
+def simulate_in_order(neff: Neff, inputs: Mapping[str, object], *, target: str = DEFAULT_TARGET,
                       max_steps: int = DEFAULT_MAX_EVENTS,
                       on_print: Callable[[str], None] = print_line) -> dict[str, np.ndarray]:  # fmt: skip
     """The reference semantics of a NEFF: each core's instructions one at a time in instruction-id order (the
