@@ -158,7 +158,7 @@ def _scaled(op: str, small: NkiTensor, big: NkiTensor, dim: int, n: int, what: s
 
 
 def _emit(ctx: Any, op: str, operands: dict[str, NkiTensor], attrs: dict[str, Any]) -> None:
-    from nkic.frontend.isa import _record  # the checks every instruction gets (memories, engines, rules)
+    from nkic.frontend.recorders.record import _record  # the checks every instruction gets (memories, engines, rules)
 
     _record(ctx, op, operands, attrs)
 

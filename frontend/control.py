@@ -119,7 +119,7 @@ def _end(ctx: Any, cond: VirtualRegister) -> None:
 
 
 def _positive_step(step: Any, what: str) -> int:
-    from nkic.frontend.isa import language_rules
+    from nkic.frontend.recorders.record import language_rules
 
     language_rules(None, what, {}, step=step)  # target/rules/language.py
     return step
@@ -139,7 +139,7 @@ def no_reorder_block() -> Iterator[None]:
 
 
 def _not_in_no_reorder(ctx: Any, loop: str) -> None:
-    from nkic.frontend.isa import language_rules
+    from nkic.frontend.recorders.record import language_rules
 
     language_rules(ctx, "no_reorder", {}, loop=loop, depth=_NO_REORDER.get())
 

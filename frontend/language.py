@@ -21,6 +21,8 @@ from nkic.frontend.grid import masked, refuse_mask, with_mask
 from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
 from nkic.frontend.dtypes import itemsize as tensor_itemsize
 from nkic.frontend import isa as _nisa  # records instructions (nl.device_print's)
+from nkic.frontend.recorders.record import _record as _record_instruction  # nl.device_print records one
+from nkic.frontend.recorders.record import language_rules as _language_rules
 from nkic.frontend import tiles
 from nkic.frontend import era02 as _era02  # NKI 0.2 idioms (string buffers)
 from nkic.frontend.control import dynamic_range, fori_loop, no_reorder_block, while_loop  # noqa: F401 — runtime loops
@@ -314,7 +316,7 @@ def spmd_dim(*factors: Any) -> int:
 
 def _print_instruction(ctx: Any, src: NkiTensor, print_prefix: str) -> None:
     """The DEBUG_PRINT instruction of ``nl.device_print`` (``grid.masked`` cuts ``src`` to a mask's box first)."""
-    _nisa._record(ctx, "device_print", {"src": src}, {"prefix": print_prefix})
+    _record_instruction(ctx, "device_print", {"src": src}, {"prefix": print_prefix})
 
 
 _print_masked = masked("device_print", _print_instruction)
@@ -336,7 +338,7 @@ def device_print(ctx: Any, print_prefix: Any = None, tensor: Any = None, **kw: A
         print_prefix = kw.pop("prefix")
     if "x" in kw and tensor is None:
         tensor = kw.pop("x")
-    _nisa.language_rules(ctx, "device_print", {}, print_prefix=print_prefix)
+    _language_rules(ctx, "device_print", {}, print_prefix=print_prefix)
     prefix = str.__str__(print_prefix)  # a str subclass (an nl dtype) prints as its text
     try:
         prefix.encode("utf-8")

@@ -42,6 +42,7 @@ import ml_dtypes
 import numpy as np
 
 from nkic.frontend import isa
+from nkic.frontend.recorders.record import _mask, language_rules
 from nkic.frontend.affine import is_symbolic
 from nkic.frontend.context import nki_op
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_dtype
@@ -295,7 +296,7 @@ def _unsupported(fn: str, why: str, hint: str = "") -> None:
 @_export()
 def load(ctx: Any, src: NkiTensor, dtype: Any = None, **kw: Any) -> NkiTensor:
     """A new SBUF tile holding ``src`` (an HBM view), cast to ``dtype`` if given (DMA)."""
-    isa._mask(kw)
+    _mask(kw)
     if not isinstance(src, NkiTensor):
         raise NkiError(f"nl.load: 'src' must be an HBM tensor, got {type(src).__name__}")
     if src.on_chip:
@@ -313,7 +314,7 @@ def load(ctx: Any, src: NkiTensor, dtype: Any = None, **kw: Any) -> NkiTensor:
 @_export()
 def store(ctx: Any, dst: NkiTensor, value: NkiTensor, **kw: Any) -> None:
     """``dst`` (an HBM view) = ``value`` (an on-chip tile), cast to dst's dtype (DMA; PSUM goes through SBUF)."""
-    isa._mask(kw)
+    _mask(kw)
     if not isinstance(dst, NkiTensor) or dst.on_chip:
         where = dst.buffer if isinstance(dst, NkiTensor) else type(dst).__name__
         raise NkiError(f"nl.store: 'dst' must be an HBM tensor, got {where}", "assign on-chip tiles with nl.copy")
@@ -337,7 +338,7 @@ def _cast(ctx: Any, tile: NkiTensor, dtype: Any) -> NkiTensor:
 @_export()
 def load_transpose2d(ctx: Any, src: NkiTensor, dtype: Any = None, **kw: Any) -> NkiTensor:
     """A new SBUF tile ``src.T`` of a 2-D HBM view (DMA transpose; a cast is a tensor_copy after it)."""
-    isa._mask(kw)
+    _mask(kw)
     if not isinstance(src, NkiTensor) or src.on_chip:
         raise NkiError("nl.load_transpose2d: 'src' must be an HBM tensor")
     if src.ndim != 2:
@@ -350,8 +351,8 @@ def load_transpose2d(ctx: Any, src: NkiTensor, dtype: Any = None, **kw: Any) -> 
 @_export()
 def copy(ctx: Any, x: NkiTensor, dtype: Any = None, **kw: Any) -> NkiTensor:
     """A new SBUF tile with x's values (from SBUF or PSUM), cast to ``dtype`` (ScalarE tensor_copy)."""
-    isa._mask(kw)
-    isa.language_rules(ctx, "copy", {"x": x})
+    _mask(kw)
+    language_rules(ctx, "copy", {"x": x})
     x = _tile("copy", "x", x)
     out = _new(ctx, x.shape, _dtype(dtype, x.dtype))
     if "act" in INSTRUCTIONS["tensor_copy"].engines_on(get_target(ctx.options.target).nc_version):
@@ -395,8 +396,8 @@ def shared_constant(ctx: Any, constant: Any, **_: Any) -> NkiTensor:
 # -- math: binary -------------------------------------------------------------------------------------------
 def _binary_function(name: str, op: str, result: str | None = None, since: int = 2) -> None:
     def impl(ctx: Any, x: Any, y: Any, dtype: Any = None, **kw: Any) -> NkiTensor:
-        isa._mask(kw)
-        isa.language_rules(ctx, name, {"x": x, "y": y}, x=x, y=y)  # abs_max/abs_min: gen4 (target/rules/language.py)
+        _mask(kw)
+        language_rules(ctx, name, {"x": x, "y": y}, x=x, y=y)  # abs_max/abs_min: gen4 (target/rules/language.py)
         return _binary(ctx, name, op, x, y, dtype, result)
 
     impl.__doc__ = f"``x {op} y`` element-wise (tensor_tensor, or tensor_scalar for a number / (P, 1) tile)."
@@ -416,7 +417,7 @@ def fmod(ctx: Any, x: Any, y: Any, dtype: Any = None, **kw: Any) -> NkiTensor:
     magnitudes floored and truncated agree. VectorE ``abs``/``mod`` stages (tensor_scalar or scalar_tensor_tensor,
     with ``|y|`` from a tensor_scalar when y is a tile), the ScalarE ``sign`` of x and a tensor_tensor multiply;
     fp32 throughout, cast to the result dtype at the end."""
-    isa._mask(kw)
+    _mask(kw)
     x_num, y_num = _is_number(x), _is_number(y)
     if x_num and y_num:
         raise NkiError("nl.fmod: at least one of x, y must be a tile, got two numbers")
@@ -452,7 +453,7 @@ def fmod(ctx: Any, x: Any, y: Any, dtype: Any = None, **kw: Any) -> NkiTensor:
 # -- math: unary --------------------------------------------------------------------------------------------
 def _activation_function(name: str) -> None:
     def impl(ctx: Any, x: Any, dtype: Any = None, **kw: Any) -> NkiTensor:
-        isa._mask(kw)
+        _mask(kw)
         return _activation(ctx, name, name, x, dtype)
 
     impl.__doc__ = f"``{name}(x)`` element-wise (one ScalarE activation)."
@@ -475,7 +476,7 @@ def prelu(ctx: Any, x: Any, relu_param: Any = 0.0, dtype: Any = None, **kw: Any)
     On gen4 a number or (P, 1) slope is one ScalarE ``activate2`` with ``op=nl.prelu`` (the only instruction with a
     relu_param); otherwise VectorE computes ``max(x, 0) + relu_param * min(x, 0)`` — the same fp32 values — with a
     tensor_scalar (or a tensor_scalar and a tensor_tensor for a full slope tile) and a scalar_tensor_tensor."""
-    isa._mask(kw)
+    _mask(kw)
     alpha = kw.get("alpha", relu_param)
     t = _tile("prelu", "x", x)
     out = _new(ctx, t.shape, _dtype(dtype, t.dtype))
@@ -516,7 +517,7 @@ def logical_not(ctx: Any, x: Any, dtype: Any = None, **_: Any) -> NkiTensor:
 @_export()
 def invert(ctx: Any, x: Any, dtype: Any = None, **_: Any) -> NkiTensor:
     """``~x`` for integer tiles: XOR with all ones (tensor_scalar bitwise_xor)."""
-    isa.language_rules(ctx, "invert", {"x": _tile("invert", "x", x)})
+    language_rules(ctx, "invert", {"x": _tile("invert", "x", x)})
     return _scalar_op(ctx, "invert", x, dtype, "bitwise_xor", -1.0)
 
 
@@ -598,7 +599,7 @@ def _reduce_axes(fn: str, x: NkiTensor, axis: Any) -> tuple[int, ...]:
             raise NkiError(f"nl.{fn}: axis {a} is out of range for a tile of shape {x.shape}")
         axes.append(a % x.ndim)
     axes = sorted(set(axes))
-    isa.language_rules(None, fn, {"x": x}, axes=tuple(axes))
+    language_rules(None, fn, {"x": x}, axes=tuple(axes))
     if 0 in axes:
         raise NkiError(f"nl.{fn}: cannot reduce along the partition axis 0", "reduce free axes only")
     return tuple(axes)
@@ -639,7 +640,7 @@ def _reduce(ctx: Any, fn: str, op: str, x: Any, axis: Any, dtype: Any, keepdims:
 
 def _reduce_function(name: str, op: str) -> None:
     def impl(ctx: Any, x: Any, axis: Any, dtype: Any = None, keepdims: bool = False, **kw: Any) -> NkiTensor:
-        isa._mask(kw)
+        _mask(kw)
         return _reduce(ctx, name, op, x, axis, dtype, keepdims)
 
     impl.__doc__ = f"Reduce ``x`` with {op} over any free axes (one tensor_reduce of a permuted view)."
@@ -695,7 +696,7 @@ def _transpose_to_psum(ctx: Any, fn: str, x: NkiTensor, dtype: str) -> NkiTensor
 @_export()
 def transpose(ctx: Any, x: Any, dtype: Any = None, **kw: Any) -> NkiTensor:
     """``x.T`` of a 2-D tile, in PSUM (TensorE nc_transpose)."""
-    isa._mask(kw)
+    _mask(kw)
     x = _tile("transpose", "x", x)
     if x.ndim != 2:
         raise NkiError(f"nl.transpose: expected a 2-D tile, got shape {x.shape}")
@@ -706,11 +707,11 @@ def transpose(ctx: Any, x: Any, dtype: Any = None, **kw: Any) -> NkiTensor:
 def matmul(ctx: Any, x: Any, y: Any, transpose_x: bool = False, **kw: Any) -> NkiTensor:
     """``x @ y`` (``x.T @ y`` with ``transpose_x``) into a new float32 PSUM tile (TensorE nc_matmul; without
     ``transpose_x`` x is first transposed on TensorE so that the contraction dim is its partition dim)."""
-    isa._mask(kw)
+    _mask(kw)
     x, y = _tile("matmul", "x", x), _tile("matmul", "y", y)
     if x.ndim != 2 or y.ndim != 2:
         raise NkiError(f"nl.matmul: expected 2-D tiles, got shapes {x.shape} and {y.shape}")
-    isa.language_rules(ctx, "matmul", {"x": x, "y": y}, transpose_x=bool(transpose_x))
+    language_rules(ctx, "matmul", {"x": x, "y": y}, transpose_x=bool(transpose_x))
     stationary = x if transpose_x else _transpose_to_psum(ctx, "matmul", x, x.dtype)
     k, m = stationary.shape
     if y.shape[0] != k:
@@ -747,7 +748,7 @@ def broadcast_to(ctx: Any, x: Any = None, shape: Sequence[int] | None = None, dt
         raise NkiError("nl.broadcast_to: missing the target shape=")
     x = _tile("broadcast_to", "x", x if src is None else src)
     target = tuple(int(d) for d in shape)
-    isa.language_rules(ctx, "broadcast_to", {"x": x}, x_shape=x.shape, shape=target)
+    language_rules(ctx, "broadcast_to", {"x": x}, x_shape=x.shape, shape=target)
     want = _dtype(dtype, x.dtype)
     if _broadcast_shape("broadcast_to", x.shape, target) != target:
         raise NkiError(f"nl.broadcast_to: cannot broadcast shape {x.shape} to {target}")

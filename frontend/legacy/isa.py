@@ -33,6 +33,10 @@ from nkic.frontend import language as _language
 from nkic.frontend.errors import NkiError
 from nkic.frontend.isa import *  # noqa: F401,F403 — names whose legacy signature is the modern one
 from nkic.frontend.legacy import migration
+from nkic.frontend.recorders.enums import _ENGINE
+from nkic.frontend.recorders.movement import _DMA_TRANSPOSE_AXES
+from nkic.frontend.recorders.record import _enum
+from nkic.frontend.recorders.vector import _axes
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.tiles import promote
 from nkic.frontend.unsupported import missing_names
@@ -140,7 +144,7 @@ def nc_transpose(
     """``data[P, F]ᵀ``. TensorE writes PSUM, VectorE SBUF; with no ``engine`` (the legacy "best engine for the
     shape"), a tile within VectorE's 32x32 limit goes to VectorE, a larger one to TensorE."""
     data = _tile("nc_transpose", "data", data)
-    eng = _modern._enum(engine, _modern._ENGINE, "engine")
+    eng = _enum(engine, _ENGINE, "engine")
     if eng == "unknown":
         eng = "vector" if data.partitions <= 32 and data.free_size <= 32 else "tensor"
     buffer = _PSUM if eng == "tensor" else _SBUF
@@ -154,7 +158,7 @@ def dma_transpose(ctx: Any, src: Any, axes: Any = None, mask: Any = None, dtype:
                   **kw: Any) -> NkiTensor:  # fmt: skip
     """``src`` transposed (``axes``: the modern permutations) into a new SBUF tile of src's dtype."""
     src = _tile("dma_transpose", "src", src)
-    default = _modern._DMA_TRANSPOSE_AXES.get(src.ndim, tuple(range(src.ndim))[::-1])
+    default = _DMA_TRANSPOSE_AXES.get(src.ndim, tuple(range(src.ndim))[::-1])
     perm = tuple(int(a) for a in axes) if axes is not None else default
     if len(perm) != src.ndim:
         raise NkiError(f"nisa.dma_transpose: axes {perm} do not match the rank-{src.ndim} source")
@@ -275,7 +279,7 @@ def tensor_reduce(ctx: Any, op: Any, data: Any, axis: Any, mask: Any = None, dty
     """The reduction of ``data``'s trailing free ``axis``; without ``keepdims`` a tile keeps at least 2 dims
     (``(P, 1)`` when every free axis is reduced)."""
     data = _tile("tensor_reduce", "data", data)
-    axes = _modern._axes(axis, data.ndim)
+    axes = _axes(axis, data.ndim)
     if keepdims:
         shape = tuple(1 if d in axes else n for d, n in enumerate(data.shape))
     else:

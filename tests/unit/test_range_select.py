@@ -121,7 +121,7 @@ def test_range_select_validation_names_the_line(change: dict, match: str) -> Non
 def test_declared_role_rules_apply_to_every_instruction() -> None:
     """``_record`` checks what the declaration says of each role (memories, (P, 1) scalars) for any instruction,
     so a new instruction gets those errors without restating them."""
-    from nkic.frontend.isa import _declared_role
+    from nkic.frontend.recorders.record import _declared_role
     from nkic.target.instructions import INSTRUCTIONS
 
     @nki.jit

@@ -1,0 +1,38 @@
+"""The instruction recorders: ``nki.isa``'s instructions, one module per instruction family (data movement, the PE
+array, the vector engines, the activation engine, fills and predicates, registers, random numbers, top-k, gathers,
+the LNC pair), on the shared checks of ``record.py``. Each instruction validates its operands on the views it is
+given, so errors name the user's line, and records one penguin instruction through ``TraceContext.inst``.
+
+Importing the package imports every family and publishes each instruction once, for all of them: its body is wrapped
+by the ``mask=`` handling (every instruction takes ``mask=``; its operands are cut to the mask's box before the
+instruction checks them, ``frontend/grid.py``), so that no path into an instruction -- a ``nisa`` call, an ``nl``
+function, a legacy wrapper calling ``__nki_impl__`` -- can skip it; and its ``__module__`` becomes the public module,
+``nkic.frontend.isa`` (``nki.isa``), which is where users call it from and how the tracer and its messages name it
+(``nisa.dma_copy``), as ``numpy``'s functions name ``numpy`` rather than the file that defines them.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from nkic.frontend.context import is_nki_op
+from nkic.frontend.grid import masked
+from nkic.frontend.recorders import act, enums, gather, lnc, movement, pe, registers, rng, select, topk, vector
+
+PUBLIC_MODULE = "nkic.frontend.isa"
+FAMILIES: tuple[ModuleType, ...] = (movement, pe, vector, act, select, registers, rng, topk, gather, lnc)
+
+
+def _publish(module: ModuleType) -> None:
+    """Wrap every instruction ``module`` defines in its ``mask=`` handling, and name every public function and class
+    it defines after the public module."""
+    for name, value in list(vars(module).items()):
+        if name.startswith("_") or getattr(value, "__module__", None) != module.__name__:
+            continue
+        if is_nki_op(value):
+            value.__nki_impl__ = masked(name, value.__nki_impl__)
+        value.__module__ = PUBLIC_MODULE
+
+
+for _module in (enums, *FAMILIES):
+    _publish(_module)
