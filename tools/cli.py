@@ -28,10 +28,13 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from collections.abc import Iterator
+from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 from nkic.support import safeio
@@ -705,24 +708,73 @@ def main(argv: list[str] | None = None) -> int:
     with status 141 (see the module docstring), whatever the command was doing, argument parsing included."""
     default_blas_threads()
     args: argparse.Namespace | None = None
-    try:
+    with Interrupts() as interrupts:
         try:
-            args = build_parser().parse_args(argv)
-            status = _dispatch(args)
-        except SystemExit:  # argparse's --help and usage errors: their output must reach a closed pipe here too
-            sys.stdout.flush()
+            try:
+                args = build_parser().parse_args(argv)
+                status = _dispatch(args, interrupts)
+            except SystemExit:  # argparse's --help and usage errors: their output must reach a closed pipe here too
+                sys.stdout.flush()
+                raise
+            sys.stdout.flush()  # a reader that went away shows here, inside the handlers, not in Python's exit
+            return status
+        except KeyboardInterrupt:
+            return interrupted(args)
+        except BrokenPipeError:
+            return stdout_closed()
+        except Exception:
+            if interrupts.seen:  # Ctrl-C that a library reported as another exception (see Interrupts)
+                return interrupted(args)
             raise
-        sys.stdout.flush()  # a reader that went away shows here, inside the handlers, not in Python's exit
-        return status
-    except KeyboardInterrupt:
-        # safeio removes the temporary file of a write in progress, so no partial output is left behind
-        with contextlib.suppress(OSError):
-            if args is not None and args.debug:
-                traceback.print_exc()
-            print("nkic: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return stdout_closed()
+
+
+def interrupted(args: argparse.Namespace | None) -> int:
+    """``nkic: interrupted``, status 130. safeio removes the temporary file of a write in progress, so no partial
+    output is left behind."""
+    with contextlib.suppress(OSError):
+        if args is not None and args.debug:
+            traceback.print_exc()
+        print("nkic: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+class Interrupts:
+    """While a command runs: SIGINT raises KeyboardInterrupt as Python's own handler does
+    (``signal.default_int_handler``), and is remembered. A library may turn the KeyboardInterrupt raised inside it
+    into another exception: numpy's C-extension import, interrupted, raises ``ImportError: numpy._core.multiarray
+    failed to import`` (status 1 and a 70-line traceback, found by sending SIGINT at random moments). Whatever it
+    became, a command that received SIGINT ends as interrupted. Such an extension also prints the exception
+    itself (numpy's ``import_array()`` calls ``PyErr_Print``, which prints through ``sys.excepthook``), so after a
+    SIGINT the hook prints nothing. Installed only over Python's default handler, from the main thread
+    (``signal.signal`` works there only): an ignored SIGINT (a background job) stays ignored, and a host program's
+    own handler is left alone."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._installed = False
+        self._hook = sys.excepthook
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread() and (
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        ):
+            signal.signal(signal.SIGINT, self._handler)
+            sys.excepthook = self._excepthook
+            self._installed = True
+        return self
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        self.seen = True
+        signal.default_int_handler(signum, frame)
+
+    def _excepthook(self, kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        if not self.seen:  # after Ctrl-C, what a library prints is what became of the interrupt
+            self._hook(kind, value, tb)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            sys.excepthook = self._hook
 
 
 def stdout_closed() -> int:
@@ -743,7 +795,7 @@ def error_line(e: BaseException) -> str:
     return text if _LOCATED.match(text) else f"nkic: error: {text}"
 
 
-def _dispatch(args: argparse.Namespace) -> int:
+def _dispatch(args: argparse.Namespace, interrupts: Interrupts) -> int:
     if args.debug:
         args.func(args)
         return 0
@@ -759,12 +811,18 @@ def _dispatch(args: argparse.Namespace) -> int:
         raise
     except (CliError, NkiError, NeffFormatError, SimulationError, PassFailedException, safeio.OutputError,
             ValueError, TypeError, KeyError) as e:  # fmt: skip
-        print(error_line(e), file=sys.stderr)
-        return 1
+        return _failed(error_line(e), e, interrupts)
     except Exception as e:  # any other failure is still one line unless --debug
-        print(f"nkic: error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
-        return 1
+        return _failed(f"nkic: error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", e, interrupts)
     return 0
+
+
+def _failed(line: str, e: Exception, interrupts: Interrupts) -> int:
+    """Print the command's one error line, status 1; unless Ctrl-C came first and ``e`` is what became of it."""
+    if interrupts.seen:
+        raise KeyboardInterrupt from e
+    print(line, file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ scripts in subprocesses: SIGINT during a run, stdout closed for every subcommand
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import io
@@ -55,6 +56,18 @@ BAD_KERNEL = """import nki, nki.language as nl
 def k(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     x = 1 / 0
+    return out
+"""
+
+TUNE_KERNEL = """import nki, nki.language as nl, nki.isa as nisa
+
+@nki.jit
+def scaled(a, f=1.0):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm, name="out")
+    x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    nisa.tensor_scalar(dst=x, data=x, op0=nl.multiply, operand0=f)
+    nisa.dma_copy(dst=out, src=x)
     return out
 """
 
@@ -470,10 +483,54 @@ def test_sigint_during_a_run_is_status_130_one_line_no_output(work: Path) -> Non
     assert list((work / "out").iterdir()) == []
 
 
+def test_sigint_during_a_compile_is_status_130_one_line_no_output(work: Path) -> None:
+    """Ctrl-C while the passes run: the first dump file marks the end of the trace, the NEFF is written last."""
+    (work / "slow.py").write_text(SLOW_KERNEL)
+    (work / "old.neff").write_bytes(b"old")
+    proc = subprocess.Popen([*console("nkic"), "compile", "slow.py:slow", "--arg", "a=float32[128,512]", "--arg",
+                             "n=2000", "-o", "old.neff", "--dump-dir", "ir"], cwd=work, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (work / "ir" / "00-penguin.mlir").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (130, "nkic: interrupted\n")
+    assert (work / "old.neff").read_bytes() == b"old" and leftovers(work) == [] and leftovers(work / "ir") == []
+
+
+def test_an_interrupt_a_library_turned_into_another_error_is_still_one_line(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """numpy's C-extension import, interrupted, prints the KeyboardInterrupt (``import_array()`` calls
+    ``PyErr_Print``, that is ``sys.excepthook``) and raises ``ImportError: numpy._core.multiarray failed to import``
+    (found by sending SIGINT at random moments: status 1, 70 lines). Ctrl-C came first: status 130, one line."""
+
+    def interrupted_import(args: Any) -> None:
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt as e:
+            sys.excepthook(type(e), e, e.__traceback__)
+            raise ImportError("numpy._core.multiarray failed to import") from e
+
+    monkeypatch.setattr(cli, "cmd_info", interrupted_import)
+    assert cli.main(["info", "k.neff"]) == 130
+    assert capsys.readouterr().err == "nkic: interrupted\n"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler and sys.excepthook is sys.__excepthook__
+
+    def failing(args: Any) -> None:  # without Ctrl-C the same error is the command's one error line
+        raise ImportError("numpy._core.multiarray failed to import")
+
+    monkeypatch.setattr(cli, "cmd_info", failing)
+    assert cli.main(["info", "k.neff"]) == 1
+    assert capsys.readouterr().err.startswith("nkic: error: ImportError: numpy._core.multiarray failed to import")
+
+
 def test_a_closed_stdout_ends_every_subcommand_quietly(work: Path) -> None:
     """stdout is a pipe whose reader is gone before the command starts (the deterministic form of ``| head -1``):
     status 141, nothing on stderr; with stdout buffered (the usual case: the error comes when it is flushed) and
-    unbuffered (PYTHONUNBUFFERED: at the first print)."""
+    unbuffered (PYTHONUNBUFFERED: at the first print). Every subcommand ``nkic --help`` lists is here."""
     (work / "ir").mkdir()
     (work / "ir" / "p.mlir").write_text("builtin.module {}\n")
     commands = {
@@ -481,12 +538,17 @@ def test_a_closed_stdout_ends_every_subcommand_quietly(work: Path) -> None:
         "run": [*console("nkic"), *RUN, "--output-dir", "o"],
         "profile": [*console("nkic"), "profile", "k.neff", "-o", "t.png", "--width", "200"],
         "info": [*console("nkic"), "info", "k.neff"],
+        "tune": [*console("nkic"), "tune", "tk.py:scaled", "--arg", "a=float32[128,64]", "--space", "f=1.0,2.0",
+                 "--jobs", "1"],
         "cache": [*console("nkic"), "cache", "info"],
         "demo": [*console("nkic"), "demo", "--out-dir", "demo"],
         "help": [*console("nkic"), "--help"],
         "nkic-opt": [*console("nkic-opt"), "ir/p.mlir"],
         "python -m nkic info": [sys.executable, "-m", "nkic", "info", "k.neff"],
     }
+    (subcommands,) = [a.choices for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(subcommands) <= set(commands), "a subcommand is missing here"
+    (work / "tk.py").write_text(TUNE_KERNEL)
     buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     unbuffered = {**buffered, "PYTHONUNBUFFERED": "1"}
     read, write = os.pipe()
