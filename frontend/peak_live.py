@@ -12,9 +12,12 @@ What spilling covers (``passes/spill.py``): SBUF tensors may round-trip through 
 set that exceeds SBUF at some points (the kernels it was built for, nki-library's ``moe_cte`` and the fused-mamba
 ``mamba_v2`` at seq 8192, overshoot by under 10%), while a program-order lower bound a quarter beyond SBUF means
 whole phases of the kernel would run out of HBM, after minutes of compiling; such a kernel is refused early with the
-remedies instead. PSUM is not checked here: its tiles are small and few, which of them are live at once is mostly
-the scheduler's interleaving of matmuls and their readers (a kernel that computes every accumulator before reading
-any compiles when ``pre-schedule`` pairs them), and ``allocate-memory`` reports a real overshoot.
+remedies instead. PSUM is not checked here: it is never spilled, so any margin would be for the scheduler alone,
+and the program order is no bound on what the scheduler reaches. Twelve 2 KiB matmul results computed before any is
+stored are 24 KiB live in program order (1.5x PSUM) and compile, ``pre-schedule`` pairing each matmul with its store;
+a hundred would too. What the trace does check of PSUM is certain whatever the order: one tile or block beyond PSUM
+(the declaration's check), an operand beyond one bank (the bank rule, at the instruction). ``allocate-memory`` reports
+a real overshoot at the line of the tensor that did not fit, with the largest live tensors and their lines.
 
 Only compute counts: a DMA between HBM and a tile is left out of the tile's range. ``pre-schedule`` issues a load
 when the tile's first compute needs it and a store once its last compute is done (a kernel that loads every tile up

@@ -274,3 +274,33 @@ def test_zeros_on_a_psum_block_tensor_of_twice_psum() -> None:
 def test_full_and_memset_of_a_block_shape_fill_every_block() -> None:
     a = np.random.default_rng(7).standard_normal((4, 128, 64)).astype(np.float32)
     np.testing.assert_array_equal(_quiet(filled_blocks, a), a + 6)
+
+
+@nki.jit
+def one_huge_psum_block(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    acc = nl.ndarray((2, nl.par_dim(128), 4608), dtype=nl.float32, buffer=nl.psum)  # 18 KiB per block
+    nl.store(out, nl.load(a))
+    return out
+
+
+@nki.jit
+def psum_block_over_a_bank(a):
+    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((4, nl.par_dim(128), 1024), dtype=nl.float32, buffer=nl.psum)  # 4 KiB blocks: two banks each
+    nl.store(out, nl.add(acc[0], 1.0))
+    return out
+
+
+def test_one_psum_block_larger_than_psum_is_an_error_at_the_users_line() -> None:
+    line = one_huge_psum_block.func.__code__.co_firstlineno + 3
+    with pytest.raises(NkiError, match=re.escape(f"test_block_tensors.py:{line}: error: psum tensor needs 18432 bytes")):
+        _quiet(one_huge_psum_block, np.zeros((128, 64), np.float32))
+
+
+def test_a_psum_block_over_a_bank_is_an_error_at_the_users_line() -> None:
+    """The bank rule at trace time: a block fill (4 KiB of a 16 KiB PSUM block tensor) would span two banks."""
+    line = psum_block_over_a_bank.func.__code__.co_firstlineno + 3
+    with pytest.raises(NkiError, match=re.escape(f"test_block_tensors.py:{line}: error: memset: PSUM tile 'dst' needs "
+                                                 "4096 bytes per partition, more than one 2048-byte bank")):
+        _quiet(psum_block_over_a_bank, np.zeros((128, 64), np.float32))

@@ -90,3 +90,35 @@ def test_the_overshoot_is_found_before_the_trace_ends() -> None:
     with pytest.raises(NkiError, match="does not fit in SBUF"):
         minus_total.trace(_spec(5), tail=20000)
     assert 0 < TRACED[0] < 20000
+
+
+@nki.jit
+def every_product_first(w, x):
+    """Every matmul result (2 KiB of PSUM each) before any is stored: in program order all live at once."""
+    n = x.shape[0]
+    out = nl.ndarray((n, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    wt = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=wt, src=w)
+    products = []
+    for b in range(n):
+        xt = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=xt, src=x[b])
+        p = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=p, stationary=wt, moving=xt)
+        products.append(p)
+    for b, p in enumerate(products):
+        s = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=s, src=p)
+        nisa.dma_copy(dst=out[b], src=s)
+    return out
+
+
+def test_psum_live_in_program_order_beyond_psum_is_not_refused() -> None:
+    """Why PSUM has no program-order estimate: 12 products are 24 KiB of PSUM live in program order (1.5x), and the
+    kernel compiles, pre-schedule pairing each matmul with its copy out."""
+    n = 12
+    assert n * 512 * 4 > 1.25 * GEN3.psum_bytes_per_partition
+    rng = np.random.default_rng(2)
+    w = rng.integers(-2, 3, (128, 128)).astype(np.float32)
+    x = rng.integers(-2, 3, (n, 128, 512)).astype(np.float32)
+    np.testing.assert_array_equal(every_product_first(w, x), np.einsum("km,bkn->bmn", w, x))
