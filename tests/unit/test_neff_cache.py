@@ -401,3 +401,89 @@ def test_cli_cache_info_and_clear(
     monkeypatch.delenv(cache.CACHE_DIR_ENV)
     assert main(["cache", "info"]) == 0 and "cache: off" in capsys.readouterr().out
     assert main(["cache", "clear"]) == 1 and "the NEFF cache is off" in capsys.readouterr().err
+
+
+# -- fresh processes: a global set at run time, an installed package upgraded between them -----------------------
+INSTALLED_KERNEL = '''
+from nkic import api as nki
+
+nl = nki.language
+nisa = nki.isa
+FACTOR = 1.0
+
+
+@nki.jit
+def scaled(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm, name="out")
+    x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=a)
+    nisa.tensor_scalar(dst=x, data=x, op0=nl.multiply, operand0=FACTOR, op1=nl.add, operand1=1.0)
+    nisa.dma_copy(dst=out, src=x)
+    return out
+'''
+
+# One process of a team member: the package comes from a site-packages folder (``site.addsitedir``, as an installed
+# distribution does), its module global FACTOR is set at run time (the file says 1.0), then compile and simulate.
+FRESH_PROCESS = '''
+import site, sys
+import numpy as np
+site.addsitedir(sys.argv[1])
+import kpkg_cached
+from nkic.compiler import cache
+from nkic.compiler.driver import compile_kernel, run_neff
+from nkic.frontend import TensorSpec
+
+cache._identity = ("one-build", "")  # the same compiler in every process, even while nkic's files are being edited
+kpkg_cached.FACTOR = float(sys.argv[2])
+result = compile_kernel(kpkg_cached.scaled, (TensorSpec((128, 64), "float32"),))
+out = run_neff(result.neff, {"a": np.ones((128, 64), np.float32)}).outputs["out"]
+print(float(out[0, 0]), result.cached)
+'''
+
+
+def test_fresh_processes_key_a_run_time_global_and_an_upgraded_installed_package(tmp_path: Path) -> None:
+    """The issue's cases across processes sharing one cache folder: a module global set to 4.0 then 7.0 in a new
+    process (the old key served 4.0), and an installed kernel upgraded between processes (the old key skipped
+    site-packages and served the old result)."""
+    import subprocess
+
+    site_dir = tmp_path / "lib" / "site-packages"
+    (site_dir / "kpkg_cached").mkdir(parents=True)
+    init = site_dir / "kpkg_cached" / "__init__.py"
+    init.write_text(INSTALLED_KERNEL)
+    env = {**os.environ, cache.CACHE_DIR_ENV: str(tmp_path / "cache"), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def fresh(factor: float) -> tuple[float, bool]:
+        r = subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(site_dir), str(factor)], env=env,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        value, cached = r.stdout.split()
+        return float(value), cached == "True"
+
+    assert fresh(4.0) == (5.0, False)
+    assert fresh(7.0) == (8.0, False)  # the global's run-time value is in the trace, so in the key
+    assert fresh(4.0) == (5.0, True)  # the cache is in use: the same code in a new process hits
+    init.write_text(INSTALLED_KERNEL.replace("op1=nl.add", "op1=nl.subtract"))  # `pip install -U kpkg`
+    assert fresh(4.0) == (3.0, False)
+
+
+def test_links_in_the_cache_are_never_written_through(tmp_path: Path) -> None:
+    """A link planted at an entry, or at an entry's folder, below the cache folder: the store fails (the compile
+    goes on uncached, with one warning) and nothing is written where the link points; a link at an entry is not a
+    hit, and clearing the cache removes the link, never its target."""
+    root, victim, elsewhere = tmp_path / "cache", tmp_path / "victim", tmp_path / "elsewhere"
+    victim.write_bytes(b"precious")
+    elsewhere.mkdir()
+    entry = cache._entry(root, "ab" * 32)
+    entry.parent.mkdir(parents=True)
+    entry.symlink_to(victim)
+    with pytest.raises(OSError, match="it is a symbolic link"):
+        cache.store(root, "ab" * 32, b"neff")
+    (root / "cd").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(OSError, match="cd is a symbolic link, which nkic does not follow"):
+        cache.store(root, "cd" * 32, b"neff")
+    assert victim.read_bytes() == b"precious" and list(elsewhere.iterdir()) == []
+    assert cache.load(root, "ab" * 32) is None
+    entry.parent.joinpath("ef.neff").symlink_to(victim)
+    cache.clear(root)
+    assert victim.read_bytes() == b"precious"
