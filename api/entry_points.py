@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nkic.support import safeio
 from nkic.api.execute import neff_of, run_kernel_with_profile, simulate
+from nkic.compiler.driver import compile_call, run_neff
 from nkic.frontend.context import active_context
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import Kernel, TensorSpec, jit
 from nkic.runtime.simulator import RunResult
+from nkic.support import safeio
 from nkic.target.calibration import status_line
 
 __all__ = ["baremetal", "benchmark", "profile", "simulate_kernel", "trace"]
@@ -118,8 +119,6 @@ class _Runner(Kernel):
         """``timing_only=True``: compile, then simulate the timeline without numerics; arguments may be
         ``TensorSpec`` placeholders (or arrays, which are only read by registers loaded from memory). Returns None:
         no outputs are computed; the latency is in ``benchmark_result`` and the trace in ``save_trace_name``."""
-        from nkic.compiler.driver import compile_call, run_neff
-
         call = self.kernel.bind(*args, **kwargs)  # bound and specialised once
         traced = call.trace()
         neff = neff_of(traced, lambda: compile_call(call).neff)

@@ -24,9 +24,15 @@ from typing import Any
 
 import numpy as np
 
+from nkic.compiler.driver import compile_call, compile_traced, run_neff
 from nkic.frontend.errors import NkiError, NkiWarning, user_location
 from nkic.frontend.tracer import Kernel, TensorSpec, TracedKernel, jit, set_executor
+from nkic.interop import framework_call
+from nkic.runtime.neff import read_neff
+from nkic.runtime.ranks import MAX_RANKS, simulate_ranks
 from nkic.runtime.simulator import RunResult, unwritten_outputs
+from nkic.target.collectives import COLLECTIVE_OPCODES, parse_groups, parse_pairs
+from nkic.target.instructions import INSTRUCTIONS
 
 __all__ = ["run_kernel", "run_traced", "simulate", "run_ranks"]
 
@@ -53,8 +59,6 @@ def _simulate_traced(traced: TracedKernel, arrays: Mapping[str, np.ndarray]) -> 
 def neff_of(traced: TracedKernel, build: Callable[[], bytes] | None = None, debug_info: bool = False) -> bytes:
     """The NEFF of ``traced``, made once per trace (and per ``debug_info``: with each instruction's source, for
     profiles): by ``build`` on the first call (default: compile it)."""
-    from nkic.compiler.driver import compile_traced
-
     key = (id(traced), debug_info)
     neff = _NEFFS.get(key)  # a hit takes no lock (a dict read is atomic)
     if neff is not None:
@@ -80,8 +84,6 @@ def _run(
     traced: TracedKernel, arrays: Mapping[str, np.ndarray], build: Callable[[], bytes] | None = None,
     debug_info: bool = False,
 ) -> tuple[Mapping[str, np.ndarray], RunResult]:
-    from nkic.compiler.driver import run_neff
-
     result = run_neff(neff_of(traced, build, debug_info), arrays, target=traced.options.target)
     # Under a grid a written or returned input is read from the input itself after the run (TracedKernel).
     return ({**result.inputs, **result.outputs} if traced.grid > 1 else result.outputs), result
@@ -93,8 +95,6 @@ def run_kernel(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], st
     An input the kernel writes is copied back into the caller's array afterwards, as NKI's simulator does. JAX and
     PyTorch arrays are accepted too (``nkic/interop/``). ``strict``: an output element the kernel never wrote is
     an error, not a warning (:func:`check_outputs_written`)."""
-    from nkic.interop import framework_call
-
     run = functools.partial(_run_numpy, strict=strict) if strict else _run_numpy
     result = framework_call(kernel, args, kwargs, run)
     return run(kernel, args, kwargs) if result is NotImplemented else result
@@ -135,7 +135,6 @@ def run_kernel_with_profile(
         if isinstance(value, TensorSpec):
             raise NkiError(f"cannot run kernel '{kernel.name}' on a TensorSpec placeholder ('{name}')")
         inputs[name] = value
-    from nkic.compiler.driver import compile_call
 
     # Through compile_call for the NEFF cache (NKIC_CACHE_DIR); its trace is the one above, from the trace cache.
     build = lambda: compile_call(call, debug_info=debug_info).neff  # noqa: E731
@@ -184,9 +183,6 @@ def run_ranks(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], ran
     simulation (``runtime/ranks.py``); returns each rank's result, in rank order. Each distinct argument signature
     is traced and compiled once; ranks whose traces differ must still agree on every collective they both reach
     (kind, replica group, shapes), else an ``NkiError`` at the kernel line of the first that differs."""
-    from nkic.runtime.neff import read_neff
-    from nkic.runtime.ranks import MAX_RANKS, simulate_ranks
-
     if isinstance(ranks, bool) or not isinstance(ranks, int) or not 1 <= ranks <= MAX_RANKS:
         raise NkiError(f"ranks must be an int from 1 to {MAX_RANKS}, got {ranks!r}")
     per_rank = rank_arguments(args, kwargs, ranks)
@@ -221,9 +217,6 @@ def _rank_result(traced: TracedKernel, run: RunResult, inputs: Mapping[str, np.n
 
 def _collective_calls(traced: TracedKernel) -> list[tuple[str, str, tuple[str, ...], tuple[str, int]]]:
     """Each collective of ``traced``'s first program in order: (instruction, group or pairs, operand types, where)."""
-    from nkic.target.collectives import COLLECTIVE_OPCODES
-    from nkic.target.instructions import INSTRUCTIONS
-
     names = {f"penguin.{n}" for n, s in INSTRUCTIONS.items() if s.opcode in COLLECTIVE_OPCODES}
     calls = []
     for op in traced.module.walk():
@@ -241,8 +234,6 @@ def _collective_calls(traced: TracedKernel) -> list[tuple[str, str, tuple[str, .
 
 def _check_collectives(traces: list[TracedKernel], ranks: int) -> None:
     """Every replica group names launched ranks; ranks with different traces agree on the collectives they share."""
-    from nkic.target.collectives import parse_groups, parse_pairs
-
     seen: dict[int, list] = {}
     for t in traces:
         if id(t) not in seen:

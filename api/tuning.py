@@ -34,20 +34,31 @@ import inspect
 import io
 import itertools
 import json
+import multiprocessing
 import os
 import random
 import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from nkic.support import safeio
+from xdsl.utils.exceptions import PassFailedException
+
+import nkic
+from nkic.compiler.cache import CACHE_DIR_ENV
+from nkic.compiler.driver import compile_kernel, run_neff
 from nkic.frontend.errors import NkiError, caller_location, located_error
 from nkic.frontend.tracer import Kernel, TensorSpec
+from nkic.runtime.neff import read_neff
+from nkic.support import safeio
+from nkic.target.isa import OPCODES
 from nkic.target.machine import ENGINE_NAMES, get_target
+from nkic.target.vocab import dtype_size
 
 Config = dict[str, Any]
 STRATEGIES = ("grid", "random", "optuna")
@@ -174,9 +185,6 @@ def evaluate(job: Job) -> Trial:
 
 
 def _measure(job: Job, trial: Trial) -> None:
-    from nkic.compiler.driver import compile_kernel, run_neff
-    from nkic.runtime.neff import read_neff
-
     kernel = _fresh(_resolve(job.kernel), job)
     compiled = compile_kernel(kernel, job.args, {**job.kwargs, **job.config})
     arrays = {k: v for k, v in kernel.array_arguments(*job.args, **{**job.kwargs, **job.config}).items()
@@ -216,9 +224,6 @@ def sbuf_peak(neff: Any) -> int:
 
 def _sbuf_ranges(sg: Any) -> list[tuple[int, int, int, int]]:
     """(first id, last id, first byte, end byte) per partition of every live range of an SBUF byte range."""
-    from nkic.target.isa import OPCODES
-    from nkic.target.vocab import dtype_size
-
     done: list[tuple[int, int, int, int]] = []
     open_: dict[tuple[int, int], list[int]] = {}
     program = sorted((i for instrs in sg.engines.values() for i in instrs), key=lambda i: i.inst_id)
@@ -271,8 +276,6 @@ def _union_length(ranges: list[tuple[int, int]]) -> int:
 
 def one_line(e: BaseException) -> str:
     """A failure as one line: nkic's located errors as they are, a kernel's own exception at its line."""
-    from xdsl.utils.exceptions import PassFailedException
-
     if not isinstance(e, (NkiError, PassFailedException)):
         e = located_error(e)
     text = " ".join(str(e).split())
@@ -282,8 +285,6 @@ def one_line(e: BaseException) -> str:
 @contextlib.contextmanager
 def _cache_dir(directory: str | None) -> Iterator[None]:
     """``NKIC_CACHE_DIR`` for the duration of one evaluation (a worker may serve other sweeps)."""
-    from nkic.compiler.cache import CACHE_DIR_ENV
-
     if directory is None:
         yield
         return
@@ -311,8 +312,6 @@ def _resolve(ref: KernelRef) -> Kernel:
 def load_kernel(path: str, name: str) -> Kernel:
     """The kernel ``name`` of the Python file ``path``, imported under a name of its own (not ``__main__``, so a
     script's ``if __name__ == "__main__":`` part does not run)."""
-    import nkic
-
     nkic.install_nki_alias()
     if not os.path.isfile(path):
         raise NkiError(f"{path}: no such file (the kernel's file must be readable at the same path on every worker)",
@@ -374,8 +373,6 @@ class LocalExecutor:
             for i, job in enumerate(jobs):
                 yield i, evaluate(job)
             return
-        from concurrent.futures import as_completed
-        from concurrent.futures.process import BrokenProcessPool
 
         pending = dict(enumerate(jobs))
         alone = False  # after a worker died, one job at a time: the next death names its configuration
@@ -394,9 +391,6 @@ class LocalExecutor:
                 alone = True
 
     def _ensure_pool(self) -> Any:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         if self._pool is None:
             # fork: the workers inherit the kernel object (and the arguments' arrays) instead of re-importing them
             self._pool = ProcessPoolExecutor(self.width, mp_context=multiprocessing.get_context("fork"))
@@ -414,9 +408,11 @@ class DaskExecutor:
 
     def __init__(self, address: str | None = None, workers: int = 2) -> None:
         try:
-            from distributed import Client, LocalCluster
+            # deferred: Dask distributed is an optional dependency (nkic[cluster]), imported only for this executor
+            from distributed import Client, LocalCluster, as_completed
         except ImportError:
             raise _error("the dask executor needs Dask distributed: pip install 'nkic[cluster]'") from None
+        self._as_completed = as_completed
         self._cluster = None
         if address is None:
             # one thread per worker: the compiler and the simulator are CPU-bound Python (the GIL)
@@ -428,10 +424,8 @@ class DaskExecutor:
         self.width = max(1, sum(self._client.nthreads().values()))
 
     def map(self, jobs: Sequence[Job]) -> Iterator[tuple[int, Trial]]:
-        from distributed import as_completed
-
         futures = {self._client.submit(evaluate, job, pure=False): i for i, job in enumerate(jobs)}
-        for future in as_completed(list(futures)):
+        for future in self._as_completed(list(futures)):
             i = futures[future]
             yield i, _collect(future, jobs[i])
 
@@ -497,7 +491,7 @@ class OptunaSearch:
 
     def __init__(self, space: Mapping[str, Sequence[Any]], trials: int | None = None, seed: int = 0) -> None:
         try:
-            import optuna
+            import optuna  # deferred: Optuna is an optional dependency (nkic[search]), imported only for this strategy
         except ImportError:
             raise _error("the optuna strategy needs Optuna: pip install 'nkic[search]'") from None
         optuna.logging.set_verbosity(optuna.logging.WARNING)

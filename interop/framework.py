@@ -6,20 +6,26 @@ simulates it, and the results come back as numpy arrays (jax arrays when any arg
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import ParseError, VerifyException
 
+from nkic.compiler.driver import CompileResult, compile_module, make_context, run_neff
+from nkic.dialects import stablehlo as hlo
+from nkic.frontend import Kernel
+from nkic.frontend.errors import NkiError
+from nkic.hlo.locations import describe, site
+from nkic.hlo.lower import lower_module, main_function
+from nkic.hlo.router import ROUTING
+from nkic.hlo.tiles import dims
 from nkic.support import safeio
-
-if TYPE_CHECKING:
-    from xdsl.dialects.builtin import ModuleOp
-
-    from nkic.compiler.driver import CompileResult
-    from nkic.frontend import Kernel
+from nkic.target.names import safe_name
 
 
 @dataclass
@@ -31,9 +37,6 @@ class CompiledProgram:
     outputs: list[tuple[str, tuple[int, ...], np.dtype]]
 
     def run(self, *arrays: Any, target: str | None = None) -> list[np.ndarray]:
-        from nkic.compiler.driver import run_neff
-        from nkic.hlo.tiles import dims
-
         if len(arrays) != len(self.inputs):
             raise TypeError(f"the program takes {len(self.inputs)} arguments, got {len(arrays)}")
         feed = {}
@@ -49,9 +52,6 @@ class CompiledProgram:
 
 def route(module: ModuleOp, routing: bool = True) -> None:
     """Apply the attention routers (composite first, then the idiom) to a parsed StableHLO module."""
-    from nkic.compiler.driver import make_context
-    from nkic.hlo.router import ROUTING
-
     if routing:
         ctx = make_context()
         for p in ROUTING:
@@ -71,10 +71,6 @@ def compile_stablehlo(
     """Parse (when given text, named ``filename`` in locations and errors), route, lower to penguin and compile a
     StableHLO module. A 0-d input or output keeps shape () (the NEFF holds it as one element; its metadata lists it
     under ``scalars``, so ``nkic run`` reads and writes it as 0-d too)."""
-    from nkic.dialects import stablehlo as hlo
-    from nkic.compiler.driver import compile_module
-    from nkic.hlo.lower import lower_module, main_function
-
     module = parse_program(source, filename) if isinstance(source, str) else source
     verify_program(module)
     dump = Path(dump_dir) if dump_dir is not None else None
@@ -111,7 +107,7 @@ def from_jax(fn: Callable[..., Any], *, routing: bool = True, dump_dir: str | Pa
              target: str | None = None) -> Callable[..., Any]:  # fmt: skip
     """``from_jax(fn)(*args)``: ``fn`` lowered by JAX to StableHLO, compiled by nkic (once per argument signature)
     and simulated; the outputs in ``fn``'s output structure, as jax arrays when an argument is one."""
-    import jax
+    import jax  # deferred: jax is an optional dependency, imported only when a JAX function is compiled
 
     jitted = jax.jit(fn, keep_unused=True)
     cache: dict[Any, tuple[CompiledProgram, Any]] = {}
@@ -138,19 +134,12 @@ def from_jax(fn: Callable[..., Any], *, routing: bool = True, dump_dir: str | Pa
 
 
 def _safe(name: str) -> str:
-    from nkic.target.names import safe_name
-
     return safe_name(name, "jax_fn")
 
 
 def parse_program(text: str, filename: str = "<stablehlo>") -> ModuleOp:
     """``text`` parsed; a syntax error, or an op nkic does not read, is one ``NkiError`` at its line of the text."""
-    import re
 
-    from xdsl.utils.exceptions import ParseError
-
-    from nkic.dialects import stablehlo as hlo
-    from nkic.frontend.errors import NkiError
 
     try:
         return hlo.parse_stablehlo(text, filename=filename)
@@ -167,10 +156,6 @@ def parse_program(text: str, filename: str = "<stablehlo>") -> ModuleOp:
 
 def verify_program(module: ModuleOp) -> None:
     """``module`` verified; a broken rule is one ``NkiError`` at the op's line (its JAX line when it has one)."""
-    from xdsl.utils.exceptions import VerifyException
-
-    from nkic.frontend.errors import NkiError
-    from nkic.hlo.locations import describe, site
 
     try:
         module.verify()
