@@ -1,7 +1,7 @@
 """The ambient trace context: one singleton per running trace, fetched by every nki API call.
 
 ``nl.*`` / ``nisa.*`` functions are plain Python functions marked with :func:`nki_op`. Calling one fetches the
-active ``TraceContext`` (see ``tracer.py``) and routes through ``TraceContext.call``, which records the op. With no
+active ``TraceContext`` (see ``trace_context.py``) and routes through ``TraceContext.call``, which records the op. With no
 active trace — e.g. an nl call after the kernel returned — the call raises ``NkiError`` ("nki API called outside of
 an NKI kernel"), mirroring the official ``err_nki_api_outside_of_nki_kernel``.
 
@@ -14,15 +14,17 @@ a thread is traced there from its beginning.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import Any, TypeVar
 
 from nkic.frontend.errors import NkiError
+from nkic.target.machine import DEFAULT_TARGET, TARGET_ALIASES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# The running TraceContext (typed loosely: tracer.py imports this module); None outside a trace.
+# The running TraceContext (typed loosely: trace_context.py imports this module); None outside a trace.
 _ACTIVE: ContextVar[Any] = ContextVar("nkic_active_trace", default=None)
 
 
@@ -66,3 +68,14 @@ def nki_op(impl: F) -> F:
 
 def is_nki_op(func: object) -> bool:
     return bool(getattr(func, "__nki_op__", False))
+
+
+_TARGETS = TARGET_ALIASES  # NEURON_PLATFORM_TARGET_OVERRIDE's accepted values
+
+
+def default_target() -> str:
+    """The compile target: ``NEURON_PLATFORM_TARGET_OVERRIDE`` if set, else the default generation (gen3, trn2)."""
+    value = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", DEFAULT_TARGET)
+    if value not in _TARGETS:
+        raise NkiError(f"unknown platform target '{value}'", f"expected one of: {', '.join(_TARGETS)}")
+    return _TARGETS[value]

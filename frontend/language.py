@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nkic.frontend.affine import DynSlice
-from nkic.frontend.context import active_context, is_nki_op, nki_op
+from nkic.frontend.context import active_context, default_target, is_nki_op, nki_op
 from nkic.frontend.grid import ambient_mask as _ambient_mask
 from nkic.frontend.grid import masked, refuse_mask, with_mask
 from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
@@ -83,8 +83,6 @@ def _target() -> Target:
     ctx = active_context()
     if ctx is not None:
         return get_target(ctx.options.target)
-    from nkic.frontend.tracer import default_target
-
     return get_target(default_target())
 
 

@@ -73,7 +73,7 @@ def from_decorator(options: Any) -> dict[str, Any]:
     frontend)."""
     if options is None:
         return {}
-    return {  # the decorator's option names, frontend/tracer.py CompileOptions
+    return {  # the decorator's option names, frontend/trace_context.py CompileOptions
         "target": options.target,
         "kernel_format": options.carrier_format,
         "alloc_policy": "stack" if options.enable_stack_allocator else "rotate",

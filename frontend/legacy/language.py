@@ -27,7 +27,7 @@ from typing import Any as _Any  # noqa: E402
 from nkic.frontend import language as _modern  # noqa: E402
 from nkic.frontend import tensor as _tensor_module  # noqa: E402
 from nkic.frontend import tiles as _tiles  # noqa: E402
-from nkic.frontend import tracer as _tracer_module  # noqa: E402
+from nkic.frontend import trace_context as _trace_context  # noqa: E402
 from nkic.frontend.context import nki_op as _nki_op  # noqa: E402
 from nkic.frontend.dtypes import BUFFERS as _BUFFERS  # noqa: E402
 from nkic.frontend.dtypes import Buffer as _Buffer  # noqa: E402
@@ -264,7 +264,7 @@ def _legacy_operator(name: str, tile: _NkiTensor, other: _Any) -> _Any:
 
 
 _tensor_module.LEGACY_OPERATOR = _legacy_operator
-_tracer_module.RETURN_ON_CHIP = _return_on_chip
+_trace_context.RETURN_ON_CHIP = _return_on_chip
 # ===================================================================================================================
 # End of the legacy-only differences (helper `legacy`).
 # ===================================================================================================================

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from nkic.frontend.context import active_context
+from nkic.frontend.context import active_context, default_target
 from nkic.frontend.errors import NkiError
 from nkic.target.machine import NKI_ENGINES
 from nkic.target.vocab import REDUCE_CMDS
@@ -74,8 +74,6 @@ def get_nc_version() -> nc_version:
     ctx = active_context()
     if ctx is not None:
         return nc_version[ctx.options.target]
-    from nkic.frontend.tracer import default_target
-
     return nc_version[default_target()]
 
 

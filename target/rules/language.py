@@ -152,7 +152,7 @@ _nl("fori_loop", "step size, must be a compile-time positive integer.")(_step)
 
 # -- constants and prints -------------------------------------------------------------------------------------------
 waive("nl.shared_constant", "With LNC=2, both cores share the same constant",
-      "semantics, not a restriction: nkic names a constant after its contents (frontend/tracer.py:constant), so the "
+      "semantics, not a restriction: nkic names a constant after its contents (frontend/trace_context.py:constant), so the "
       "two cores of an LNC=2 pair share one NEFF variable when their data agrees and each reads its own data when "
       "it does not: no core ever reads data another core's trace diverged")
 
