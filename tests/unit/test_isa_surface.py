@@ -34,7 +34,7 @@ EXPORTED = [
 def _public(module: object) -> list[str]:
     """The module's public names, less ``constants``: once the alias is installed, ``nki.isa.constants`` is the module
     itself (``alias.py``: nki-library imports its enums from ``nki.isa.constants``)."""
-    assert getattr(module, "constants", module) is module
+    assert vars(module).get("constants", module) is module  # (getattr would answer a missing name's placeholder)
     return sorted(n for n in dir(module) if not n.startswith("_") and n != "constants")
 
 
