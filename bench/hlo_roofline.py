@@ -5,7 +5,7 @@ off, so everything is op by op, unless --routing) and simulated timing-only on g
 at the dense bf16 peak of one NeuronCore (79 TFLOP/s on trn2, as bench/attention.py and bench/backend_variants.py
 use). Prints per program: simulated us, roofline us, % of roofline, PE busy %, the busiest engine, instructions.
 
-    .venv/bin/python bench/hlo_roofline.py [mlp|block|all] [--d 1024] [--tokens 512] [--routing]
+    .venv/bin/python bench/hlo_roofline.py [mlp|block|masked|all] [--d 1024] [--tokens 512] [--routing]
 """
 
 from __future__ import annotations
@@ -43,6 +43,13 @@ def block(x, g, wq, wk, wv, wo, w1, w2, heads=8):  # type: ignore[no-untyped-def
     return x + mlp(x, w1, w2)
 
 
+def masked(q, k, v, mask):  # type: ignore[no-untyped-def]
+    """Padding-masked multi-head attention as einsums over [batch, seq, heads, d] (batch dims not leading)."""
+    s = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(q.shape[-1])
+    s = jnp.where(mask[:, None, None, :], s, -1e9)
+    return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, axis=-1), v)
+
+
 def programs(d: int, tokens: int) -> dict[str, tuple[object, list[np.ndarray], float]]:
     """name -> (function, bf16 arguments, matmul FLOPs)."""
     rng = np.random.default_rng(0)
@@ -53,7 +60,11 @@ def programs(d: int, tokens: int) -> dict[str, tuple[object, list[np.ndarray], f
     ff = 4 * d
     mlp_flops = 2.0 * tokens * d * ff * 2
     attn_flops = 2.0 * tokens * d * d * 4 + 2.0 * 2 * tokens * tokens * d
+    heads, batch = 8, 2
+    qkv = [arr(batch, tokens, heads, d // heads) for _ in range(3)]
+    mask = rng.random((batch, tokens)) > 0.2
     return {
+        "masked": (masked, [*qkv, mask], 4.0 * batch * heads * tokens * tokens * (d // heads)),
         "mlp": (mlp, [arr(tokens, d), arr(d, ff), arr(ff, d)], mlp_flops),
         "block": (block, [arr(tokens, d), arr(d), *(arr(d, d) for _ in range(4)), arr(d, ff), arr(ff, d)],
                   mlp_flops + attn_flops),

@@ -17,6 +17,7 @@ from nkic.hlo import movement as _movement  # noqa: F401
 from nkic.hlo import reductions as _reductions  # noqa: F401
 from nkic.hlo import scatter as _scatter  # noqa: F401
 from nkic.hlo import sorting as _sorting  # noqa: F401
+from nkic.hlo import views as _views  # noqa: F401
 from nkic.hlo import windows as _windows  # noqa: F401
 
 LOWERINGS = common.LOWERINGS

@@ -1,4 +1,5 @@
-"""Layout changes that pay: a transpose of the last two dims on TensorE instead of an element-strided DMA.
+"""Layout changes that pay: TensorE instead of an element-strided DMA (transposes: ``hlo/views.py`` ``copy_view``;
+columns broadcast on chip here).
 
 Why: the DMA cost model (``target/costs.py``, ``dma_efficiency``: "fraction of per-engine peak reached with c
 contiguous bytes per row: c / (c + c½)", c½ = 1 KiB on the timeline) gives an element-strided transpose 2-4 bytes per
@@ -6,7 +7,7 @@ run, well under 1% of the bandwidth: a [512, 1024] bf16 transpose simulated in 1
 DMAs plus ``nc_transpose`` ("dst[F, P] = data[P, F]", TensorE up to 128x128, SBUF -> PSUM, same dtype): per block of
 512 x 512, four loads of [128, 512] (1 KiB runs in bf16), sixteen 128 x 128 transposes into four PSUM tiles, four
 copies to SBUF and four stores of [128, 512]. Used for 2-byte and 4-byte floats when both dims are at least
-``MIN_DIM``; smaller or other transposes keep the single strided DMA (one descriptor, no engine work).
+``MIN_DIM``; smaller transposes keep the single strided DMA (one descriptor, no engine work).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import math
 
 from nkic.dialects import stablehlo as hlo
-from nkic.frontend import isa as nisa
 from nkic.frontend import language as nl
 from nkic.hlo import common
 from nkic.hlo.tiles import P_TILE, Hbm, SegmentInterpreter
@@ -22,55 +22,6 @@ from nkic.hlo.tiles import P_TILE, Hbm, SegmentInterpreter
 MIN_DIM = 32  # below 32 x 32 elements the strided DMA's single descriptor is cheaper than four engine instructions
 BLOCK = 512  # a block's columns: one [128, 512] fp32 PSUM bank per 128 output rows
 FLOATS = ("float32", "bfloat16", "float16")
-
-
-def swaps_last_two(perm: tuple[int, ...]) -> bool:
-    n = len(perm)
-    return n >= 2 and tuple(perm) == (*range(n - 2), n - 1, n - 2)
-
-
-def pe_transpose_pays(shape: tuple[int, ...], perm: tuple[int, ...], dtype: str) -> bool:
-    return swaps_last_two(perm) and dtype in FLOATS and min(shape[-2:]) >= MIN_DIM
-
-
-def transpose_last_two(interp: SegmentInterpreter, x: Hbm, out: Hbm) -> None:
-    """``out[b, c, r] = x[b, r, c]`` in 512 x 512 blocks through PSUM."""
-    *batch, r, c = x.shape
-    for b in range(math.prod(batch)):
-        base_in, base_out = b * r * c, b * r * c
-        for r0 in range(0, r, BLOCK):
-            nr = min(BLOCK, r - r0)
-            for c0 in range(0, c, BLOCK):
-                nc = min(BLOCK, c - c0)
-                _block(x, out, r, c, base_in, base_out, r0, nr, c0, nc)
-
-
-def _block(x: Hbm, out: Hbm, r: int, c: int, bi: int, bo: int, r0: int, nr: int, c0: int, nc: int) -> None:
-    loads = [nl.load(x.tensor.ap([[c, min(P_TILE, nr - i)], [1, nc]], offset=bi + (r0 + i) * c + c0))
-             for i in range(0, nr, P_TILE)]  # fmt: skip
-    for j in range(0, nc, P_TILE):
-        nj = min(P_TILE, nc - j)
-        acc = nl.ndarray((nj, nr), dtype=x.dtype, buffer=nl.psum)
-        for i, tile in zip(range(0, nr, P_TILE), loads):
-            ni = min(P_TILE, nr - i)
-            nisa.nc_transpose(dst=acc[:, i : i + ni], data=tile[:, j : j + nj])
-        nl.store(out.tensor.ap([[r, nj], [1, nr]], offset=bo + (c0 + j) * r + r0), nl.copy(acc, dtype=out.dtype))
-
-
-@common.lowering("transpose.pe")
-def transpose(interp: SegmentInterpreter, op: hlo.TransposeOp) -> bool:
-    """Lower ``op`` on TensorE when that pays; False to leave it to the strided DMA."""
-    x = interp.get(op.operand[0])
-    shape, perm = hlo.shape_of(op.operand[0]), hlo.int_list(op.permutation)
-    if not isinstance(x, Hbm) or not pe_transpose_pays(shape, perm, x.dtype):
-        return False
-    out = interp.alloc(op.result)
-    transpose_last_two(interp, x, out)
-    interp.values[op.result] = out
-    return True
-
-
-
 MIN_BROADCAST = 32  # a last dim of fewer elements: the strided DMA's few descriptors cost less than engine work
 
 

@@ -12,6 +12,7 @@ Blocks shrink when the resident K-tiles would take more than ``SBUF_BUDGET`` byt
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from nkic.frontend import isa as nisa
@@ -21,6 +22,32 @@ from nkic.hlo.tiles import F_TILE, K_TILE, P_TILE, Hbm
 BLOCK_N = 1024  # two 512-column PSUM tiles
 BLOCK_M = 512  # four 128-row tiles
 SBUF_BUDGET = 96 * 1024  # bytes per partition for the resident K-tiles: half of a partition's 192 KiB
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A [batch..., rows, cols] matrix in HBM with contiguous cols: element (b..., r, c) at ``offset + sum(b_i *
+    stride_i) + r * row_stride + c`` of ``tensor`` (``batch``: (size, stride) per batch dim, in order), stored as
+    ``dtype`` and computed as ``compute`` (a bf16 weight read as f32 is loaded as bf16 and widened on chip)."""
+
+    tensor: Any
+    dtype: str
+    offset: int
+    batch: tuple[tuple[int, int], ...]
+    row_stride: int
+    compute: str
+
+    @staticmethod
+    def dense(h: Hbm, bsz: int, rows: int, cols: int) -> Operand:
+        return Operand(h.tensor, h.dtype, 0, ((bsz, rows * cols),), cols, h.dtype)
+
+    def base(self, bi: int) -> int:
+        """The offset of batch ``bi`` (the batch dims' flat, row-major index)."""
+        off = self.offset
+        for size, stride in reversed(self.batch):
+            bi, i = divmod(bi, size)
+            off += i * stride
+        return off
 
 
 def _itemsize(dtype: str) -> int:
@@ -38,27 +65,30 @@ def _blocks(k: int, m: int, n: int, dt: str) -> tuple[int, int]:
     return bn, bm
 
 
-def blocked_matmul(a: Hbm, b: Hbm, out: Hbm, bsz: int, k: int, m: int, n: int) -> None:
-    """``out[bi, m, n] = a[bi, k, m]^T @ b[bi, k, n]`` for each batch ``bi`` (row-major views)."""
-    dt = a.dtype if a.dtype == b.dtype and a.dtype in ("float32", "bfloat16", "float16") else "float32"
+def blocked_matmul(a: Hbm | Operand, b: Hbm | Operand, out: Hbm | Operand, bsz: int, k: int, m: int, n: int) -> None:
+    """``out[bi, m, n] = a[bi, k, m]^T @ b[bi, k, n]`` for each batch ``bi`` (row-major views, or strided ones)."""
+    a, b = (x if isinstance(x, Operand) else Operand.dense(x, bsz, k, cols) for x, cols in ((a, m), (b, n)))
+    out = out if isinstance(out, Operand) else Operand.dense(out, bsz, m, n)
+    floats = ("float32", "bfloat16", "float16")
+    dt = a.compute if a.compute == b.compute and a.compute in floats else "float32"
     bn, bm = _blocks(k, m, n, dt)
     for bi in range(bsz):
         for n0 in range(0, n, bn):
             nb = min(bn, n - n0)
-            rhs = [_load(b, n, bi * k * n + k0 * n + n0, min(K_TILE, k - k0), nb, dt) for k0 in range(0, k, K_TILE)]
+            rhs = [_load(b, bi, k0, n0, min(K_TILE, k - k0), nb, dt) for k0 in range(0, k, K_TILE)]
             for m0 in range(0, m, bm):
                 mb = min(bm, m - m0)
-                lhs = [_load(a, m, bi * k * m + k0 * m + m0, min(K_TILE, k - k0), mb, dt)
-                       for k0 in range(0, k, K_TILE)]  # fmt: skip
-                _block(out, lhs, rhs, bi * m * n + m0 * n + n0, n, mb, nb)
+                lhs = [_load(a, bi, k0, m0, min(K_TILE, k - k0), mb, dt) for k0 in range(0, k, K_TILE)]
+                _block(out, lhs, rhs, out.base(bi) + m0 * out.row_stride + n0, mb, nb)
 
 
-def _load(h: Hbm, row: int, offset: int, rows: int, cols: int, dt: str) -> Any:
-    t = nl.load(h.tensor.ap([[row, rows], [1, cols]], offset=offset))
+def _load(x: Operand, bi: int, r0: int, c0: int, rows: int, cols: int, dt: str) -> Any:
+    offset = x.base(bi) + r0 * x.row_stride + c0
+    t = nl.load(x.tensor.ap([[x.row_stride, rows], [1, cols]], offset=offset))
     return t if t.dtype == dt else nl.copy(t, dtype=dt)
 
 
-def _block(out: Hbm, lhs: list[Any], rhs: list[Any], base: int, n: int, mb: int, nb: int) -> None:
+def _block(out: Operand, lhs: list[Any], rhs: list[Any], base: int, mb: int, nb: int) -> None:
     """The (mb x nb) output block at ``base``: 128 x 512 PSUM tiles over the resident K-tiles."""
     for i in range(0, mb, P_TILE):
         ni = min(P_TILE, mb - i)
@@ -67,4 +97,5 @@ def _block(out: Hbm, lhs: list[Any], rhs: list[Any], base: int, n: int, mb: int,
             acc = nl.ndarray((ni, nj), dtype=nl.float32, buffer=nl.psum)
             for st, mv in zip(lhs, rhs):
                 nisa.nc_matmul(acc, st[:, i : i + ni], mv[:, j : j + nj])
-            nl.store(out.tensor.ap([[n, ni], [1, nj]], offset=base + i * n + j), nl.copy(acc, dtype=out.dtype))
+            nl.store(out.tensor.ap([[out.row_stride, ni], [1, nj]], offset=base + i * out.row_stride + j),
+                     nl.copy(acc, dtype=out.dtype))  # fmt: skip

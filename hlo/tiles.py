@@ -11,7 +11,8 @@ operands are all constants, folded with numpy at the result's dtype — a consta
 ``nl.shared_constant`` only when a kernel reads it as a tensor; a splat is an immediate) or a row-major HBM tensor
 of the value's shape (``Hbm``). Each op reads its operands tile by tile: a value of shape (..., C) is viewed as
 (R, C), R tiled by 128 partitions and C by 512 columns; ``dot_general`` tiles M by 128, N by 512 and K by 128
-(accumulated in one PSUM bank); ``broadcast_in_dim`` and ``transpose`` are one strided DMA; ``reshape`` is free.
+(accumulated in one PSUM bank; ``hlo/views.py`` chooses its operands' and result's layouts); ``broadcast_in_dim``
+is one strided DMA, ``transpose`` a view or a copy (``hlo/views.py``); ``reshape`` is free.
 """
 
 from __future__ import annotations
@@ -256,6 +257,8 @@ class SegmentInterpreter:
     def op_convert(self, op: Operation) -> None:
         """StableHLO's convert: to i1 is ``x != 0``, float to integer rounds toward zero (as XLA does), the rest is
         the engines' cast."""
+        if _family_lowering("convert.view")(self, op):  # type: ignore[misc]  # read only by matmuls (hlo/views.py)
+            return
         if _family_lowering("fuse")(self, op):  # type: ignore[misc]  # an element-wise chain (hlo/fusion.py)
             return
         x = self.hbm(self.get(op.operands[0]))
@@ -356,14 +359,10 @@ class SegmentInterpreter:
 
     def op_transpose(self, op: hlo.TransposeOp) -> None:
         x = self.get(op.operand[0])
-        perm = hlo.int_list(op.permutation)
         if isinstance(x, np.ndarray):
-            self.values[op.result] = np.ascontiguousarray(x.transpose(perm))
+            self.values[op.result] = np.ascontiguousarray(x.transpose(hlo.int_list(op.permutation)))
             return
-        if _family_lowering("transpose.pe")(self, op):  # type: ignore[misc]  # on TensorE when it pays (hlo/layout.py)
-            return
-        st = strides(hlo.shape_of(op.operand[0]))
-        self._strided_copy(op, x, [st[p] for p in perm])
+        _family_lowering("transpose")(self, op)  # read in place, or one copy with TensorE transposes (hlo/views.py)
 
     def op_slice(self, op: hlo.SliceOp) -> None:
         x = self.hbm(self.get(op.operand[0]))
@@ -508,44 +507,9 @@ class SegmentInterpreter:
             self.values[r] = self.get(a)
 
     def _permuted(self, v: Value, shape: tuple[int, ...], perm: Sequence[int]) -> Hbm:
-        """``v`` (of ``shape``) transposed by ``perm`` into a fresh HBM tensor (itself when perm is the identity)."""
-        h = self.hbm(v)
-        if list(perm) == sorted(perm):
-            return h
-        st = strides(shape)
-        new_shape = tuple(shape[p] for p in perm)
-        self.count += 1
-        t = nl.ndarray(dims(new_shape), dtype=h.dtype, buffer=nl.hbm, name=f"t{self.count}")
-        from nkic.hlo import layout
-
-        if layout.pe_transpose_pays(shape, tuple(perm), h.dtype):  # on TensorE when it pays (hlo/layout.py)
-            layout.transpose_last_two(self, h, Hbm(t, new_shape, h.dtype))
-            return Hbm(t, new_shape, h.dtype)
-        dst_pairs, src_pairs = layout.rows_first([[s, n] for s, n in zip(strides(new_shape), new_shape)],
-                                                 [[st[p], shape[p]] for p in perm])  # fmt: skip
-        nisa.dma_copy(dst=t.ap(dst_pairs, offset=0), src=h.pattern(src_pairs))
-        return Hbm(t, new_shape, h.dtype)
-
-    # -- dot_general ------------------------------------------------------------------------------------------
-    def op_dot_general(self, op: hlo.DotGeneralOp) -> None:
-        dn = op.dot_dimension_numbers
-        a_shape, b_shape = hlo.shape_of(op.lhs[0]), hlo.shape_of(op.lhs[1])
-        lb, rb = dn.dims("lhs_batching_dimensions"), dn.dims("rhs_batching_dimensions")
-        lc, rc = dn.dims("lhs_contracting_dimensions"), dn.dims("rhs_contracting_dimensions")
-        lf = [i for i in range(len(a_shape)) if i not in (*lb, *lc)]
-        rf = [i for i in range(len(b_shape)) if i not in (*rb, *rc)]
-        bsz = math.prod(a_shape[i] for i in lb)
-        k = math.prod(a_shape[i] for i in lc)
-        m = math.prod(a_shape[i] for i in lf)
-        n = math.prod(b_shape[i] for i in rf)
-        # lhsT = [batch, contracting, free] (K on the partitions, as nc_matmul's stationary operand), rhs likewise
-        a = self._permuted(self.get(op.lhs[0]), a_shape, [*lb, *lc, *lf])
-        b = self._permuted(self.get(op.lhs[1]), b_shape, [*rb, *rc, *rf])
-        out = self.alloc(op.result)
-        from nkic.hlo.matmul import blocked_matmul  # operands resident in SBUF, reused across output tiles
-
-        blocked_matmul(a, b, out, bsz, k, m, n)
-        self.values[op.result] = out
+        """``v`` (of ``shape``) transposed by ``perm`` into a fresh HBM tensor (itself when perm is the identity):
+        contiguous DMAs and TensorE transposes where they pay (``hlo/views.py`` ``copy_view``)."""
+        return _family_lowering("permute")(self, v, shape, perm)  # type: ignore[misc, call-arg, return-value]
 
     # -- reduce -------------------------------------------------------------------------------------------------
     def op_reduce(self, op: hlo.ReduceOp) -> None:
