@@ -67,6 +67,10 @@ class Profile:
     # (core, inst_id) -> (file:line[:col], nki call), from the NEFF's source.json when it has one
     sources: dict[tuple[int, int], tuple[str, str]] = field(default_factory=dict)
     port_waits: list[PortWait] = field(default_factory=list)  # engines waiting for a port another engine held
+    # the NEFF execution's start before any engine issues, and its end after the last event (costs.neff_launch_ns,
+    # costs.neff_teardown_ns): both are in total_ns
+    launch_ns: float = 0.0
+    teardown_ns: float = 0.0
 
     def port_contention(self) -> dict[tuple[str, str, str], float]:
         """(waiting engine, holding engine, port) -> ns waited, summed over cores, longest first."""
@@ -105,7 +109,8 @@ class Profile:
 
     def summary(self) -> str:
         lines = [f"target {self.target}: {self.total_ns:.1f} ns = {self.total_cycles} cycles @ "
-                 f"{REFERENCE_CLOCK_GHZ} GHz, {self.num_cores} core(s)",
+                 f"{REFERENCE_CLOCK_GHZ} GHz, {self.num_cores} core(s), launch {self.launch_ns:.1f} ns + teardown "
+                 f"{self.teardown_ns:.1f} ns included",
                  f"{'core':>4} {'track':<6} {'instrs':>7} {'busy ns':>12} {'busy %':>7}"]  # fmt: skip
         for core in range(self.num_cores):
             for track, (busy, count) in self._tracks(core).items():

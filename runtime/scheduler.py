@@ -20,7 +20,15 @@ from nkic.runtime.profile import PortWait, Profile, ProfileEvent
 from nkic.runtime.state import _Core, _Engine
 from nkic.runtime.timeline import DmaCore, EngineLane, PeThrottle, SharedPorts, Transfer
 from nkic.target.collectives import COLLECTIVE_OPCODES
-from nkic.target.costs import dependent_latency_ns, instr_ns, occupancy_ns, pe_throttles, shared_ports
+from nkic.target.costs import (
+    dependent_latency_ns,
+    instr_ns,
+    neff_launch_ns,
+    neff_teardown_ns,
+    occupancy_ns,
+    pe_throttles,
+    shared_ports,
+)
 from nkic.target.instructions import mask_cores
 from nkic.target.isa import Instr
 from nkic.target.machine import ENGINE_NAMES, NUM_DMA_QUEUES, NUM_SEMAPHORES, Target, sem_name
@@ -55,9 +63,12 @@ class _Scheduler:
         self.latency = {e: dependent_latency_ns(e, target) for e in ENGINE_NAMES}
         self.heap: list[tuple[float, int, Callable[[], None]]] = []
         self.seq = 0
-        self.now = 0.0
         self.handled = 0
         self.profile = Profile(target.name, len(cores))
+        # The NEFF execution's launch (the engines' first instruction fetch) and teardown (the completion write):
+        # no engine issues before the launch ends, and the run ends a teardown after its last event.
+        self.profile.launch_ns, self.profile.teardown_ns = neff_launch_ns(target), neff_teardown_ns(target)
+        self.now = self.profile.launch_ns
         # The LNC=2 pair's meetings. A core's k-th SENDRECV of a pipe meets the other cores' k-th of that pipe, its
         # k-th CORE_BARRIER their k-th barrier: (what, k) -> {core: (engines, instruction)}, what being
         # (_PIPE, pipe) or (_BARRIER,). arrived[(core, what)] counts a core's arrivals.
@@ -77,6 +88,7 @@ class _Scheduler:
         blocked = [e for e in self.engines if not e.done]
         if blocked or self.meetings:  # a collective some rank never reached holds no engine, but never completes
             raise SimulationDeadlock(self._deadlock_report(blocked))
+        self.profile.total_ns = max(self.profile.total_ns, self.profile.launch_ns) + self.profile.teardown_ns
         return self.profile
 
     def _at(self, time: float, action: Callable[[], None]) -> None:
@@ -109,8 +121,10 @@ class _Scheduler:
         executor = EXECUTORS.get(ins.opcode)
         if executor is None:
             raise SimulationError(f"{self._where(eng, ins)}: the simulator has no executor for {ins.opcode}")
+        core = self.cores[eng.core]
+        core.executing = ins
         try:
-            return executor(self.cores[eng.core], ins)
+            return executor(core, ins)
         except SimulationError as e:
             raise SimulationError(f"{self._where(eng, ins)}: {e}") from e
 

@@ -9,12 +9,14 @@ The simulator's timeline adds the calibrated effects below (the "timeline model"
 end to its results being readable (:data:`DEPENDENT_LATENCY_CYCLES`), the per-instruction floor and the VectorE
 fast modes (:func:`occupancy_cycles`), TensorE throttling at low duty (:data:`PE_THROTTLE_WINDOW_NS`...), the DMA
 queues' descriptor pipelining under one per-core bandwidth cap (:func:`dma_transfer`) and the SBUF/PSUM ports two
-engines share (:func:`shared_ports`). Sources, as keyed in the
+engines share (:func:`shared_ports`), and a NEFF execution's launch and teardown (:func:`neff_launch_ns`,
+:func:`neff_teardown_ns`). Sources, as keyed in the
 project's hardware notes (each an aws-neuron/aws-neuron-sdk file): ISA26 = general/nki/api/nki/isa/__init__.py at
 release 2.26 (the "Estimated instruction cost" blocks); SH = nki/api/nki.api.shared.rst; A2/A3/A4 =
 nki/guides/architecture/trainium{_inferentia2,2,3}_arch.rst; PG = nki/deep-dives/nki_perf_guide.rst; DMA =
 nki/get-started/about/nki-dma-overview.rst; DBW = nki/deep-dives/nki-dma-bandwidth-guide.rst; DGE =
-nki/deep-dives/nki-dge.rst; THR = tools/neuron-explorer/overview-summary-page.rst; MMT =
+nki/deep-dives/nki-dge.rst; THR = tools/neuron-explorer/overview-summary-page.rst; SCH =
+tools/neuron-explorer/profile-schema-reference.rst; MMT =
 general/nki/tutorials/matrix_multiplication.rst (the matmul tutorial's measured trn1 latencies, which pin the model:
 bench/matmul_tutorial.py, tests/unit/test_cost_calibration.py).
 """
@@ -33,7 +35,7 @@ __all__ = [
     "dependent_latency_ns", "occupancy_cycles", "occupancy_ns",
     "DMA_DESCRIPTOR_NS", "DMA_LATENCY_NS", "dma_transfer", "dma_core_bytes_per_ns", "PE_THROTTLE_WINDOW_NS",
     "PE_THROTTLE_UTILISATION", "PE_THROTTLE_RATE", "PE_THROTTLE_RAMP_NS", "pe_throttles", "shared_ports",
-    "PORT_NAMES",
+    "PORT_NAMES", "INSTRUCTION_RECORD_BYTES", "neff_launch_ns", "neff_teardown_ns",
 ]  # fmt: skip
 
 MIN_II = 64  # minimum initiation interval of the data-path engines ("roughly 64 engine cycles" [SH])
@@ -640,6 +642,35 @@ def dma_transfer(instr: Instr, target: str | Target = DEFAULT_TARGET) -> tuple[f
         return 0.0, t.dma_bytes_per_ns
     nbytes, engines, eff = shape
     return nbytes / eff, engines * t.dma_bytes_per_ns
+
+
+# -- NEFF launch and teardown ------------------------------------------------------------------------------------
+#
+# Nothing publishes how long a NEFF execution takes to start or to finish; the cost follows from documented
+# mechanisms. Launch: each engine "has its own sequencer, which is responsible for instruction fetch, decode, and
+# issue" (A2), and the instructions come from HBM by DMA, the runtime building the descriptors of the "instruction
+# fetch DMAs for TPB engines" (DEVMEM: neuron-runtime/explore/device-memory.rst, DMA rings). An engine issues its
+# first instruction once its first fetch has landed: one DMA's fixed cost, "descriptor setup, synchronization, and
+# semaphore-to-start latency (~1300 ns cross-engine)" (DBW), then one instruction record at the per-engine rate.
+# Later fetches run ahead of execution: a record moves in 2-4 ns at 17-33 B/ns, far inside the 64-cycle minimum
+# initiation interval, so fetching never limits the issue rate after the first. Teardown: a run ends with opcodes the
+# profiler leaves out of the execution time as setup/teardown (SCH, total_exec_time: "NOP, SET_ORDERING_MODE,
+# EVENT_SEMAPHORE, EVENT_SEMAPHORE_RANGE_CLEAR, NOTIFY, COMPARE_BRANCH, DRAIN, WRITE, ..."): DRAIN waits for the
+# outstanding transfers (the simulator's end already does), and the completion the runtime waits for is a WRITE, the
+# run-time form of a PSEUDO_DMA_TRIGGER ("operands: data=0x1,0x1 size=4,4", SCH compiler_opcode): a DMA of 4 bytes,
+# landing one fixed DMA cost later. The record size is nkic's own (runtime/ISA_FORMAT.md): the hardware's
+# encoding is not published.
+INSTRUCTION_RECORD_BYTES = 64
+
+
+def neff_launch_ns(target: str | Target = DEFAULT_TARGET) -> float:
+    """From the start of a NEFF execution to its engines' first issue: the first instruction fetch's DMA."""
+    return DMA_FIXED_NS + INSTRUCTION_RECORD_BYTES / get_target(target).dma_bytes_per_ns
+
+
+def neff_teardown_ns(target: str | Target = DEFAULT_TARGET) -> float:
+    """From the last instruction's or transfer's end to the end of the execution: the completion WRITE's DMA."""
+    return DMA_FIXED_NS + 4 / get_target(target).dma_bytes_per_ns
 
 
 # -- Shared SBUF/PSUM ports: engines that cannot access a memory at the same time -----------------------------------

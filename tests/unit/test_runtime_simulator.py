@@ -13,7 +13,14 @@ import pytest
 
 from nkic.dialects.common import contiguous_pattern
 from nkic.target.vocab import ACT_FUNCS, ALU_OPS, DTYPES, REDUCE_CMDS
-from nkic.target.costs import DMA_LATENCY_NS, dependent_latency_ns, dma_transfer, instr_ns, occupancy_ns
+from nkic.target.costs import (
+    DMA_LATENCY_NS,
+    dependent_latency_ns,
+    dma_transfer,
+    instr_ns,
+    neff_teardown_ns,
+    occupancy_ns,
+)
 from nkic.runtime.encoding import ENGINES, Instr, Operand, engine_sem, f32_bits, i32_bits, queue_sem
 from nkic.runtime.neff import Neff, Subgraph, Variable, write_neff
 from nkic.runtime.simulator import SimulationDeadlock, SimulationError, run_neff_bytes, simulate
@@ -481,7 +488,7 @@ def test_semaphore_orders_consumer_after_producer() -> None:
     # ACT's result is readable (its semaphore signals) its dependent latency after it ends.
     store_trigger = [ev for ev in prof.events_for("sp") if ev.inst_id == 3][0]
     assert store_trigger.start_ns == pytest.approx(act.end_ns + dependent_latency_ns("act"))
-    assert prof.total_ns == pytest.approx(store.end_ns)
+    assert prof.total_ns == pytest.approx(store.end_ns + neff_teardown_ns())  # the completion write follows
     assert prof.total_cycles == round(prof.total_ns * 1.4)
     assert prof.instr_counts == {"pe": 0, "act": 1, "dve": 0, "pool": 0, "sp": 2, "q0": 1, "q1": 1}
     assert prof.busy_ns["pe"] == 0.0 and prof.busy_ns["q0"] == pytest.approx(load.dur_ns)

@@ -21,12 +21,16 @@ from nkic.runtime.simulator import simulate
 from nkic.target.costs import (
     DEPENDENT_LATENCY_CYCLES,
     DMA_DESCRIPTOR_NS,
+    DMA_FIXED_NS,
     DMA_LATENCY_NS,
     MIN_II,
     dma_core_bytes_per_ns,
     dma_transfer,
     instr_cycles,
+    neff_launch_ns,
+    neff_teardown_ns,
     occupancy_cycles,
+    occupancy_ns,
 )
 from nkic.target.machine import get_target
 from nkic.target.vocab import ACT_FUNCS, ALU_OPS
@@ -177,6 +181,26 @@ def test_queues_share_the_per_core_bandwidth(target: str) -> None:
     assert cap == pytest.approx(16 * get_target(target).dma_bytes_per_ns)
     # every transfer is triggered within ~1.5 µs (SP issue): the span is the capped data time, within that slack
     assert work / cap * (1 - 1e-9) <= span <= work / cap + 2000.0
+
+
+# -- NEFF launch and teardown ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["gen2", "gen3", "gen4"])
+def test_a_one_instruction_kernel_pays_launch_and_teardown(target: str) -> None:
+    """No engine issues before its first instruction fetch has landed (one DMA: ~1.3 µs fixed cost plus a 64-byte
+    record at the per-engine rate), and the run ends with the completion write (one DMA of 4 bytes)."""
+    exp = _exp(sbuf((128, 512), addr=4096), sbuf((128, 512)), 1)
+    prof = simulate(_neff({"act": [exp]}), {}, target=target, timing_only=True).profile
+    (ev,) = prof.events_for("act")
+    bw = get_target(target).dma_bytes_per_ns
+    assert prof.launch_ns == neff_launch_ns(target) == pytest.approx(DMA_FIXED_NS + 64 / bw)
+    assert prof.teardown_ns == neff_teardown_ns(target) == pytest.approx(DMA_FIXED_NS + 4 / bw)
+    assert ev.start_ns == pytest.approx(prof.launch_ns) and ev.dur_ns == pytest.approx(occupancy_ns(exp, target))
+    assert prof.total_ns == pytest.approx(prof.launch_ns + ev.dur_ns + prof.teardown_ns)
+    # an empty NEFF still launches and tears down
+    assert simulate(_neff({}), {}, target=target, timing_only=True).profile.total_ns == \
+        pytest.approx(prof.launch_ns + prof.teardown_ns)  # fmt: skip
 
 
 # -- timing-only runs --------------------------------------------------------------------------------------------
