@@ -1,8 +1,8 @@
 """Layout changes that pay: TensorE instead of an element-strided DMA (transposes: ``hlo/views.py`` ``copy_view``;
 columns broadcast on chip here).
 
-Why: the DMA cost model (``target/costs.py``, ``dma_efficiency``: "fraction of per-engine peak reached with c
-contiguous bytes per row: c / (c + c½)", c½ = 1 KiB on the timeline) gives an element-strided transpose 2-4 bytes per
+Why: the DMA cost model (``target/costs.py``, ``dma_run_efficiency``: a fixed overhead per contiguous run, c / (c +
+c½) of the raw rate with c½ = 4/3 KiB, the table rate from 8 KiB runs) gives an element-strided transpose 2-4 bytes per
 run, well under 1% of the bandwidth: a [512, 1024] bf16 transpose simulated in 1.43 ms. On TensorE it is contiguous
 DMAs plus ``nc_transpose`` ("dst[F, P] = data[P, F]", TensorE up to 128x128, SBUF -> PSUM, same dtype): per block of
 512 x 512, four loads of [128, 512] (1 KiB runs in bf16), sixteen 128 x 128 transposes into four PSUM tiles, four

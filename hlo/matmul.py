@@ -4,8 +4,8 @@ Op by op each ``nc_matmul`` used to load both of its tiles: every rhs tile was r
 N/512 times, and the program was DMA-bound (a 512 x 1024 x 4096 bf16 dot: 0.33 ms simulated, 16% of the PE
 roofline; the library's blocked ``matmul`` kernel: 77 us). This is that kernel's blocking (kernels/matmul.py, itself
 after the NKI matmul tutorial's "block the free dimensions, keep the operands in SBUF"): per N block of up to
-``BLOCK_N`` columns the rhs K-tiles are loaded once (2 KiB contiguous per partition in bf16: the DMA cost model's
-``dma_efficiency`` reaches 67% at 2 KiB runs), per M block of up to ``BLOCK_M`` rows the lhsT K-tiles once, and every
+``BLOCK_N`` columns the rhs K-tiles are loaded once (2 KiB contiguous per partition in bf16: the simulator's
+``dma_run_efficiency`` reaches 70% at 2 KiB runs), per M block of up to ``BLOCK_M`` rows the lhsT K-tiles once, and every
 128 x 512 output tile accumulates its K/128 matmuls in one PSUM bank. So rhs is read once and lhsT N/BLOCK_N times.
 Blocks shrink when the resident K-tiles would take more than ``SBUF_BUDGET`` bytes per partition.
 """
