@@ -96,7 +96,9 @@ class AccessPatternAttr(Data[ApData]):
     A *dynamic* access pattern (``.ap(scalar_offset=, vector_offset=)``) adds a run-time term ``dyn_scale·v``:
     ``dyn_kind`` is ``reg`` (v = register ``dyn_reg``), ``scalar`` (v = the one element of the instruction's operand
     role ``dyn_role``) or ``vector`` (row ``i0`` of pair 0 takes v = element ``i0`` of operand ``dyn_role``, in place
-    of ``step_0·i0``). Printed after the pairs: ``+ 512*r3``, ``+ 512*src_offset``, ``+ 512*vector src_offset``.
+    of ``step_0·i0``) or ``indirect`` (tensor indirection of an on-chip operand: element ``i1`` of pair 1 takes v =
+    offset ``i1`` of operand ``dyn_role``, read in the engine's snake order, in place of ``step_1·i1``). Printed after
+    the pairs: ``+ 512*r3``, ``+ 512*src_offset``, ``+ 512*vector src_offset``, ``+ 1*indirect src_offset``.
 
     One attribute holding plain Python values (``data``, an ``ApData`` tuple): tracing, lowering and the FORM B
     round trip build hundreds of thousands of patterns, and a pattern made of nested builtin attributes was ~13
@@ -226,7 +228,7 @@ class AccessPatternAttr(Data[ApData]):
             check_member("dynamic offset kind", kind, DYN_KINDS)
             if kind == "reg" and not 0 < reg < 64:
                 raise VerifyException(f"dynamic offset register r{reg} outside r1..r63")
-            if kind in ("scalar", "vector") and not role:
+            if kind in ("scalar", "vector", "indirect") and not role:
                 raise VerifyException(f"a {kind} dynamic offset names the operand role holding its index")
 
     def min_max_offset(self, iv_values: Sequence[int] = ()) -> tuple[int, int]:
@@ -261,7 +263,7 @@ def _coeffs(ivs: Sequence[int]) -> tuple[int, ...]:
     while coeffs and coeffs[-1] == 0:
         coeffs.pop()
     return tuple(coeffs)
-DYN_KINDS = ("", "reg", "scalar", "vector")
+DYN_KINDS = ("", "reg", "scalar", "vector", "indirect")
 
 
 def _parse_dyn(parser: AttrParser) -> tuple[str, str, int, int]:
@@ -271,8 +273,8 @@ def _parse_dyn(parser: AttrParser) -> tuple[str, str, int, int]:
     scale = parser.parse_integer()
     parser.parse_punctuation("*")
     word = parser.parse_identifier()
-    if word == "vector":
-        return "vector", parser.parse_identifier(), 0, scale
+    if word in ("vector", "indirect"):
+        return word, parser.parse_identifier(), 0, scale
     if word.startswith("r") and word[1:].isdigit():
         return "reg", "", int(word[1:]), scale
     return "scalar", word, 0, scale
@@ -321,7 +323,8 @@ def ap_body_str(ap: AccessPatternAttr) -> str:
             text += f" {'+' if c > 0 else '-'} {abs(c)}*i{d}"
     text += " : " + ", ".join(f"[{s}, {n}]" for s, n in pairs)
     if kind:
-        text += f" + {scale}*" + {"reg": f"r{reg}", "scalar": role, "vector": f"vector {role}"}[kind]
+        text += f" + {scale}*" + {"reg": f"r{reg}", "scalar": role, "vector": f"vector {role}",
+                                   "indirect": f"indirect {role}"}[kind]
     return text + (f" as {view}" if view else "")
 
 

@@ -117,17 +117,31 @@ def _dynamic_terms(op: InstructionFields) -> None:
         if not kind or (kind == "reg" and backend):
             continue
         declared = op.SPEC.role(role)
-        if not declared.indirect:
+        if not (declared.ti if kind == "indirect" else declared.indirect):
             raise VerifyException(f"'{role}' of {op.name} cannot have a dynamic ({kind}) offset")
         if kind == "reg":
             continue
         if index_role != declared.offset_role or not op.has(index_role):
             raise VerifyException(f"'{role}': its {kind} offset must name the '{declared.offset_role}' operand, "
                                   f"got '{index_role}'")  # fmt: skip
+        if kind == "indirect":
+            _indirect_term(role, ap, index_role, op.ap(index_role))
+            continue
         count = op.ap(index_role).num_elements
         want = ap.shape[0] if kind == "vector" else 1
         if count != want:
             raise VerifyException(f"'{role}': a {kind} offset needs {want} indices, '{index_role}' has {count}")
+
+
+def _indirect_term(role: str, ap: AccessPatternAttr, index_role: str, index: AccessPatternAttr) -> None:
+    """A tensor indirection view is (P, num_elem) over an index of shape (P, K) holding at least num_elem offsets:
+    "index: SBUF tensor containing free-dimension offsets, shape (P, K) where P == self.shape[0]" and "num_elem:
+    number of offsets to use. Defaults to index.size" (nl NkiTensor.indirect)."""
+    if len(ap.pairs) != 2:
+        raise VerifyException(f"'{role}': a tensor indirection view is (partitions, offsets), got shape {ap.shape}")
+    if index.shape[0] != ap.shape[0] or index.num_elements < ap.shape[1]:
+        raise VerifyException(f"'{role}': its {ap.shape[1]} indirect offsets over {ap.shape[0]} partitions need an "
+                              f"index of {ap.shape[0]} partitions holding as many, '{index_role}' is {index.shape}")
 
 
 def _check_field(op: RoleOperandOp, f: Field) -> None:

@@ -440,7 +440,8 @@ class PenguinInst(RoleOperandOp):
         operands = {}
         for role, value, ap in zip(self.role_names, self.tensors, self.aps.data):
             t = tensor_type(value)
-            operands[role] = Operand(t.mem, ap.view_dtype or t.dtype, (ap.shape[0], fields.free_elements(ap.shape)))
+            operands[role] = Operand(t.mem, ap.view_dtype or t.dtype, (ap.shape[0], fields.free_elements(ap.shape)),
+                                     indirect=ap.dyn[0] == "indirect")  # fmt: skip
         target = module_target(self)
         gen = get_target(target).nc_version if target in TARGET_ALIASES else None
         return Call(self.OPNAME, operands, fields.field_values(self), gen)

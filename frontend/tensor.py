@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nkic.frontend.affine import DynSlice, IndexExpr, is_symbolic, value_bounds
+from nkic.frontend.context import active_context
 from nkic.frontend.dtypes import Buffer, itemsize, normalize_dtype
 from nkic.frontend.errors import NkiError
-from nkic.target.machine import NUM_PARTITIONS
+from nkic.target.machine import NUM_PARTITIONS, get_target
 
 Pairs = tuple[tuple[int, int], ...]
 
@@ -87,7 +88,9 @@ _DYNAMIC_CF = (
 class DynamicOffset:
     """The run-time part of an ``.ap(scalar_offset=, vector_offset=)`` view: ``scale`` elements per unit of a
     register's value (``reg``), of the one element of ``index`` (``scalar``), or, per row of the pattern's first
-    pair, of that row's element of ``index`` in place of the first pair's step (``vector``)."""
+    pair, of that row's element of ``index`` in place of the first pair's step (``vector``); or of a tensor
+    indirection view (``.indirect(index)``), per column of the second pair, of that column's offset in ``index``
+    (``indirect``)."""
 
     kind: str
     scale: int
@@ -454,12 +457,47 @@ class NkiTensor:
         static = self
         if self.dyn is not None and self.dyn.kind == "vector":
             static = NkiTensor(self.storage, self.offset, self.pairs[1:] or ((1, 1),), self.dtype)
+        elif self.dyn is not None and self.dyn.kind == "indirect":  # the offsets are placed at run time
+            static = NkiTensor(self.storage, self.offset, self.pairs[:1], self.dtype)
         lo, hi = _flat_bounds(static)
         total = self.storage_elems()
         if lo < 0 or hi >= total:
             note = f" ({self.oob_note}; mask= the elements outside)" if self.oob_note else ""
             return f"access pattern touches elements {lo}..{hi} of '{self.label}', which has {total}{note}"
         return None
+
+    def indirect(self, index: Any, num_elem: Any = None) -> NkiTensor:
+        """A tensor indirection view: column ``i`` is this tile's free element ``index``'s offset ``i``, on every
+        partition ("TI allows reading or writing a column of data at given free-dimension offsets across contiguous
+        partition dimensions", nl NkiTensor.indirect; "Available on NeuronCore-v4 (Trn3) and later"). The offsets
+        count elements of this view's free dims (one strided run); their order is the engine's snake
+        (runtime/state.py ``_indirect_offsets``). Shape ``(P, num_elem)``; a gather as a source, a scatter as a dst."""
+        ctx = active_context()
+        gen = get_target(ctx.options.target).nc_version if ctx is not None else None
+        if gen is not None and gen < 4:
+            raise NkiError(f".indirect: tensor indirection is available on NeuronCore-v4 (trn3) and later, not on "
+                           f"NeuronCore-v{gen}", "gather with nisa.dma_copy and .ap(vector_offset=) instead")  # fmt: skip
+        if self.dyn is not None:
+            raise NkiError("an indirect view cannot be indirected again", "check t.is_indirect() first")
+        if not self.on_chip:
+            raise NkiError(f".indirect: '{self.label}' is in {self.buffer}; tensor indirection views an SBUF or PSUM "
+                           "tile", "dma_copy it on chip, or use .ap(vector_offset=) on the HBM tensor")  # fmt: skip
+        if not isinstance(index, NkiTensor) or index.dtype not in _INDEX_DTYPES or index.buffer != "sbuf":
+            raise NkiError(".indirect: index must be an SBUF tensor of an integer dtype",
+                           "index: SBUF tensor containing free-dimension offsets, shape (P, K)")  # fmt: skip
+        if index.is_indirect() or index.partitions != self.partitions:
+            raise NkiError(f".indirect: index must be a plain (P, K) tile with P = {self.partitions} (this tile's "
+                           f"partitions), got shape {index.shape}")  # fmt: skip
+        count = index.size if num_elem is None else _static_int(num_elem, "num_elem")
+        if not 1 <= count <= index.size:
+            raise NkiError(f".indirect: num_elem must be 1..{index.size} (the index's size), got {count}")
+        step = _free_run(self.pairs[1:])
+        if step is None:
+            raise NkiError(f".indirect: the free dims of '{self.label}' (pattern {self.get_pattern()}) are not one "
+                           "strided run", "index a 2-D (P, F) tile, or one whose free dims are contiguous")  # fmt: skip
+        view = NkiTensor(self.storage, self.offset, (self.pairs[0], (step, count)), self.dtype)
+        view.dyn = DynamicOffset("indirect", step, index=index)
+        return view
 
     def _offset_scale(self, indirect_dim: Any, dtype: str) -> int:
         """Elements of ``dtype`` between consecutive indices of dim ``indirect_dim`` (the unit of an offset)."""
@@ -568,6 +606,17 @@ LEGACY_OPERATOR: Callable[[str, NkiTensor, Any], Any] | None = None
 
 
 # -- helpers ----------------------------------------------------------------------------------------------
+def _free_run(pairs: Pairs) -> int | None:
+    """The element step of free pairs that enumerate one strided run (offset ``k`` at ``k * step``), or None."""
+    run = [(s, n) for s, n in pairs if n != 1]
+    if not run:
+        return 1
+    for (outer, _), (inner, n) in zip(run, run[1:]):
+        if outer != inner * n:
+            return None
+    return run[-1][0]
+
+
 def _index_tensor(value: Any, what: str) -> NkiTensor:
     if not isinstance(value, NkiTensor):
         raise NkiError(f".ap: {what} must be a tensor{' or a VirtualRegister' if what == 'scalar_offset' else ''}, "

@@ -46,7 +46,8 @@ def rule_call(inst: bir.BirInst, locs: dict[str, bir.MemLocOp], gen: int | None)
     for role, ref, ap in zip(inst.role_names, inst.ref_names, inst.aps.data):
         loc = locs[ref]
         dtype = ap.operand_dtype(loc.dtype.data)
-        operands[role] = Operand(loc.memory.data, dtype, (ap.shape[0], fields.free_elements(ap.shape)))
+        operands[role] = Operand(loc.memory.data, dtype, (ap.shape[0], fields.free_elements(ap.shape)),
+                                 indirect=ap.dyn[0] == "indirect")  # fmt: skip
     return Call(inst.OPNAME, operands, fields.field_values(inst), gen)
 
 

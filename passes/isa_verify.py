@@ -87,9 +87,13 @@ def isa_rule_call(inst: object, nc_version: int | None) -> Call | None:
     spec, operands = INSTRUCTIONS[instr], {}
     for role in spec.roles:
         loc = inst.loc(role.isa_slot)  # type: ignore[attr-defined]
-        if loc is not None and inst.ap(role.isa_slot) is not None:  # type: ignore[attr-defined]
-            operands[role.name] = Operand(loc.mem, loc.dt, inst.dims(role.isa_slot))  # type: ignore[attr-defined]
+        ap = inst.ap(role.isa_slot)  # type: ignore[attr-defined]
+        if loc is not None and ap is not None:
+            operands[role.name] = Operand(loc.mem, loc.dt, inst.dims(role.isa_slot), loc.start,  # type: ignore[attr-defined]
+                                          ap.dyn[0] == "indirect")  # fmt: skip
     values = {f.name: inst.field(f.name) for f in spec.fields}  # type: ignore[attr-defined]
+    if any(f.kind == "engine" for f in spec.fields):  # the engine the instruction runs on is its stream's
+        values["engine"] = inst.ENGINE  # type: ignore[attr-defined]
     return Call(instr, operands, {k: v for k, v in values.items() if v is not None}, nc_version)
 
 

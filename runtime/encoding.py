@@ -82,10 +82,17 @@ def _pack_operand(op: Operand) -> bytes:
     )  # fmt: skip
 
 
+# Bit 8 of the dynamic word: tensor indirection (its kind bits 0-1 are 0; bits 2-7 still name the index slot).
+_TI_BIT = 1 << 8
+
+
 def _dyn_word(op: Operand) -> int:
-    """Bytes 6-7 of an operand entry: the dynamic kind in bits 0-1, its register or index slot in bits 2-7."""
+    """Bytes 6-7 of an operand entry: the dynamic kind in bits 0-1 (or bit 8, tensor indirection), its register or
+    index slot in bits 2-7."""
     if not op.dyn:
         return 0
+    if op.dyn == "indirect":
+        return _TI_BIT | op.dyn_ref << 2
     return DYN_KINDS.index(op.dyn) | op.dyn_ref << 2
 
 
@@ -151,7 +158,11 @@ def _unpack_operand(data: bytes, offset: int, index: int) -> Operand:
         raise _bad(f"operand {index}: {nfree} free dims (max {MAX_FREE_DIMS})")
     pattern = tuple((pairs[2 * i], pairs[2 * i + 1]) for i in range(1 + nfree))
     kind, ref = DYN_KINDS[dyn & 3], dyn >> 2 & 0x3F
-    if kind in ("scalar", "vector") and ref >= MAX_SLOTS:
+    if dyn & _TI_BIT:
+        if dyn & 3 or memory not in ("sbuf", "psum"):
+            raise _bad(f"operand {index}: tensor indirection needs an SBUF/PSUM operand and no other dynamic kind")
+        kind = "indirect"
+    if kind in ("scalar", "vector", "indirect") and ref >= MAX_SLOTS:
         raise _bad(f"operand {index}: dynamic index slot {ref} (max {MAX_SLOTS - 1})")
     if kind == "vector" and memory != "hbm":
         raise _bad(f"operand {index}: a vector dynamic offset needs an HBM operand, not {memory}")

@@ -60,6 +60,9 @@ class _Core:
         # DEBUG_PRINT: the NEFF's string table (its prefixes) and where a printed line goes (set by simulate).
         self.strings: tuple[str, ...] = ()
         self.on_print: Callable[[str], None] = print_line
+        # The instruction this core is executing (set by the scheduler): a tensor indirection operand reads its
+        # offsets from another slot of it.
+        self.executing: Instr | None = None
 
 
 # Elements one operand's offsets may hold before any array is built (an HBM operand may also cover its variable):
@@ -225,11 +228,51 @@ def _rotated(core: _Core, op: Operand) -> Operand:
     return replace(op, address=op.address + shift, dyn="", dyn_ref=0, dyn_scale=0)
 
 
+# Tensor indirection reads its offsets in a snake over groups of this many partitions of the index: "offset i comes
+# from index[i % G, i // G] where G is the group size (16 for vector/scalar/gpsimd engines, 32 for tensor engine)"
+# (nl NkiTensor.indirect).
+_TI_GROUP = {"pe": 32}
+_TI_GROUP_DEFAULT = 16
+
+
+def _indirect_offsets(index: np.ndarray, group: int, count: int) -> np.ndarray:
+    """The first ``count`` offsets of a (P, K) index tile in snake order: partition group after group (the last may
+    be smaller), each read column by column (``index[g0 + i % G, i // G]`` within the group starting at ``g0``)."""
+    blocks = [index[g : g + group].T.reshape(-1) for g in range(0, index.shape[0], group)]
+    return np.concatenate(blocks)[:count].astype(np.int64)
+
+
+def _resolve_indirect(core: _Core, op: Operand, what: str) -> _View:
+    """A tensor indirection operand (runtime/ISA_FORMAT.md, "Dynamic operands", kind 4): column ``i`` on every
+    partition is the element ``dyn_scale * offset_i`` from ``address``; a gather when read, a scatter when written
+    (repeated offsets: the last column wins)."""
+    ins = core.executing
+    if ins is None or not 0 <= op.dyn_ref < len(ins.operands) or ins.operands[op.dyn_ref] is None:
+        raise SimulationError(f"{what}: its tensor indirection index slot {op.dyn_ref} holds no operand")
+    index = _resolve(core, ins.operands[op.dyn_ref], f"{what}'s index")
+    (step, nparts), (_, count) = op.pattern
+    if step != 1 or op.start_partition + nparts > NUM_PARTITIONS or index.nparts != nparts:
+        raise SimulationError(f"{what}: a tensor indirection over partitions {op.start_partition}..+{nparts} needs "
+                              f"an index of as many partitions, got {index.nparts}")  # fmt: skip
+    offsets = _indirect_offsets(index.raw().astype(np.int64), _TI_GROUP.get(ins.engine, _TI_GROUP_DEFAULT), count)
+    mem = core.sbuf if op.memory == "sbuf" else core.psum
+    byte = op.address + op.itemsize * op.dyn_scale * offsets
+    bad = np.flatnonzero((offsets < 0) | (byte + op.itemsize > mem.shape[1]))
+    if len(bad):
+        i = int(bad[0])
+        raise SimulationError(f"{what}: tensor indirection offset {i} is {int(offsets[i])}, outside the "
+                              f"{mem.shape[1]}-byte {op.memory} partition")  # fmt: skip
+    rows = (op.start_partition + np.arange(nparts, dtype=np.int64)).reshape(-1, 1, 1)
+    return _View(op, mem, rows, _byte_cols(byte, op.itemsize)[None], nparts, count)
+
+
 def _resolve(core: _Core, op: Operand | None, what: str) -> _View:
     if op is None:
         raise SimulationError(f"missing {what} operand")
     if op.dyn == "reg":
         op = _rotated(core, op)
+    if op.dyn == "indirect" and op.memory in ("sbuf", "psum"):
+        return _resolve_indirect(core, op, what)
     if op.memory in ("sbuf", "psum"):
         return _resolve_onchip(core, op)
     if op.memory == "hbm":

@@ -50,6 +50,9 @@ class Role:
     # The ISA slot of ``<name>_offset`` when not ``<slot>_offset`` (an opcode with no spare slots of that name, e.g.
     # DMA_COMPUTE's index tensors sit in source slots the read-modify-write form leaves empty).
     offset_slot: str | None = None
+    # May be a tensor indirection view (``.indirect(index)``, NeuronCore-v4): ``declare`` adds the optional read role
+    # ``<name>_offset`` (slot ``<slot>_offset``, SBUF) for its index tile, as for ``indirect``.
+    ti: bool = False
 
     @property
     def isa_slot(self) -> str:
@@ -347,16 +350,18 @@ def engine_problem(spec: InstrSpec, engine: str, nc_version: int | None = None,
 
 
 def _with_offset_roles(spec: InstrSpec) -> InstrSpec:
-    """Every ``indirect`` role gets its index-tensor role, after the declared ones (canonical role order)."""
-    extra = tuple(Role(r.offset_role, required=False, memories=INDEX_MEMORIES,
+    """Every ``indirect`` or ``ti`` role gets its index-tensor role, after the declared ones (canonical role order).
+    A tensor indirection index is "SBUF tensor containing free-dimension offsets" (nl NkiTensor.indirect)."""
+    extra = tuple(Role(r.offset_role, required=False, memories=INDEX_MEMORIES if r.indirect else ("sbuf",),
                        slot=r.offset_slot or f"{r.isa_slot}_offset")
-                  for r in spec.roles if r.indirect)  # fmt: skip
+                  for r in spec.roles if r.indirect or r.ti)  # fmt: skip
     return replace(spec, roles=spec.roles + extra) if extra else spec
 
 
 # Where a dynamic offset's index tensor may live.
 INDEX_MEMORIES = ("sbuf", *HBM_MEMORIES)
 _DST = Role("dst", write=True)
+_DST_TI = Role("dst", write=True, ti=True)  # a dst that may scatter through a tensor indirection view
 _ANY_MEM = ("sbuf", *HBM_MEMORIES)
 _ENGINE = Field("engine", "engine", imm=None)
 
@@ -377,8 +382,8 @@ declare(InstrSpec(
 ))
 declare(InstrSpec(
     "matmul", "MATMUL",
-    (Role("dst", write=True, memories=("psum",)), Role("stationary", memories=("sbuf",)),
-     Role("moving", memories=("sbuf",))),
+    (Role("dst", write=True, memories=("psum",), ti=True), Role("stationary", memories=("sbuf",), ti=True),
+     Role("moving", memories=("sbuf",), ti=True)),
     ("pe",), "dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]",
     fields=(Field("accumulate", "bool"), Field("is_transpose", "bool"), Field("double_row", "bool"),
             Field("is_stationary_onezero", "bool"), Field("is_moving_onezero", "bool"), *MATMUL_TILE_FIELDS),
@@ -399,13 +404,14 @@ declare(InstrSpec(
     encoding(0x03, "dst[F, P] = src[P, F]"))
 # "using Vector, Scalar or GpSimd Engine", but "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine."
 declare(InstrSpec(
-    "tensor_copy", "TENSOR_COPY", (_DST, Role("src")), ("dve", "act", "pool"), "dst = src (with a dtype cast)",
+    "tensor_copy", "TENSOR_COPY", (_DST_TI, Role("src", ti=True)), ("dve", "act", "pool"),
+    "dst = src (with a dtype cast)",
     fields=(_ENGINE,), elementwise=("src",), engine_since={"act": 3}, traits=frozenset({"copy"}),
 ),
     encoding(0x08, "dst = src (with dtype conversion)"))
 # "using Vector Engine or GpSimd Engine"; of the ops, "nl.power. (Which runs on the GpSimd engine.)"
 declare(InstrSpec(
-    "tensor_tensor", "TENSOR_TENSOR", (_DST, Role("data1", slot="in0"), Role("data2", slot="in1")),
+    "tensor_tensor", "TENSOR_TENSOR", (_DST_TI, Role("data1", slot="in0", ti=True), Role("data2", slot="in1")),
     ("dve", "pool"), "dst = data1 <op> data2", fields=(Field("op", "alu", required=True), _ENGINE),
     elementwise=("data1", "data2"), engine_ops={"dve": frozenset(ALU_OPS.names) - {"power"}},
 ),
@@ -415,7 +421,7 @@ declare(InstrSpec(
 # "each engine supports limited arithmetic operators": ScalarE's stages are the ones below.
 declare(InstrSpec(
     "tensor_scalar", "TENSOR_SCALAR",
-    (_DST, Role("data", slot="src"), Role("operand0", required=False, scalar=True),
+    (_DST_TI, Role("data", slot="src", ti=True), Role("operand0", required=False, scalar=True),
      Role("operand1", required=False, scalar=True)),
     ("dve", "act", "pool"), "dst = (data <op0> operand0) <op1> operand1",
     fields=(Field("op0", "alu", required=True), Field("operand0", "f32", tensor_role="operand0", required=True),
@@ -463,7 +469,9 @@ declare(InstrSpec(
 ))
 declare(InstrSpec(
     "activation", "ACTIVATE",
-    (_DST, Role("data", slot="src"), Role("bias", required=False, scalar=True),
+    # "dst and data support tensor indirection": only data here, ACTIVATE has one slot left of MAX_SLOTS for an
+    # index (frontend/recorders/record.py refuses an indirect dst of activation, as not implemented).
+    (_DST, Role("data", slot="src", ti=True), Role("bias", required=False, scalar=True),
      Role("scale", required=False, scalar=True), Role("reduce_res", write=True, required=False, scalar=True)),
     ("act",), "dst = func(data * scale + bias), optionally row-reduced into reduce_res",
     fields=(Field("func", "act", required=True), Field("bias", "f32", tensor_role="bias"),

@@ -29,8 +29,9 @@ __all__ = [
 MAX_SLOTS = 6
 MAX_IMMS = 9
 MAX_FREE_DIMS = 4
-# Dynamic operand kinds, by their code in the operand table entry (runtime/ISA_FORMAT.md).
-DYN_KINDS = ("", "reg", "scalar", "vector")
+# Dynamic operand kinds, by their code in the operand table entry (runtime/ISA_FORMAT.md): codes 0-3 in the entry's
+# two kind bits, "indirect" (tensor indirection of an on-chip compute operand, NeuronCore-v4) in a bit of its own.
+DYN_KINDS = ("", "reg", "scalar", "vector", "indirect")
 ENUM_KINDS: dict[str, Vocabulary] = {"alu": ALU_OPS, "act": ACT_FUNCS, "reduce_cmd": REDUCE_CMDS}
 
 
@@ -276,7 +277,9 @@ class Operand:
 
     A dynamic operand adds ``dyn_scale·v`` elements at run time (runtime/ISA_FORMAT.md, "Dynamic operands"):
     ``dyn`` is ``reg`` (v = register ``dyn_ref``), ``scalar`` (v = the one element of the instruction's operand in
-    slot ``dyn_ref``) or ``vector`` (row i0 of pair 0 uses element i0 of slot ``dyn_ref`` instead of ``step_0·i0``).
+    slot ``dyn_ref``) or ``vector`` (row i0 of pair 0 uses element i0 of slot ``dyn_ref`` instead of ``step_0·i0``)
+    or ``indirect`` (tensor indirection of an on-chip operand: element i1 of pair 1 sits at ``dyn_scale·v_i1``, v the
+    offsets of slot ``dyn_ref`` in the engine's snake order, in place of ``step_1·i1``).
     """
 
     memory: str
@@ -285,8 +288,8 @@ class Operand:
     start_partition: int = 0
     address: int = 0
     var_id: int = 0
-    dyn: str = ""  # "" (static), "reg", "scalar", "vector"
-    dyn_ref: int = 0  # the register (reg) or the instruction slot holding the index (scalar, vector)
+    dyn: str = ""  # "" (static), "reg", "scalar", "vector", "indirect"
+    dyn_ref: int = 0  # the register (reg) or the instruction slot holding the index (scalar, vector, indirect)
     dyn_scale: int = 0  # elements per unit of the dynamic value
 
     def __post_init__(self) -> None:

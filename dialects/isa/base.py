@@ -248,7 +248,9 @@ def _span(pairs: Sequence[tuple[int, int]]) -> tuple[int, int]:
 def byte_range(loc: IsaLocAttr, ap: AccessPatternAttr) -> tuple[int, int]:
     """Half-open byte range ``[lo, hi)`` touched inside a partition (SBUF/PSUM) or an HBM variable."""
     # A vector dynamic term places each row of pair 0 at run time: only the rest is known statically.
-    pairs = ap.pairs if loc.mem == "hbm" and ap.dyn[0] != "vector" else ap.pairs[1:]
+    # A tensor indirection term places every element of pair 1 at run time: only its base element is known.
+    kind = ap.dyn[0]
+    pairs = ap.pairs if loc.mem == "hbm" and kind != "vector" else ap.pairs[2:] if kind == "indirect" else ap.pairs[1:]
     lo, hi = _span(pairs)
     size = dtype_size(loc.dt)
     return loc.addr + size * lo, loc.addr + size * (hi + 1)
@@ -683,7 +685,7 @@ class IsaInst(RoleOperandOp):
         self.same_dims(*self.SPEC.same_shape)
         self.scalar_tiles(*self.SPEC.scalar_slots)
         # A slot holding another operand's dynamic index is that index, whatever role shares its slot.
-        index_slots = {ap.dyn[1] for ap in self.aps.data if ap.dyn[0] in ("scalar", "vector")}
+        index_slots = {ap.dyn[1] for ap in self.aps.data if ap.dyn[0] in ("scalar", "vector", "indirect")}
         for spec in self.DIMS_RULES:
             dims = {r.name: self.dims(r.isa_slot) for r in spec.roles
                     if self.has(r.isa_slot) and (r.isa_slot not in index_slots or r.name.endswith("_offset"))}
@@ -753,6 +755,12 @@ class IsaInst(RoleOperandOp):
         index = self.ap(slot)
         if kind == "scalar" and index.num_elements != 1:
             raise VerifyException(f"'{role}': a scalar dynamic offset reads one element, '{slot}' has {index.shape}")
+        if kind == "indirect":
+            if loc.mem == "hbm" or len(ap.pairs) != 2:
+                raise VerifyException(f"'{role}': tensor indirection needs an on-chip (partitions, offsets) operand")
+            if index.pairs[0][1] != ap.pairs[0][1] or index.num_elements < ap.pairs[1][1]:
+                raise VerifyException(f"'{role}': {ap.pairs[1][1]} indirect offsets over {ap.pairs[0][1]} partitions "
+                                      f"but '{slot}' is {index.shape}")  # fmt: skip
         if kind == "vector":
             if loc.mem != "hbm":
                 raise VerifyException(f"'{role}': a vector dynamic offset needs an HBM operand, not {loc.mem}")

@@ -83,7 +83,7 @@ def _entry(op: IsaInst, keep: list[Attribute]) -> _Verified:
     for role_attr, ap in zip(op.roles.data, op.aps.data):
         pairs = ap.pair_tuple
         vector = ap.dyn[0] == "vector"
-        lo, hi = _span(pairs[1:])
+        lo, hi = _span(pairs[2:] if ap.dyn[0] == "indirect" else pairs[1:])  # indirect: elements placed at run time
         hbm_lo = lo if vector else _span(pairs)[0]
         facts.append(_OperandFacts(_memories(op, role_attr.data, pairs, vector), pairs[0][1], lo, hi, hbm_lo))
     return _Verified(tuple(keep), op.signalled_sem(), tuple(facts))

@@ -3,6 +3,7 @@ an instruction against its declaration and records it (``TraceContext.inst``).""
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from typing import Any
 
@@ -23,6 +24,7 @@ from nkic.target.instructions import (
 )
 from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, Target, get_target
 from nkic.target.rules import Call, Operand, RULES, message as rule_message, problems
+from nkic.target.rules.indirection import TI_ENGINES
 from nkic.target.vocab import PACKED_DTYPES
 
 
@@ -136,6 +138,7 @@ def _record(
     spec = INSTRUCTIONS[op]
     if any(t is not None and t.dyn is not None for t in operands.values()):
         operands = _with_index_operands(ctx, op, operands)
+        engine_name, attrs = _indirection_engine(target, op, operands, attrs, engine_name)
     given = {r: t for r, t in operands.items() if t is not None}
     dst = operands.get("dst")
     bank = target.psum_bank_bytes
@@ -208,8 +211,19 @@ def _api_rules(ctx: Any, op: str, facts: dict[str, Any]) -> None:
 
 
 def _rule_operand(t: NkiTensor) -> Operand:
-    """A tile as the documented rules see it: memory, dtype, (partitions, elements per partition)."""
-    return Operand(t.buffer.name, t.dtype, (t.partitions, t.free_size))
+    """A tile as the documented rules see it: memory, dtype, (partitions, elements per partition), its first
+    partition where the trace knows it, whether it is a tensor indirection view."""
+    indirect = t.dyn is not None and t.dyn.kind == "indirect"
+    return Operand(t.buffer.name, t.dtype, (t.partitions, t.free_size), _first_partition(t), indirect)
+
+
+def _first_partition(t: NkiTensor) -> int | None:
+    """The partition an on-chip view starts on: its allocation's (a manual ``address=``, else 0: nkic places
+    tiles from partition 0) plus its static offset's rows; None when a loop variable moves it."""
+    if not t.on_chip or not isinstance(t.offset, int) or t.dtype != t.storage.dtype:
+        return None
+    row = math.prod(t.storage.shape[1:])
+    return (t.storage.address[0] if t.storage.address is not None else 0) + t.offset // max(row, 1)
 
 
 def _enforce(call: Call) -> None:
@@ -260,6 +274,12 @@ def _with_index_operands(ctx: Any, op: str, operands: dict[str, NkiTensor | None
     for role, t in operands.items():
         if t is None or t.dyn is None:
             continue
+        if t.dyn.kind == "indirect":
+            if not spec.role(role).ti:
+                raise NkiError(f"nisa.{spec.nki_name or op}: '{role}' cannot be a tensor indirection view (.indirect)",
+                               _TI_HINT.get((op, role), "the reference lists the operands that support it"))  # fmt: skip
+            out[spec.role(role).offset_role] = t.dyn.index
+            continue
         if not spec.role(role).indirect:
             raise NkiError(f"nisa.{spec.nki_name or op}: '{role}' cannot be a dynamic access pattern "
                            "(scalar_offset / vector_offset)", "only DMA operands can be indirect")  # fmt: skip
@@ -269,6 +289,33 @@ def _with_index_operands(ctx: Any, op: str, operands: dict[str, NkiTensor | None
         else:
             out[spec.role(role).offset_role] = t.dyn.index
     return out
+
+
+# Operands the reference lets take a tensor indirection view that nkic does not (yet): why not.
+_TI_HINT = {("activation", "dst"): "not implemented in nkic: ACTIVATE's encoding has one spare operand slot, taken "
+                                   "by data's index; scatter with a tensor_copy from an SBUF result instead"}
+
+
+def _indirection_engine(target: Target, op: str, operands: dict[str, NkiTensor | None], attrs: dict[str, Any],
+                        engine_name: str) -> tuple[str, dict[str, Any]]:  # fmt: skip
+    """With a tensor indirection operand and no engine named, the first engine the declaration prefers that may run
+    the indirection ("When tensor indirection is used, the operation must run on the Vector or Scalar engine":
+    ``TI_ENGINES``) and reach the operands' memories; a named engine is the documented rules' to check."""
+    allowed = TI_ENGINES.get(op)
+    ti = any(t is not None and t.dyn is not None and t.dyn.kind == "indirect" for t in operands.values())
+    if not ti or allowed is None or attrs.get("engine", "unknown") != "unknown":
+        return engine_name, attrs
+    spec = INSTRUCTIONS[op]
+    memories = {r: t.buffer.name for r, t in operands.items() if t is not None}
+    fields = {f.name: attrs.get(f.name) for f in spec.fields if f.kind == "alu"}
+    dst = operands.get("dst")
+    # "on the Scalar engine a scattered dst cannot be in PSUM"
+    no_act = dst is not None and dst.dyn is not None and dst.dyn.kind == "indirect" and dst.buffer == "psum"
+    legal = [e for e in legal_engines(spec, target.nc_version, memories, fields)
+             if e in allowed and not (no_act and e == "act")]  # fmt: skip
+    if not legal:
+        return engine_name, attrs  # the documented rule names the sentence
+    return legal[0], {**attrs, "engine": ENGINE_BY_NAME[legal[0]].nki}
 
 
 # Instructions that may touch packed MX data (_x4 dtypes): the MX instructions, and DMAs that move the words (a

@@ -42,6 +42,8 @@ class Operand:
     memory: str
     dtype: str
     dims: tuple[int, int] = (0, 0)
+    start: int | None = None  # the first partition it reaches, where known (a trace's static view, an ISA operand)
+    indirect: bool = False  # a tensor indirection view (``.indirect(index)``); its index is role ``<role>_offset``
 
 
 @dataclass(frozen=True)
@@ -82,11 +84,13 @@ RULES: dict[str, list[Rule]] = {}
 WAIVERS: dict[tuple[str, str], str] = {}
 
 
-# The restrictions on tensor indirection (``.indirect(index)`` views of compute operands): nkic does not implement the
-# feature, so no call reaches them. A waiver of its own kind ("unsupported"), which the coverage report counts apart.
-NO_INDIRECTION = ("unsupported: tensor indirection of compute operands (.indirect() views) is not implemented in "
-                  "nkic; a dynamic access pattern on a compute operand is an error at the call (frontend/isa.py:"
-                  "_with_index_operands), so no call reaches this restriction")  # fmt: skip
+# The restrictions on tensor indirection (``.indirect(index)`` views of compute operands) of the instructions nkic
+# takes no such view for (those it takes are target/rules/indirection.py): an ``.indirect()`` operand of theirs is an
+# error at the call, so no call reaches them. A waiver of its own kind ("unsupported"), counted apart.
+NO_INDIRECTION = ("unsupported: nkic implements tensor indirection (.indirect() views) for tensor_copy, "
+                  "tensor_tensor, tensor_scalar, nc_matmul and activation's data only; a view on this instruction's "
+                  "operands is an error at the call (frontend/recorders/record.py:_with_index_operands), so no call "
+                  "reaches this restriction")  # fmt: skip
 
 
 def waive(api: str, start: str, reason: str) -> None:
@@ -209,4 +213,4 @@ def column(fn: str, like: str, roles: tuple[str, ...], noun: str = "tile") -> Ca
 
 
 # The rule families, one module per group of engines; importing them registers their rules.
-from nkic.target.rules import language, pe, scalar, vector  # noqa: E402,F401
+from nkic.target.rules import indirection, language, pe, scalar, vector  # noqa: E402,F401

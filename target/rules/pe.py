@@ -298,10 +298,6 @@ waive("nisa.nc_matmul", "If performance mode is off, the contraction dimension",
       "sizes of the stationary and moving tiles must be identical'")
 waive("nisa.nc_matmul", "Explicit tiling is required", "semantics, not a restriction: restates the tile size "
       "limits, each a rule of its own")
-waive("nisa.nc_matmul", "When is_transpose=True, moving cannot use tensor indirection", _NO_INDIRECT)
-waive("nisa.nc_matmul", "Tensor indirection is incompatible with hardware tiling", _NO_INDIRECT)
-waive("nisa.nc_matmul", "The indirect operands must be a Tensor-Engine float dtype", _NO_INDIRECT)
-waive("nisa.nc_matmul", "When operands are manually allocated, their base partitions", _NO_INDIRECT)
 waive("nisa.nc_matmul", ":param is_stationary_onezero:", "advice, not a restriction")
 waive("nisa.nc_matmul", ":param is_moving_onezero:", "advice, not a restriction")
 waive("nisa.nc_matmul", ":param tile_position:", "ambiguous: 'start_column must be 0' contradicts the tiling "

@@ -32,6 +32,7 @@ from nkic.target.rules import (
     unavailable,
     waive,
 )
+from nkic.target.vocab import ALU_RECORDS
 
 PARTITIONS = 128
 
@@ -48,8 +49,25 @@ _INDIRECT = NO_INDIRECTION
 _ON_CHIP = ("sbuf", "psum")
 _CHAINING = ("semantics, not a restriction: reduce_res=None keeps the result in the engine's registers (the "
              "simulator carries them to the next call)")  # fmt: skip
-_NO_UNARY = ("unsupported: unary ALU operators (such as nl.abs as op0) are not implemented in nkic; frontend/ops.py:"
-             "alu_op rejects them at the call, so no call reaches this restriction")  # fmt: skip
+
+
+def _unary_operand0(fn: str) -> Callable[[Call], str | None]:
+    """With a unary op0 (target/vocab.py: abs, rsqrt, reciprocal, square, relu) operand0 is None or 0: an immediate
+    0, never a tile."""
+    unary = frozenset(r.name for r in ALU_RECORDS if r.unary)
+
+    def test(call: Call) -> str | None:
+        op0 = call.fields.get("op0")
+        if op0 not in unary:
+            return None
+        if "operand0" in call.operands:
+            return f"{fn}: op0={op0} is a unary operator: operand0 must be None or 0, not a tile"
+        value = call.fields.get("operand0")
+        if value not in (None, 0):
+            return f"{fn}: op0={op0} is a unary operator: operand0 must be None or 0, got {value}"
+        return None
+
+    return test
 
 
 def _is_int(dt: str | None) -> bool:
@@ -216,8 +234,6 @@ rule("tensor_tensor", "For bitvec operators, the input/output data types must be
     _bitvec_dtypes("tensor_tensor", "op"))
 rule("tensor_tensor", "The two tiles must have the same partition axis size and the same number of elements per "
      "partition.")(_dims_agree("tensor_tensor", "dst", "data1", "data2"))
-waive("nisa.tensor_tensor", "When tensor indirection is used", _INDIRECT)
-waive("nisa.tensor_tensor", "When operands are manually allocated", _INDIRECT)
 
 # ------------------------------------------------------------------------------------------------------------
 # tensor_scalar
@@ -230,10 +246,10 @@ for _says in ("Apply up to two math operators to the input data tile by broadcas
               "The Scalar Engine on trn2 only supports some operator combinations:",
               "`nki.isa.engine.gpsimd` (only allowed for rsqrt)"):  # fmt: skip
     rule("tensor_scalar", _says)(declared_engine("tensor_scalar"))
-waive("nisa.tensor_scalar", "Must be None or 0 when op0 is a unary operator", _NO_UNARY)
-for _start in ("When tensor indirection is used", "Tensor indirection is not supported", "When operands are manually "
-               "allocated", "In addition, on the Scalar engine a scattered dst"):  # fmt: skip
-    waive("nisa.tensor_scalar", _start, _INDIRECT)
+rule("tensor_scalar", "Must be None or 0 when op0 is a unary operator (e.g., nl.abs).")(
+    _unary_operand0("tensor_scalar"))
+# The Tensor indirection paragraphs of tensor_copy, tensor_tensor and tensor_scalar: rules of their own
+# (target/rules/indirection.py).
 
 
 @rule("tensor_scalar", "op1 and operand1 are optional, but must be None (default values) when unused.",
@@ -375,7 +391,8 @@ def _reduce_init_for_load(call: Call) -> str | None:
     return None
 
 waive("nisa.tensor_scalar_reduce", "When operands are manually allocated", _INDIRECT)
-waive("nisa.tensor_scalar_reduce", "Must be None or 0 when op0 is a unary operator", _NO_UNARY)
+rule("tensor_scalar_reduce", "Must be None or 0 when op0 is a unary operator (e.g., nl.abs).")(
+    _unary_operand0("tensor_scalar_reduce"))
 _REVERSE0 = ("ambiguous: reverse0 is marked '(not supported yet)' yet its meaning is documented; nkic accepts it and "
              "implements the documented meaning (operand0 as op0's lhs)")  # fmt: skip
 waive("nisa.tensor_scalar_reduce", ":param reverse0:", _REVERSE0)
@@ -428,9 +445,6 @@ rule("tensor_copy", "In addition, since GpSimd Engine cannot access PSUM in Neur
      "be chosen when the input or output tile is in PSUM")(declared_engine("tensor_copy"))
 rule("tensor_copy", "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine.")(
     declared_engine("tensor_copy"))
-waive("nisa.tensor_copy", "When tensor indirection is used", _INDIRECT)
-waive("nisa.tensor_copy", "When operands are manually allocated", _INDIRECT)
-waive("nisa.tensor_copy", "In addition, on the Scalar engine a scattered dst", _INDIRECT)
 rule("tensor_copy", ":param src: the source of copy, must be a tile in SBUF or PSUM.")(
     in_memories("tensor_copy", {"src": _ON_CHIP}))
 

@@ -231,6 +231,13 @@ REJECTS = [
     ("sequence_bounds bf16 ids", [np.ones((1, 8), BF16)], [((1, 2, 8), nl.float32)],
      lambda s, d: nisa.sequence_bounds(dst=d, segment_ids=s), (),
      "'segment_ids' must be float32 or int32, got bfloat16"),
+    ("tensor_scalar unary op0 with an operand", [X], OUT,
+     lambda x, d: nisa.tensor_scalar(dst=d, data=x, op0=nl.abs, operand0=3.0), (),
+     "op0=abs is a unary operator: operand0 must be None or 0, got 3.0"),
+    ("tensor_scalar_reduce unary op0 with a tile operand", [X, COL], [*OUT, *ROW],
+     lambda x, c, d, r: nisa.tensor_scalar_reduce(dst=d, data=x, op0=nl.abs, operand0=c, reduce_op=nl.maximum,
+                                                  reduce_res=r), (),  # fmt: skip
+     "op0=abs is a unary operator: operand0 must be None or 0, not a tile"),
 ]  # fmt: skip
 
 
@@ -349,6 +356,13 @@ ACCEPTS = [
     ("sequence_bounds int32 ids", [np.array([[1, 1, 2, 2, 2, 0, 0, 0]], np.int32)], [((1, 2, 8), nl.int32)],
      lambda s, d: nisa.sequence_bounds(dst=d, segment_ids=s), (),
      lambda: [np.array([[[0, 0, 2, 2, 2, 8, 8, 8], [2, 2, 5, 5, 5, -1, -1, -1]]], np.int32)]),
+    ("tensor_scalar unary op0 with operand0 0", [X], OUT,
+     lambda x, d: nisa.tensor_scalar(dst=d, data=x, op0=nl.abs, operand0=0.0, op1=nl.add, operand1=1.0), (),
+     lambda: [np.abs(X) + 1]),
+    ("tensor_scalar_reduce unary op0 with operand0 0 (nki-library's absmax)", [X], [*OUT, *ROW],
+     lambda x, d, r: nisa.tensor_scalar_reduce(dst=d, data=x, op0=nl.abs, operand0=0.0, reduce_op=nl.maximum,
+                                               reduce_res=r), (),  # fmt: skip
+     lambda: [np.abs(X), np.abs(X).max(axis=1, keepdims=True)]),
 ]  # fmt: skip
 
 

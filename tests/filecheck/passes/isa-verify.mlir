@@ -53,3 +53,30 @@ builtin.module {
 }
 
 // CHECK: @sg00: instruction 0 (TENSOR_TENSOR): tensor_tensor: data1 and data2 cannot both be in PSUM (the NKI reference: "However, the two input tiles, data1 and data2 cannot both reside in PSUM.")
+
+// -----
+
+// Tensor indirection in ISA text, where every operand's start partition is known: the index of an .indirect() view
+// starts on a quadrant boundary (here partition 16).
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "dve" {
+      isa_dve.tensor_copy dst sbuf(p16, 0x800, float32)[0 : [1, 16], [1, 32]], src sbuf(p16, 0x0, float32)[0 : [1, 16], [1, 32] + 1*indirect src_offset], src_offset sbuf(p16, 0x4000, int32)[0 : [1, 16], [1, 2]] {id = 0 : i64}
+    }
+  }
+}
+
+// CHECK: @sg00: instruction 0 (TENSOR_COPY): tensor_copy: the index of 'src'.indirect() starts on partition 16, not on a quadrant boundary (a multiple of 32) (the NKI reference: "When operands are manually allocated, their base partitions must satisfy:")
+
+// -----
+
+// On the Scalar engine a scattered dst is not in PSUM (the engine is the instruction's stream).
+builtin.module {
+  isa.core @sg00 {
+    isa.stream "act" {
+      isa_act.tensor_copy dst psum(p0, 0x0, float32)[0 : [1, 32], [1, 32] + 1*indirect dst_offset], src sbuf(p0, 0x0, float32)[0 : [1, 32], [1, 32]], dst_offset sbuf(p0, 0x4000, int32)[0 : [1, 32], [1, 1]] {id = 0 : i64}
+    }
+  }
+}
+
+// CHECK: @sg00: instruction 0 (TENSOR_COPY): tensor_copy: on the Scalar engine a scattered (indirect) dst cannot be in PSUM (the NKI reference: "In addition, on the Scalar engine a scattered dst cannot be in PSUM.")

@@ -40,6 +40,7 @@
 // CHECK-NEXT: isa_dve.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 15 : i64, op0 = "subtract", reverse0 = true}
 // CHECK-NEXT: isa_dve.tensor_reduce dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 4]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [128, 4], [1, 128]] {id = 16 : i64, op = "maximum", num_reduced_dims = 1 : i64, negate = true}
 // CHECK-NEXT: isa_dve.tensor_copy dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 17 : i64}
+// CHECK-NEXT: isa_dve.tensor_copy dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 64]], src psum(p32, 0x0, float32)[0 : [1, 32], [2, 64] + 2*indirect src_offset], src_offset sbuf(p32, 0x4000, int32)[0 : [1, 32], [1, 2]] {id = 90 : i64}
 // CHECK-NEXT: isa_dve.memset dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 18 : i64, value = 0.000000e+00 : f32}
 // CHECK-NEXT: isa_dve.reciprocal dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 19 : i64}
 // CHECK-NEXT: isa_dve.tensor_scalar_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 20 : i64, op0 = "multiply", operand0 = 2.500000e-01 : f32, reduce_op = "add", negate = true}
@@ -125,6 +126,7 @@ builtin.module {
       isa_dve.tensor_scalar dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], operand0 sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 15 : i64, op0 = "subtract", reverse0 = true}
       isa_dve.tensor_reduce dst sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 4]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [128, 4], [1, 128]] {id = 16 : i64, op = "maximum", num_reduced_dims = 1 : i64, negate = true}
       isa_dve.tensor_copy dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src psum(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 17 : i64}
+      isa_dve.tensor_copy dst sbuf(p0, 0x800, float32)[0 : [1, 32], [1, 64]], src psum(p32, 0x0, float32)[0 : [1, 32], [2, 64] + 2*indirect src_offset], src_offset sbuf(p32, 0x4000, int32)[0 : [1, 32], [1, 2]] {id = 90 : i64}
       isa_dve.memset dst sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 18 : i64, value = 0.000000e+00 : f32}
       isa_dve.reciprocal dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]] {id = 19 : i64}
       isa_dve.tensor_scalar_reduce dst sbuf(p0, 0x800, float32)[0 : [1, 128], [1, 512]], src sbuf(p0, 0x0, float32)[0 : [1, 128], [1, 512]], reduce_res sbuf(p0, 0x3000, float32)[0 : [1, 128], [1, 1]] {id = 20 : i64, op0 = "multiply", operand0 = 2.500000e-01 : f32, reduce_op = "add", negate = true}

@@ -630,3 +630,76 @@ builtin.module {
   }
 }
 // CHECK: iota: 'dst' must be in SBUF, not psum (the NKI reference: "The output dst tile must be in SBUF.")
+
+// -----
+
+// Tensor indirection (.indirect() views) in IR text: the documented rules hold. tensor_copy with an indirect src
+// runs on the Vector or Scalar engine, not GpSimd.
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    %i = penguin.alloc "i" : !penguin.tensor<sbuf, 128x2xi32>
+    penguin.tensor_copy dst %x[0 : [128, 128], [1, 64]], src %x[0 : [128, 128], [1, 64] + 1*indirect src_offset], src_offset %i[0 : [2, 128], [1, 2]] {engine = "gpsimd"}
+    penguin.return
+  }
+}
+// CHECK: tensor_copy: with tensor indirection it runs on vector or scalar, not gpsimd (the NKI reference: "When tensor indirection is used, the operation must run on the Vector or Scalar engine.")
+
+// -----
+
+// nc_matmul: an indirect moving operand cannot be transposed.
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %s = penguin.alloc "s" : !penguin.tensor<sbuf, 128x128xbf16>
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x128xbf16>
+    %i = penguin.alloc "i" : !penguin.tensor<sbuf, 128x1xi32>
+    penguin.matmul dst %p[0 : [128, 128], [1, 128]], stationary %s[0 : [128, 128], [1, 128]], moving %s[0 : [128, 128], [1, 128] + 1*indirect moving_offset], moving_offset %i[0 : [1, 128], [1, 1]] {is_transpose = true}
+    penguin.return
+  }
+}
+// CHECK: nc_matmul: with is_transpose=True, moving cannot be a tensor indirection view (the NKI reference: "When is_transpose=True, moving cannot use tensor indirection.")
+
+// -----
+
+// nc_matmul: indirect operands are TensorE float dtypes (float32 is not one).
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %s = penguin.alloc "s" : !penguin.tensor<sbuf, 128x128xf32>
+    %p = penguin.alloc "p" : !penguin.tensor<psum, 128x128xf32>
+    %i = penguin.alloc "i" : !penguin.tensor<sbuf, 128x1xi32>
+    penguin.matmul dst %p[0 : [128, 128], [1, 128]], stationary %s[0 : [128, 128], [1, 128] + 1*indirect stationary_offset], moving %s[0 : [128, 128], [1, 128]], stationary_offset %i[0 : [1, 128], [1, 1]]
+    penguin.return
+  }
+}
+// CHECK: nc_matmul: indirect 'stationary' must be one of float16, bfloat16, float8_e4m3, float8_e5m2, float8_e4m3fn, got float32
+
+// -----
+
+// A module for trn2 (NeuronCore-v3) has no tensor indirection.
+builtin.module attributes {nkic.target = "gen3"} {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    %i = penguin.alloc "i" : !penguin.tensor<sbuf, 128x2xi32>
+    penguin.tensor_tensor dst %x[0 : [128, 128], [1, 64] + 1*indirect dst_offset], data1 %x[0 : [128, 128], [1, 64]], data2 %x[0 : [128, 128], [1, 64]], dst_offset %i[0 : [2, 128], [1, 2]] {op = "add"}
+    penguin.return
+  }
+}
+// CHECK: tensor_tensor: 'dst' is a tensor indirection view (.indirect), which needs NeuronCore-v4 or newer on NeuronCore-v3
+
+// -----
+
+// An operand the instruction does not declare for tensor indirection cannot be a view.
+builtin.module {
+  penguin.kernel @k : () -> () program {
+  ^bb0():
+    %x = penguin.alloc "x" : !penguin.tensor<sbuf, 128x128xf32>
+    %i = penguin.alloc "i" : !penguin.tensor<sbuf, 128x2xi32>
+    penguin.tensor_tensor dst %x[0 : [128, 128], [1, 64]], data1 %x[0 : [128, 128], [1, 64]], data2 %x[0 : [128, 128], [1, 64] + 1*indirect data2_offset], data2_offset %i[0 : [2, 128], [1, 2]] {op = "add"}
+    penguin.return
+  }
+}
+// CHECK: 'penguin.tensor_tensor' has no operand role 'data2_offset' (roles: dst, data1, data2, dst_offset, data1_offset)

@@ -29,6 +29,7 @@
 // CHECK: penguin.reciprocal dst %s[0 : [1, 128], [1, 1]], data %s[0 : [1, 128], [1, 1]]
 // CHECK: penguin.transpose dst %p[0 : [512, 128], [1, 128]], data %w[0 : [128, 128], [1, 128]]
 // CHECK: penguin.tensor_copy dst %x[0 : [512, 128], [1, 512]], src %p[0 : [512, 128], [1, 512]]
+// CHECK: penguin.tensor_copy dst %x[0 : [512, 128], [1, 64]], src %p[0 : [512, 128], [1, 64] + 1*indirect src_offset], src_offset %x[0 : [512, 128], [1, 1] as int32] {engine = "vector"}
 // CHECK: penguin.scalar_tensor_tensor dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], operand0 %m[0 : [1, 128], [1, 1]], operand1 %x[0 : [512, 128], [1, 512]] {op0 = "multiply", op1 = "add"}
 // CHECK: penguin.tensor_scalar_reduce dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], reduce_res %s[0 : [1, 128], [1, 1]] {op0 = "multiply", operand0 = 5.000000e-01 : f32, reduce_op = "maximum"}
 // CHECK: penguin.tensor_tensor_scan dst %x[0 : [512, 128], [1, 512]], data0 %x[0 : [512, 128], [1, 512]], data1 %p[0 : [512, 128], [1, 512]], initial %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", reverse1 = true}
@@ -138,6 +139,7 @@ builtin.module {
       penguin.reciprocal dst %s[0 : [1, 128], [1, 1]], data %s[0 : [1, 128], [1, 1]]
       penguin.transpose dst %p[0 : [512, 128], [1, 128]], data %w[0 : [128, 128], [1, 128]]
       penguin.tensor_copy dst %x[0 : [512, 128], [1, 512]], src %p[0 : [512, 128], [1, 512]]
+      penguin.tensor_copy dst %x[0 : [512, 128], [1, 64]], src %p[0 : [512, 128], [1, 64] + 1*indirect src_offset], src_offset %x[0 : [512, 128], [1, 1] as int32] {engine = "vector"}
       penguin.scalar_tensor_tensor dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], operand0 %m[0 : [1, 128], [1, 1]], operand1 %x[0 : [512, 128], [1, 512]] {op0 = "multiply", op1 = "add"}
       penguin.tensor_scalar_reduce dst %x[0 : [512, 128], [1, 512]], data %x[0 : [512, 128], [1, 512]], reduce_res %s[0 : [1, 128], [1, 1]] {op0 = "multiply", operand0 = 0.5 : f32, reduce_op = "maximum"}
       penguin.tensor_tensor_scan dst %x[0 : [512, 128], [1, 512]], data0 %x[0 : [512, 128], [1, 512]], data1 %p[0 : [512, 128], [1, 512]], initial %m[0 : [1, 128], [1, 1]] {op0 = "multiply", op1 = "add", reverse1 = true}
