@@ -7,7 +7,8 @@ Fused, a *chain* — consecutive element-wise ops (``stablehlo`` element-wise ma
 runs tile by tile (128 x 512, the interpreter's tiling): its outside operands loaded once per tile, every op applied
 on SBUF with its own result dtype (the same roundings as unfused), and only the results read after the chain (or
 returned) stored. Its other results are never materialised; they are marked ``Fused`` so that a later reader would
-be a loud error, not a wrong answer.
+be a loud error, not a wrong answer. Each instruction of a chain is at its own op's location (an input's load at
+the first op reading it, a result's store at the op producing it), so the profile names every fused op.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from nkic.dialects import stablehlo as hlo
 from nkic.frontend import isa as nisa
 from nkic.frontend import language as nl
 from nkic.hlo import common, tiles
+from nkic.hlo.locations import located
 from nkic.hlo.tiles import SegmentInterpreter
 
 
@@ -138,6 +140,7 @@ def fuse(interp: SegmentInterpreter, head: Operation) -> bool:
     outs = {r: interp.alloc(r) for r in kept}
     inputs = {v for op in chain for v in op.operands if v not in {o.results[0] for o in chain}}
     readers = {v: _reader(interp, v) for v in inputs}
+    first_reader = {v: next(op for op in chain if v in op.operands) for v in inputs}
     shape = hlo.shape_of(head.results[0])
     width = _width(chain)
     c = shape[-1] if shape else 1
@@ -146,20 +149,28 @@ def fuse(interp: SegmentInterpreter, head: Operation) -> bool:
         nr = min(tiles.P_TILE, rows - r0)
         for c0 in range(0, c, width):
             nc = min(width, c - c0)
-            env: dict[SSAValue, Any] = {v: read(r0, nr, c0, nc) for v, read in readers.items()}
+            env: dict[SSAValue, Any] = {}
+            for v, read in readers.items():
+                with located(first_reader[v]):  # each instruction at the op it is for, not the chain's head
+                    env[v] = read(r0, nr, c0, nc)
             for op in chain:
-                env[op.results[0]] = _apply(op, [env[v] for v in op.operands], (nr, nc))
+                with located(op):
+                    env[op.results[0]] = _apply(op, [env[v] for v in op.operands], (nr, nc))
             for r, out in outs.items():
-                t = env[r]
-                if isinstance(t, float):  # a chain result that is a constant: fill the tile
-                    t = nl.full((nr, nc), t, dtype=out.dtype)
-                elif t.shape[-1] != nc:  # computed from columns only: broadcast across the free dim
-                    t = nl.broadcast_to(t, shape=(nr, nc))
-                nl.store(out.tile(r0, nr, c0, nc), t)
+                with located(r.owner):  # type: ignore[arg-type]
+                    _store(out, env[r], r0, nr, c0, nc)
     for op in chain:
         r = op.results[0]
         interp.values[r] = outs[r] if r in outs else Fused()  # type: ignore[assignment]
     return True
+
+
+def _store(out: tiles.Hbm, t: Any, r0: int, nr: int, c0: int, nc: int) -> None:
+    if isinstance(t, float):  # a chain result that is a constant: fill the tile
+        t = nl.full((nr, nc), t, dtype=out.dtype)
+    elif t.shape[-1] != nc:  # computed from columns only: broadcast across the free dim
+        t = nl.broadcast_to(t, shape=(nr, nc))
+    nl.store(out.tile(r0, nr, c0, nc), t)
 
 
 RUN_BYTES = 4096  # contiguous bytes per partition a fused tile moves: dma_efficiency 80% (c / (c + 1 KiB))

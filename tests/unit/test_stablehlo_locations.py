@@ -57,6 +57,19 @@ def test_instructions_carry_both_locations_into_the_profile() -> None:
     assert all(loc == "model.py:12:8" for loc, _ in sources), sources  # nothing at a line of nkic
 
 
+def test_every_op_of_a_fused_chain_is_named_in_the_profile() -> None:
+    """exp then negate are one fused pass over SBUF; each instruction still carries its own op: the load the exp's
+    (its first reader), the negate's multiply and the store the negate's (the op producing the stored result)."""
+    from nkic.compiler.driver import run_neff
+
+    prog = compile_stablehlo(LOCATED, filename="m.mlir", debug_info=True)
+    result = run_neff(prog.result.neff, {"arg0": np.ones((4, 8), np.float32)}, timing_only=True)
+    calls = {call for _, call in result.profile.by_source()}
+    neg = "stablehlo.negate jit(f)/neg m.mlir:5:5 "
+    assert {neg + "nl.multiply", neg + "nl.store"} <= calls, calls
+    assert "stablehlo.exponential jit(f)/exp m.mlir:4:5 nl.load" in calls, calls
+
+
 def test_without_source_locations_the_mlir_line_is_the_location() -> None:
     text = "\n".join(line for line in LOCATED.splitlines() if not line.startswith("#loc"))
     text = text.replace(" loc(#loc5)", "").replace(" loc(#loc6)", "").replace(" loc(#loc)", "").replace(' loc("x")', "")
