@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import functools
 import operator
-import re
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects import builtin as b
+from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -27,7 +26,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Data, Dialect
 from xdsl.irdl import irdl_attr_definition
-from xdsl.parser import AttrParser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
@@ -448,21 +447,10 @@ def _element_types() -> dict[str, "Attribute"]:
     return {r.name: _mlir_element(r.element) for r in DTYPE_RECORDS}
 
 
-# MLIR's element type names, as the dtype records write them (``vector<4xf8E4M3FN>``: four values per element).
-_VECTOR = re.compile(r"vector<(\d+)x(\w+)>")
-
-
 def _mlir_element(name: str) -> Attribute:
-    scalars = {
-        "f32": b.f32, "bf16": b.bf16, "f16": b.f16, "tf32": b.tf32, "i32": b.i32, "i16": b.i16, "i8": b.i8, "i1": b.i1,
-        "ui32": b.IntegerType(32, b.Signedness.UNSIGNED), "ui16": b.IntegerType(16, b.Signedness.UNSIGNED),
-        "ui8": b.IntegerType(8, b.Signedness.UNSIGNED), "f8E4M3": b.f8E4M3, "f8E5M2": b.f8E5M2,
-        "f8E4M3FN": b.f8E4M3FN, "f8E8M0FNU": b.Float8E8M0FNUType(), "f4E2M1FN": b.Float4E2M1FNType(),
-    }  # fmt: skip
-    vector = _VECTOR.fullmatch(name)
-    if vector is not None:
-        return b.VectorType(scalars[vector.group(2)], [int(vector.group(1))])
-    return scalars[name]
+    """The element type a dtype record writes in MLIR's own syntax (``f32``, ``ui16``, ``vector<4xf8E4M3FN>``: four
+    values per element), read by xDSL's parser, so a new dtype needs no table here."""
+    return Parser(Context(), name).parse_type()
 
 
 def dtype_of_element_type(t: "Attribute") -> str:

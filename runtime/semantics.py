@@ -56,75 +56,8 @@ def cast(values: Array, dtype: str) -> Array:
     return values.astype(dt)
 
 
-def _cmp(fn: Callable[[Array, Array], Array]) -> Callable[[Array, Array], Array]:
-    return lambda a, b: fn(a, b).astype(np.result_type(a, b))
-
-
-def _logical(fn: Callable[[Array, Array], Array]) -> Callable[[Array, Array], Array]:
-    return lambda a, b: fn(a != 0, b != 0).astype(np.result_type(a, b))
-
-
-def _divide(a: Array, b: Array) -> Array:
-    if a.dtype.kind == "f":
-        return a / b
-    # Integer division truncates toward zero like C. Division by zero has one result on every engine and
-    # instruction: what the fp32 path gives once stored (x/0 = +-inf saturates to the dtype's max/min, 0/0 = NaN
-    # stores 0), so tensor_tensor's exact integer path and tensor_scalar's fp32 path agree (the hardware rule is
-    # unpublished). The quotient is returned as float64 (exact for 32-bit operands) so that cast() saturates it.
-    safe = np.where(b == 0, 1, b)
-    q = (np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(b == 0, np.asarray(a, np.float64) / 0.0, q)
-
-
-def _mod(a: Array, b: Array) -> Array:
-    if a.dtype.kind == "f":
-        return np.mod(a, b)
-    safe = np.where(b == 0, 1, b)
-    return np.where(b == 0, 0, np.mod(a, safe))
-
-
-def _shift_amount(b: Array) -> Array:
-    return np.clip(b, 0, 32)
-
-
-_U32 = 0xFFFFFFFF
-ALU_FUNCS: dict[str, Callable[[Array, Array], Array]] = {
-    "bypass": lambda a, b: a,
-    "add": np.add,
-    "subtract": np.subtract,
-    "multiply": np.multiply,
-    "divide": _divide,
-    "maximum": np.maximum,
-    "minimum": np.minimum,
-    "equal": _cmp(np.equal),
-    "not_equal": _cmp(np.not_equal),
-    "greater": _cmp(np.greater),
-    "greater_equal": _cmp(np.greater_equal),
-    "less": _cmp(np.less),
-    "less_equal": _cmp(np.less_equal),
-    "logical_and": _logical(np.logical_and),
-    "logical_or": _logical(np.logical_or),
-    "logical_xor": _logical(np.logical_xor),
-    "bitwise_and": np.bitwise_and,
-    "bitwise_or": np.bitwise_or,
-    "bitwise_xor": np.bitwise_xor,
-    # Shifts act on the 32-bit register image; right_shift is logical (NKI has no arithmetic shift).
-    "left_shift": lambda a, b: ((a & _U32) << _shift_amount(b)) & _U32,
-    "right_shift": lambda a, b: (a & _U32) >> _shift_amount(b),
-    "power": np.power,
-    # nki.language: the signed operand of larger / smaller magnitude, ties -> the second operand.
-    "abs_max": lambda a, b: np.where(np.abs(a) > np.abs(b), a, b),
-    "abs_min": lambda a, b: np.where(np.abs(a) < np.abs(b), a, b),
-    "mod": _mod,
-    # KLR's AluOp "average": the mean of the two operands (as a reduction, the mean of the reduced elements).
-    "average": lambda a, b: (a + b) / np.float32(2),  # fp32 (not an integer-exact op)
-    "abs": lambda a, b: np.abs(a),
-    "rsqrt": lambda a, b: np.float32(1.0) / np.sqrt(a),
-    "reciprocal": lambda a, b: np.float32(1.0) / a,
-    "square": lambda a, b: a * a,
-    "relu": lambda a, b: np.maximum(a, np.zeros((), a.dtype)),
-}
+# The ALU ops' arithmetic is their records' (target/vocab.py ALU_RECORDS), as their flags are.
+ALU_FUNCS: dict[str, Callable[[Array, Array], Array]] = {r.name: r.fn for r in ALU_RECORDS}
 
 
 def alu(op: str, a: Array, b: Array) -> Array:

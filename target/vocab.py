@@ -11,7 +11,7 @@ never depends on the position of a name in a list. IR levels store the names; on
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import ml_dtypes
@@ -165,13 +165,19 @@ FLOAT_DTYPES = frozenset(r.name for r in DTYPE_RECORDS if r.is_float)
 PACKED_DTYPES: dict[str, PackedDtype] = {r.name: r.packed for r in DTYPE_RECORDS if r.packed is not None}
 
 
+_Binary = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
 @dataclass(frozen=True)
 class AluRecord:
     """One ALU operation, said once: its name (also its ``nl`` operator token, ``op=nl.<name>``), its code in
-    instruction records, and the flags the numerics (runtime/semantics.py) and the frontend read."""
+    instruction records, its arithmetic and the flags the numerics (runtime/semantics.py) and the frontend read."""
 
     name: str
     code: int
+    # ``fn(a, b)`` on numpy arrays, both float32 or both int64 (runtime/semantics.py ``alu`` chooses the mode from
+    # the flags and runs it with numpy's floating-point errors silenced); a unary op ignores ``b``.
+    fn: _Binary
     unary: bool = False  # the scalar / second operand is ignored (abs, rsqrt, ...)
     bitvec: bool = False  # computes on the integer bits (bitwise ops, shifts)
     int_exact: bool = False  # in integer mode the result is an exact integer (else computed in float32)
@@ -179,45 +185,82 @@ class AluRecord:
     tile_function: bool = False
 
 
-def _alu(name: str, code: int, flags: str = "") -> AluRecord:
+def _alu(name: str, code: int, flags: str, fn: _Binary) -> AluRecord:
     """``flags``: any of ``unary``, ``bitvec``, ``exact`` (int_exact; bitvec ops are exact too), ``tile`` (a binary
     tile function)."""
     f = set(flags.split())
-    return AluRecord(name, code, "unary" in f, "bitvec" in f, "exact" in f or "bitvec" in f, "tile" in f)
+    return AluRecord(name, code, fn, "unary" in f, "bitvec" in f, "exact" in f or "bitvec" in f, "tile" in f)
 
 
+# -- the ALU ops' arithmetic (runtime/semantics.py ``alu`` runs it) ------------------------------------------------
+def _cmp(fn: _Binary) -> _Binary:
+    return lambda a, b: fn(a, b).astype(np.result_type(a, b))
+
+
+def _logical(fn: _Binary) -> _Binary:
+    return lambda a, b: fn(a != 0, b != 0).astype(np.result_type(a, b))
+
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return a / b
+    # Integer division truncates toward zero like C. Division by zero has one result on every engine and
+    # instruction: what the fp32 path gives once stored (x/0 = +-inf saturates to the dtype's max/min, 0/0 = NaN
+    # stores 0), so tensor_tensor's exact integer path and tensor_scalar's fp32 path agree (the hardware rule is
+    # unpublished). The quotient is returned as float64 (exact for 32-bit operands) so that cast() saturates it.
+    safe = np.where(b == 0, 1, b)
+    q = (np.abs(a) // np.abs(safe) * np.sign(a) * np.sign(safe)).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b == 0, np.asarray(a, np.float64) / 0.0, q)
+
+
+def _mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return np.mod(a, b)
+    safe = np.where(b == 0, 1, b)
+    return np.where(b == 0, 0, np.mod(a, safe))
+
+
+def _shift_amount(b: np.ndarray) -> np.ndarray:
+    return np.clip(b, 0, 32)
+
+
+_U32 = 0xFFFFFFFF
 ALU_RECORDS: tuple[AluRecord, ...] = (
-    _alu("bypass", 0, "exact"),
-    _alu("add", 1, "exact tile"),
-    _alu("subtract", 2, "exact tile"),
-    _alu("multiply", 3, "exact tile"),
-    _alu("divide", 4, "exact tile"),
-    _alu("maximum", 5, "exact tile"),
-    _alu("minimum", 6, "exact tile"),
-    _alu("equal", 7, "exact tile"),
-    _alu("not_equal", 8, "exact tile"),
-    _alu("greater", 9, "exact tile"),
-    _alu("greater_equal", 10, "exact tile"),
-    _alu("less", 11, "exact tile"),
-    _alu("less_equal", 12, "exact tile"),
-    _alu("logical_and", 13, "exact tile"),
-    _alu("logical_or", 14, "exact tile"),
-    _alu("logical_xor", 15, "exact tile"),
-    _alu("bitwise_and", 16, "bitvec tile"),
-    _alu("bitwise_or", 17, "bitvec tile"),
-    _alu("bitwise_xor", 18, "bitvec tile"),
-    _alu("left_shift", 19, "bitvec tile"),
-    _alu("right_shift", 20, "bitvec tile"),
-    _alu("power", 21, "tile"),
-    _alu("abs_max", 22, "exact tile"),
-    _alu("abs_min", 23, "exact tile"),
-    _alu("mod", 24, "exact tile"),
-    _alu("abs", 25, "unary exact"),
-    _alu("rsqrt", 26, "unary"),
-    _alu("reciprocal", 27, "unary"),
-    _alu("square", 28, "unary exact"),
-    _alu("relu", 29, "unary exact"),
-    _alu("average", 0x60, "tile"),
+    _alu("bypass", 0, "exact", lambda a, b: a),
+    _alu("add", 1, "exact tile", np.add),
+    _alu("subtract", 2, "exact tile", np.subtract),
+    _alu("multiply", 3, "exact tile", np.multiply),
+    _alu("divide", 4, "exact tile", _divide),
+    _alu("maximum", 5, "exact tile", np.maximum),
+    _alu("minimum", 6, "exact tile", np.minimum),
+    _alu("equal", 7, "exact tile", _cmp(np.equal)),
+    _alu("not_equal", 8, "exact tile", _cmp(np.not_equal)),
+    _alu("greater", 9, "exact tile", _cmp(np.greater)),
+    _alu("greater_equal", 10, "exact tile", _cmp(np.greater_equal)),
+    _alu("less", 11, "exact tile", _cmp(np.less)),
+    _alu("less_equal", 12, "exact tile", _cmp(np.less_equal)),
+    _alu("logical_and", 13, "exact tile", _logical(np.logical_and)),
+    _alu("logical_or", 14, "exact tile", _logical(np.logical_or)),
+    _alu("logical_xor", 15, "exact tile", _logical(np.logical_xor)),
+    _alu("bitwise_and", 16, "bitvec tile", np.bitwise_and),
+    _alu("bitwise_or", 17, "bitvec tile", np.bitwise_or),
+    _alu("bitwise_xor", 18, "bitvec tile", np.bitwise_xor),
+    # Shifts act on the 32-bit register image; right_shift is logical (NKI has no arithmetic shift).
+    _alu("left_shift", 19, "bitvec tile", lambda a, b: ((a & _U32) << _shift_amount(b)) & _U32),
+    _alu("right_shift", 20, "bitvec tile", lambda a, b: (a & _U32) >> _shift_amount(b)),
+    _alu("power", 21, "tile", np.power),
+    # nki.language: the signed operand of larger / smaller magnitude, ties -> the second operand.
+    _alu("abs_max", 22, "exact tile", lambda a, b: np.where(np.abs(a) > np.abs(b), a, b)),
+    _alu("abs_min", 23, "exact tile", lambda a, b: np.where(np.abs(a) < np.abs(b), a, b)),
+    _alu("mod", 24, "exact tile", _mod),
+    _alu("abs", 25, "unary exact", lambda a, b: np.abs(a)),
+    _alu("rsqrt", 26, "unary", lambda a, b: np.float32(1.0) / np.sqrt(a)),
+    _alu("reciprocal", 27, "unary", lambda a, b: np.float32(1.0) / a),
+    _alu("square", 28, "unary exact", lambda a, b: a * a),
+    _alu("relu", 29, "unary exact", lambda a, b: np.maximum(a, np.zeros((), a.dtype))),
+    # KLR's AluOp "average": the mean of the two operands (as a reduction, the mean of the reduced elements).
+    _alu("average", 0x60, "tile", lambda a, b: (a + b) / np.float32(2)),  # fp32 (not an integer-exact op)
 )
 ALU_BY_NAME: dict[str, AluRecord] = {r.name: r for r in ALU_RECORDS}
 ALU_OPS = Vocabulary("ALU opcode", {r.name: r.code for r in ALU_RECORDS})

@@ -45,6 +45,7 @@ def test_the_tables_are_the_records() -> None:
     assert semantics.UNARY_OPS == {r.name for r in ALU_RECORDS if r.unary}
     assert semantics.BITVEC_OPS == {r.name for r in ALU_RECORDS if r.bitvec}
     assert semantics.INT_EXACT_OPS == {r.name for r in ALU_RECORDS if r.int_exact}
+    assert semantics.ALU_FUNCS == {r.name: r.fn for r in ALU_RECORDS}  # the arithmetic is the record's too
 
 
 @pytest.mark.parametrize("record", DTYPE_RECORDS, ids=lambda r: r.name)
