@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import Any, TypeVar
@@ -26,6 +27,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # The running TraceContext (typed loosely: trace_context.py imports this module); None outside a trace.
 _ACTIVE: ContextVar[Any] = ContextVar("nkic_active_trace", default=None)
+# How many activations are open, every thread together. While none is, no thread has a trace and active_context
+# answers without reading the ContextVar: torch.compile's dynamo inlines a kernel's call, and it cannot trace
+# ContextVar.get ("Dynamo does not know how to trace method `get` of class `ContextVar`", a graph break that fails a
+# fullgraph compile), but it reads (and guards on) a module global.
+_open_activations = 0
+_OPEN_LOCK = threading.Lock()
 
 
 def current_context() -> Any:
@@ -41,17 +48,23 @@ def current_context() -> Any:
 
 def active_context() -> Any:
     """The running TraceContext or None (never raises)."""
-    return _ACTIVE.get()
+    return None if _open_activations == 0 else _ACTIVE.get()
 
 
 def activate(ctx: Any) -> Token[Any]:
     """Make ``ctx`` this thread's running trace (``None``: none); undo with :func:`deactivate` and the token."""
+    global _open_activations
+    with _OPEN_LOCK:
+        _open_activations += 1
     return _ACTIVE.set(ctx)
 
 
 def deactivate(token: Token[Any]) -> None:
     """Restore the running trace that :func:`activate` replaced (in the same thread, innermost first)."""
+    global _open_activations
     _ACTIVE.reset(token)
+    with _OPEN_LOCK:
+        _open_activations -= 1
 
 
 def nki_op(impl: F) -> F:
