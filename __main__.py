@@ -2,6 +2,11 @@
 
 import sys
 
-from nkic.tools.script import main
+from nkic.tools.cli import default_blas_threads
+
+# Before numpy loads (OpenBLAS reads its thread count then): the script runner imports the frontend, which loads it.
+default_blas_threads()
+
+from nkic.tools.script import main  # noqa: E402
 
 sys.exit(main())

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
+from nkic.compiler.driver import compile_traced, run_neff
+from nkic.kernels.matmul import matmul
 from nkic.support import safeio
 
 
 def run_demo(out_dir: Path) -> None:
-    from nkic.compiler.driver import compile_traced, run_neff
-    from nkic.kernels.matmul import matmul
-
     rng = np.random.default_rng(0)
     lhsT = rng.standard_normal((256, 128), dtype=np.float32)
     rhs = rng.standard_normal((256, 1024), dtype=np.float32)

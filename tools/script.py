@@ -16,6 +16,10 @@ import os
 import runpy
 import sys
 
+import nkic
+from nkic.frontend.errors import NkiError, located_error
+from nkic.frontend.legacy import migration
+from nkic.interop import install_torch_xla_standin
 from nkic.tools.cli import build_parser, default_blas_threads
 from nkic.tools.cli import main as cli_main
 
@@ -31,13 +35,11 @@ def _cli_commands() -> set[str]:
 
 def _warning_switches(args: list[str]) -> tuple[list[str], str | None]:
     """Strip leading ``-W nki-legacy=ACTION`` / ``-Wnki-legacy=ACTION`` switches; the last ACTION wins."""
-    from nkic.frontend.legacy.migration import parse_switch
-
     action = None
     while args and args[0].startswith("-W"):
         spec = args[0][2:] if len(args[0]) > 2 else (args[1] if len(args) > 1 else "")
         args = args[1:] if len(args[0]) > 2 else args[2:]
-        action = parse_switch(spec)
+        action = migration.parse_switch(spec)
     return args, action
 
 
@@ -49,8 +51,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nkic: error: {e}", file=sys.stderr)
         return 2
     if legacy_action is not None:
-        from nkic.frontend.legacy import migration
-
         migration.set_action(legacy_action)
         os.environ[migration.ENV] = legacy_action  # for the script's own subprocesses
     if not args or args[0] in ("-h", "--help"):
@@ -62,13 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isfile(script):
         print(f"nkic: error: cannot open script '{script}'", file=sys.stderr)
         return 2
-    default_blas_threads()  # before the script (or nkic) imports numpy
-    import nkic
-    from nkic.frontend.errors import NkiError
-
+    default_blas_threads()  # in case main is called from Python: python -m nkic has set it before numpy loaded
     nkic.install_nki_alias()
-    from nkic.interop import install_torch_xla_standin
-
     install_torch_xla_standin()  # the docs' PyTorch examples put their tensors on torch_xla.device()
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [script, *args[1:]]
@@ -84,8 +79,6 @@ def main(argv: list[str] | None = None) -> int:
         # the script imports is raised by the script's import line and keeps Python's traceback.)
         if e.filename is None or os.path.abspath(e.filename) != os.path.abspath(script):
             raise
-        from nkic.frontend.errors import located_error
-
         print(str(located_error(e, source=script)), file=sys.stderr)
         return 1
     finally:

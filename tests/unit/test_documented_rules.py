@@ -191,7 +191,7 @@ def test_legacy_psum_accumulation_stays_legal(tmp_path: Path) -> None:
     """The legacy ``psum += nisa.nc_matmul(...)`` adds a PSUM tile to a PSUM tile: nkic stages one in SBUF, so the
     instruction it emits keeps tensor_tensor's rule."""
     import nkic
-    from nkic.tools.cli import load_kernel
+    from nkic.tools.commands import load_kernel
 
     nkic.install_nki_alias()
     (tmp_path / "legacy_acc.py").write_text(LEGACY_ACCUMULATE)

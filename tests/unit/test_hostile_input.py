@@ -28,7 +28,7 @@ from nkic.runtime.errors import SimulationError
 from nkic.runtime.neff import Neff, NeffFormatError, Subgraph, Variable, read_neff, write_neff
 from nkic.runtime.simulator import simulate as simulate_neff
 from nkic.target.names import is_safe_name, safe_name
-from nkic.tools import cli
+from nkic.tools import cli, commands
 
 
 def _load_neff_helpers():  # the NEFF battery's builders (sample NEFF, re-signing, JSON edits), by path
@@ -125,13 +125,13 @@ def test_tracer_sanitises_user_names() -> None:
 def test_output_path_stays_inside_output_dir(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    assert cli.output_path(out, "fine") == out / "fine.npy"
+    assert commands.output_path(out, "fine") == out / "fine.npy"
     for name in ["../x", "/var/x", "a\0b", "x" * 300]:
         with pytest.raises(cli.CliError, match="not a safe file name"):
-            cli.output_path(out, name)
+            commands.output_path(out, name)
     (out / "link.npy").symlink_to(tmp_path / "elsewhere.npy")  # a planted link out of the folder
     with pytest.raises(safeio.OutputError, match="link.npy: it is a symbolic link, and nkic never writes through"):
-        cli.output_path(out, "link")
+        commands.output_path(out, "link")
     assert not (tmp_path / "elsewhere.npy").exists()
 
 

@@ -219,6 +219,17 @@ def test_runtime_loads_without_xdsl() -> None:
     assert res.stdout.strip() == "False"
 
 
+def test_the_command_line_loads_numpy_only_to_run_a_command() -> None:
+    """``nkic --help`` and usage errors load neither numpy nor the compiler: ``tools/cli.py`` imports
+    ``tools/commands.py`` only to run a command, so ``main`` still chooses the BLAS threading before numpy loads."""
+    code = (
+        "import sys, nkic.tools.cli as cli; cli.build_parser().parse_args(['info', 'k.neff']); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'xdsl'}))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"
+
 def test_import_nkic_leaves_the_environment_alone() -> None:
     """Importing nkic sets no environment variables (the BLAS default belongs to the command-line entry point)."""
     code = "import json, os; before = dict(os.environ); import nkic; print(json.dumps(dict(os.environ) == before))"

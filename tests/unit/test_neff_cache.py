@@ -20,7 +20,7 @@ from nkic.compiler import cache
 from nkic.compiler import driver
 from nkic.compiler.driver import compile_kernel, compile_traced
 from nkic.frontend import TensorSpec
-from nkic.tools.cli import load_kernel
+from nkic.tools.commands import load_kernel
 
 KERNEL = '''
 from nkic import api as nki

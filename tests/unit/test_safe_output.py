@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from nkic.support import safeio
-from nkic.tools import cli
+from nkic.tools import cli, commands
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "kernels"
@@ -514,7 +514,7 @@ def test_an_interrupt_a_library_turned_into_another_error_is_still_one_line(
             sys.excepthook(type(e), e, e.__traceback__)
             raise ImportError("numpy._core.multiarray failed to import") from e
 
-    monkeypatch.setattr(cli, "cmd_info", interrupted_import)
+    monkeypatch.setattr(commands, "cmd_info", interrupted_import)
     assert cli.main(["info", "k.neff"]) == 130
     assert capsys.readouterr().err == "nkic: interrupted\n"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler and sys.excepthook is sys.__excepthook__
@@ -522,7 +522,7 @@ def test_an_interrupt_a_library_turned_into_another_error_is_still_one_line(
     def failing(args: Any) -> None:  # without Ctrl-C the same error is the command's one error line
         raise ImportError("numpy._core.multiarray failed to import")
 
-    monkeypatch.setattr(cli, "cmd_info", failing)
+    monkeypatch.setattr(commands, "cmd_info", failing)
     assert cli.main(["info", "k.neff"]) == 1
     assert capsys.readouterr().err.startswith("nkic: error: ImportError: numpy._core.multiarray failed to import")
 
