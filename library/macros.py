@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
+
+from nkic.dialects import bir
 from nkic.library.registry import RESOLVER, LibraryResolver
-
-if TYPE_CHECKING:
-    from xdsl.dialects.builtin import ModuleOp
 
 Shape = tuple[int, ...]
 # (name, shape, dtype) of a host tensor
@@ -34,9 +34,6 @@ def macro_module(
     ``inputs`` bind the kernel's parameters in order; ``attrs`` become the node's ``kernel_attrs`` (``dtype``
     defaults to the first input's), except ``is_causal``, which IT54 carries as its own property.
     """
-    from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
-
-    from nkic.dialects import bir
 
     params = resolver.parameters(name)
     attrs.setdefault("dtype", inputs[0][2])

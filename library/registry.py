@@ -8,6 +8,7 @@ cached per (name, shapes, attributes); callers always get a fresh clone they may
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from xdsl.utils.exceptions import PassFailedException
 
+from nkic.dialects import bir, penguin
+from nkic.passes.penguin_to_bir import kernel_functions
+
 if TYPE_CHECKING:
-    from nkic.dialects import bir, penguin
     from nkic.frontend import Kernel, TensorSpec
 
 Shape = tuple[int, ...]
@@ -83,7 +86,8 @@ class LibraryResolver:
     def resolve_penguin(
         self, name: str, inputs: Sequence[tuple[Shape, str]], attrs: Mapping[str, Any]
     ) -> penguin.KernelOp:
-        from nkic.dialects import penguin
+        # Deferred: the frontend (the tracer, a third of a second to import) is needed only when a library kernel is
+        # traced, and nkic-opt, started once per lit RUN line, loads this module for every pipeline.
         from nkic.frontend import TensorSpec
 
         entry = self.entry(name)
@@ -97,8 +101,6 @@ class LibraryResolver:
     def resolve_bir(
         self, name: str, srcs_shape: Sequence[Shape], dsts_shape: Sequence[Shape], attrs: Mapping[str, Any]
     ) -> bir.FunctionOp:
-        from nkic.passes.penguin_to_bir import kernel_functions
-
         self.entry(name)
         # An IT54 node carries shapes only; its one element type travels in the attributes.
         dtype = str(attrs.get("dtype", "float32"))
@@ -115,8 +117,6 @@ class LibraryResolver:
 
     def parameters(self, name: str) -> list[str]:
         """The kernel's parameter names in order (the keys of an IT54 node's ``func_args``)."""
-        import inspect
-
         return list(inspect.signature(self.entry(name).load().func).parameters)
 
 
