@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import ml_dtypes
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
@@ -33,3 +35,13 @@ def passes_on(traced: Any, **options: Any) -> Iterator[tuple[ModulePass, ModuleO
 def neff_bytes(module: ModuleOp) -> bytes:
     """The NEFF of an ISA-level module."""
     return write_neff(isa_module_to_neff(module, "k"))
+
+
+def random_inputs(traced: Any, seed: int = 7) -> dict[str, np.ndarray]:
+    """Standard-normal values for each input of a traced kernel, in its dtype (bfloat16 through ml_dtypes)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, shape, dtype in traced.inputs:
+        np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+        out[name] = rng.standard_normal(shape).astype(np_dtype)
+    return out

@@ -9,7 +9,6 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -24,7 +23,7 @@ from nkic.kernels.tensor_add import tensor_add, tensor_add_spmd
 from nkic.passes.dma_optimization import DmaOptimizationPass
 from nkic.passes.dma_transpose import DmaTransposePass
 
-from pipeline_run import neff_bytes, passes_on
+from pipeline_run import neff_bytes, passes_on, random_inputs
 
 
 def _f32(*shape: int) -> TensorSpec:
@@ -79,19 +78,10 @@ def _compile(traced: Any, options: dict[str, Any]) -> tuple[bytes, int]:
     return neff_bytes(module), dmas
 
 
-def _inputs(traced: Any) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(7)
-    out = {}
-    for name, shape, dtype in traced.inputs:
-        np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
-        out[name] = rng.standard_normal(shape).astype(np_dtype)
-    return out
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_outputs_identical_with_and_without_each_transformation(name: str) -> None:
     traced = CASES[name]()
-    inputs = _inputs(traced)
+    inputs = random_inputs(traced)
     results = []
     for options in VARIANTS:
         neff, dmas = _compile(traced, options)

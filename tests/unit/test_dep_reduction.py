@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import ml_dtypes
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
@@ -22,7 +21,7 @@ from nkic.kernels.tensor_add import tensor_add, tensor_add_spmd
 from nkic.passes.dep_reduction import DepReductionPass, reachability, stretches
 from nkic.passes.insert_semaphores import InsertSemaphoresPass
 
-from pipeline_run import neff_bytes, passes_on
+from pipeline_run import neff_bytes, passes_on, random_inputs
 
 
 def _f32(*shape: int) -> TensorSpec:
@@ -78,15 +77,6 @@ def _compile(traced: object, reduce: bool) -> tuple[bytes, ModuleOp | None, Modu
     return neff_bytes(module), before, after
 
 
-def _inputs(traced: object) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(7)
-    out = {}
-    for name, shape, dtype in traced.inputs:  # type: ignore[attr-defined]
-        np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
-        out[name] = rng.standard_normal(shape).astype(np_dtype)
-    return out
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_reachability_and_numerics_unchanged(name: str) -> None:
     traced = CASES[name]()
@@ -97,7 +87,7 @@ def test_reachability_and_numerics_unchanged(name: str) -> None:
     # the explicit edges plus engine order computed on the original edges (the same relation, checked both ways).
     assert _closures(before, True) == _closures(after, True)
     assert _edges(after) <= _edges(before)
-    inputs = _inputs(traced)
+    inputs = random_inputs(traced)
     want = run_neff(plain, inputs).outputs
     got = run_neff(reduced, inputs).outputs
     assert want.keys() == got.keys()

@@ -11,29 +11,22 @@ import ml_dtypes
 import numpy as np
 
 from nkic.dialects import bir
-from nkic.compiler.driver import make_context, run_neff
+from nkic.compiler.driver import run_neff
 from nkic.kernels.matmul import matmul
-from nkic.library import RESOLVER
 from nkic.passes.dma_optimization import DmaOptimizationPass
-from nkic.passes.pipelines import backend, frontend_lowering
-from nkic.passes.resolver import use_resolver
-from nkic.runtime.neff import write_neff
-from nkic.tools.targets import isa_module_to_neff
+from pipeline_run import neff_bytes, passes_on
 
 
 def _compile(traced: object, optimize: bool) -> tuple[bytes, list[int]]:
-    module = traced.module.clone()  # type: ignore[attr-defined]
-    ctx = make_context()
     queues: list[int] = []
-    with use_resolver(RESOLVER):
-        for p in (*frontend_lowering(), *backend()):
-            if isinstance(p, DmaOptimizationPass) and not optimize:
-                continue
-            p.apply(ctx, module)
-            if isinstance(p, DmaOptimizationPass):
-                queues = [i.queue.value.data for f in module.ops if isinstance(f, bir.FunctionOp)
-                          for i in f.instructions() if i.queue is not None]  # fmt: skip
-    return write_neff(isa_module_to_neff(module, "k")), queues
+    for p, module, ctx in passes_on(traced):
+        if isinstance(p, DmaOptimizationPass) and not optimize:
+            continue
+        p.apply(ctx, module)
+        if isinstance(p, DmaOptimizationPass):
+            queues = [i.queue.value.data for f in module.ops if isinstance(f, bir.FunctionOp)
+                      for i in f.instructions() if i.queue is not None]  # fmt: skip
+    return neff_bytes(module), queues
 
 
 def test_matmul_queues_by_load_same_outputs_never_slower() -> None:

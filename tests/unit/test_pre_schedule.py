@@ -8,18 +8,14 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 from nkic.dialects import bir
-from nkic.compiler.driver import make_context, run_neff
+from nkic.compiler.driver import run_neff
 # the program-order attention kernel (flash_attention itself is software-pipelined by hand, with private buffers per
 # group, so pre-scheduling it gains little): compiled unrolled, this is the kernel pre-schedule was written for
 from nkic.kernels.flash_attention import flash_attention_rolled as flash_attention
-from nkic.library import RESOLVER
 from nkic.passes import pre_schedule as ps
 from nkic.passes.allocate_memory import AllocateMemoryPass
-from nkic.passes.pipelines import backend, frontend_lowering
-from nkic.passes.resolver import use_resolver
 from nkic.passes.spill import AllocationWarning
-from nkic.runtime.neff import write_neff
-from nkic.tools.targets import isa_module_to_neff
+from pipeline_run import neff_bytes, passes_on
 
 
 def _f32(seed: int, *shape: int) -> np.ndarray:
@@ -34,17 +30,14 @@ Q, K, V = _f32(1, 1, 1024, 128), _f32(2, 1, 1024, 128), _f32(3, 1, 1024, 128)
 
 
 def _compile(pre: bool, stop_at_alloc: bool = False) -> bytes | ModuleOp:
-    module = flash_attention.trace(Q, K, V, scale=0.088).module.clone()
-    ctx = make_context()
-    with use_resolver(RESOLVER):
-        # without post-schedule, which would otherwise recover much of the interleaving on its own
-        for p in (*frontend_lowering(), *backend(post_schedule=False)):
-            if isinstance(p, ps.PreSchedulePass) and not pre:
-                continue
-            if stop_at_alloc and isinstance(p, AllocateMemoryPass):
-                return module
-            p.apply(ctx, module)
-    return write_neff(isa_module_to_neff(module, "k"))
+    # without post-schedule, which would otherwise recover much of the interleaving on its own
+    for p, module, ctx in passes_on(flash_attention.trace(Q, K, V, scale=0.088), post_schedule=False):
+        if isinstance(p, ps.PreSchedulePass) and not pre:
+            continue
+        if stop_at_alloc and isinstance(p, AllocateMemoryPass):
+            return module
+        p.apply(ctx, module)
+    return neff_bytes(module)
 
 
 def _order(module: ModuleOp) -> list[str]:

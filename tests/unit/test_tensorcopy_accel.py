@@ -9,19 +9,16 @@ import numpy as np
 import pytest
 
 from nkic.dialects import bir
-from nkic.compiler.driver import make_context, run_neff
+from nkic.compiler.driver import run_neff
 from nkic.frontend import TensorSpec
 # the program-order attention kernel: flash_attention itself reads PSUM directly wherever the ISA allows (its copies
 # feed PE transposes' consumers or GpSimd), so it has no copy left to fold
 from nkic.kernels.flash_attention import flash_attention_rolled as flash_attention
 from nkic.kernels.matmul import matmul
-from nkic.library import RESOLVER
-from nkic.passes.pipelines import backend, frontend_lowering
 from nkic.passes.resolve_psum_accumulate import ResolvePsumAccumulatePass
-from nkic.passes.resolver import use_resolver
 from nkic.passes.tensorcopy_accel import fold
-from nkic.runtime.neff import read_neff, write_neff
-from nkic.tools.targets import isa_module_to_neff
+from nkic.runtime.neff import read_neff
+from pipeline_run import neff_bytes, passes_on
 
 
 def _bf16(*shape: int) -> TensorSpec:
@@ -29,16 +26,13 @@ def _bf16(*shape: int) -> TensorSpec:
 
 
 def _compile(traced: object, accel: bool) -> tuple[bytes, int]:
-    module = traced.module.clone()  # type: ignore[attr-defined]
-    ctx = make_context()
     folded = 0
-    with use_resolver(RESOLVER):
-        for p in (*frontend_lowering(), *backend()):
-            p.apply(ctx, module)
-            if accel and isinstance(p, ResolvePsumAccumulatePass):
-                folded = sum(fold(f) for f in module.ops if isinstance(f, bir.FunctionOp))
-                module.verify()
-    return write_neff(isa_module_to_neff(module, "k")), folded
+    for p, module, ctx in passes_on(traced):
+        p.apply(ctx, module)
+        if accel and isinstance(p, ResolvePsumAccumulatePass):
+            folded = sum(fold(f) for f in module.ops if isinstance(f, bir.FunctionOp))
+            module.verify()
+    return neff_bytes(module), folded
 
 
 CASES: dict[str, tuple[Callable[[], object], bool]] = {
