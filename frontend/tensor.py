@@ -476,7 +476,8 @@ class NkiTensor:
         gen = get_target(ctx.options.target).nc_version if ctx is not None else None
         if gen is not None and gen < 4:
             raise NkiError(f".indirect: tensor indirection is available on NeuronCore-v4 (trn3) and later, not on "
-                           f"NeuronCore-v{gen}", "gather with nisa.dma_copy and .ap(vector_offset=) instead")  # fmt: skip
+                           f"NeuronCore-v{gen}",
+                           "gather with nisa.dma_copy and .ap(vector_offset=) instead")  # fmt: skip
         if self.dyn is not None:
             raise NkiError("an indirect view cannot be indirected again", "check t.is_indirect() first")
         if not self.on_chip:

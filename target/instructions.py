@@ -447,7 +447,7 @@ declare(InstrSpec(
              imms=(Imm("op0", "alu"), Imm("operand0", "f32", tensor_role="operand0", required=True), Imm("op1", "alu")),
              flags=("reverse0", "reverse1")))
 declare(InstrSpec(
-    "tensor_reduce", "TENSOR_REDUCE", (_DST, Role("data", slot="src")), ("dve",),
+    "tensor_reduce", "TENSOR_REDUCE", (_DST_TI, Role("data", slot="src", ti=True)), ("dve",),
     "dst = (-)reduce(op) of data over its trailing free axes `axes`",
     fields=(Field("op", "alu", required=True), Field("axes", "axes", required=True, imm=None), Field("negate", "bool"),
             Field("keepdims", "bool", imm=None)),
@@ -459,7 +459,7 @@ declare(InstrSpec(
              flags=("negate",)))
 declare(InstrSpec(
     "tensor_scalar_reduce", "TENSOR_SCALAR_REDUCE",
-    (_DST, Role("data", slot="src"), Role("operand0", required=False, scalar=True),
+    (_DST_TI, Role("data", slot="src", ti=True), Role("operand0", required=False, scalar=True),
      Role("reduce_res", write=True, scalar=True)),
     ("dve",), "dst = data <op0> operand0; reduce_res = (-)reduce(reduce_op, dst)",
     fields=(Field("op0", "alu", required=True), Field("operand0", "f32", tensor_role="operand0", required=True),
@@ -542,7 +542,7 @@ declare(
 declare(
     InstrSpec(
         "tensor_copy_predicated", "TENSOR_COPY_PREDICATED",
-        (Role("dst", write=True), Role("src", required=False), Role("predicate")), ("dve",),
+        (_DST_TI, Role("src", required=False), Role("predicate", ti=True)), ("dve",),
         "dst = src (a tile or a number) where predicate != 0 (== 0 with reverse_pred); elsewhere dst keeps its value",
         fields=(Field("src", "f32", tensor_role="src", required=True), Field("reverse_pred", "bool")),
         elementwise=("src", "predicate"), traits=frozenset({"reads_dst"}),
@@ -570,7 +570,9 @@ declare(
 declare(
     InstrSpec(
         "exponential", "EXPONENTIAL",
-        (_DST, Role("src"), Role("max_value", required=False, scalar=True),
+        # "dst and src support tensor indirection": only src here, EXPONENTIAL has one slot left of MAX_SLOTS for
+        # an index (frontend/recorders/record.py refuses an indirect dst, as not implemented).
+        (_DST, Role("src", ti=True), Role("max_value", required=False, scalar=True),
          Role("reduce_res", write=True, required=False, scalar=True),
          Role("reduce_init", required=False, scalar=True)),
         ("dve",), "dst = exp(src - max_value); reduce_res = the VectorE sum registers after reduce_cmd",
@@ -602,7 +604,8 @@ declare(
 declare(
     InstrSpec(
         "tensor_scalar_cumulative", "TENSOR_SCALAR_CUMULATIVE",
-        (_DST, Role("src"), Role("imm0", required=False, scalar=True), Role("imm1", required=False, scalar=True)),
+        (_DST_TI, Role("src", ti=True), Role("imm0", required=False, scalar=True),
+         Role("imm1", required=False, scalar=True)),
         ("dve",), "reg = op1(op0(src[i], imm0), reg), dst[i] = reg along the free dim; reg starts per reduce_cmd "
         "(op1's identity, the VectorE register, or imm1)",
         fields=(Field("op0", "alu", required=True), Field("op1", "alu", required=True),

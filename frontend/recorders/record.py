@@ -276,8 +276,9 @@ def _with_index_operands(ctx: Any, op: str, operands: dict[str, NkiTensor | None
             continue
         if t.dyn.kind == "indirect":
             if not spec.role(role).ti:
-                raise NkiError(f"nisa.{spec.nki_name or op}: '{role}' cannot be a tensor indirection view (.indirect)",
-                               _TI_HINT.get((op, role), "the reference lists the operands that support it"))  # fmt: skip
+                raise NkiError(f"nisa.{spec.nki_name or op}: '{role}' cannot be a tensor indirection view "
+                               "(.indirect)", _TI_HINT.get((op, role), "the reference lists the operands that "
+                                                           "support it"))  # fmt: skip
             out[spec.role(role).offset_role] = t.dyn.index
             continue
         if not spec.role(role).indirect:
@@ -292,8 +293,9 @@ def _with_index_operands(ctx: Any, op: str, operands: dict[str, NkiTensor | None
 
 
 # Operands the reference lets take a tensor indirection view that nkic does not (yet): why not.
-_TI_HINT = {("activation", "dst"): "not implemented in nkic: ACTIVATE's encoding has one spare operand slot, taken "
-                                   "by data's index; scatter with a tensor_copy from an SBUF result instead"}
+_TI_HINT = {(op, "dst"): f"not implemented in nkic: {opcode}'s encoding has one spare operand slot, taken by "
+                         f"'{src}''s index; scatter with a tensor_copy from an SBUF result instead"
+            for op, opcode, src in (("activation", "ACTIVATE", "data"), ("exponential", "EXPONENTIAL", "src"))}
 
 
 def _indirection_engine(target: Target, op: str, operands: dict[str, NkiTensor | None], attrs: dict[str, Any],

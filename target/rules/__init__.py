@@ -87,8 +87,9 @@ WAIVERS: dict[tuple[str, str], str] = {}
 # The restrictions on tensor indirection (``.indirect(index)`` views of compute operands) of the instructions nkic
 # takes no such view for (those it takes are target/rules/indirection.py): an ``.indirect()`` operand of theirs is an
 # error at the call, so no call reaches them. A waiver of its own kind ("unsupported"), counted apart.
-NO_INDIRECTION = ("unsupported: nkic implements tensor indirection (.indirect() views) for tensor_copy, "
-                  "tensor_tensor, tensor_scalar, nc_matmul and activation's data only; a view on this instruction's "
+NO_INDIRECTION = ("unsupported: nkic takes tensor indirection (.indirect() views) on tensor_copy(_predicated), "
+                  "tensor_tensor, tensor_scalar(_reduce, _cumulative), tensor_reduce, nc_matmul and the sources of "
+                  "activation(_reduce) and exponential, not nc_matmul_mx or activate2; a view on this instruction's "
                   "operands is an error at the call (frontend/recorders/record.py:_with_index_operands), so no call "
                   "reaches this restriction")  # fmt: skip
 

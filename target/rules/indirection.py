@@ -187,3 +187,29 @@ rule("matmul", "On NeuronCore-v4 and later, dst, stationary, and moving support 
 rule("activation", _BASE, api="nisa.activation")(base_partitions("activation", ("data",), "data"))
 rule("activation", "On NeuronCore-v4 and later, dst and data support tensor indirection (gather/scatter) by passing "
      "a view created with .indirect(index).", _BEFORE_V4, api="nisa.activation")(ti_available("activation"))
+rule("activation", _BASE, api="nisa.activation_reduce")(base_partitions("activation_reduce", ("data",), "data"))
+rule("activation", "On NeuronCore-v4 and later, dst and data support tensor indirection (gather/scatter) by passing "
+     "a view created with .indirect(index).", _BEFORE_V4, api="nisa.activation_reduce")(
+    ti_available("activation_reduce"))
+
+rule("tensor_copy_predicated", _BASE)(base_partitions("tensor_copy_predicated", ("predicate",), "predicate"))
+rule("tensor_copy_predicated", "On NeuronCore-v4 and later, dst and predicate support tensor indirection "
+     "(gather/scatter) by passing a view created with .indirect(index).", _BEFORE_V4)(
+    ti_available("tensor_copy_predicated"))
+
+rule("tensor_reduce", _BASE)(base_partitions("tensor_reduce", ("data",), "data"))
+rule("tensor_reduce", "On NeuronCore-v4 and later, both dst and data support tensor indirection (gather/scatter) by "
+     "passing a view created with .indirect(index).", _BEFORE_V4)(ti_available("tensor_reduce"))
+
+rule("tensor_scalar_reduce", _BASE)(base_partitions("tensor_scalar_reduce", ("data",), "data"))
+rule("tensor_scalar_reduce", "On NeuronCore-v4 and later, dst and data support tensor indirection (gather/scatter) "
+     "by passing a view created with .indirect(index).", _BEFORE_V4)(ti_available("tensor_scalar_reduce"))
+
+rule("tensor_scalar_cumulative", _BASE)(base_partitions("tensor_scalar_cumulative", ("src",), "src"))
+rule("tensor_scalar_cumulative", "On NeuronCore-v4 and later, dst and src support tensor indirection "
+     "(gather/scatter) by passing a view created with .indirect(index).", _BEFORE_V4)(
+    ti_available("tensor_scalar_cumulative"))
+
+# exponential exists only from NeuronCore-v4 ("exponential itself is only available on NeuronCore-v4 and later"),
+# so no generation rule of its own here.
+rule("exponential", _BASE)(base_partitions("exponential", ("src",), "src"))

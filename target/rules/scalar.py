@@ -62,16 +62,16 @@ def _same_free(fn: str, a: str, b: str, fits: bool = True) -> Callable[[Call], s
 
 
 def _indirection(api: str) -> None:
-    """The Tensor indirection paragraph of a function nkic takes no ``.indirect()`` view for (activation's base
-    partitions are a rule: target/rules/indirection.py)."""
-    if api != "nisa.activation":
+    """The Tensor indirection paragraph's sentences that are not rules: activate2's (nkic takes no ``.indirect()``
+    view for it), the ScalarE PSUM scatter of activation and activation_reduce (no dst view: their base partitions are
+    rules, target/rules/indirection.py)."""
+    if api == "nisa.activate2":
         waive(api, "When operands are manually allocated, their base partitions must satisfy:", NO_INDIRECTION)
-    if api == "nisa.activation":
+        waive(api, "In addition, on the Scalar engine a scattered dst cannot be in PSUM.", NO_INDIRECTION)
+    elif api != "nisa.exponential":
         waive(api, "In addition, on the Scalar engine a scattered dst cannot be in PSUM.", "unsupported: nkic's "
               "activation takes no .indirect() dst (ACTIVATE has one spare operand slot, taken by data's index): "
               "an error at the call (frontend/recorders/record.py:_with_index_operands), so no call scatters")
-    elif api != "nisa.exponential":
-        waive(api, "In addition, on the Scalar engine a scattered dst cannot be in PSUM.", NO_INDIRECTION)
 
 
 def _chaining(api: str) -> None:

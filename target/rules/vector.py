@@ -21,7 +21,6 @@ from nkic.target.instructions import (
     shuffle_start_problem,
 )
 from nkic.target.rules import (
-    NO_INDIRECTION,
     Call,
     Operand,
     column,
@@ -45,7 +44,6 @@ FP32_MIN = float(np.finfo(np.float32).min)
 _UNSET = (None, "bypass")
 
 # Waiver reasons shared by many sentences.
-_INDIRECT = NO_INDIRECTION
 _ON_CHIP = ("sbuf", "psum")
 _CHAINING = ("semantics, not a restriction: reduce_res=None keeps the result in the engine's registers (the "
              "simulator carries them to the next call)")  # fmt: skip
@@ -359,7 +357,6 @@ rule("tensor_reduce", "The partition dimension size of input data and output dst
      "exceed 128.")(_dims_agree("tensor_reduce", "data", "dst", free=False))
 rule("tensor_reduce", "The number of elements per partition of data must not exceed the physical size of each SBUF "
      "partition.")(_dims_agree("tensor_reduce", "data", partitions=False, free=False, fits=True))
-waive("nisa.tensor_reduce", "When operands are manually allocated", _INDIRECT)
 
 # ------------------------------------------------------------------------------------------------------------
 # tensor_scalar_reduce
@@ -390,7 +387,6 @@ def _reduce_init_for_load(call: Call) -> str | None:
         return "tensor_scalar_reduce: reduce_cmd=load_reduce needs reduce_init, the value the reduction starts from"
     return None
 
-waive("nisa.tensor_scalar_reduce", "When operands are manually allocated", _INDIRECT)
 rule("tensor_scalar_reduce", "Must be None or 0 when op0 is a unary operator (e.g., nl.abs).")(
     _unary_operand0("tensor_scalar_reduce"))
 _REVERSE0 = ("ambiguous: reverse0 is marked '(not supported yet)' yet its meaning is documented; nkic accepts it and "
@@ -427,7 +423,6 @@ def _cumulative_imm_fp32(call: Call) -> str | None:
     return None
 
 
-waive("nisa.tensor_scalar_cumulative", "When operands are manually allocated", _INDIRECT)
 
 # ------------------------------------------------------------------------------------------------------------
 # tensor_tensor_scan
@@ -465,7 +460,6 @@ def _copy_predicated(call: Call) -> str | None:
 
 waive("nisa.tensor_copy_predicated", "This instruction provides low-level control", "semantics, not a restriction: "
       "what the instruction is for")
-waive("nisa.tensor_copy_predicated", "When operands are manually allocated", _INDIRECT)
 
 
 @rule("memset", "For x4 packed types (float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4), only value=0 is "

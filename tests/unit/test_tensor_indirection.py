@@ -189,18 +189,26 @@ def test_indirect_before_neuroncore_v4_is_an_error_at_the_line(target) -> None:
     assert f":{_line_of(copy_gather, 'd.indirect(')}:" in str(e.value)
 
 
-def act_scatter(x, index):
+def act_scatter(x, index, fn):
     a, i = load(x), load(index)
     o = nl.ndarray((x.shape[0], 64), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.activation(dst=o.indirect(i), op=nl.exp, data=a)
+    if fn == "activation":
+        nisa.activation(dst=o.indirect(i), op=nl.exp, data=a)
+    elif fn == "exponential":
+        nisa.exponential(dst=o.indirect(i), src=a)
+    else:
+        nisa.tensor_tensor(dst=o[:, 0:16], data1=a, data2=a.indirect(i), op=nl.add)
     return store(o)
 
 
-def test_an_operand_nkic_cannot_index_is_an_error_at_the_line() -> None:
+@pytest.mark.parametrize("fn,role,why", [("activation", "dst", "not implemented in nkic"),
+                                         ("exponential", "dst", "not implemented in nkic"),
+                                         ("tensor_tensor", "data2", "the reference lists the operands")])  # fmt: skip
+def test_an_operand_nkic_cannot_index_is_an_error_at_the_line(fn, role, why) -> None:
     x = RNG.standard_normal((16, 16)).astype(np.float32)
-    with pytest.raises(NkiError, match=r"'dst' cannot be a tensor indirection view.*not implemented in nkic") as e:
-        nki.jit(act_scatter, platform_target="trn3")(x, np.zeros((16, 1), np.int32))
-    assert f":{_line_of(act_scatter, 'nisa.activation(')}:" in str(e.value)
+    with pytest.raises(NkiError, match=rf"'{role}' cannot be a tensor indirection view.*{why}") as e:
+        nki.jit(act_scatter, platform_target="trn3")(x, np.zeros((16, 1), np.int32), fn)
+    assert f":{_line_of(act_scatter, f'nisa.{fn}(')}:" in str(e.value)
 
 
 def test_an_offset_outside_the_partition_is_a_simulation_error() -> None:
@@ -312,3 +320,49 @@ def test_a_matmul_breaking_a_rule_is_refused_at_its_line(case, match) -> None:
     at = src.index(next(line for line in src if f'"{case}"' in line))
     line = first + next(k for k in range(at, len(src)) if "# BREAKS" in src[k])
     assert f":{line}:" in str(e.value)
+
+
+# -- the other instructions whose paragraph nkic implements -----------------------------------------------------------
+def more_instructions(x, pred, index):
+    a, p, i = load(x), load(pred), load(index)
+    P, n = x.shape[0], index.size
+    red = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=red, op=nl.maximum, data=a.indirect(i), axis=1)
+    tsr = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.sbuf)
+    tsr_res = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_reduce(dst=tsr, data=a.indirect(i), op0=nl.multiply, operand0=2.0, reduce_op=nl.add,
+                              reduce_res=tsr_res)  # fmt: skip
+    cum = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=cum, value=0.0)
+    nisa.tensor_scalar_cumulative(dst=cum.indirect(i), src=a.indirect(i), op0=nl.multiply, op1=nl.add, imm0=1.0,
+                                  reduce_cmd=nisa.reduce_cmd.reset_reduce)  # fmt: skip
+    sel = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=sel, value=-1.0)
+    nisa.tensor_copy_predicated(dst=sel.indirect(i), src=a[:, 0:n], predicate=p.indirect(i))
+    ex = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.exponential(dst=ex, src=a.indirect(i))
+    ar = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.sbuf)
+    ar_res = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(dst=ar, op=nl.copy, data=a.indirect(i), reduce_op=nl.add, reduce_res=ar_res)
+    return store(red), store(tsr), store(tsr_res), store(cum), store(sel), store(ex), store(ar_res)
+
+
+def test_reduce_scan_select_and_exponential_gather_and_scatter() -> None:
+    P, F, K = 16, 40, 2
+    x = RNG.standard_normal((P, F)).astype(np.float32)
+    pred = RNG.integers(0, 2, (P, F)).astype(np.uint8)
+    index = RNG.permutation(F)[: P * K].reshape(K, P).T.astype(np.int32).copy()
+    red, tsr, tsr_res, cum, sel, ex, ar_res = nki.jit(more_instructions, platform_target="trn3")(x, pred, index)
+    o = snake(index, 16)
+    g = x[:, o]
+    np.testing.assert_array_equal(red, g.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(tsr, g * 2, rtol=1e-6)
+    np.testing.assert_allclose(tsr_res, (g * 2).sum(axis=1, keepdims=True), rtol=1e-5)
+    want = np.zeros_like(x)
+    want[:, o] = np.cumsum(g, axis=1)
+    np.testing.assert_allclose(cum, want, rtol=1e-5, atol=1e-5)
+    want = np.full_like(x, -1.0)
+    want[:, o] = np.where(pred[:, o] != 0, x[:, : len(o)], -1.0)
+    np.testing.assert_array_equal(sel, want)
+    np.testing.assert_allclose(ex, np.exp(g), rtol=1e-5)
+    np.testing.assert_allclose(ar_res, g.sum(axis=1, keepdims=True), rtol=1e-5)
