@@ -150,15 +150,18 @@ def test_tensor_scalar_and_activation_gather() -> None:
     np.testing.assert_allclose(o3, want, rtol=1e-6, atol=1e-6)
 
 
-def matmul_indirect(st, mv, si, mi, scatter):
+def matmul_indirect(st, mv, si, mi):
     s, m, a, b = load(st), load(mv), load(si), load(mi)
-    M, N = si.size, mi.size
-    ps = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
-    if scatter:
-        nisa.memset(dst=ps, value=0.0)
-        nisa.nc_matmul(dst=ps.indirect(b), stationary=s.indirect(a), moving=m[:, :N])
-    else:
-        nisa.nc_matmul(dst=ps, stationary=s.indirect(a), moving=m.indirect(b))
+    ps = nl.ndarray((si.size, mi.size), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=ps, stationary=s.indirect(a), moving=m.indirect(b))
+    return store(ps)
+
+
+def matmul_scatter(st, mv, di, width):
+    s, m, d = load(st), load(mv), load(di)
+    ps = nl.ndarray((st.shape[1], width), dtype=nl.float32, buffer=nl.psum)
+    nisa.memset(dst=ps, value=0.0)
+    nisa.nc_matmul(dst=ps.indirect(d), stationary=s, moving=m)
     return store(ps)
 
 
@@ -168,10 +171,22 @@ def test_nc_matmul_gathers_stationary_and_moving_in_32_partition_groups() -> Non
     mv = RNG.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
     si = RNG.integers(0, M, (K, 1)).astype(np.int32)
     mi = RNG.integers(0, N, (K, 2)).astype(np.int32)
-    out = nki.jit(matmul_indirect, platform_target="trn3")(st, mv, si, mi, False)
+    out = nki.jit(matmul_indirect, platform_target="trn3")(st, mv, si, mi)
     s = st.astype(np.float32)[:, snake(si, 32)]
     m = mv.astype(np.float32)[:, snake(mi, 32)]
     np.testing.assert_allclose(out, s.T @ m, rtol=2e-2, atol=2e-2)
+
+
+def test_nc_matmul_scatters_its_result_columns() -> None:
+    K, M, W = 32, 64, 200
+    st = RNG.standard_normal((K, M)).astype(ml_dtypes.bfloat16)
+    mv = RNG.standard_normal((K, M)).astype(ml_dtypes.bfloat16)  # M result columns, one per offset
+    offsets = RNG.permutation(W)[:M].astype(np.int32)
+    di = offsets[:, None].copy()  # (M, 1), dst's partitions: one column, so the snake is the row order
+    out = nki.jit(matmul_scatter, platform_target="trn3")(st, mv, di, W)
+    want = np.zeros((M, W), np.float32)
+    want[:, snake(di, 32)] = st.astype(np.float32).T @ mv.astype(np.float32)
+    np.testing.assert_allclose(out, want, rtol=2e-2, atol=2e-2)
 
 
 # -- errors ----------------------------------------------------------------------------------------------------------
