@@ -23,7 +23,9 @@ The API (POSIX: it needs ``O_NOFOLLOW``, ``O_DIRECTORY`` and ``dir_fd``)::
         OS error number (0 when the refusal is nkic's own, as for a symbolic link).
     TEMP_PREFIX = ".tmp-"
         Temporary files are named ``.tmp-<16 hex digits>[-<name>]`` beside the destination. Only a process killed
-        outright (SIGKILL, a power cut) leaves one; it is never mistaken for the destination and may be removed.
+        outright (SIGKILL, a power cut) leaves one; it is never mistaken for the destination and may be removed. The
+        next write of the same destination removes its leftovers once they are an hour old (``STALE_TEMP_SECONDS``,
+        the NEFF cache's rule for its own): a younger one may be another process's write in progress.
 
 How a file is written: its directory is opened (``O_DIRECTORY``); a temporary file is created in it relative to that
 handle with ``O_CREAT | O_EXCL | O_NOFOLLOW`` and mode 0o666, so the umask applies exactly as with ``open()`` (0o022
@@ -58,10 +60,13 @@ import errno
 import os
 import secrets
 import stat
+import time
 from collections.abc import Callable
 from typing import IO, Any
 
 TEMP_PREFIX = ".tmp-"
+STALE_TEMP_SECONDS = 3600.0
+_TEMP_TOKEN_DIGITS = 16  # secrets.token_hex(8)
 
 StrPath = str | os.PathLike[str]
 Fill = Callable[[IO[bytes]], Any]
@@ -231,7 +236,7 @@ def _create_temp(dfd: int, name: str, shown: str) -> tuple[str, int]:
     """A new temporary file beside ``name`` (O_EXCL: never an existing file or link), mode 0o666 less the umask."""
     tail = f"-{name}" if len(os.fsencode(name)) <= _NAME_IN_TEMP_MAX else ""
     for _ in range(100):
-        tmp = f"{TEMP_PREFIX}{secrets.token_hex(8)}{tail}"
+        tmp = f"{TEMP_PREFIX}{secrets.token_hex(_TEMP_TOKEN_DIGITS // 2)}{tail}"
         try:
             return tmp, os.open(tmp, _FILE_FLAGS, 0o666, dir_fd=dfd)
         except FileExistsError:  # 64 random bits taken: another writer's file, or one planted; draw again
@@ -268,6 +273,31 @@ def _write_at(dfd: int, name: str, fill: Fill, shown: str) -> None:
         raise
     with contextlib.suppress(OSError):  # some file systems cannot fsync a directory; the file itself is complete
         os.fsync(dfd)
+    _remove_stale_temps(dfd, name)
+
+
+def _remove_stale_temps(dfd: int, name: str) -> None:
+    """Remove the temporary files of earlier writes of ``name`` in ``dfd`` that are over an hour old: SIGKILL gives a
+    writer no chance to remove its own (bench/kill_outputs.py kills writers mid-write). Only names this module makes
+    for ``name`` (``.tmp-<16 hex digits>-<name>``, a regular file) are touched; a name too long to carry ``name`` is
+    left alone, as is anything that cannot be read or removed."""
+    tail = f"-{name}"
+    if len(os.fsencode(name)) > _NAME_IN_TEMP_MAX:
+        return
+    now = time.time()
+    with contextlib.suppress(OSError), os.scandir(dfd) as entries:  # a dup of dfd, rewound when closed
+        for entry in entries:
+            token = entry.name[len(TEMP_PREFIX) : -len(tail)]
+            if not (entry.name.startswith(TEMP_PREFIX) and entry.name.endswith(tail)) or not _is_token(token):
+                continue
+            with contextlib.suppress(OSError):
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and now - st.st_mtime > STALE_TEMP_SECONDS:
+                    os.unlink(entry.name, dir_fd=dfd)
+
+
+def _is_token(text: str) -> bool:
+    return len(text) == _TEMP_TOKEN_DIGITS and all(c in "0123456789abcdef" for c in text)
 
 
 def _with_reason(f: IO[bytes], e: OSError) -> OSError:

@@ -245,6 +245,28 @@ def test_a_full_disk_under_numpy_save_names_the_os_reason(tmp_path: Path) -> Non
     assert (r.returncode, r.stdout, r.stderr) == (0, f"cannot write {path}: File too large {errno.EFBIG}\n", "")
     assert path.read_bytes() == b"old" and leftovers(tmp_path) == []
 
+
+def test_a_killed_writers_temporary_file_goes_with_the_next_write_after_an_hour(tmp_path: Path) -> None:
+    """SIGKILL mid-write leaves ``.tmp-<hex>-k.neff`` (bench/kill_outputs.py); the next write of k.neff removes it
+    once it is an hour old. A younger one may be another process's write in progress; other names are not ours."""
+    hour_ago = time.time() - safeio.STALE_TEMP_SECONDS - 60
+    names = {"stale": ".tmp-0123456789abcdef-k.neff", "fresh": ".tmp-fedcba9876543210-k.neff",
+             "other file": ".tmp-0123456789abcdef-j.neff", "not ours": ".tmp-notahexnumber00-k.neff",
+             "a folder": ".tmp-00112233445566ff-k.neff"}  # fmt: skip
+    for what, name in names.items():
+        if what == "a folder":
+            (tmp_path / name).mkdir()
+        else:
+            (tmp_path / name).write_bytes(b"half")
+        if what != "fresh":
+            os.utime(tmp_path / name, (hour_ago, hour_ago))
+    with safeio.Folder(tmp_path) as folder:
+        folder.write_bytes("j2.neff", b"new")  # another name: nothing of k.neff's goes
+        assert len(leftovers(tmp_path)) == 5
+        folder.write_bytes("k.neff", b"new")  # the folder's handle is listed again: each listing starts afresh
+    assert leftovers(tmp_path) == sorted(n for w, n in names.items() if w != "stale")
+    assert (tmp_path / "k.neff").read_bytes() == b"new"
+
 def test_an_interrupt_mid_write_keeps_the_old_file(tmp_path: Path) -> None:
     path = tmp_path / "out.npy"
     path.write_bytes(b"old")
