@@ -10,4 +10,8 @@ module is assembled there too (``nkic.api``; ``nkic.install_nki_alias()`` makes 
 from nkic.frontend.errors import NkiError
 from nkic.frontend.tracer import Kernel, TensorSpec, TracedKernel, dont_trace, jit
 
+# The layers above the tensor model lend it what it records (tensor.ASSIGN, tensor.BROADCAST_TO) when they load:
+# loading the nl surface here loads them all, whichever frontend module is imported first.
+from nkic.frontend import language as _language  # noqa: E402,F401
+
 __all__ = ["Kernel", "NkiError", "TensorSpec", "TracedKernel", "dont_trace", "jit"]

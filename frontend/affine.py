@@ -15,7 +15,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any
 
-from nkic.frontend.errors import NeedsUnroll
+from nkic.frontend.errors import NeedsUnroll, NkiError
 
 
 class IndexExpr:
@@ -171,3 +171,13 @@ def is_symbolic(value: Any) -> bool:
 
 def value_bounds(value: "IndexExpr | int") -> tuple[int, int]:
     return value.bounds() if isinstance(value, IndexExpr) else (value, value)
+
+
+def static_int(value: Any, what: str) -> int:
+    """An int known at trace time (a loop variable here forces its loop to unroll)."""
+    if isinstance(value, bool):
+        return int(value)
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise NkiError(f"{what} must be an int, got {type(value).__name__}") from None

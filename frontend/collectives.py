@@ -19,10 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nkic.frontend.affine import is_symbolic as _is_symbolic
 from nkic.frontend.context import nki_op
 from nkic.frontend.control import VirtualRegister, new_register
 from nkic.frontend.errors import NkiError
 from nkic.frontend.ops import alu_op
+from nkic.frontend.recorders.record import _record
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.unsupported import missing_names
 from nkic.target.collectives import REDUCE_OPS, format_groups, format_pairs
@@ -158,9 +160,7 @@ def _scaled(op: str, small: NkiTensor, big: NkiTensor, dim: int, n: int, what: s
 
 
 def _emit(ctx: Any, op: str, operands: dict[str, NkiTensor], attrs: dict[str, Any]) -> None:
-    from nkic.frontend.recorders.record import _record  # the checks every instruction gets (memories, engines, rules)
-
-    _record(ctx, op, operands, attrs)
+    _record(ctx, op, operands, attrs)  # the checks every instruction gets (memories, engines, rules)
 
 
 # -- the collectives ------------------------------------------------------------------------------------------------
@@ -382,9 +382,7 @@ def collective_permute_implicit_current_processing_rank_id(ctx: Any, iteration_i
 
 
 def _symbolic(value: Any) -> bool:
-    from nkic.frontend.affine import is_symbolic
-
-    return is_symbolic(value)
+    return _is_symbolic(value)
 
 
 __getattr__ = missing_names("nki.collectives")

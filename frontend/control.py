@@ -27,7 +27,7 @@ from typing import Any
 
 from nkic.frontend.context import active_context, nki_op
 from nkic.frontend.errors import NkiError, user_frame, user_location
-from nkic.frontend.tensor import NkiTensor
+from nkic.frontend.rule_checks import nl_rules
 from nkic.target.instructions import NUM_REGISTERS
 
 __all__ = ["VirtualRegister", "new_register", "set_register", "register_value", "dynamic_range", "fori_loop",
@@ -119,9 +119,7 @@ def _end(ctx: Any, cond: VirtualRegister) -> None:
 
 
 def _positive_step(step: Any, what: str) -> int:
-    from nkic.frontend.recorders.record import language_rules
-
-    language_rules(None, what, {}, step=step)  # target/rules/language.py
+    nl_rules(None, what, {}, step=step)  # target/rules/language.py
     return step
 
 
@@ -139,9 +137,7 @@ def no_reorder_block() -> Iterator[None]:
 
 
 def _not_in_no_reorder(ctx: Any, loop: str) -> None:
-    from nkic.frontend.recorders.record import language_rules
-
-    language_rules(ctx, "no_reorder", {}, loop=loop, depth=_NO_REORDER.get())
+    nl_rules(ctx, "no_reorder", {}, loop=loop, depth=_NO_REORDER.get())
 
 
 @nki_op
@@ -222,10 +218,3 @@ def while_loop(ctx: Any, init: Any, body_fun: Callable[[VirtualRegister], Any]) 
     set_register(ctx, cond, result, "while_loop")
     _end(ctx, cond)
 
-
-def check_scalar_tensor(op: str, role: str, t: Any) -> NkiTensor:
-    if not isinstance(t, NkiTensor):
-        raise NkiError(f"{op}: '{role}' must be a tensor, got {type(t).__name__}")
-    if t.size != 1:
-        raise NkiError(f"{op}: '{role}' must hold exactly one element, got shape {t.shape}")
-    return t

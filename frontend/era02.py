@@ -26,14 +26,13 @@ from typing import Any
 
 from nkic.frontend.dtypes import BUFFERS, Buffer
 from nkic.frontend.errors import user_frame
+from nkic.frontend.legacy.migration import legacy
 from nkic.frontend.varnames import assigned_name
 
 ERA = "the NKI 0.2 spelling"
 
 
 def _report(construct: str, modern: str) -> None:
-    from nkic.frontend.legacy.migration import legacy  # the legacy package imports the frontend: import when used
-
     legacy(construct, modern, spelling=ERA)
 
 

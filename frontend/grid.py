@@ -12,23 +12,25 @@ pattern (``NkiTensor.ap(vector_offset=...)``).
 A comparison of grids is a :class:`Predicate`, a conjunction of affine constraints over the same coordinates. As
 ``mask=`` of an instruction it restricts the instruction to the elements whose coordinates satisfy it: a constraint
 on one coordinate (``i_p < 64``) cuts that dim of every operand that spans it (masked-off destination elements are
-left untouched, and masked-off indices may lie outside the tensor), see :func:`restrict_operands`.
+left untouched, and masked-off indices may lie outside the tensor), see ``recorders/masks.py``.
+
+Index grids and predicates are values below the tensor model: ``tensor.py`` indexes a tensor with them
+(``index_view``) and ``recorders/masks.py`` applies a mask to an instruction's operands.
 """
 
 from __future__ import annotations
 
 import dis
-import inspect
 import operator
 import sys
-from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from nkic.frontend.affine import DynSlice, IndexExpr, is_symbolic
+import numpy as np
+
+from nkic.frontend.affine import IndexExpr, is_symbolic, static_int as _static_int
 from nkic.frontend.errors import NkiError, user_frame
-from nkic.frontend.tensor import NkiTensor, _static_int
 
 _CONTROL = (
     "control flow on an index grid is not supported: its values exist only on the device",
@@ -81,8 +83,6 @@ class IndexGrid:
 
     def values(self) -> Any:
         """The grid as a numpy array (its constant part must be static); for tests and error messages."""
-        import numpy as np
-
         const = _int(self.const, "grid constant")
         if is_symbolic(const):
             const = int(const)  # needs the loop's value
@@ -130,7 +130,7 @@ class IndexGrid:
             shape = _broadcast(self.shape, other.shape)
             a, b = self._padded(len(shape)), other._padded(len(shape))
             return IndexGrid(shape, tuple(x + sign * y for x, y in zip(a, b)), self.const + sign * other.const)
-        if isinstance(other, NkiTensor):
+        if getattr(other, "_nki_tensor_", False):  # an NkiTensor (tensor.py imports this module)
             return NotImplemented
         k = _int(other, "a number added to an index grid")
         return IndexGrid(self.shape, self.coeffs, self.const + sign * k)
@@ -312,144 +312,6 @@ def block_layout(dims: tuple[int, ...], blocks: int) -> tuple[int, ...]:
     return (dims[blocks], *dims[:blocks], *dims[blocks + 1 :])
 
 
-def block_view(t: NkiTensor, dims: tuple[int, ...], blocks: int) -> NkiTensor:
-    """The user's view ``dims`` (block dims first) of a block tensor ``t`` stored as ``block_layout(dims)``."""
-    pairs = list(t.pairs)  # storage order: partition, blocks..., free...
-    ordered = (*pairs[1 : blocks + 1], pairs[0], *pairs[blocks + 1 :])
-    view = NkiTensor(t.storage, t.offset, tuple(ordered), t.dtype)
-    view.block_dims = blocks
-    return view
-
-
-# -- tensor indexing with grids ------------------------------------------------------------------------------
-def index_view(t: NkiTensor, key: Any) -> NkiTensor:
-    """``t[key]`` with index grids / tensors in ``key`` (numpy advanced indexing, see the module docstring)."""
-    if t.dyn is not None:
-        raise NkiError("an indirect view cannot be indexed again", "put the whole access into one subscript")
-    from nkic.frontend.tensor import _expand_key, _is_advanced, _resolve_index, _resolve_slice
-
-    keys = _expand_key(key, t.ndim)
-    nb = t.block_dims
-    if nb:
-        if _is_advanced(tuple(keys[:nb])):
-            raise NkiError("the block dims of a par_dim tensor take ints or slices, not index grids",
-                           "index one block at a time: t[b, i_p, i_f] in a loop over b")  # fmt: skip
-        tile = t._block_item(keys[:nb] + [slice(None)] * (t.ndim - nb))
-        if tile.block_dims:
-            raise NkiError("index every block dim of a par_dim tensor with an int before indexing it with grids")
-        return index_view(tile, tuple(keys[nb:]))
-    adv = [i for i, k in enumerate(keys) if isinstance(k, (IndexGrid, NkiTensor))]
-    rank = max(keys[i].ndim for i in adv)
-    bshape: tuple[int, ...] = ()
-    for i in adv:
-        k = keys[i]
-        # A run-time index tile holds one index per partition: it varies along the first axis (left-aligned).
-        shape = (k.shape[0],) + (1,) * (rank - 1) if isinstance(k, NkiTensor) else k.shape
-        bshape = _broadcast(bshape, shape)
-    nd = len(bshape)
-    offset: int | IndexExpr = t.offset
-    sliced: list[tuple[int, tuple[int, int]]] = []  # (tensor dim, (step, num)) of the slice dims
-    coeff = [[0] * nd for _ in range(t.ndim)]  # coeff[i][d]: tensor dim i per result coordinate d
-    runtime: tuple[int, NkiTensor] | None = None
-    for i, (k, (step, num)) in enumerate(zip(keys, t.pairs)):
-        if isinstance(k, IndexGrid):
-            coeff[i] = list(k._padded(nd))
-            offset = offset + k.const * step
-        elif isinstance(k, NkiTensor):
-            if runtime is not None:
-                raise NkiError("only one dim can be indexed by a tensor (a run-time index)")
-            runtime = (i, k)
-        elif isinstance(k, (slice, DynSlice)):
-            if isinstance(k, DynSlice):
-                k = slice(k.start, k.start + _static_int(k.size, "nl.ds size"), 1)
-            start, length, kstep = _resolve_slice(k, num, i)
-            offset = offset + start * step
-            sliced.append((i, (step * kstep, length)))
-        else:
-            offset = offset + _resolve_index(k, num, i) * step
-    # numpy: adjacent advanced indices put the broadcast dims in their place, otherwise first.
-    adjacent = adv == list(range(adv[0], adv[-1] + 1))
-    at = sum(1 for i, _ in sliced if i < adv[0]) if adjacent else 0
-    bpairs = []
-    for d, n in enumerate(bshape):
-        stride = sum(coeff[i][d] * t.pairs[i][0] for i in range(t.ndim))
-        bpairs.append((stride if n > 1 else 0, n))
-    pairs = [p for _, p in sliced]
-    pairs[at:at] = bpairs
-    order: list[tuple[str, int]] = [("s", i) for i, _ in sliced]
-    order[at:at] = [("b", d) for d in range(nd)]
-    if runtime is not None:
-        return _runtime_view(t, runtime, offset, pairs, at, coeff, bshape)
-    if t.on_chip:
-        pairs = _on_chip_pairs(t, pairs, order, coeff, bshape)
-    view = NkiTensor(t.storage, offset, tuple(pairs), t.dtype)
-    view.oob_note = _out_of_range(t, keys, bshape)
-    return view
-
-
-def _out_of_range(t: NkiTensor, keys: list[Any], bshape: tuple[int, ...]) -> str | None:
-    """Which grid index leaves its dim (checked when an instruction uses the view: a mask may cut it first)."""
-    for i, (k, n) in enumerate(zip(keys, t.shape)):
-        if not isinstance(k, IndexGrid):
-            continue
-        lo, hi = (k.const.bounds() if is_symbolic(k.const) else (k.const, k.const))
-        for c, m in zip(k._padded(len(bshape)), bshape):
-            lo, hi = lo + min(0, c * (m - 1)), hi + max(0, c * (m - 1))
-        if lo < 0 or hi >= n:
-            return f"the index grid on dim {i} ranges over {lo}..{hi}, outside 0..{n - 1}"
-    return None
-
-
-def _on_chip_pairs(t: NkiTensor, pairs: list[tuple[int, int]], order: list[tuple[str, int]],
-                   coeff: list[list[int]], bshape: tuple[int, ...]) -> list[tuple[int, int]]:  # fmt: skip
-    """Check that the result's first dim walks the partitions one by one and no other dim moves across them
-    (what an on-chip access pattern can express), and give the first pair the partition step."""
-    pstep = t.pairs[0][0]
-    walking = [r for r, (kind, x) in enumerate(order)
-               if (kind == "s" and x == 0 and pairs[r][1] > 1) or (kind == "b" and coeff[0][x] and bshape[x] > 1)]
-    hint = "SBUF/PSUM views keep the partition dim first: index it with i_p = nl.arange(P)[:, None] (+ a constant)"
-    if len(walking) > 1 or (walking and walking[0] != 0):
-        raise NkiError(f"on-chip tensor '{t.label}': the partition dim would not be the first dim of the view "
-                       f"(it moves along result dims {walking})", hint + "; transpose with nisa.nc_transpose")
-    if walking:
-        kind, x = order[0]
-        if kind == "b" and coeff[0][x] != 1:
-            raise NkiError(f"on-chip tensor '{t.label}': the partition index steps by {coeff[0][x]}", hint)
-        if pairs[0][0] != pstep:
-            raise NkiError(f"on-chip tensor '{t.label}': the first axis of the view moves the partition and a free dim "
-                           "together, which no on-chip access pattern expresses", hint)  # fmt: skip
-    elif pairs and pairs[0][1] > 1:
-        raise NkiError(f"on-chip tensor '{t.label}': the first dim of the view ({pairs[0][1]} elements) does not walk "
-                       "the partitions", hint)  # fmt: skip
-    if not pairs:
-        return [(pstep, 1), (1, 1)]
-    out = [(pstep, pairs[0][1]), *pairs[1:]]
-    return out if len(out) >= 2 else [*out, (1, 1)]
-
-
-def _runtime_view(t: NkiTensor, runtime: tuple[int, NkiTensor], offset: Any, pairs: list[tuple[int, int]],
-                  at: int, coeff: list[list[int]], bshape: tuple[int, ...]) -> NkiTensor:  # fmt: skip
-    """``data[idx_tile, i_f]``: the rows of result dim 0 start at the run-time indices (an indirect DMA)."""
-    dim, idx = runtime
-    if t.on_chip:
-        raise NkiError(f"a tensor index (run-time index) needs an HBM tensor, '{t.label}' is in {t.buffer}",
-                       "gather on chip with nisa.local_gather / nl.gather_flattened")  # fmt: skip
-    if at != 0 or not bshape:
-        raise NkiError("a tensor index must come with index grids that start the result (data[idx, i_f])")
-    if idx.size != bshape[0] or any(n != 1 for n in idx.shape[1:]) or idx.shape[0] != bshape[0]:
-        raise NkiError(f"the index tensor has shape {idx.shape}; it must hold one index per row of the result "
-                       f"({bshape[0]}, 1)", "index with a (rows, 1) tile: data[idx_tile[i_p, 0], i_f]")  # fmt: skip
-    if any(coeff[i][0] for i in range(t.ndim)):
-        raise NkiError("with a tensor index, the other indices cannot move along the first result axis",
-                       "index the other dims with grids of shape (1, F): nl.arange(F)[None, :]")  # fmt: skip
-    step = t.pairs[dim][0]
-    first = (step, pairs[0][1])
-    pattern = [list(first)] + [list(p) for p in pairs[1:]]
-    base = NkiTensor(t.storage, 0, t.pairs, t.dtype)
-    # .ap counts the index in units of the indexed dim's stride (indirect_dim of the tensor it is called on).
-    return base.ap(pattern, offset=offset, vector_offset=idx, indirect_dim=dim)
-
-
 # -- masks ------------------------------------------------------------------------------------------------------
 class Predicate:
     """A conjunction of ``Σ coeffs_d·k_d + const >= 0`` over the coordinates of ``shape``."""
@@ -583,277 +445,6 @@ def box(mask: Predicate) -> Box:
     return Box(mask.shape, tuple(bounds), tuple(general))
 
 
-# The instructions whose operands do not share the mask's coordinates dim by dim (the PE array contracts the
-# partitions, transposes swap dims, shuffles and gathers move data across partitions): a mask cannot be mapped.
-_CROSS = frozenset({
-    "nc_matmul", "nc_matmul_mx", "nc_transpose", "dma_transpose", "tensor_partition_reduce", "nc_stream_shuffle",
-    "local_gather", "nc_n_gather", "quantize_mx", "sendrecv", "core_barrier", "dma_compute",
-})  # fmt: skip
-
-
-def restrict_operands(op: str, tensors: dict[str, NkiTensor], b: Box,
-                      applied_dims: set[int] | None = None) -> dict[str, NkiTensor] | None:  # fmt: skip
-    """The operands of ``nisa.<op>`` cut to the box ``b`` of a mask (None: the box is empty, nothing to do).
-
-    Each one-coordinate bound on dim ``d`` cuts dim ``d`` of every operand of the mask's rank whose dim ``d`` spans
-    the mask's (operands of another rank: the partition dim only); a dim of size 1 is broadcast and not cut.
-    A bound that cuts no operand is an error: never a silently ignored mask. For the instructions of an ``nl``
-    function (``applied_dims`` given) the bound only has to cut an operand of one of them: the dims it cut are
-    added to ``applied_dims`` and ``with_mask`` checks the rest.
-    """
-    if any(lo >= hi for lo, hi in b.bounds):
-        return None
-    cuts = [(d, lo, hi) for d, ((lo, hi), n) in enumerate(zip(b.bounds, b.shape)) if (lo, hi) != (0, n)]
-    if not cuts:
-        return dict(tensors)
-    if op in _CROSS:
-        raise NkiError(f"nisa.{op}: mask= is not supported on this instruction (its operands do not share the "
-                       "mask's index axes)", "index the operands to the elements you need instead")  # fmt: skip
-    out = dict(tensors)
-    for d, lo, hi in cuts:
-        applied = False
-        for role, t in out.items():
-            dim = _dim_of(t, d, b.shape)
-            if dim is None:
-                continue
-            out[role] = _cut(t, dim, lo, hi)
-            applied = True
-        if applied and applied_dims is not None:
-            applied_dims.add(d)
-        if not applied and applied_dims is None:
-            raise NkiError(f"nisa.{op}: the mask bounds axis {d} (size {b.shape[d]}) but no operand has that axis",
-                           f"operand shapes: {', '.join(f'{r} {t.shape}' for r, t in tensors.items())}")  # fmt: skip
-    return out
-
-
-# Instructions whose results are free-axis indices of their input: a cut that starts past 0 would shift them.
-_WRITES_INDICES = frozenset({"nc_find_index8", "nc_match_replace8", "nonzero_with_count", "topk", "sequence_bounds"})
-
-
-def _shift_coordinates(op: str, arguments: dict[str, Any], dst: NkiTensor | None, b: Box) -> None:
-    """Instructions whose values depend on the element's coordinates keep the uncut coordinates: an iota /
-    affine_select pattern restarts at the box's corner (its offset moves, its sizes shrink), range_select's
-    ``range_start`` moves; instructions that write indices refuse a box not starting at 0 on the free axes."""
-    lows = {d: lo for d, ((lo, hi), n) in enumerate(zip(b.bounds, b.shape)) if (lo, hi) != (0, n)}
-    if not lows:
-        return
-    free_lows = {d: lo for d, lo in lows.items() if d > 0 and lo}
-    if op in _WRITES_INDICES and free_lows:
-        raise NkiError(f"nisa.{op}: a mask whose free-axis bound starts at {next(iter(free_lows.values()))} would "
-                       "shift the indices it writes", "index the operands to the range instead")  # fmt: skip
-    if op not in ("iota", "affine_select", "range_select") or dst is None:
-        return
-    dims = {d: _dim_of(dst, d, b.shape) for d in lows}
-    if op == "range_select":
-        if any(dim is not None and dim > 0 for dim in dims.values()) and dst.ndim != 2:
-            raise NkiError("nisa.range_select: a free-axis mask bound needs a 2-D dst")
-        arguments["range_start"] = arguments.get("range_start", 0) + sum(
-            lows[d] for d, dim in dims.items() if dim == 1)
-        return
-    pattern = [list(p) for p in arguments.get("pattern") or ()]
-    if len(pattern) != dst.ndim - 1 or any(p[1] != n for p, n in zip(pattern, dst.shape[1:])):
-        raise NkiError(f"nisa.{op}: a mask on an instruction whose pattern does not follow dst's dims "
-                       f"{dst.shape} is not supported", "give one [step, size] per free dim of dst")  # fmt: skip
-    offset = arguments.get("offset", 0)
-    for d, dim in dims.items():
-        if dim is None:
-            continue
-        lo, hi = b.bounds[d]
-        if dim == 0:
-            offset += _static_int(arguments.get("channel_multiplier", 0), "channel_multiplier") * lo
-        else:
-            offset += pattern[dim - 1][0] * lo
-            pattern[dim - 1][1] = hi - lo
-    arguments["pattern"], arguments["offset"] = pattern, offset
-
-
-def _dim_of(t: NkiTensor, d: int, shape: tuple[int, ...]) -> int | None:
-    """The dim of operand ``t`` that mask axis ``d`` (of a mask over ``shape``) runs along, or None."""
-    dim = d if t.ndim == len(shape) else (0 if d == 0 else None)
-    if dim is None or dim >= t.ndim or t.shape[dim] != shape[d]:
-        return None
-    return dim
-
-
-def _cut(t: NkiTensor, dim: int, lo: int, hi: int) -> NkiTensor:
-    """``t`` restricted to ``lo:hi`` along ``dim``. The rows of a vector-offset (run-time indexed) view start at
-    their index values: cutting them cuts the index tile, not the offset."""
-    step, _ = t.pairs[dim]
-    pairs = list(t.pairs)
-    pairs[dim] = (step, hi - lo)
-    dyn, offset = t.dyn, t.offset + lo * step
-    if dyn is not None and dyn.kind == "vector" and dim == 0:
-        dyn, offset = replace(dyn, index=_cut(dyn.index, 0, lo, hi)), t.offset
-    return NkiTensor(t.storage, offset, tuple(pairs), t.dtype, dyn)
-
-
-# -- the mask= of every instruction ---------------------------------------------------------------------------
-@dataclass
-class _Ambient:
-    """The mask of an ``nl`` function being traced, and the mask axes its instructions have cut so far."""
-
-    mask: Predicate
-    applied: set[int]
-
-
-# The masks of the nl functions being traced (their instructions inherit the innermost); None while a mask's own
-# helper instructions are recorded. A stack per thread: a ContextVar holding a tuple, pushed by ``_push_ambient`` and
-# popped by resetting its token, so another thread's trace never sees (or pops) this one's masks.
-_AMBIENT: ContextVar[tuple[_Ambient | None, ...]] = ContextVar("nkic_ambient_masks", default=())
-
-
-def _innermost_ambient() -> _Ambient | None:
-    stack = _AMBIENT.get()
-    return stack[-1] if stack else None
-
-
-def masked(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
-    """``impl`` (an ``nki.isa`` function's body) taking ``mask=``: its tensor arguments are cut to the mask's box
-    before it validates them; conditions over several axes predicate the write of dst (``_predicated``). Inside an
-    ``nl`` function called with ``mask=`` the function's mask applies."""
-    sig = inspect.signature(impl)
-
-    def run(ctx: Any, *args: Any, **kwargs: Any) -> Any:
-        mask = as_mask(kwargs.pop("mask", None))
-        ambient = None
-        if mask is None:
-            ambient = _innermost_ambient()
-            mask = ambient.mask if ambient is not None else None
-        if mask is None and not _has_blocks(args, kwargs):
-            return impl(ctx, *args, **kwargs)
-        bound = sig.bind(ctx, *args, **kwargs)
-        tensors = {k: v for k, v in bound.arguments.items() if isinstance(v, NkiTensor)}
-        for role, t in tensors.items():
-            if t.block_dims:
-                raise NkiError(f"nisa.{name}: '{role}' is a block tensor (dims before nl.par_dim)",
-                               "index its block dims first: t[b]")  # fmt: skip
-        if mask is None:
-            return impl(ctx, *args, **kwargs)
-        b = box(mask)
-        if b.general:
-            _check_predicable(name, bound.arguments, b)
-        cut = restrict_operands(name, tensors, b, ambient.applied if ambient is not None else None)
-        if cut is None:
-            return None
-        _shift_coordinates(name, bound.arguments, tensors.get("dst"), b)
-        bound.arguments.update(cut)
-        if b.general:
-            return _predicated(ctx, impl, bound, b)
-        return impl(*bound.args, **bound.kwargs)
-
-    return _like(run, impl)  # inspect.signature sees the instruction's own
-
-
-def _check_predicable(op: str, arguments: dict[str, Any], b: Box) -> None:
-    """A condition over several axes is applied by computing into a temporary and copying it into dst under a
-    predicate tile: dst must be the only output, on chip, and span every axis the condition uses."""
-    from nkic.target.instructions import INSTRUCTIONS
-
-    dst = arguments.get("dst")
-    spec = next((s for k, s in INSTRUCTIONS.items() if (s.nki_name or k) == op), None)
-    others = [r.name for r in spec.roles if r.write and r.name != "dst" and arguments.get(r.name) is not None] \
-        if spec is not None else []  # fmt: skip
-    why = None
-    if op in _CROSS or not isinstance(dst, NkiTensor):
-        why = "its operands do not share the mask's index axes"
-    elif not dst.on_chip:
-        why = f"its dst is in {dst.buffer}; only on-chip writes can be predicated"
-    elif others:
-        why = f"it also writes {', '.join(others)}, which a predicate on dst cannot mask"
-    elif any(_dim_of(dst, d, b.shape) is None for c, _ in b.general for d, x in enumerate(c) if x):
-        why = f"dst {dst.shape} does not span every axis of the condition (mask over {b.shape})"
-    if why is not None:
-        raise NkiError(f"nisa.{op}: mask= with a condition over several index axes is not supported here: {why}",
-                       "use one-axis bounds (i_p < 64) & (i_f < 256), or nisa.affine_select on the result")  # fmt: skip
-
-
-def _predicated(ctx: Any, impl: Callable[..., Any], bound: inspect.BoundArguments, b: Box) -> Any:
-    """Run the instruction into a temporary, then ``tensor_copy_predicated`` it into dst where every general
-    condition holds (a condition ``Σ c_d·k_d + c >= 0`` is a GpSimd iota of its value and a ``>= 0`` compare)."""
-    from nkic.frontend import isa  # isa imports this module
-
-    dst: NkiTensor = bound.arguments["dst"]
-    tmp = ctx.allocate(dst.shape, dst.dtype, dst.buffer, "", None)
-    bound.arguments["dst"] = tmp
-    token = _AMBIENT.set((*_AMBIENT.get(), None))
-    try:
-        result = impl(*bound.args, **bound.kwargs)
-        pred = None
-        for coeffs, const in b.general:
-            los = [lo for lo, _ in b.bounds]
-            offset = const + sum(c * lo for c, lo in zip(coeffs, los))
-            pattern = [[c, n] for c, n in zip(coeffs[1:], dst.shape[1:])] or [[0, 1]]
-            value = ctx.allocate(dst.shape, "int32", "sbuf", "", None)
-            isa.iota.__nki_impl__(ctx, value, pattern, offset=offset, channel_multiplier=coeffs[0])
-            holds = ctx.allocate(dst.shape, "uint8", "sbuf", "", None)
-            isa.tensor_scalar.__nki_impl__(ctx, holds, value, "greater_equal", 0.0)
-            if pred is not None:
-                both = ctx.allocate(dst.shape, "uint8", "sbuf", "", None)
-                isa.tensor_tensor.__nki_impl__(ctx, both, pred, holds, "multiply")
-                holds = both
-            pred = holds
-        isa.tensor_copy_predicated.__nki_impl__(ctx, dst, tmp, pred)
-    finally:
-        _AMBIENT.reset(token)
-    return result
-
-
-def ambient_mask() -> bool:
-    """Whether the ``mask=`` of an enclosing ``nl`` function applies to the instructions recorded now."""
-    return _innermost_ambient() is not None
-
-
-def _has_blocks(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
-    return any(v.block_dims for v in (*args, *kwargs.values()) if isinstance(v, NkiTensor))
-
-
-def with_mask(impl: Callable[..., Any]) -> Callable[..., Any]:
-    """``impl`` (an ``nl`` function's body) taking ``mask=``: the instructions it records inherit the mask."""
-
-    def run(ctx: Any, *args: Any, **kwargs: Any) -> Any:
-        mask = as_mask(kwargs.pop("mask", None))
-        if mask is None:
-            return impl(ctx, *args, **kwargs)
-        ambient = _Ambient(mask, set())
-        token = _AMBIENT.set((*_AMBIENT.get(), ambient))
-        try:
-            result = impl(ctx, *args, **kwargs)
-        finally:
-            _AMBIENT.reset(token)
-        b = box(mask)
-        missed = [d for d, (lo_hi, n) in enumerate(zip(b.bounds, b.shape)) if lo_hi != (0, n)
-                  and lo_hi[0] < lo_hi[1] and d not in ambient.applied]  # fmt: skip
-        if missed and all(lo < hi for lo, hi in b.bounds):
-            raise NkiError(f"nl.{impl.__name__}: the mask bounds axis {missed[0]} (size {b.shape[missed[0]]}) but "
-                           "no operand of its instructions has that axis", "check the mask's index grids")  # fmt: skip
-        return result
-
-    return _like(run, impl)
-
-
-def refuse_mask(name: str, impl: Callable[..., Any]) -> Callable[..., Any]:
-    """``impl`` (an nl function that records no masked instruction) with ``mask=`` other than None an error."""
-
-    def run(ctx: Any, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("mask") is not None:
-            raise NkiError(f"{name} does not take mask=", "mask the instructions that read or write the tensor")
-        kwargs.pop("mask", None)
-        return impl(ctx, *args, **kwargs)
-
-    return _like(run, impl)
-
-
-def _like(run: Callable[..., Any], impl: Callable[..., Any]) -> Callable[..., Any]:
-    """``run`` dressed as ``impl`` (its signature is the one a call is checked against) and marked masked."""
-    run.__wrapped__ = impl  # type: ignore[attr-defined]
-    run.__name__ = impl.__name__
-    run.__qualname__ = getattr(impl, "__qualname__", impl.__name__)
-    run.__module__ = impl.__module__
-    run.__doc__ = impl.__doc__
-    run.__nki_masked__ = True  # type: ignore[attr-defined]
-    return run
-
-
 # -- what legacy instructions need from grids -----------------------------------------------------------------
 def iota_args(expr: Any) -> tuple[tuple[int, ...], list[list[int]], int, int]:
     """``nisa.iota(expr)`` of the legacy surface: (shape, pattern, offset, channel_multiplier) of the modern
@@ -875,4 +466,3 @@ def predicate_args(pred: Any) -> tuple[tuple[int, ...], list[list[int]], int, in
         raise NkiError("expected one affine comparison of index grids (e.g. i_p >= i_f)")
     (coeffs, const), = pred.terms
     return iota_args(IndexGrid(pred.shape, coeffs, const))
-

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from nkic.frontend.affine import DynSlice
-from nkic.frontend.context import active_context, default_target, is_nki_op, nki_op
-from nkic.frontend.grid import ambient_mask as _ambient_mask
-from nkic.frontend.grid import masked, refuse_mask, with_mask
+from nkic.frontend.context import active_context, is_nki_op, nki_op
+from nkic.frontend.context import default_target as _default_target
+from nkic.frontend.recorders.masks import ambient_mask as _ambient_mask
+from nkic.frontend.recorders.masks import masked, refuse_mask, with_mask
 from nkic.frontend.dtypes import BUFFERS, Buffer, dtype, normalize_buffer
 from nkic.frontend.dtypes import itemsize as tensor_itemsize
 from nkic.frontend import isa as _nisa  # records instructions (nl.device_print's)
@@ -83,7 +84,7 @@ def _target() -> Target:
     ctx = active_context()
     if ctx is not None:
         return get_target(ctx.options.target)
-    return get_target(default_target())
+    return get_target(_default_target())
 
 
 _GEN = get_target(DEFAULT_TARGET)  # the tile constants that do not depend on the generation

@@ -24,9 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nkic.frontend.affine import DynSlice, IndexExpr, is_symbolic, value_bounds
+from nkic.frontend.affine import static_int as _static_int
 from nkic.frontend.context import active_context
+from nkic.frontend.control import VirtualRegister
 from nkic.frontend.dtypes import Buffer, itemsize, normalize_dtype
 from nkic.frontend.errors import NkiError
+from nkic.frontend.grid import IndexGrid, _broadcast
 from nkic.target.machine import NUM_PARTITIONS, get_target
 
 Pairs = tuple[tuple[int, int], ...]
@@ -111,6 +114,7 @@ class NkiTensor:
     """A view of a Storage; see the module docstring for the addressing model."""
 
     __array_ufunc__ = None  # keep numpy from treating a tensor as an array-like
+    _nki_tensor_ = True  # grid.py tells a tensor operand by this (it sits below this module)
 
     def __init__(
         self,
@@ -221,8 +225,6 @@ class NkiTensor:
             if view is not None:
                 return view
         if _is_advanced(key):
-            from nkic.frontend.grid import index_view  # grid imports this module
-
             return index_view(self, key)
         keys = _expand_key(key, self.ndim)
         if self.block_dims:
@@ -318,18 +320,7 @@ class NkiTensor:
         return view
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        from nkic.frontend import isa  # isa imports this module
-
-        dst = self[key]
-        if isinstance(value, NkiTensor):
-            if dst.on_chip and value.on_chip:
-                isa.tensor_copy(dst, value)
-            else:
-                isa.dma_copy(dst, value)
-        elif isinstance(value, (int, float)):
-            isa.memset(dst, value)
-        else:
-            raise NkiError(f"cannot assign a {type(value).__name__} to a tensor view", "assign a tensor or a number")
+        _lent(ASSIGN, "assigning to a tensor view")(self[key], value)
 
     # -- reshaping and reinterpretation ---------------------------------------------------------------
     def reshape(self, *dims_given: Any, shape: Any = None) -> NkiTensor:
@@ -360,9 +351,7 @@ class NkiTensor:
         warning naming ``nl.broadcast_to``."""
         if LEGACY_OPERATOR is not None:
             LEGACY_OPERATOR("broadcast_to", self, shape)  # only warns, in legacy kernels
-        from nkic.frontend import tiles  # tiles imports this module
-
-        return tiles.broadcast_to(self, shape=shape)  # type: ignore[no-any-return]
+        return _lent(BROADCAST_TO, "t.broadcast_to")(self, shape)
 
     def broadcast(self, dim: int, size: int) -> NkiTensor:
         """NKI 0.3's ``t.broadcast(dim, size)``: a view repeating the size-1 dim ``dim`` ``size`` times (stride 0, no
@@ -532,8 +521,6 @@ class NkiTensor:
                 raise NkiError(f".ap: vector_offset holds {index.size} indices for the {pairs[0][1]} rows of the "
                                "pattern's first pair", "give one index per row: shape (rows, 1)")  # fmt: skip
             return DynamicOffset("vector", scale, index=index)
-        from nkic.frontend.control import VirtualRegister  # control imports this module
-
         if isinstance(scalar, VirtualRegister):
             return DynamicOffset("reg", scale, register=scalar)
         index = _index_tensor(scalar, "scalar_offset")
@@ -601,6 +588,20 @@ class NkiTensor:
         raise NkiError("iterating over a tensor is not supported", "index it with nl.affine_range / static_range")
 
 
+# What the layers above lend the tensor model, registered when they load (``frontend/__init__.py`` loads them all):
+# they record instructions, and import this module. ``t[key] = value`` records a copy or a memset
+# (``recorders/__init__.py``); ``t.broadcast_to(shape)`` is ``nl.broadcast_to`` (``tiles.py``).
+ASSIGN: Callable[[NkiTensor, Any], None] | None = None
+BROADCAST_TO: Callable[[NkiTensor, Any], NkiTensor] | None = None
+
+
+def _lent(hook: Callable[..., Any] | None, what: str) -> Callable[..., Any]:
+    if hook is None:
+        raise NkiError(f"internal error: {what} needs the frontend's instructions, which are not loaded",
+                       "import nkic.frontend (or nkic.api) rather than nkic.frontend.tensor alone")  # fmt: skip
+    return hook
+
+
 # The arithmetic operators of the legacy surface (``frontend/legacy/language.py``): ``(name, tensor, other)`` -> the
 # result, or NotImplemented when the caller is not a legacy kernel (then the operator is an error).
 LEGACY_OPERATOR: Callable[[str, NkiTensor, Any], Any] | None = None
@@ -629,16 +630,6 @@ def _index_tensor(value: Any, what: str) -> NkiTensor:
     if value.is_indirect():
         raise NkiError(f".ap: {what} cannot itself be an indirect view")
     return value
-
-
-def _static_int(value: Any, what: str) -> int:
-    """An int known at trace time (a loop variable here forces its loop to unroll)."""
-    if isinstance(value, bool):
-        return int(value)
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise NkiError(f"{what} must be an int, got {type(value).__name__}") from None
 
 
 def _shape_arg(shape: tuple[Any, ...]) -> list[int]:
@@ -749,3 +740,139 @@ def _reinterpret_offset(t: NkiTensor, new: str) -> IndexExpr | int:
     if (t.offset * old) % size:
         raise NkiError(f"offset {t.offset} is not a whole number of {new} elements")
     return t.offset * old // size
+
+
+def block_view(t: NkiTensor, dims: tuple[int, ...], blocks: int) -> NkiTensor:
+    """The user's view ``dims`` (block dims first) of a block tensor ``t`` stored as ``block_layout(dims)``."""
+    pairs = list(t.pairs)  # storage order: partition, blocks..., free...
+    ordered = (*pairs[1 : blocks + 1], pairs[0], *pairs[blocks + 1 :])
+    view = NkiTensor(t.storage, t.offset, tuple(ordered), t.dtype)
+    view.block_dims = blocks
+    return view
+
+
+# -- tensor indexing with grids ------------------------------------------------------------------------------
+def index_view(t: NkiTensor, key: Any) -> NkiTensor:
+    """``t[key]`` with index grids / tensors in ``key`` (numpy advanced indexing, see the module docstring)."""
+    if t.dyn is not None:
+        raise NkiError("an indirect view cannot be indexed again", "put the whole access into one subscript")
+    keys = _expand_key(key, t.ndim)
+    nb = t.block_dims
+    if nb:
+        if _is_advanced(tuple(keys[:nb])):
+            raise NkiError("the block dims of a par_dim tensor take ints or slices, not index grids",
+                           "index one block at a time: t[b, i_p, i_f] in a loop over b")  # fmt: skip
+        tile = t._block_item(keys[:nb] + [slice(None)] * (t.ndim - nb))
+        if tile.block_dims:
+            raise NkiError("index every block dim of a par_dim tensor with an int before indexing it with grids")
+        return index_view(tile, tuple(keys[nb:]))
+    adv = [i for i, k in enumerate(keys) if isinstance(k, (IndexGrid, NkiTensor))]
+    rank = max(keys[i].ndim for i in adv)
+    bshape: tuple[int, ...] = ()
+    for i in adv:
+        k = keys[i]
+        # A run-time index tile holds one index per partition: it varies along the first axis (left-aligned).
+        shape = (k.shape[0],) + (1,) * (rank - 1) if isinstance(k, NkiTensor) else k.shape
+        bshape = _broadcast(bshape, shape)
+    nd = len(bshape)
+    offset: int | IndexExpr = t.offset
+    sliced: list[tuple[int, tuple[int, int]]] = []  # (tensor dim, (step, num)) of the slice dims
+    coeff = [[0] * nd for _ in range(t.ndim)]  # coeff[i][d]: tensor dim i per result coordinate d
+    runtime: tuple[int, NkiTensor] | None = None
+    for i, (k, (step, num)) in enumerate(zip(keys, t.pairs)):
+        if isinstance(k, IndexGrid):
+            coeff[i] = list(k._padded(nd))
+            offset = offset + k.const * step
+        elif isinstance(k, NkiTensor):
+            if runtime is not None:
+                raise NkiError("only one dim can be indexed by a tensor (a run-time index)")
+            runtime = (i, k)
+        elif isinstance(k, (slice, DynSlice)):
+            if isinstance(k, DynSlice):
+                k = slice(k.start, k.start + _static_int(k.size, "nl.ds size"), 1)
+            start, length, kstep = _resolve_slice(k, num, i)
+            offset = offset + start * step
+            sliced.append((i, (step * kstep, length)))
+        else:
+            offset = offset + _resolve_index(k, num, i) * step
+    # numpy: adjacent advanced indices put the broadcast dims in their place, otherwise first.
+    adjacent = adv == list(range(adv[0], adv[-1] + 1))
+    at = sum(1 for i, _ in sliced if i < adv[0]) if adjacent else 0
+    bpairs = []
+    for d, n in enumerate(bshape):
+        stride = sum(coeff[i][d] * t.pairs[i][0] for i in range(t.ndim))
+        bpairs.append((stride if n > 1 else 0, n))
+    pairs = [p for _, p in sliced]
+    pairs[at:at] = bpairs
+    order: list[tuple[str, int]] = [("s", i) for i, _ in sliced]
+    order[at:at] = [("b", d) for d in range(nd)]
+    if runtime is not None:
+        return _runtime_view(t, runtime, offset, pairs, at, coeff, bshape)
+    if t.on_chip:
+        pairs = _on_chip_pairs(t, pairs, order, coeff, bshape)
+    view = NkiTensor(t.storage, offset, tuple(pairs), t.dtype)
+    view.oob_note = _out_of_range(t, keys, bshape)
+    return view
+
+
+def _out_of_range(t: NkiTensor, keys: list[Any], bshape: tuple[int, ...]) -> str | None:
+    """Which grid index leaves its dim (checked when an instruction uses the view: a mask may cut it first)."""
+    for i, (k, n) in enumerate(zip(keys, t.shape)):
+        if not isinstance(k, IndexGrid):
+            continue
+        lo, hi = (k.const.bounds() if is_symbolic(k.const) else (k.const, k.const))
+        for c, m in zip(k._padded(len(bshape)), bshape):
+            lo, hi = lo + min(0, c * (m - 1)), hi + max(0, c * (m - 1))
+        if lo < 0 or hi >= n:
+            return f"the index grid on dim {i} ranges over {lo}..{hi}, outside 0..{n - 1}"
+    return None
+
+
+def _on_chip_pairs(t: NkiTensor, pairs: list[tuple[int, int]], order: list[tuple[str, int]],
+                   coeff: list[list[int]], bshape: tuple[int, ...]) -> list[tuple[int, int]]:  # fmt: skip
+    """Check that the result's first dim walks the partitions one by one and no other dim moves across them
+    (what an on-chip access pattern can express), and give the first pair the partition step."""
+    pstep = t.pairs[0][0]
+    walking = [r for r, (kind, x) in enumerate(order)
+               if (kind == "s" and x == 0 and pairs[r][1] > 1) or (kind == "b" and coeff[0][x] and bshape[x] > 1)]
+    hint = "SBUF/PSUM views keep the partition dim first: index it with i_p = nl.arange(P)[:, None] (+ a constant)"
+    if len(walking) > 1 or (walking and walking[0] != 0):
+        raise NkiError(f"on-chip tensor '{t.label}': the partition dim would not be the first dim of the view "
+                       f"(it moves along result dims {walking})", hint + "; transpose with nisa.nc_transpose")
+    if walking:
+        kind, x = order[0]
+        if kind == "b" and coeff[0][x] != 1:
+            raise NkiError(f"on-chip tensor '{t.label}': the partition index steps by {coeff[0][x]}", hint)
+        if pairs[0][0] != pstep:
+            raise NkiError(f"on-chip tensor '{t.label}': the first axis of the view moves the partition and a free dim "
+                           "together, which no on-chip access pattern expresses", hint)  # fmt: skip
+    elif pairs and pairs[0][1] > 1:
+        raise NkiError(f"on-chip tensor '{t.label}': the first dim of the view ({pairs[0][1]} elements) does not walk "
+                       "the partitions", hint)  # fmt: skip
+    if not pairs:
+        return [(pstep, 1), (1, 1)]
+    out = [(pstep, pairs[0][1]), *pairs[1:]]
+    return out if len(out) >= 2 else [*out, (1, 1)]
+
+
+def _runtime_view(t: NkiTensor, runtime: tuple[int, NkiTensor], offset: Any, pairs: list[tuple[int, int]],
+                  at: int, coeff: list[list[int]], bshape: tuple[int, ...]) -> NkiTensor:  # fmt: skip
+    """``data[idx_tile, i_f]``: the rows of result dim 0 start at the run-time indices (an indirect DMA)."""
+    dim, idx = runtime
+    if t.on_chip:
+        raise NkiError(f"a tensor index (run-time index) needs an HBM tensor, '{t.label}' is in {t.buffer}",
+                       "gather on chip with nisa.local_gather / nl.gather_flattened")  # fmt: skip
+    if at != 0 or not bshape:
+        raise NkiError("a tensor index must come with index grids that start the result (data[idx, i_f])")
+    if idx.size != bshape[0] or any(n != 1 for n in idx.shape[1:]) or idx.shape[0] != bshape[0]:
+        raise NkiError(f"the index tensor has shape {idx.shape}; it must hold one index per row of the result "
+                       f"({bshape[0]}, 1)", "index with a (rows, 1) tile: data[idx_tile[i_p, 0], i_f]")  # fmt: skip
+    if any(coeff[i][0] for i in range(t.ndim)):
+        raise NkiError("with a tensor index, the other indices cannot move along the first result axis",
+                       "index the other dims with grids of shape (1, F): nl.arange(F)[None, :]")  # fmt: skip
+    step = t.pairs[dim][0]
+    first = (step, pairs[0][1])
+    pattern = [list(first)] + [list(p) for p in pairs[1:]]
+    base = NkiTensor(t.storage, 0, t.pairs, t.dtype)
+    # .ap counts the index in units of the indexed dim's stride (indirect_dim of the tensor it is called on).
+    return base.ap(pattern, offset=offset, vector_offset=idx, indirect_dim=dim)

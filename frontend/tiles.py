@@ -47,8 +47,9 @@ from nkic.frontend.affine import is_symbolic
 from nkic.frontend.context import nki_op
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_dtype
 from nkic.frontend.errors import NkiError
-from nkic.frontend.grid import with_mask
+from nkic.frontend.recorders.masks import with_mask
 from nkic.frontend.ops import TILE_FUNCTIONS
+from nkic.frontend import tensor as _tensor
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.unsupported import close_names
 from nkic.target.instructions import INSTRUCTIONS
@@ -898,3 +899,12 @@ def random_seed(ctx: Any, seed: Any) -> None:
         _impl("dma_copy")(ctx, tile, seed)
         seed = tile
     _impl("set_rng_seed")(ctx, seed)
+
+
+def _broadcast_method(t: NkiTensor, shape: Any) -> NkiTensor:
+    """``t.broadcast_to(shape)``, lent to the tensor model (``tensor.BROADCAST_TO``): ``nl.broadcast_to``, traced as a
+    call of it."""
+    return broadcast_to(t, shape=shape)  # type: ignore[no-any-return]
+
+
+_tensor.BROADCAST_TO = _broadcast_method

@@ -32,11 +32,14 @@ from nkic.frontend.context import activate, deactivate, default_target, is_nki_o
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_buffer, normalize_dtype
 from nkic.frontend.emit import Affine, Loc, Operand
 from nkic.frontend.errors import NeedsUnroll, NkiError, NkiWarning, pinned_call, user_frame, user_location
-from nkic.frontend.grid import block_layout, block_view, split_par_dim
+from nkic.frontend.grid import block_layout, split_par_dim
+from nkic.frontend.recorders import PUBLIC_MODULE
+from nkic.frontend.recorders.movement import dma_copy
 from nkic.frontend.instruction import NkiInstruction
 from nkic.frontend.loop_tiles import LoopTiles
 from nkic.frontend.peak_live import PeakLive
-from nkic.frontend.tensor import NkiTensor, Storage, contiguous_pairs
+from nkic.frontend.tensor import NkiTensor, Storage, block_view, contiguous_pairs
+from nkic.frontend.unsupported import keyword_hint
 from nkic.frontend.varnames import assigned_name
 from nkic.target.instructions import INSTRUCTIONS
 from nkic.target.limits import INSTRUCTIONS_VAR, TRIP_COUNT_VAR, max_instructions, max_trip_count
@@ -226,12 +229,10 @@ class TraceContext:
         params = [p for p in self._params if p.written or any(r is p for r in returned)]
         if not params:
             return outputs, [], ()
-        from nkic.frontend import isa  # isa imports this module
-
         copies: dict[int, Storage] = {}
         for p in params:
             copy = self.allocate(p.shape, p.dtype, BUFFERS["shared_hbm"], f"{p.name}_out", None)
-            isa.dma_copy.__nki_impl__(self, dst=copy, src=NkiTensor(p, 0, contiguous_pairs(p.shape)))
+            dma_copy.__nki_impl__(self, dst=copy, src=NkiTensor(p, 0, contiguous_pairs(p.shape)))
             copies[id(p)] = copy.storage
         returned = [copies.get(id(o), o) for o in outputs]
         hidden = [c for c in copies.values() if not any(c is r for r in returned)]
@@ -334,10 +335,8 @@ class TraceContext:
             try:
                 inspect.signature(impl).bind(self, *args, **kwargs)
             except TypeError as e:
-                from nkic.frontend.unsupported import keyword_hint  # a misspelt keyword: name it, suggest the right one
-
                 raise NkiError(f"bad call of {func.__module__.rsplit('.', 1)[-1]}.{func.__name__}: {e}",
-                               keyword_hint(impl, kwargs)) from None  # fmt: skip
+                               keyword_hint(impl, kwargs)) from None  # fmt: skip  # a misspelt keyword: name it
 
     def _call_concrete(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         args, kwargs = _concretize(args), _concretize(kwargs)
@@ -720,7 +719,7 @@ def _api_name(func: Any) -> str:
     return name
 
 
-_ISA_MODULE = "nkic.frontend.isa"  # the nisa instructions (a name, not an import: isa imports this module's users)
+_ISA_MODULE = PUBLIC_MODULE  # the nisa instructions' module, as their __module__ says (recorders/__init__.py)
 
 
 def _has_empty_tensor(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from nkic.frontend.context import active_context
+from nkic.frontend.emit import PenguinEmitter
 from nkic.frontend.errors import NeedsUnroll, NkiError, located_error
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.trace_context import (
@@ -326,9 +327,7 @@ def _trace_attempts(kernel: Kernel, bound: inspect.BoundArguments, arrays: list[
     unrolled: set[tuple[str, int, int]] = set()
     limit = max_retraces()  # target/limits.py: every re-trace unrolls a new loop, so this only caps the time
     for _ in range(limit + 1):
-        factory = emitter_factory
-        if factory is None:
-            from nkic.frontend.emit import PenguinEmitter as factory  # noqa: N813
+        factory = emitter_factory or PenguinEmitter
         ctx = TraceContext(kernel, factory(kernel.name, kernel.num_programs, "external"), unrolled)
         try:
             traced = ctx.run(bound, arrays)

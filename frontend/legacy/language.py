@@ -24,6 +24,9 @@ import weakref as _weakref  # noqa: E402
 from collections.abc import Sequence as _Sequence  # noqa: E402
 from typing import Any as _Any  # noqa: E402
 
+import numpy as _np  # noqa: E402
+
+from nkic.frontend import isa as _isa  # noqa: E402
 from nkic.frontend import language as _modern  # noqa: E402
 from nkic.frontend import tensor as _tensor_module  # noqa: E402
 from nkic.frontend import tiles as _tiles  # noqa: E402
@@ -34,9 +37,13 @@ from nkic.frontend.dtypes import Buffer as _Buffer  # noqa: E402
 from nkic.frontend.dtypes import itemsize as _itemsize  # noqa: E402
 from nkic.frontend.dtypes import normalize_dtype as _normalize_dtype  # noqa: E402
 from nkic.frontend.errors import NkiError as _NkiError  # noqa: E402
+from nkic.frontend.errors import user_frame as _user_frame  # noqa: E402
+from nkic.frontend.errors import user_location as _where  # noqa: E402
+from nkic.frontend.legacy import isa as _legacy_isa  # noqa: E402
 from nkic.frontend.legacy import migration as _migration  # noqa: E402
 from nkic.frontend.legacy.compiler import Allocation as _Allocation  # noqa: E402
 from nkic.frontend.tensor import NkiTensor as _NkiTensor  # noqa: E402
+from nkic.target.vocab import DTYPES as _DTYPES  # noqa: E402
 
 
 def _legacy_buffer(buffer: _Any) -> _Any:
@@ -115,8 +122,6 @@ def store(ctx: _Any, dst: _NkiTensor, value: _Any, **kw: _Any) -> None:
         _migration.legacy("nl.store(dst, <number>)", "nisa.memset(dst=<sbuf tile>, value=...) then nisa.dma_copy")
         shape = dst.shape if dst.ndim >= 2 else (1, dst.size)
         tile = ctx.allocate(shape, dst.dtype, sbuf, "", None)
-        from nkic.frontend import isa as _isa
-
         _isa.memset.__nki_impl__(ctx, tile, float(value) if _tiles._is_float(dst.dtype) else int(value))
         value = tile
     _tiles.store.__nki_impl__(ctx, dst, value, **kw)
@@ -126,10 +131,6 @@ def store(ctx: _Any, dst: _NkiTensor, value: _Any, **kw: _Any) -> None:
 def shared_identity_matrix(ctx: _Any, n: int, dtype: _Any = uint8, **kw: _Any) -> _NkiTensor:
     """Legacy ``nl.shared_identity_matrix``: "the same behavior as ``nl.shared_constant``", i.e. an (n, n) identity
     in shared HBM (kernels ``nl.load`` it); NKI 0.3's version builds it in SBUF."""
-    import numpy as _np
-
-    from nkic.target.vocab import DTYPES as _DTYPES
-
     want = _normalize_dtype(dtype)
     return ctx.constant(_np.identity(int(n)).astype(_DTYPES[want]))  # type: ignore[no-any-return]
 
@@ -140,8 +141,6 @@ def atomic_rmw(ctx: _Any, dst: _NkiTensor, value: _Any, op: _Any, mask: _Any = N
     read-modify-write ``nisa.dma_compute(dst, srcs=[dst, value], reduce_op=nl.add)`` (the DMA computes only add; any
     other op is an error there)."""
     _migration.legacy("nl.atomic_rmw(dst, value, op)", "nisa.dma_compute(dst=dst, srcs=[dst, value], reduce_op=op)")
-    from nkic.frontend import isa as _isa
-
     modern_kw = {**kw, "mask": mask} if mask is not None else dict(kw)
     _isa.dma_compute.__nki_impl__(ctx, dst, [dst, value], op, **modern_kw)
 
@@ -166,15 +165,11 @@ def loop_reduce(ctx: _Any, x: _Any, op: _Any, loop_indices: _Any, mask: _Any = N
     indices = tuple(int(i) for i in (loop_indices if isinstance(loop_indices, (list, tuple)) else [loop_indices]))
     _migration.legacy("nl.loop_reduce", "an accumulator tile updated in the loop: acc = nisa.tensor_tensor(dst=acc, "
                       "data1=x, data2=acc, op=...) after an initial copy")  # fmt: skip
-    from nkic.frontend.errors import user_location as _where
-
     site = ("loop_reduce", *_where()[:2])
     states = ctx.__dict__.setdefault("_legacy_loop_reduce", {})
     state = states.get(site)
     want = _normalize_dtype(dtype) if dtype is not None else x.dtype
     modern_kw = {**kw, "mask": mask} if mask is not None else dict(kw)
-    from nkic.frontend import isa as _isa
-
     if state is None or indices <= state.indices or state.tile.shape != x.shape:
         tile = ctx.allocate(x.shape, want, sbuf, "", None)
         _isa.tensor_copy.__nki_impl__(ctx, tile, x, **modern_kw)
@@ -188,8 +183,6 @@ def loop_reduce(ctx: _Any, x: _Any, op: _Any, loop_indices: _Any, mask: _Any = N
 def _is_legacy_kernel_frame() -> bool:
     """Whether the user's current frame is a legacy kernel: its module imported ``neuronxcc.nki`` (one of the legacy
     modules is among its globals)."""
-    from nkic.frontend.errors import user_frame as _user_frame
-
     frame = _user_frame()
     if frame is None:
         return False
@@ -208,8 +201,6 @@ _LEGACY_CODE: _weakref.WeakKeyDictionary[_Any, tuple[int, int, bool]] = _weakref
 
 
 def _is_legacy_module(globals_: dict[str, _Any]) -> bool:
-    from nkic.frontend.legacy import isa as _legacy_isa
-
     mine = (_sys.modules[__name__], _legacy_isa)
     return any(v is m or getattr(v, "language", None) is mine[0] for v in globals_.values() for m in mine)
 
@@ -248,8 +239,6 @@ def _legacy_operator(name: str, tile: _NkiTensor, other: _Any) -> _Any:
     if name == "iadd" and tile.buffer == "psum" and isinstance(other, _NkiTensor):
         _migration.legacy("psum_tile += nisa.nc_matmul(...)",
                           "nisa.nc_matmul(dst=psum_tile, stationary=..., moving=..., accumulate=True)")  # fmt: skip
-        from nkic.frontend import isa as _isa
-
         if other.buffer == "psum":  # nisa.tensor_tensor: "data1 and data2 cannot both reside in PSUM"
             staged = _modern.ndarray(other.shape, dtype=other.dtype, buffer=_modern.sbuf)
             _isa.tensor_copy(staged, other)

@@ -8,16 +8,22 @@ by the ``mask=`` handling (every instruction takes ``mask=``; its operands are c
 instruction checks them, ``frontend/grid.py``), so that no path into an instruction -- a ``nisa`` call, an ``nl``
 function, a legacy wrapper calling ``__nki_impl__`` -- can skip it; and its ``__module__`` becomes the public module,
 ``nkic.frontend.isa`` (``nki.isa``), which is where users call it from and how the tracer and its messages name it
-(``nisa.dma_copy``), as ``numpy``'s functions name ``numpy`` rather than the file that defines them.
+(``nisa.dma_copy``), as ``numpy``'s functions name ``numpy`` rather than the file that defines them. It also lends
+the tensor model its assignment, ``t[key] = value`` (``tensor.ASSIGN``): the model sits below the instructions.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
+from nkic.frontend import tensor
 from nkic.frontend.context import is_nki_op
-from nkic.frontend.grid import masked
+from nkic.frontend.errors import NkiError
 from nkic.frontend.recorders import act, enums, gather, lnc, movement, pe, registers, rng, select, topk, vector
+from nkic.frontend.recorders.masks import masked
+from nkic.frontend.recorders.movement import dma_copy, tensor_copy
+from nkic.frontend.recorders.select import memset
 
 PUBLIC_MODULE = "nkic.frontend.isa"
 FAMILIES: tuple[ModuleType, ...] = (movement, pe, vector, act, select, registers, rng, topk, gather, lnc)
@@ -36,3 +42,20 @@ def _publish(module: ModuleType) -> None:
 
 for _module in (enums, *FAMILIES):
     _publish(_module)
+
+
+def _assign(dst: tensor.NkiTensor, value: Any) -> None:
+    """``dst = value`` for a view ``dst`` (``t[key] = value``): a copy between on-chip tiles, a DMA when either is in
+    HBM, a memset of a number."""
+    if isinstance(value, tensor.NkiTensor):
+        if dst.on_chip and value.on_chip:
+            tensor_copy(dst, value)
+        else:
+            dma_copy(dst, value)
+    elif isinstance(value, (int, float)):
+        memset(dst, value)
+    else:
+        raise NkiError(f"cannot assign a {type(value).__name__} to a tensor view", "assign a tensor or a number")
+
+
+tensor.ASSIGN = _assign

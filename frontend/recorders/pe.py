@@ -1,4 +1,5 @@
-"""The PE array (TensorE): ``nc_matmul``, ``nc_transpose`` and the MX (microscaling) pair ``quantize_mx`` / ``nc_matmul_mx``."""
+"""The PE array (TensorE): ``nc_matmul``, ``nc_transpose`` and the MX (microscaling) pair ``quantize_mx`` /
+``nc_matmul_mx``."""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ import numpy as np
 
 from nkic.frontend.affine import is_symbolic
 from nkic.frontend.errors import NkiError
+from nkic.frontend.rule_checks import enforce as _enforce
+from nkic.frontend.rule_checks import nl_rules
 from nkic.frontend.tensor import NkiTensor
 from nkic.target.instructions import (
     INSTRUCTIONS,
@@ -23,7 +25,7 @@ from nkic.target.instructions import (
     legal_engines,
 )
 from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, Target, get_target
-from nkic.target.rules import Call, Operand, RULES, message as rule_message, problems
+from nkic.target.rules import Call, Operand, RULES
 from nkic.target.rules.indirection import TI_ENGINES
 from nkic.target.vocab import PACKED_DTYPES
 
@@ -200,8 +202,7 @@ def language_rules(ctx: Any, fn: str, operands: dict[str, Any], **fields: Any) -
     """The reference's restrictions on ``nl.<fn>`` itself (``target/rules/language.py``), asked by its
     implementation: the tiles among ``operands`` and the call's other arguments as ``fields`` (``ctx`` None: the
     generation is not known, so only rules of every generation apply)."""
-    tiles = {r: _rule_operand(t) for r, t in operands.items() if isinstance(t, NkiTensor)}
-    _enforce(Call(f"nl.{fn}", tiles, fields, _target(ctx).nc_version if ctx is not None else None, f"nl.{fn}"))
+    nl_rules(ctx, fn, {r: _rule_operand(t) for r, t in operands.items() if isinstance(t, NkiTensor)}, **fields)
 
 
 def _api_rules(ctx: Any, op: str, facts: dict[str, Any]) -> None:
@@ -224,13 +225,6 @@ def _first_partition(t: NkiTensor) -> int | None:
         return None
     row = math.prod(t.storage.shape[1:])
     return (t.storage.address[0] if t.storage.address is not None else 0) + t.offset // max(row, 1)
-
-
-def _enforce(call: Call) -> None:
-    """The first documented rule ``call`` breaks, as an NkiError at the user's line."""
-    broken = problems(call)
-    if broken:
-        raise NkiError(rule_message(call, broken[0]))
 
 
 def _rules(ctx: Any, op: str, given: dict[str, NkiTensor | None], facts: dict[str, Any]) -> None:

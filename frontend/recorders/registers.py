@@ -21,7 +21,7 @@ def register_alloc(ctx: Any, x: Any = None) -> VirtualRegister:
     the ``register_alloc`` + ``register_load`` pair of NKI's ``VirtualRegister`` example in one call."""
     reg = control.new_register(ctx)
     if isinstance(x, NkiTensor):
-        t = control.check_scalar_tensor("register_alloc", "x", x)
+        t = _check_scalar_tensor("register_alloc", "x", x)
         _record(ctx, "register_load", {"src": t}, {"dst_reg": reg.number})
     elif x is not None:
         control.set_register(ctx, reg, x, "register_alloc")
@@ -38,7 +38,7 @@ def register_move(ctx: Any, dst: Any, src: Any) -> None:
 def register_load(ctx: Any, dst: Any, src: Any) -> None:
     """``dst`` = the one element of ``src`` (SBUF or HBM), read as a 32-bit integer."""
     reg = _register("register_load", "dst", dst)
-    t = control.check_scalar_tensor("register_load", "src", src)
+    t = _check_scalar_tensor("register_load", "src", src)
     _record(ctx, "register_load", {"src": t}, {"dst_reg": reg.number})
 
 
@@ -46,7 +46,7 @@ def register_load(ctx: Any, dst: Any, src: Any) -> None:
 def register_store(ctx: Any, dst: Any, src: Any) -> None:
     """The one element of ``dst`` (SBUF or HBM) = the register ``src``, converted to dst's dtype."""
     reg = _register("register_store", "src", src)
-    t = control.check_scalar_tensor("register_store", "dst", dst)
+    t = _check_scalar_tensor("register_store", "dst", dst)
     _record(ctx, "register_store", {"dst": t}, {"src_reg": reg.number})
 
 
@@ -54,3 +54,11 @@ def _register(op: str, role: str, value: Any) -> VirtualRegister:
     if not isinstance(value, VirtualRegister):
         raise NkiError(f"{op}: '{role}' must be a VirtualRegister (nisa.register_alloc), got {type(value).__name__}")
     return value
+
+
+def _check_scalar_tensor(op: str, role: str, t: Any) -> NkiTensor:
+    if not isinstance(t, NkiTensor):
+        raise NkiError(f"{op}: '{role}' must be a tensor, got {type(t).__name__}")
+    if t.size != 1:
+        raise NkiError(f"{op}: '{role}' must hold exactly one element, got shape {t.shape}")
+    return t
