@@ -239,6 +239,85 @@ def test_import_nkic_leaves_the_environment_alone() -> None:
     assert res.stdout.strip() == "true"
 
 
+# -- the frontend's own layers ------------------------------------------------------------------------------
+# Bottom up (ARCHITECTURE.md, "Layers"): the tensor/view model and what it is built on, the instruction recorders,
+# the tracer, the language surface. A frontend module imports no frontend module of a layer above its own, and the
+# frontend's import graph (every import, function-local ones too) has no cycle, so within a layer too each module
+# sits above the ones it imports.
+FRONTEND_LAYERS: dict[str, tuple[str, ...]] = {  # layer -> its modules (a package: all of it); "model": the rest
+    "recorders": _nkic("frontend.recorders"),
+    "tracer": _nkic("frontend.trace_context", "frontend.tracer"),
+    "surface": _nkic("frontend", "frontend.isa", "frontend.tiles", "frontend.language", "frontend.collectives",
+                     "frontend.compiler", "frontend.nki_typing", "frontend.legacy.isa", "frontend.legacy.language",
+                     "frontend.legacy.compiler"),
+}
+_LAYER_ORDER = ["model", *FRONTEND_LAYERS]
+
+
+def frontend_layer(module: str) -> str | None:
+    """The frontend layer of ``module`` (None: not a frontend module)."""
+    if not _within(module, "nkic.frontend"):
+        return None
+    for layer, members in FRONTEND_LAYERS.items():
+        if any(module == m or (m != "nkic.frontend" and module.startswith(m + ".")) for m in members):
+            return layer
+    return "model"
+
+
+def _frontend_files() -> list[Path]:
+    return [p for p in FILES if _under(p.relative_to(ROOT).as_posix(), "frontend")]
+
+
+def frontend_layer_violations(layer: str) -> list[str]:
+    rank = _LAYER_ORDER.index(layer)
+    found = []
+    for path in _frontend_files():
+        if frontend_layer(_module_name(path)) != layer:
+            continue
+        for imp in imports_of(path):
+            target = frontend_layer(imp.module)
+            if target is not None and _LAYER_ORDER.index(target) > rank:
+                found.append(f"{imp} (the {target} layer, above {layer})")
+    return found
+
+
+@pytest.mark.parametrize("layer", _LAYER_ORDER)
+def test_frontend_layer(layer: str) -> None:
+    found = frontend_layer_violations(layer)
+    assert not found, f"the frontend's {layer} layer imports a layer above it:\n" + "\n".join(found)
+
+
+def frontend_cycle() -> list[str]:
+    """A cycle of imports among the frontend's modules, as the modules around it ([] if there is none)."""
+    graph: dict[str, set[str]] = {}
+    for path in _frontend_files():
+        graph[_module_name(path)] = {i.module for i in imports_of(path) if frontend_layer(i.module) is not None}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str]:
+        state[module] = 1
+        path.append(module)
+        for dep in sorted(graph.get(module, ())):
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state and (cycle := visit(dep)):
+                return cycle
+        path.pop()
+        state[module] = 2
+        return []
+
+    for module in sorted(graph):
+        if module not in state and (cycle := visit(module)):
+            return cycle
+    return []
+
+
+def test_frontend_imports_have_no_cycle() -> None:
+    cycle = frontend_cycle()
+    assert not cycle, "the frontend imports in a cycle: " + " -> ".join(cycle)
+
+
 # -- the checker itself ---------------------------------------------------------------------------------------
 def test_checker_sees_every_kind_of_import() -> None:
     probe = Path("passes") / "_probe.py"  # checked as if it were this package file
