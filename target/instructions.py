@@ -1115,7 +1115,9 @@ declare(
 declare(
     InstrSpec(
         "matmul_mx", "MATMUL_MX",
-        (Role("dst", write=True, memories=("psum",)), Role("stationary", memories=("sbuf",)),
+        # "dst supports tensor indirection ... independently": MATMUL_MX has one spare slot, for dst's index (the
+        # data/scale pairs, which would need two more, take no view: frontend/recorders/record.py refuses them).
+        (Role("dst", write=True, memories=("psum",), ti=True), Role("stationary", memories=("sbuf",)),
          Role("moving", memories=("sbuf",)), Role("stationary_scale", memories=("sbuf",)),
          Role("moving_scale", memories=("sbuf",))),
         ("pe",), "dst[M, N] (+)= sum over K and the 4 packed values of dequantized stationary[K, M] * moving[K, N]",

@@ -89,9 +89,9 @@ WAIVERS: dict[tuple[str, str], str] = {}
 # error at the call, so no call reaches them. A waiver of its own kind ("unsupported"), counted apart.
 NO_INDIRECTION = ("unsupported: nkic takes tensor indirection (.indirect() views) on tensor_copy(_predicated), "
                   "tensor_tensor, tensor_scalar(_reduce, _cumulative), tensor_reduce, nc_matmul and the sources of "
-                  "activation(_reduce) and exponential, not nc_matmul_mx or activate2; a view on this instruction's "
-                  "operands is an error at the call (frontend/recorders/record.py:_with_index_operands), so no call "
-                  "reaches this restriction")  # fmt: skip
+                  "activation(_reduce) and exponential and nc_matmul_mx's dst, not activate2; a view on this "
+                  "instruction's operands is an error at the call (frontend/recorders/record.py:"
+                  "_with_index_operands), so no call reaches this restriction")  # fmt: skip
 
 
 def waive(api: str, start: str, reason: str) -> None:

@@ -213,3 +213,16 @@ rule("tensor_scalar_cumulative", "On NeuronCore-v4 and later, dst and src suppor
 # exponential exists only from NeuronCore-v4 ("exponential itself is only available on NeuronCore-v4 and later"),
 # so no generation rule of its own here.
 rule("exponential", _BASE)(base_partitions("exponential", ("src",), "src"))
+
+
+def mx_tiling(call: Call) -> str | None:
+    """nc_matmul_mx's tile_position (a fact of the call: the IR keeps no tiling fields for it)."""
+    pos = call.fields.get("tile_position")
+    if _indirect_roles(call) and pos is not None and tuple(pos) != (0, 0):
+        return f"nc_matmul_mx: with tensor indirection tile_position must be (0, 0) or unset, got {tuple(pos)}"
+    return None
+
+
+rule("matmul_mx", "Tensor indirection is incompatible with hardware tiling, so tile_position must be (0, 0) (or "
+     "unset) when it is used.", api="nisa.nc_matmul_mx")(mx_tiling)
+rule("matmul_mx", _BASE)(base_partitions("nc_matmul_mx", ("stationary", "moving"), "stationary", by_memory=False))

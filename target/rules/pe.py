@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nkic.target.rules import NO_INDIRECTION, Call, Operand, dtype_of, rule, waive
+from nkic.target.rules import Call, Operand, dtype_of, rule, waive
 from nkic.target.vocab import HBM_MEMORIES, dtype_size
 
 _PE = 128  # the PE array's rows and columns
@@ -285,7 +285,6 @@ def _start(call: Call, name: str, start: int | None, size: int | None) -> str | 
 
 
 # -- nc_matmul: sentences that are not rules of their own
-_NO_INDIRECT = NO_INDIRECTION
 waive("nisa.nc_matmul", "The first matmul targeting a PSUM location", "semantics, not a restriction: a matmul with "
       "accumulate=True onto a location no matmul has written reads what is there (the simulator fills fresh memory "
       "with NaN, so the undefined result shows); whether an earlier instruction wrote it is a run-time fact")
@@ -422,9 +421,10 @@ def _missing(api: str, first: int) -> Callable[[Call], str | None]:
 rule("matmul_mx", "Available only on NeuronCore-v4 and newer.", gens=(2, 3))(_missing(_MX, 4))
 rule("matmul_mx", "(nc_matmul_mx itself is only available on NeuronCore-v4 and later.)", gens=(2, 3))(
     _missing(_MX, 4))
-waive(_MX, "The (stationary, stationary_scale) and (moving, moving_scale) pairs", _NO_INDIRECT)
-waive(_MX, "Tensor indirection is incompatible with hardware tiling", _NO_INDIRECT)
-waive(_MX, "When operands are manually allocated, their base partitions", _NO_INDIRECT)
+waive(_MX, "The (stationary, stationary_scale) and (moving, moving_scale) pairs", "unsupported: nkic takes a tensor "
+      "indirection view only on nc_matmul_mx's dst (MATMUL_MX has one spare operand slot, for its index); a view on "
+      "stationary, moving or a scale is an error at the call (frontend/recorders/record.py:_with_index_operands)")
+# Its tiling and base-partition sentences are rules (target/rules/indirection.py).
 
 
 # ------------------------------------------------------------------------------------------------------------

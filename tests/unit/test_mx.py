@@ -262,6 +262,42 @@ def test_nc_matmul_mx_output_dtype_scale_offset_and_accumulation(out_dtype, scal
     np.testing.assert_allclose(got, want, rtol=2.0**-22, atol=0)
 
 
+@nki.jit(platform_target="trn3")
+def matmul_scatter_kernel(st, st_scale, mv, mv_scale, index, width):
+    """nc_matmul_mx with dst a tensor indirection view: result column i goes to PSUM column o_i (trn3)."""
+    k, m = st.shape
+    st_sb = nl.ndarray((k, m), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    nisa.dma_copy(dst=st_sb, src=st.view(nl.float8_e4m3fn_x4))
+    mv_sb = nl.ndarray((k, mv.shape[1]), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mv_sb, src=mv.view(nl.float8_e4m3fn_x4))
+    rows = (k // 32 - 1) * 32 + 4
+    st_s, mv_s = _load_scales(st_scale, rows, nl.uint8), _load_scales(mv_scale, rows, nl.uint8)
+    idx = nl.ndarray(index.shape, dtype=index.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=index)
+    res = nl.ndarray((m, width), dtype=nl.float32, buffer=nl.psum)
+    nisa.memset(dst=res, value=0.0)
+    nisa.nc_matmul_mx(dst=res.indirect(idx, num_elem=mv.shape[1]), stationary=st_sb, moving=mv_sb,
+                      stationary_scale=st_s, moving_scale=mv_s)  # fmt: skip
+    out_sb = nl.ndarray((m, width), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=out_sb, src=res)
+    out = nl.ndarray((m, width), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=out_sb)
+    return out
+
+
+def test_nc_matmul_mx_scatters_its_result_through_an_indirect_dst() -> None:
+    k, m, n, width = 64, 64, 96, 200
+    st, st_scale = _mx_operand(k, m, "float8_e4m3fn_x4")
+    mv, mv_scale = _mx_operand(k, n, "float8_e4m3fn_x4")
+    offsets = RNG.permutation(width)[: 2 * m].astype(np.int32)
+    index = offsets.reshape(2, m).T.copy()  # (m, 2); TensorE's snake: 32 partitions of column 0, then column 1, ...
+    got = nki.simulate(matmul_scatter_kernel)(st, st_scale, mv, mv_scale, index, width)
+    order = np.concatenate([index[g : g + 32].T.reshape(-1) for g in range(0, m, 32)])[:n]
+    want = np.zeros((m, width))
+    want[:, order] = ref_matmul_mx(st, mv, st_scale, mv_scale, "float8_e4m3fn_x4", "float8_e4m3fn_x4")
+    np.testing.assert_allclose(got, want, rtol=2.0**-23, atol=0)
+
+
 # -- rules --------------------------------------------------------------------------------------------------
 def _trace_error(fn, *arrays) -> NkiError:
     with pytest.raises(NkiError) as e:
@@ -293,13 +329,17 @@ def test_quantize_mx_rules(args, message: str) -> None:
     assert message in str(_trace_error(_quantize_call(*args), np.zeros((1, 1), np.float32)))
 
 
-def _matmul_call(k=128, m=128, n=512, st_dtype=nl.float8_e4m3fn_x4, dst_dtype=nl.float32, dst_buf=nl.psum, **kw):
+def _matmul_call(k=128, m=128, n=512, st_dtype=nl.float8_e4m3fn_x4, dst_dtype=nl.float32, dst_buf=nl.psum,
+                 index_at=None, **kw):  # fmt: skip
     def kernel(x):
         st = nl.ndarray((k, m), dtype=st_dtype, buffer=nl.sbuf)
         mv = nl.ndarray((k, n), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
         sst = nl.ndarray((k, m), dtype=nl.uint8, buffer=nl.sbuf)
         smv = nl.ndarray((k, n), dtype=nl.uint8, buffer=nl.sbuf)
         dst = nl.ndarray((m, n), dtype=dst_dtype, buffer=dst_buf)
+        if index_at is not None:  # dst scattered through an index tile starting on partition index_at
+            index = nl.ndarray((index_at + m, n // m), dtype=nl.int32, buffer=nl.sbuf)
+            dst = dst.indirect(index[index_at:])
         nisa.nc_matmul_mx(dst=dst, stationary=st, moving=mv, stationary_scale=sst, moving_scale=smv, **kw)
         return x
 
@@ -314,6 +354,9 @@ def _matmul_call(k=128, m=128, n=512, st_dtype=nl.float8_e4m3fn_x4, dst_dtype=nl
     (dict(k=96, m=32, n=64, tile_position=(0, 0), tile_size=(64, 128)), "exceeds the row tile size 64"),
     (dict(tile_position=(0, 0)), "tile_position and tile_size must both be set"),
     (dict(tile_position=(32, 0), tile_size=(64, 128)), "start_row must be a multiple of 64 below 128"),
+    (dict(k=64, m=64, n=128, tile_position=(64, 0), tile_size=(64, 128), index_at=0),
+     "with tensor indirection tile_position must be (0, 0) or unset, got (64, 0)"),
+    (dict(m=64, n=128, index_at=16), "the index of 'dst'.indirect() starts on partition 16, not on a quadrant"),
 ])  # fmt: skip
 def test_nc_matmul_mx_rules(kw, message: str) -> None:
     assert message in str(_trace_error(_matmul_call(**kw), np.zeros((1, 1), np.float32)))
@@ -323,6 +366,7 @@ def test_nc_matmul_mx_rules(kw, message: str) -> None:
     dict(k=64, m=64, n=128, tile_position=(64, 0), tile_size=(64, 128)),  # the bottom half of the PE array
     dict(n=4096),  # fp32 N up to 4096: the entire PSUM (8 banks)
     dict(n=8192, dst_dtype=nl.bfloat16),
+    dict(m=64, n=128, index_at=0, tile_position=(0, 0), tile_size=(128, 128)),  # an indirect dst, untiled
 ])  # fmt: skip
 def test_nc_matmul_mx_accepts(kw) -> None:
     nki.jit(_matmul_call(**kw), platform_target="trn3").trace(np.zeros((1, 1), np.float32))
