@@ -6,8 +6,8 @@ and a test of a ``Call``: what is wrong with it, or None. The rules live in one 
 ``vector``, ``scalar``); ``problems(call)`` runs every rule of the call's instruction. It is asked at two points
 today, so a rule is stated once and holds at both:
 
-* trace time (``frontend/isa.py`` ``_record``), for the instructions a ``nisa`` call names: an ``NkiError`` at the
-  user's line, naming the rule, the generation and the sentence;
+* trace time (``frontend/recorders/record.py`` ``_record``), for the instructions a ``nisa`` call names: an
+  ``NkiError`` at the user's line, naming the rule, the generation and the sentence;
 * the penguin instruction verifier (``dialects/penguin.py``), for IR text and for the instructions nkic's own
   lowerings emit (an ``nl`` function's instructions must be legal too). IR text carries no target, so a rule that
   holds only on some generations is not checked there (``Call.gen`` is None): where the generation is unknown,

@@ -2,9 +2,10 @@
 ``nki/api/nki/language/__init__.py``).
 
 A rule here has ``instr = "nl.<name>"`` and ``api = "nl.<name>"``: no instruction carries it, so the penguin verifier
-never sees it; the ``nl`` function's implementation asks ``problems`` itself (``frontend/isa.py:language_rules``),
-with the call's tiles as operands and its other arguments (numbers, shapes, axes, steps) as fields. What an ``nl``
-function emits is held to the instructions' rules by the penguin verifier, as for every lowering."""
+never sees it; the ``nl`` function's implementation asks ``problems`` itself
+(``frontend/recorders/record.py:language_rules``), with the call's tiles as operands and its other arguments
+(numbers, shapes, axes, steps) as fields. What an ``nl`` function emits is held to the instructions' rules by the
+penguin verifier, as for every lowering."""
 
 from __future__ import annotations
 

@@ -5,8 +5,8 @@ core_barrier, register_*).
 Most rules read what every level sees (operands' memory, dtype and (partitions, free) sizes; the instruction's
 fields). Some restrictions are about the call itself — a raw parameter the IR does not keep (``tile_position``,
 ``dge_mode``, ``priority``, ``scales``), a tile's full shape — which the ``nisa`` function passes as extra fields
-(``frontend/isa.py`` ``_rules``): such a rule passes when its field is absent (IR text, the verifier), so it holds at
-the user's line only, where the parameter exists.
+(``frontend/recorders/record.py`` ``_rules``): such a rule passes when its field is absent (IR text, the verifier),
+so it holds at the user's line only, where the parameter exists.
 """
 
 from __future__ import annotations
@@ -728,7 +728,8 @@ def _dma_compute_max_srcs(call: Call) -> str | None:
 
 
 waive("nisa.dma_compute", "Both srcs and dst tensors must have compile-time known addresses", "ambiguous: "
-      "nkic's read-modify-write forms (frontend/isa.py:_dma_compute_rmw) also take a scalar offset (a (1, 1) index "
+      "nkic's read-modify-write forms (frontend/recorders/movement.py:_dma_compute_rmw) also take a scalar offset "
+      "(a (1, 1) index "
       "tile or a register), a run-time start address like vector_offset's rows; a dynamic operand outside those "
       "forms is refused there")
 waive("nisa.dma_compute", "The only supported DGE mode for read-modify-write", "semantics, not a restriction: "
@@ -773,7 +774,7 @@ rule("sendrecv", "Available only on NeuronCore-v3 or newer.", gens=(2,))(_missin
 waive("nisa.sendrecv", "This instruction is only allowed in NeuronCore-v3 or newer when", "ambiguous: LNC is the "
       "platform's setting, not the launch's; nkic's LNC=2 pair is the kernel[2] launch, and a one-program launch may "
       "still run on an LNC=2 core, so nkic accepts a sendrecv to the core itself there (tests/unit/test_lnc_pair.py); "
-      "a rank outside the launch is an error (frontend/isa.py:_rank), v2 a rule of its own")
+      "a rank outside the launch is an error (frontend/recorders/lnc.py:_rank), v2 a rule of its own")
 
 waive("nisa.sendrecv", "Operations with the same pipe_id form a logical group", "semantics, not a restriction: the "
       "simulator pairs a pipe's sendrecvs and completes them together")
@@ -799,7 +800,7 @@ waive("nisa.core_barrier", "This instruction creates a synchronization point", "
       "simulator's barrier (every listed core waits for the others)")
 waive("nisa.core_barrier", "This instruction is only allowed in NeuronCore-v3 or newer when", "ambiguous: "
       "nki-library calls core_barrier(cores=(0, 1)) in kernels that also run as one program; nkic lets a core the "
-      "launch does not have wait for nobody (frontend/isa.py:core_barrier); v3+ is the declaration's since")
+      "launch does not have wait for nobody (frontend/recorders/lnc.py:core_barrier); v3+ is the declaration's since")
 waive("nisa.core_barrier", "This must be data in shared HBM", "ambiguous: the barrier never touches data, and "
       "nki-library's router_topk barriers on an SBUF tensor: nkic accepts HBM or SBUF (PSUM is refused by the "
       "declaration's memories)")

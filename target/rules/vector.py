@@ -352,7 +352,7 @@ rule("tensor_reduce", "The number of elements per partition in dst must be consi
 rule("tensor_reduce", "For example, if axis indicates all free dimensions of data are reduced, the number of elements "
      "per partition in dst must be 1.")(_dst_follows_axes)
 waive("nisa.tensor_reduce", "- axis=(3,) reduces only D3", "semantics, not a restriction: an example of which "
-      "trailing axes reduce (frontend/isa.py:tensor_reduce)")
+      "trailing axes reduce (frontend/recorders/vector.py:tensor_reduce)")
 rule("tensor_reduce", "The partition dimension size of input data and output dst tiles must be the same and must not "
      "exceed 128.")(_dims_agree("tensor_reduce", "data", "dst", free=False))
 rule("tensor_reduce", "The number of elements per partition of data must not exceed the physical size of each SBUF "
@@ -500,12 +500,14 @@ rule("iota", "The number of elements per partition of dst must not exceed the ph
 
 rule("affine_select", "- The total number of elements in pattern must match the number of elements per partition in "
      "the dst and on_true_tile tiles.")(_pattern_count("affine_select", "dst", "on_true"))
-# (a PSUM tile, e.g. matmul scores, gets the reason and the fix at the nisa call: frontend/isa.py:affine_select)
+# (a PSUM tile, e.g. matmul scores, gets the reason and the fix at the nisa call:
+# frontend/recorders/select.py:affine_select)
 rule("affine_select", "The output dst tile must be in SBUF.")(in_memories("affine_select", {"dst": ("sbuf",)}))
 rule("affine_select", "The input on_true_tile must also be in SBUF.")(
     in_memories("affine_select", {"on_true": ("sbuf",)}))
 waive("nisa.affine_select", "The on_false_value must be float32", "semantics, not a restriction: on_false_value is "
-      "a number, stored as the instruction's fp32 immediate whatever the tiles' dtypes (frontend/isa.py:affine_select)")
+      "a number, stored as the instruction's fp32 immediate whatever the tiles' dtypes "
+      "(frontend/recorders/select.py:affine_select)")
 rule("affine_select", "The input tile on_true_tile, the calculated boolean predicate tile, and the returned output "
      "tile must have the same partition dimension size")(_dims_agree("affine_select", "on_true", "dst", free=False))
 rule("affine_select", "- The partition dimension size of dst and on_true_tile must be the same and must not exceed "
@@ -546,7 +548,7 @@ rule("range_select", "- bound0 and bound1 must have one element per partition")(
     column("range_select", "on_true", ("bound0", "bound1")))
 waive("nisa.range_select", "This is useful when chaining multiple calls", _CHAINING)
 waive("nisa.range_select", "Defaults to 0, and must be a compile-time integer.", "signature: range_start is int()-ed "
-      "at the call (frontend/isa.py:range_select; a loop index unrolls)")
+      "at the call (frontend/recorders/select.py:range_select; a loop index unrolls)")
 
 rule("select_reduce", "- reduce_op only supports max")(
     _one_of("select_reduce", "reduce_op", ("maximum",), default="bypass"))
@@ -563,7 +565,8 @@ def _select_reduce_res_float(call: Call) -> str | None:
 rule("select_reduce", "- on_true, dst, and predicate must have identical shapes (same number of partitions and "
      "elements per partition)")(_dims_agree("select_reduce", "on_true", "dst", "predicate"))
 waive("nisa.select_reduce", "- on_false dtype must be float32 if on_false is a scalar.", "semantics, not a "
-      "restriction: a number on_false is stored as the instruction's fp32 immediate (frontend/isa.py:_scalar)")
+      "restriction: a number on_false is stored as the instruction's fp32 immediate "
+      "(frontend/recorders/record.py:_scalar)")
 rule("select_reduce", "- reduce_res must be a vector of shape (on_true.shape[0], 1)")(
     column("select_reduce", "on_true", ("reduce_res",)))
 rule("select_reduce", ":param reduce_res: (optional) Tile to store reduction results, must have shape "
@@ -655,7 +658,7 @@ def _find_index8_vals(call: Call) -> str | None:
 
 
 waive("nisa.nc_find_index8", "If provided, a mask is applied only to the data tensor.", "semantics, not a "
-      "restriction: what a mask would apply to (nkic takes no mask= on nisa calls: frontend/isa.py:_mask)")
+      "restriction: what a mask would apply to (nkic takes no mask= on nisa calls: frontend/recorders/record.py:_mask)")
 
 rule("topk", "The source must be BF16.")(_dtype("topk", "src", "bfloat16"))
 rule("topk", "- Source must be BF16 in SBUF.")(_dtype("topk", "src", "bfloat16"))
