@@ -9,41 +9,29 @@ simulate) is ``nkic.interop.framework``'s job.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+# pass name -> (module under nkic.hlo, its class), loaded on first use as nkic.passes' table is
+_PASSES: dict[str, tuple[str, str]] = {
+    "route-attention-composite": ("router", "RouteAttentionComposite"),
+    "route-attention": ("router", "RouteAttention"),
+    "decompose-attention": ("router", "DecomposeAttention"),
+    "chlo-legalize": ("chlo_legalize", "ChloLegalize"),
+    "decompose-hlo": ("decompose_hlo", "DecomposeHlo"),
+    "stablehlo-to-penguin": ("lower", "StablehloToPenguin"),
+}
+
+
+def _factory(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    def load() -> type[ModulePass]:
+        return getattr(importlib.import_module(f"nkic.hlo.{module}"), cls)
+
+    return load
+
 
 def get_hlo_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """The front door's passes by name, loaded on first use (for ``nkic-opt``)."""
-
-    def router(name: str) -> Callable[[], type[ModulePass]]:
-        def load() -> type[ModulePass]:
-            from nkic.hlo import router
-
-            return {p.name: p for p in (router.RouteAttentionComposite, router.RouteAttention,
-                                        router.DecomposeAttention)}[name]  # fmt: skip
-
-        return load
-
-    def chlo() -> type[ModulePass]:
-        from nkic.hlo.chlo_legalize import ChloLegalize
-
-        return ChloLegalize
-
-    def decompose() -> type[ModulePass]:
-        from nkic.hlo.decompose_hlo import DecomposeHlo
-
-        return DecomposeHlo
-
-    def lowering() -> type[ModulePass]:
-        from nkic.hlo.lower import StablehloToPenguin
-
-        return StablehloToPenguin
-
-    return {
-        **{n: router(n) for n in ("route-attention-composite", "route-attention", "decompose-attention")},
-        "chlo-legalize": chlo,
-        "decompose-hlo": decompose,
-        "stablehlo-to-penguin": lowering,
-    }
+    return {name: _factory(m, c) for name, (m, c) in _PASSES.items()}
