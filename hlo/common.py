@@ -13,6 +13,7 @@ from xdsl.ir import Operation, Region
 from nkic.frontend import isa as nisa
 from nkic.frontend import language as nl
 from nkic.hlo import tiles
+from nkic.hlo.matmul import blocked_matmul
 from nkic.hlo.tiles import Hbm, SegmentInterpreter
 
 Lowering = Callable[..., Any]
@@ -66,6 +67,4 @@ def unsupported(op: Operation, why: str) -> Exception:
 
 def matmul(lhs_t: Hbm, rhs: Hbm, out: Hbm, k: int, m: int, n: int) -> None:
     """``out[m, n] = lhs_t[k, m]^T @ rhs[k, n]`` (row-major 2-D views), blocked (``nkic.hlo.matmul``)."""
-    from nkic.hlo.matmul import blocked_matmul
-
     blocked_matmul(lhs_t, rhs, out, 1, k, m, n)

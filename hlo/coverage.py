@@ -16,6 +16,9 @@ them), so the table cannot drift from what the compiler does:
 from __future__ import annotations
 
 from nkic.dialects import stablehlo as hlo
+from nkic.hlo import families, tiles
+from nkic.hlo.chlo_legalize import LEGALIZED
+from nkic.hlo.decompose_hlo import DECOMPOSED
 
 STABLEHLO_OPS = (
     "abs add after_all all_gather all_reduce all_to_all and async_done async_start atan2 batch_norm_grad "
@@ -61,13 +64,9 @@ def status(name: str) -> str:
     if name not in registered():
         return "rejected"
     if name.startswith("chlo."):
-        from nkic.hlo.chlo_legalize import LEGALIZED
-
         return "lowered" if name in LEGALIZED and all(status(n) == "lowered" for n in LEGALIZED[name]) else "rejected"
     if name in ROUTED:
         return "routed"
-    from nkic.hlo.decompose_hlo import DECOMPOSED
-
     if name in DECOMPOSED:
         return "lowered" if all(status(n) == "lowered" for n in DECOMPOSED[name]) else "rejected"
     if name in FOLDED or name in TERMINATORS:
@@ -76,8 +75,6 @@ def status(name: str) -> str:
 
 
 def _has_lowering(short: str) -> bool:
-    from nkic.hlo import families, tiles
-
     if short in hlo.ELEMENTWISE:  # the element-wise tables the interpreter maps each op through
         return short in tiles._TILE_UNARY or short in tiles._TILE_BINARY or short in tiles._LOGICAL
     return hasattr(tiles.SegmentInterpreter, f"op_{short}") or short in families.LOWERINGS

@@ -16,7 +16,7 @@ import math
 
 from nkic.dialects import stablehlo as hlo
 from nkic.frontend import language as nl
-from nkic.hlo import common
+from nkic.hlo import common, fusion
 from nkic.hlo.tiles import P_TILE, Hbm, SegmentInterpreter
 
 MIN_DIM = 32  # below 32 x 32 elements the strided DMA's single descriptor is cheaper than four engine instructions
@@ -38,8 +38,6 @@ def broadcast_columns(interp: SegmentInterpreter, op: hlo.BroadcastInDimOp, x: H
     if math.prod(shape) == math.prod(x.shape) and list(bdims) == sorted(bdims):
         interp.values[op.result] = Hbm(x.tensor, shape, x.dtype)  # only size-1 dims added: a reshape, free
         return True
-    from nkic.hlo import fusion
-
     if shape and out_strides[-1] in (0, 1) and fusion.all_uses_fuse(interp, op.result):
         # never materialised: each fused tile reads its rows / column from the source (hlo/fusion.py)
         interp.values[op.result] = fusion.ColumnBroadcast(x, shape, tuple(out_strides))  # type: ignore[assignment]

@@ -29,6 +29,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
+    Float32Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -621,7 +622,6 @@ def _decompose(call: hlo.CustomCallOp, scale: float, causal: bool) -> None:
     (b, sq, d), skv = hlo.shape_of(q), hlo.shape_of(k)[1]
     f32 = hlo.ttype(q).element_type
     element = hlo.ttype(q).element_type
-    from xdsl.dialects.builtin import Float32Type
 
     f32 = Float32Type()
     s_t, row_t, scalar_t = _tensor((b, sq, skv), f32), _tensor((b, sq), f32), _tensor((), f32)

@@ -129,6 +129,7 @@ def _unsupported(op: Operation, why: str) -> NkiError:
 
 def _family_lowering(name: str) -> Callable[[SegmentInterpreter, Operation], None] | None:
     """The lowering of ``name`` from the per-family modules (``nkic.hlo.families``: sort, scatter, loops, ...)."""
+    # Deferred: a cycle; every family module builds on this interpreter (SegmentInterpreter, Hbm, the tile sizes).
     from nkic.hlo.families import LOWERINGS
 
     return LOWERINGS.get(name)
@@ -335,7 +336,8 @@ class SegmentInterpreter:
         src_pairs = [[s, n] for s, n in zip(src_strides, shape)]
         if len(out.shape) == 0:
             src_pairs = [[0, 1]]
-        from nkic.hlo.layout import rows_first  # the largest dim first: more DMA engines
+        # the largest dim first: more DMA engines (deferred: layout builds on this interpreter, a cycle)
+        from nkic.hlo.layout import rows_first
 
         dst_pairs, src_pairs = rows_first(dst_pairs, src_pairs)
         nisa.dma_copy(dst=out.pattern(dst_pairs), src=src.pattern(src_pairs))
