@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from nkic.target.machine import TARGETS
 from nkic.target.rules import Call, Operand, dtype_of, rule, waive
 from nkic.target.vocab import HBM_MEMORIES, dtype_size
 
@@ -458,8 +459,6 @@ def _qmx_free(call: Call) -> str | None:
     if src.dims[1] % 4:
         return f"quantize_mx: the free dimension size of src must be a multiple of 4, got {src.dims[1]}"
     if call.gen is not None:
-        from nkic.target.machine import TARGETS
-
         target = next(t for t in TARGETS.values() if t.nc_version == call.gen)
         size = src.dims[1] * dtype_size(src.dtype)
         if size > target.sbuf_bytes_per_partition:
