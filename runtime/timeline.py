@@ -9,8 +9,8 @@ on while a NEFF runs, separate from the numerics:
   one (gen3+);
 * :class:`SharedPorts`: the SBUF/PSUM ports two engines of a core share (``costs.shared_ports``): an instruction
   that needs a port held by the other engine waits for it, and the wait is booked against the holder;
-* :class:`DmaCore`: one core's 16 queues (descriptors processed one after another per queue, data FIFO per
-  queue) sharing the core's DMA bandwidth, max-min fair among the transfers moving data at once.
+* :class:`DmaCore`: one core's 16 queues (run-time descriptors generated one after another per queue, data FIFO
+  per queue) sharing the core's DMA bandwidth, max-min fair among the transfers moving data at once.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nkic.target.costs import (
-    DMA_DESCRIPTOR_NS,
     DMA_LATENCY_NS,
     PE_THROTTLE_RAMP_NS,
     PE_THROTTLE_RATE,
     PE_THROTTLE_UTILISATION,
     PE_THROTTLE_WINDOW_NS,
     dma_core_bytes_per_ns,
+    dma_descriptor_ns,
     dma_transfer,
 )
 from nkic.target.isa import Instr, Operand
@@ -174,7 +174,7 @@ class DmaCore:
     def submit(self, ins: Instr, queue: int, triggered: float) -> None:
         """A transfer triggered at ``triggered``: its descriptors wait for the queue's earlier ones."""
         begin = max(triggered, self.descriptors_free[queue])
-        self.descriptors_free[queue] = begin + DMA_DESCRIPTOR_NS
+        self.descriptors_free[queue] = begin + dma_descriptor_ns(ins)
         work, max_rate = dma_transfer(ins, self.target)
         self.waiting[queue].append(Transfer(ins, work, max_rate, begin + DMA_LATENCY_NS))
         if queue not in self.moving and len(self.waiting[queue]) == 1:

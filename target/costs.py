@@ -33,7 +33,7 @@ __all__ = [
     "MIN_II", "DMA_FIXED_NS", "SP_DMA_ISSUE_CYCLES", "COSTS", "cost", "instr_cycles", "instr_ns", "dma_ns",
     "dma_efficiency", "dma_run_efficiency", "DMA_TABLE_RUN_BYTES", "DEPENDENT_LATENCY_CYCLES",
     "dependent_latency_ns", "occupancy_cycles", "occupancy_ns",
-    "DMA_DESCRIPTOR_NS", "DMA_LATENCY_NS", "dma_transfer", "dma_core_bytes_per_ns", "PE_THROTTLE_WINDOW_NS",
+    "DMA_DESCRIPTOR_NS", "dma_descriptor_ns", "DMA_LATENCY_NS", "dma_transfer", "dma_core_bytes_per_ns", "PE_THROTTLE_WINDOW_NS",
     "PE_THROTTLE_UTILISATION", "PE_THROTTLE_RATE", "PE_THROTTLE_RAMP_NS", "pe_throttles", "shared_ports",
     "PORT_NAMES", "INSTRUCTION_RECORD_BYTES", "neff_launch_ns", "neff_teardown_ns",
 ]  # fmt: skip
@@ -475,13 +475,25 @@ PE_THROTTLE_RATE = 0.5
 PE_THROTTLE_RAMP_NS = 3000.0
 PE_THROTTLE_SINCE = 3  # nc_version: THR describes trn2/trn3 only; trn1 is not throttled
 
-# The DMA queues [DMA, DBW, DGE]. A queue processes its transfers' descriptors one after another, ~600 ns each
-# (DGE: "~600 ns per hardware-DGE instruction"), while earlier transfers move data: descriptors pipeline. A
+# The DMA queues [DMA, DBW, DGE]. A transfer whose descriptors are generated at run time (a dynamic address: the
+# descriptor generation engine) occupies its queue's generation ~600 ns (DGE: "Each hardware-DGE DMA instruction
+# takes approximately 600 ns to execute"; software DGE on GpSimd publishes no figure and is taken as the same), one
+# after another, while earlier transfers move data: descriptors pipeline. A static transfer's descriptors were
+# built before the run (DGE, mode none: "pre-computed on the Trainium host before NEFF execution ... no on-device
+# generation is needed", the "lowest per-transfer latency"), as nkic's NEFF carries them (each DMA's `dma` entry):
+# it waits for no generation (dma_descriptor_ns). A
 # transfer's first byte moves ~1.3 µs after its trigger (DBW: the fixed cost, "semaphore to start"). Its data then
 # moves FIFO behind the queue's earlier transfers, at up to engines · BW_e, and all queues of a core share the
 # core's 16 DMA engines: together at most 16 · BW_e, the per-core figure of the DMA/DBW table (trn1 272, trn2 368,
-# trn3 528 GB/s). Contiguous runs below ~2 KiB per partition lose efficiency (dma_efficiency).
+# trn3 528 GB/s). Contiguous runs below 8 KiB per partition lose efficiency (dma_run_efficiency).
 DMA_DESCRIPTOR_NS = 600.0
+
+
+def dma_descriptor_ns(instr: Instr) -> float:
+    """How long ``instr``'s descriptors hold its queue's descriptor generation: ``DMA_DESCRIPTOR_NS`` when an
+    operand's address is dynamic (generated at run time), 0 for a static transfer (descriptors built before the
+    run)."""
+    return DMA_DESCRIPTOR_NS if any(op is not None and op.dyn for op in instr.operands) else 0.0
 DMA_LATENCY_NS = DMA_FIXED_NS
 # DMA efficiency on the timeline (dma_run_efficiency), from the documented mechanism and the training set. A
 # transfer is a gather list of contiguous buffers, at least one per partition [A2, DMA], each a descriptor the engine

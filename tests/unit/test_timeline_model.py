@@ -25,6 +25,7 @@ from nkic.target.costs import (
     DMA_LATENCY_NS,
     MIN_II,
     dma_core_bytes_per_ns,
+    dma_descriptor_ns,
     dma_transfer,
     instr_cycles,
     neff_launch_ns,
@@ -150,22 +151,39 @@ def test_accumulating_matmuls_do_not_wait_for_their_psum_tile() -> None:
 # -- DMA ---------------------------------------------------------------------------------------------------------
 
 
-def _loads(n: int, queues: int, cols: int) -> tuple[Neff, list[Instr]]:
-    sp = [Instr("DMA_COPY", "sp", (sbuf((128, cols), addr=0), hbm(0, (128, cols), offset=i * 128 * cols * 4)),
+def _loads(n: int, queues: int, cols: int, dynamic: bool = False) -> tuple[Neff, list[Instr]]:
+    """n HBM -> SBUF loads of [128, cols] fp32; ``dynamic``: the HBM address adds register 0 at run time."""
+    dyn = {"dyn": "reg", "dyn_ref": 0, "dyn_scale": 1} if dynamic else {}
+    sp = [Instr("DMA_COPY", "sp", (sbuf((128, cols), addr=0),
+                                   Operand("hbm", "float32", ((cols, 128), (1, cols)), address=i * 128 * cols * 4,
+                                           var_id=0, **dyn)),  # type: ignore[arg-type]
                 (i % queues,), signal_sem=queue_sem(i % queues), inst_id=i + 1) for i in range(n)]  # fmt: skip
-    return _neff({"sp": sp}, [Variable("x", 0, "input", (n * 128, cols), "float32")]), sp
+    return _neff({"sp": sp}, [Variable("x", 0, "input", (n * 128 + 128, cols), "float32")]), sp
 
 
-def test_descriptors_pipeline_on_one_queue() -> None:
-    """Small transfers on one queue overlap their ~1.3 µs latency: one every DMA_DESCRIPTOR_NS, not one per
-    1.3 µs + data (the old blocking model)."""
+def test_run_time_descriptors_pipeline_on_one_queue() -> None:
+    """DGE: a transfer with a dynamic address has its descriptors generated at run time, ~600 ns each, one after
+    another on its queue: small ones start one every DMA_DESCRIPTOR_NS, overlapping their ~1.3 µs latency."""
+    neff, sp = _loads(8, 1, 16, dynamic=True)
+    prof = simulate(neff, {}, target="gen3", timing_only=True).profile
+    starts = [ev.start_ns for ev in prof.events_for("q0")]
+    work, rate = dma_transfer(sp[0], "gen3")
+    assert work / rate < DMA_DESCRIPTOR_NS == dma_descriptor_ns(sp[0])  # so the descriptors are the bottleneck
+    assert np.diff(starts) == pytest.approx([DMA_DESCRIPTOR_NS] * 7)
+    assert starts[0] == pytest.approx(prof.events_for("sp")[0].end_ns + DMA_LATENCY_NS)
+
+
+def test_static_descriptors_do_not_wait_for_generation() -> None:
+    """DGE, mode none: static descriptors were built before the run, so the same transfers with static addresses
+    follow each other as fast as their triggers and data allow."""
     neff, sp = _loads(8, 1, 16)
     prof = simulate(neff, {}, target="gen3", timing_only=True).profile
     starts = [ev.start_ns for ev in prof.events_for("q0")]
     work, rate = dma_transfer(sp[0], "gen3")
-    assert work / rate < DMA_DESCRIPTOR_NS  # so the descriptors are the bottleneck
-    assert np.diff(starts) == pytest.approx([DMA_DESCRIPTOR_NS] * 7)
+    assert dma_descriptor_ns(sp[0]) == 0.0
     assert starts[0] == pytest.approx(prof.events_for("sp")[0].end_ns + DMA_LATENCY_NS)
+    assert np.diff(starts) == pytest.approx([work / rate] * 7)  # back to back on the queue's data FIFO
+    assert work / rate < DMA_DESCRIPTOR_NS
 
 
 @pytest.mark.parametrize("target", ["gen2", "gen3", "gen4"])
