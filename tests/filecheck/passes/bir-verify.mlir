@@ -84,3 +84,18 @@ builtin.module attributes {nkic.target = "gen4"} {
 
 // CHECK-LABEL: bir.function @f
 // CHECK: bir.matmul
+
+// -----
+
+// Tensor indirection in BIR: an indirect moving operand of a transposing matmul breaks "When is_transpose=True,
+// moving cannot use tensor indirection."
+builtin.module {
+  bir.function @f attributes {inputs = [], outputs = []} {
+    bir.memloc @s : sbuf [128, 128] bfloat16 {address = array<i64: 0, 0>}
+    bir.memloc @i : sbuf [128, 1] int32 {address = array<i64: 0, 4096>}
+    bir.memloc @p : psum [128, 128] bfloat16 {address = array<i64: 0, 0>}
+    bir.matmul dst @p[0 : [128, 128], [1, 128]], stationary @s[0 : [128, 128], [1, 128]], moving @s[0 : [128, 128], [1, 128] + 1*indirect moving_offset], moving_offset @i[0 : [1, 128], [1, 1]] {id = 0 : i64, engine = "pe", is_transpose = true}
+  }
+}
+
+// CHECK: @f instruction 0 (matmul): nc_matmul: with is_transpose=True, moving cannot be a tensor indirection view (the NKI reference: "When is_transpose=True, moving cannot use tensor indirection.")
