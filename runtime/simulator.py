@@ -163,6 +163,7 @@ def simulate_in_order(neff: Neff, inputs: Mapping[str, object], *, target: str =
             executor = EXECUTORS.get(ins.opcode)
             if executor is None:
                 raise SimulationError(f"core {core.index} {ins.opcode} (inst_id {ins.inst_id}): no executor")
+            core.executing = ins  # a tensor indirection operand reads its offsets from another slot of it
             taken = executor(core, ins)
             pc = partner[pc] + 1 if taken and pc in partner else pc + 1
             steps += 1
