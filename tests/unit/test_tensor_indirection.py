@@ -25,7 +25,9 @@ from nkic.passes.bir_sim import BirSimPass  # noqa: E402
 from nkic.passes.bir_to_isa import BirToIsaPass  # noqa: E402
 from nkic.runtime.encoding import decode_stream, encode_stream  # noqa: E402
 from nkic.runtime.simulator import SimulationError  # noqa: E402
+from nkic.target.costs import instr_ns  # noqa: E402
 from nkic.target.isa import Instr, Operand  # noqa: E402
+from nkic.target.machine import get_target  # noqa: E402
 from pipeline_run import passes_on  # noqa: E402
 
 RNG = np.random.default_rng(23)
@@ -398,3 +400,14 @@ def test_program_order_agrees_with_the_concurrent_simulation(capsys: pytest.Capt
         p.apply(ctx, module)
     BirSimPass().apply(make_context(), module)
     assert "agree bit for bit" in capsys.readouterr().out
+
+
+def test_an_indirect_operand_costs_what_its_elements_cost() -> None:
+    """The reference states no cost of its own for tensor indirection: the (P, num_elem) elements are the cost."""
+    dst = Operand("sbuf", "float32", ((1, 128), (1, 512)), 0, 0)
+    plain = Operand("sbuf", "float32", ((1, 128), (1, 512)), 0, 4096)
+    ti = Operand("sbuf", "float32", ((1, 128), (1, 512)), 0, 4096, dyn="indirect", dyn_ref=3, dyn_scale=1)
+    idx = Operand("sbuf", "int32", ((1, 128), (1, 4)), 0, 8192)
+    trn3 = get_target("trn3")
+    plain_ns = instr_ns(Instr("TENSOR_COPY", "dve", (dst, plain)), trn3)
+    assert instr_ns(Instr("TENSOR_COPY", "dve", (dst, ti, None, idx)), trn3) == plain_ns > 0
