@@ -62,8 +62,10 @@ def test_metrics_agree_with_the_simulator(make: object) -> None:
     # a transfer's span alone on its queue, or longer while other queues' transfers share the core's bandwidth
     alone, shared = sum(m.busy_ns[k] for k in queues), sum(prof.busy_ns[k] for k in queues)
     assert alone - 1e-6 <= shared <= len(queues) * alone + 1e-6
-    # the critical path and the busiest compute engine stay lower bounds of the simulated time
-    assert m.critical_ns <= prof.total_ns + 1e-6
+    # the critical path (with the NEFF's launch and teardown, as the run) and the busiest compute engine stay lower
+    # bounds of the simulated time
+    assert m.overhead_ns == pytest.approx(prof.launch_ns + prof.teardown_ns) and m.overhead_ns > 2000
+    assert m.overhead_ns < m.critical_ns <= prof.total_ns + 1e-6
     assert max(v for k, v in m.busy_ns.items() if not k.startswith("q")) <= prof.total_ns + 1e-6
     assert 0 < m.high_water["sbuf"] <= m.capacity["sbuf"]
     assert m.control == 0  # no runtime loop: the static counts are the dynamic ones
