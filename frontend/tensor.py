@@ -205,8 +205,9 @@ class NkiTensor:
     def _view(self, offset: IndexExpr | int, pairs: Pairs, dtype: str | None = None) -> NkiTensor:
         if self.dyn is not None:
             raise NkiError(
-                "an indirect view (.ap with scalar_offset / vector_offset) cannot be indexed, reshaped or viewed again",
-                "put the whole access into the .ap pattern",
+                "an indirect view (.ap with scalar_offset / vector_offset, or .indirect) cannot be indexed, reshaped "
+                "or viewed again",
+                "put the whole access into the .ap pattern, or slice the tile before .indirect",
             )
         return NkiTensor(self.storage, offset, pairs, dtype or self.dtype)
 

@@ -411,3 +411,15 @@ def test_an_indirect_operand_costs_what_its_elements_cost() -> None:
     trn3 = get_target("trn3")
     plain_ns = instr_ns(Instr("TENSOR_COPY", "dve", (dst, plain)), trn3)
     assert instr_ns(Instr("TENSOR_COPY", "dve", (dst, ti, None, idx)), trn3) == plain_ns > 0
+
+
+def sliced_view(data, index):
+    d, i = load(data), load(index)
+    v = d.indirect(i)
+    return store(v[0:4])
+
+
+def test_an_indirect_view_cannot_be_sliced() -> None:
+    with pytest.raises(NkiError, match=r"or \.indirect\) cannot be indexed, reshaped or viewed again") as e:
+        nki.jit(sliced_view, platform_target="trn3")(np.zeros((16, 8), np.float32), np.zeros((16, 1), np.int32))
+    assert f":{_line_of(sliced_view, 'v[0:4]')}:" in str(e.value)
