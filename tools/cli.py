@@ -28,6 +28,8 @@ import signal
 import sys
 import threading
 import traceback
+import warnings
+from collections.abc import Iterator
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     with status 141 (see the module docstring), whatever the command was doing, argument parsing included."""
     default_blas_threads()
     args: argparse.Namespace | None = None
-    with Interrupts() as interrupts:
+    with Interrupts() as interrupts, one_line_cache_warnings():
         try:
             try:
                 args = build_parser().parse_args(argv)
@@ -157,6 +159,26 @@ def main(argv: list[str] | None = None) -> int:
             if interrupts.seen:  # Ctrl-C that a library reported as another exception (see Interrupts)
                 return interrupted(args)
             raise
+
+
+@contextlib.contextmanager
+def one_line_cache_warnings() -> Iterator[None]:
+    """The NEFF cache's warning (a folder it cannot use, once per process) as one line, ``nkic: warning: ...``, as
+    the command's other warnings are: Python's format adds nkic's own file, line and source line, which say nothing
+    to the user. Other warnings keep Python's format (a legacy kernel's names its line)."""
+    with warnings.catch_warnings():  # restores showwarning on the way out
+        shown = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                 line: str | None = None) -> None:  # fmt: skip
+            cache = sys.modules.get("nkic.compiler.cache")  # loaded if it warned: --help need not load it
+            if cache is not None and issubclass(category, cache.CacheWarning):
+                print(f"nkic: warning: {message}", file=sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
 
 
 def interrupted(args: argparse.Namespace | None) -> int:

@@ -487,3 +487,20 @@ def test_links_in_the_cache_are_never_written_through(tmp_path: Path) -> None:
     entry.parent.joinpath("ef.neff").symlink_to(victim)
     cache.clear(root)
     assert victim.read_bytes() == b"precious"
+
+
+def test_the_cli_says_an_unusable_cache_in_one_line_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python's warning format is two lines naming nkic's own source line; the command prints one, once."""
+    from nkic.tools.cli import main
+
+    (tmp_path / "a-file").write_text("not a folder")
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path / "a-file" / "cache"))
+    monkeypatch.setattr(cache, "_warned", set())
+    add = [str(Path(nkic.__file__).parent / "kernels" / "tensor_add.py") + ":tensor_add", "--arg", "a=float32[128,64]",
+           "--arg", "b=float32[128,64]", "-o", str(tmp_path / "k.neff")]  # fmt: skip
+    assert main(["compile", *add]) == 0 and main(["compile", *add]) == 0
+    assert capsys.readouterr().err == (
+        f"nkic: warning: NEFF cache {tmp_path / 'a-file' / 'cache'} cannot be used (Not a directory); compiling without "
+        "it\n")  # fmt: skip

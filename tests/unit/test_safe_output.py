@@ -388,9 +388,9 @@ def test_cli_run_writes_into_the_output_dir_it_opened(
 ) -> None:
     """The folder is swapped for a link to another folder while the kernel runs: the outputs still land in the
     folder that was opened (now renamed), none outside. Then a link planted at the output during the run: refused."""
-    import nkic.compiler.driver
+    from nkic.tools import commands
 
-    real_run = nkic.compiler.driver.run_neff
+    real_run = commands.run_neff
     (work / "elsewhere").mkdir()
 
     def swap_during_run(*args: Any, **kw: Any) -> Any:
@@ -399,7 +399,7 @@ def test_cli_run_writes_into_the_output_dir_it_opened(
         (work / "d" / "out").symlink_to(work / "elsewhere", target_is_directory=True)
         return result
 
-    monkeypatch.setattr(nkic.compiler.driver, "run_neff", swap_during_run)
+    monkeypatch.setattr(commands, "run_neff", swap_during_run)
     assert cli.main([*RUN, "--output-dir", "d/out"]) == 0
     assert [p.name for p in (work / "d" / "moved").iterdir()] == ["out.npy"]
     assert list((work / "elsewhere").iterdir()) == []
@@ -410,7 +410,7 @@ def test_cli_run_writes_into_the_output_dir_it_opened(
         (work / "o2" / "out.npy").symlink_to(work / "victim")
         return result
 
-    monkeypatch.setattr(nkic.compiler.driver, "run_neff", plant_during_run)
+    monkeypatch.setattr(commands, "run_neff", plant_during_run)
     capsys.readouterr()
     assert one_error(capsys, *RUN, "--output-dir", "o2") == f"nkic: error: cannot write o2/out.npy: {LINK_REASON}"
     assert (work / "victim").read_bytes() == b"precious" and leftovers(work / "o2") == []
