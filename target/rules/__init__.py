@@ -28,6 +28,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nkic.target.instructions import INSTRUCTIONS, engine_problem, legal_engines
+from nkic.target.machine import ENGINE_NAMES, ENGINE_OF_HINT
+from nkic.target.vocab import HBM_MEMORIES
+
 __all__ = ["Operand", "Call", "Rule", "RULES", "WAIVERS", "rule", "waive", "problems", "rules_of", "message",
            "dtype_of", "unavailable", "declared_engine", "in_memories"]
 
@@ -150,8 +154,6 @@ def dtype_of(call: Call, role: str) -> str | None:
 # sentence and no second copy can drift.
 def unavailable(instr: str, says: str, api: str = "") -> None:
     """The sentence says ``instr`` is missing before its declared ``since``: a rule of the earlier generations."""
-    from nkic.target.instructions import INSTRUCTIONS
-
     spec = INSTRUCTIONS[instr]
     name = api or f"nisa.{spec.nki_name or instr}"
 
@@ -164,9 +166,6 @@ def unavailable(instr: str, says: str, api: str = "") -> None:
 def declared_engine(instr: str) -> Callable[[Call], str | None]:
     """The engine the call names (field ``engine``: an NKI engine name, or nkic's) may run ``instr`` with these
     operands' memories and ALU ops on this generation; with none named, some engine can (``engine_problem``)."""
-    from nkic.target.instructions import INSTRUCTIONS, engine_problem, legal_engines
-    from nkic.target.machine import ENGINE_NAMES, ENGINE_OF_HINT
-
     def test(call: Call) -> str | None:
         spec = INSTRUCTIONS[instr]
         memories = {r: o.memory for r, o in call.operands.items()}
@@ -184,8 +183,6 @@ def declared_engine(instr: str) -> Callable[[Call], str | None]:
 
 def in_memories(fn: str, want: Mapping[str, tuple[str, ...]]) -> Callable[[Call], str | None]:
     """Each role of ``want`` (those given) is in one of its memories (an HBM kind counts as "hbm")."""
-    from nkic.target.vocab import HBM_MEMORIES
-
     def test(call: Call) -> str | None:
         for role, allowed in want.items():
             o = call.operands.get(role)

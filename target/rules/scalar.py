@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from nkic.target.instructions import ACTIVATE2_STAGES
+from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, TARGETS, XORWOW_WORDS
 from nkic.target.rules import NO_INDIRECTION, Call, Operand, column, dtype_of, in_memories, rule, unavailable, waive
+from nkic.target.vocab import DTYPES, FLOAT_DTYPES
 
 PARTITIONS = 128
 _INT_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
@@ -14,16 +17,12 @@ _INT_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 
 def _partition_bytes(call: Call, memory: str) -> int:
     """The bytes of one SBUF (or PSUM) partition on the call's generation (the largest of any when unknown)."""
-    from nkic.target.machine import TARGETS
-
     targets = [t for t in TARGETS.values() if call.gen in (None, t.nc_version)]
     attr = "psum_bytes_per_partition" if memory == "psum" else "sbuf_bytes_per_partition"
     return max(getattr(t, attr) for t in targets)
 
 
 def _bytes(op: Operand) -> int:
-    from nkic.target.vocab import DTYPES
-
     return op.dims[1] * DTYPES[op.dtype].itemsize if op.dtype in DTYPES else 0
 
 
@@ -204,8 +203,6 @@ rule("activate2", "Requires op1 to be set.")(_reverse_needs(1))
 
 @rule("activate2", "The tensor-scalar stage supports six (op0, op1) combinations:")
 def _activate2_pairs(call: Call) -> str | None:
-    from nkic.target.instructions import ACTIVATE2_STAGES
-
     op0, op1 = _stage_ops(call)
     if (op0, op1) in ACTIVATE2_STAGES or "op0" not in call.fields:
         return None
@@ -294,8 +291,6 @@ waive("nisa.dropout", "The drop probability value in each partition is applicabl
 @rule("dropout", "If data type of data is any of the integer types (e.g., int32, int16), prob data type must be "
       "float32")
 def _dropout_prob_dtype(call: Call) -> str | None:
-    from nkic.target.vocab import FLOAT_DTYPES
-
     data, prob = dtype_of(call, "data"), dtype_of(call, "prob")
     if data is None or prob is None:
         return None
@@ -356,8 +351,6 @@ def _one_seed(call: Call) -> str | None:
 
 @rule("set_rng_seed", "The input src_seeds must be a 32-bit value.")
 def _seed_bits(call: Call) -> str | None:
-    from nkic.target.vocab import DTYPES
-
     dt = dtype_of(call, "src_seeds")
     if dt is None or DTYPES[dt].itemsize == 4:
         return None
@@ -388,8 +381,6 @@ def _state_rank(fn: str, role: str) -> Callable[[Call], str | None]:
 
 def _state_words(fn: str, role: str) -> Callable[[Call], str | None]:
     def test(call: Call) -> str | None:
-        from nkic.target.machine import ENGINE_BY_NAME, ENGINE_OF_HINT, XORWOW_WORDS
-
         t, eng = call.operands.get(role), ENGINE_OF_HINT.get(str(call.fields.get("engine")), "")
         if t is None or eng not in ("pool", "dve"):
             return None

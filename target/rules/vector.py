@@ -31,7 +31,8 @@ from nkic.target.rules import (
     unavailable,
     waive,
 )
-from nkic.target.vocab import ALU_RECORDS
+from nkic.target.machine import TARGETS
+from nkic.target.vocab import ALU_RECORDS, DTYPES, PACKED_DTYPES
 
 PARTITIONS = 128
 
@@ -181,15 +182,11 @@ def _dims_agree(fn: str, *roles: str, partitions: bool = True, free: bool = True
 
 
 def _bytes(o: Operand) -> int:
-    from nkic.target.vocab import DTYPES
-
     return o.dims[1] * DTYPES[o.dtype].itemsize if o.dtype in DTYPES else 0
 
 
 def _sbuf_partition_bytes(call: Call) -> int:
     """One SBUF partition's bytes on the call's generation (the largest of any when unknown)."""
-    from nkic.target.machine import TARGETS
-
     return max(t.sbuf_bytes_per_partition for t in TARGETS.values() if call.gen in (None, t.nc_version))
 
 
@@ -465,8 +462,6 @@ waive("nisa.tensor_copy_predicated", "This instruction provides low-level contro
 @rule("memset", "For x4 packed types (float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4), only value=0 is "
       "supported.")
 def _memset_packed(call: Call) -> str | None:
-    from nkic.target.vocab import PACKED_DTYPES
-
     dt, value = dtype_of(call, "dst"), call.fields.get("value")
     if dt in PACKED_DTYPES and value not in (None, 0):
         return f"memset: a packed MX tile ({dt}) can only be filled with 0, got {value}"
