@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, IntegerType, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FloatAttr, IntegerAttr, IntegerType, StringAttr
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
@@ -91,10 +92,6 @@ class CustomCallOp(_HloOp):
 
     def config(self) -> dict[str, object]:
         """``backend_config`` as a dictionary (a JSON string or a DictionaryAttr of strings/numbers/bools)."""
-        import json
-
-        from xdsl.dialects.builtin import DictionaryAttr, FloatAttr
-
         cfg = self.backend_config
         if cfg is None:
             return {}

@@ -10,6 +10,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     AnyFloat,
+    Builtin,
     CallSiteLoc,
     FileLineColLoc,
     FusedLoc,
@@ -19,11 +20,13 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnknownLoc,
 )
+from xdsl.dialects.func import Func
 from xdsl.ir import Attribute, Dialect, Operation
 from xdsl.parser import AttrParser, Parser
 from xdsl.utils.exceptions import ParseError
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
+from nkic.dialects import get_all_dialects
 from nkic.dialects.stablehlo.attributes import (
     ComparisonDirectionAttr,
     ComparisonTypeAttr,
@@ -190,11 +193,6 @@ class _HexElement(Parser._TensorLiteralElement):
 
 def stablehlo_context() -> Context:
     """builtin + func + stablehlo (and nkic's dialects, lazily)."""
-    from xdsl.dialects.builtin import Builtin
-    from xdsl.dialects.func import Func
-
-    from nkic.dialects import get_all_dialects
-
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Func)
