@@ -37,7 +37,7 @@ def framework_call(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any]
 
 # -- PyTorch ---------------------------------------------------------------------------------------------------------
 def _call_torch(kernel: Kernel, args: tuple[Any, ...], kwargs: dict[str, Any], run: Call) -> Any:
-    # Deferred: interop_torch imports torch (an optional dependency). A module of its own: its first import (native
+    # Deferred: interop.torch imports torch (an optional dependency). A module of its own: its first import (native
     # even under torch.compile, which does not trace imports) marks its entry points for dynamo before dynamo
     # reaches them.
     from nkic.interop.torch import call_torch
