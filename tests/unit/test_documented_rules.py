@@ -438,14 +438,16 @@ def test_size_rules_read_the_sentence_not_the_allocation() -> None:
 
 
 def test_the_encoded_share() -> None:
-    """The coverage report's share: the restrictions on features nkic implements are >= 90% encoded."""
+    """The coverage report's share: >= 90% of the real restrictions (the issue's bar: advice, semantics and
+    signature notes left out) are encoded, and so of those on features nkic implements."""
     if not STUBS.exists():
         pytest.skip("the NKI API reference stubs are not in ../shared/corpus")
     from nkic.target.rules.coverage import report, share
 
     n = share(report(STUBS.parent.parent)[0])
+    assert n["encoded"] >= 0.9 * n["real"], n
     assert n["encoded"] >= 0.9 * n["implemented"], n
-    assert n["implemented"] < n["real"]  # tensor indirection's sentences are counted, apart
+    assert n["implemented"] < n["real"]  # activate2's indirection sentences (no view in nkic) are counted, apart
 
 
 def wide_matmul_kernel(a: Any, b: Any, dst_dtype: Any) -> Any:
