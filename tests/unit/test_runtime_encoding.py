@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nkic.target.isa import OPCODE_BY_CODE
+from nkic.target.isa import MAX_SLOTS, OPCODE_BY_CODE, OPCODES
 from nkic.target.machine import NUM_SEMAPHORES
 from nkic.target.vocab import ACT_FUNCS, ALU_OPS, DTYPE_CODES, DTYPES, ISA_MEMORIES, REDUCE_CMDS, Vocabulary
 from nkic.runtime.encoding import (
@@ -181,7 +181,6 @@ REC, OPS = 32, 32 + 2 * 64
         (lambda d: _patched(d, REC, "<B", 0x07), "not allowed"),  # ACTIVATE in the PE stream
         (lambda d: _patched(d, REC + 1, "<B", 2), "engine id"),
         (lambda d: _patched(d, REC + 16, "<H", 5), "bad index"),
-        (lambda d: _patched(d, REC + 22, "<H", 0), "bad index"),  # slot beyond MATMUL's three
         (lambda d: _patched(d, REC + 4, "<B", NUM_SEMAPHORES), "semaphore"),
         (lambda d: _patched(d, REC + 2, "<H", 0x40), "flag"),  # MATMUL defines bits 0..4
         (lambda d: _patched(d, OPS, "<B", _past(ISA_MEMORIES)), "memory code"),
@@ -192,6 +191,18 @@ REC, OPS = 32, 32 + 2 * 64
 def test_decode_rejects_malformed(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(NeffFormatError, match=message):
         decode_stream(mutate(_matmul_stream()))
+
+
+# An opcode with slots to spare (fewer than MAX_SLOTS), no immediates or flags: two tile operands encode it.
+_SPARE = next(s for s in OPCODES.values() if 2 <= len(s.slots) < MAX_SLOTS and not s.imms and not s.flags)
+
+
+def test_decode_rejects_an_operand_in_a_slot_the_opcode_lacks() -> None:
+    data = encode_stream(_SPARE.engines[0], [Instr(_SPARE.mnemonic, _SPARE.engines[0], (SB, SB))])
+    decode_stream(data)  # valid as written
+    first_missing = REC + 16 + 2 * len(_SPARE.slots)  # the record's slot words start at byte 16, two bytes each
+    with pytest.raises(NeffFormatError, match="bad index"):
+        decode_stream(_patched(data, first_missing, "<H", 0))
 
 
 def test_decode_rejects_bad_enum_immediate() -> None:
