@@ -318,6 +318,15 @@ def test_frontend_imports_have_no_cycle() -> None:
     assert not cycle, "the frontend imports in a cycle: " + " -> ".join(cycle)
 
 
+def test_the_model_gets_what_the_layers_above_lend_it_whichever_module_loads_first() -> None:
+    """``t[key] = value`` and ``t.broadcast_to`` are lent to the tensor model by the recorders and ``tiles.py`` when
+    they load; importing the model alone (a fresh process) loads them too, through ``frontend/__init__.py``."""
+    code = "import nkic.frontend.tensor as t; print(t.ASSIGN is not None and t.BROADCAST_TO is not None)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "True"
+
+
 # -- the checker itself ---------------------------------------------------------------------------------------
 def test_checker_sees_every_kind_of_import() -> None:
     probe = Path("passes") / "_probe.py"  # checked as if it were this package file
