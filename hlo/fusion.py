@@ -24,7 +24,7 @@ from xdsl.ir import Operation, SSAValue
 from nkic.dialects import stablehlo as hlo
 from nkic.frontend import isa as nisa
 from nkic.frontend import language as nl
-from nkic.hlo import common, tiles
+from nkic.hlo import common, tiles, views
 from nkic.hlo.locations import located
 from nkic.hlo.tiles import SegmentInterpreter
 
@@ -137,7 +137,8 @@ def fuse(interp: SegmentInterpreter, head: Operation) -> bool:
         return False
     members = set(chain)
     kept = [op.results[0] for op in chain if _read_outside(interp, op.results[0], members)]
-    outs = {r: interp.alloc(r) for r in kept}
+    flipped = {r for r in kept if views.wants_transposed(interp, r)}  # stored as the matmuls reading them want
+    outs = {r: _transposed_storage(interp, r) if r in flipped else interp.alloc(r) for r in kept}
     inputs = {v for op in chain for v in op.operands if v not in {o.results[0] for o in chain}}
     readers = {v: _reader(interp, v) for v in inputs}
     first_reader = {v: next(op for op in chain if v in op.operands) for v in inputs}
@@ -158,11 +159,31 @@ def fuse(interp: SegmentInterpreter, head: Operation) -> bool:
                     env[op.results[0]] = _apply(op, [env[v] for v in op.operands], (nr, nc))
             for r, out in outs.items():
                 with located(r.owner):  # type: ignore[arg-type]
-                    _store(out, env[r], r0, nr, c0, nc)
+                    store = _store_transposed if r in flipped else _store
+                    store(out, env[r], r0, nr, c0, nc)
     for op in chain:
         r = op.results[0]
-        interp.values[r] = outs[r] if r in outs else Fused()  # type: ignore[assignment]
+        value = views.transposed(outs[r], shape) if r in flipped else outs.get(r, Fused())
+        interp.values[r] = value  # type: ignore[assignment]
     return True
+
+
+def _transposed_storage(interp: SegmentInterpreter, r: SSAValue) -> tiles.Hbm:
+    shape = hlo.shape_of(r)
+    return common.scratch(interp, (shape[-1], math.prod(shape[:-1])), tiles.nki_dtype(tiles.result_dtype(r)))
+
+
+def _store_transposed(out: tiles.Hbm, t: Any, r0: int, nr: int, c0: int, nc: int) -> None:
+    """The [nr, nc] tile at (r0, c0) of the (rows, last dim) view, stored at (c0, r0) of ``out`` = its transpose:
+    each 128-column slice transposed on TensorE (PSUM, same dtype) and copied out. This replaces the TensorE copy
+    a matmul reading the value would make (``views.copy_view``): one pass over HBM less."""
+    t = nl.full((nr, nc), t, dtype=out.dtype) if isinstance(t, float) else _full(t, (nr, nc))
+    rows = out.shape[-1]
+    for j in range(0, nc, tiles.P_TILE):
+        nj = min(tiles.P_TILE, nc - j)
+        acc = nl.ndarray((nj, nr), dtype=t.dtype, buffer=nl.psum)
+        nisa.nc_transpose(dst=acc, data=t[:, j : j + nj])
+        nl.store(out.tensor.ap([[rows, nj], [1, nr]], offset=(c0 + j) * rows + r0), nl.copy(acc, dtype=out.dtype))
 
 
 def _store(out: tiles.Hbm, t: Any, r0: int, nr: int, c0: int, nc: int) -> None:

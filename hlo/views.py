@@ -111,12 +111,47 @@ def permute(interp: SegmentInterpreter, value: Any, shape: Sequence[int], perm: 
 def convert_view(interp: SegmentInterpreter, op: hlo.ConvertOp) -> bool:
     """A widening float convert read only by matmuls: the operand's storage read as the wider type."""
     x = interp.get(op.operand[0])
+    if isinstance(x, View) and op.operand[0].type == op.result.type:  # a no-op convert of a view: the same view
+        interp.values[op.result] = x  # type: ignore[assignment]
+        return True
     if isinstance(x, np.ndarray) or not _widening(op) or not read_in_place(interp, op.result):
         return False
     v = view_of(interp, x)
     to = tiles.nki_dtype(tiles.result_dtype(op.result))
     interp.values[op.result] = View(v.tensor, v.shape, v.strides, v.offset, v.dtype, to)  # type: ignore[assignment]
     return True
+
+
+def wants_transposed(interp: SegmentInterpreter, value: SSAValue) -> bool:
+    """Whether every reader of ``value`` is a ``dot_general`` contracting its last dim alone (so each would copy it
+    transposed before its matmul: K must be on the partitions): then its producer stores it transposed instead."""
+    shape = hlo.shape_of(value)
+    uses = [u.operation for u in value.uses]
+    if len(shape) < 2 or not uses or value in interp.out_names:
+        return False
+    if tiles.nki_dtype(tiles.result_dtype(value)) not in layout.FLOATS:
+        return False
+    if min(shape[-1], math.prod(shape[:-1])) < layout.MIN_DIM:
+        return False
+    return all(_contracts_last(interp, op, value, len(shape)) for op in uses)
+
+
+def _contracts_last(interp: SegmentInterpreter, op: Operation, value: SSAValue, rank: int) -> bool:
+    if isinstance(op, hlo.ConvertOp) and op.operand[0].type == op.result.type:  # a no-op convert passes the view on
+        return wants_transposed(interp, op.result)
+    if not isinstance(op, hlo.DotGeneralOp):
+        return False
+    dn = op.dot_dimension_numbers
+    sides = [("lhs_contracting_dimensions", v) for v in op.lhs[:1]] + [("rhs_contracting_dimensions", v)
+                                                                       for v in op.lhs[1:2]]  # fmt: skip
+    return all(tuple(dn.dims(key)) == (rank - 1,) for key, v in sides if v == value)
+
+
+def transposed(storage: Hbm, shape: Sequence[int]) -> View:
+    """The value of ``shape`` held transposed as (last dim, the other dims flattened) in ``storage``."""
+    rows = math.prod(shape[:-1])
+    strides = (*tiles.strides(shape[:-1]), rows)
+    return View(storage.tensor, tuple(shape), strides, 0, storage.dtype, storage.dtype)
 
 
 def group_stride(shape: Sequence[int], strides: Sequence[int]) -> int | None:

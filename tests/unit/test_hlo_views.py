@@ -80,3 +80,17 @@ def test_bf16_weights_widened_by_the_matmul() -> None:
 
     w1, w2 = (_f32(128, 256) / 11).astype(ml_dtypes.bfloat16), (_f32(64, 256) / 16).astype(ml_dtypes.bfloat16)
     _close(mlp, _f32(96, 128), w1, w2)
+
+
+def test_chain_results_stored_as_the_matmuls_reading_them_want(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fused chain's result that only matmuls contracting its last dim read (the softmax before ``@ v``, batched
+    over heads; the GELU before the down projection) is stored transposed, so no copy transposes it again."""
+    flipped = _spy(monkeypatch, "wants_transposed")
+
+    def f(x, w1, w2, v):  # type: ignore[no-untyped-def]
+        p = jax.nn.softmax(jnp.einsum("hqd,hkd->hqk", x, x), axis=-1)
+        y = jnp.einsum("hqk,hkd->hqd", p, v).reshape(-1, 64)
+        return jax.nn.gelu(y @ w1) @ w2
+
+    _close(f, _f32(2, 64, 64) / 4, _f32(64, 128) / 8, _f32(128, 64) / 11, _f32(2, 64, 64))
+    assert flipped.count(True) == 2  # the softmax and the GELU
