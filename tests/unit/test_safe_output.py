@@ -29,7 +29,8 @@ import numpy as np
 import pytest
 
 from nkic.support import safeio
-from nkic.tools import cli, commands
+from nkic.tools import cli
+from nkic.tools import info as info_command
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "kernels"
@@ -536,7 +537,7 @@ def test_an_interrupt_a_library_turned_into_another_error_is_still_one_line(
             sys.excepthook(type(e), e, e.__traceback__)
             raise ImportError("numpy._core.multiarray failed to import") from e
 
-    monkeypatch.setattr(commands, "cmd_info", interrupted_import)
+    monkeypatch.setattr(info_command, "cmd_info", interrupted_import)
     assert cli.main(["info", "k.neff"]) == 130
     assert capsys.readouterr().err == "nkic: interrupted\n"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler and sys.excepthook is sys.__excepthook__
@@ -544,10 +545,46 @@ def test_an_interrupt_a_library_turned_into_another_error_is_still_one_line(
     def failing(args: Any) -> None:  # without Ctrl-C the same error is the command's one error line
         raise ImportError("numpy._core.multiarray failed to import")
 
-    monkeypatch.setattr(commands, "cmd_info", failing)
+    monkeypatch.setattr(info_command, "cmd_info", failing)
     assert cli.main(["info", "k.neff"]) == 1
     assert capsys.readouterr().err.startswith("nkic: error: ImportError: numpy._core.multiarray failed to import")
 
+
+class _InterruptedImport:
+    """A meta path finder: importing ``name`` receives SIGINT, raised as KeyboardInterrupt or, as numpy's import
+    reports it, turned into an ImportError."""
+
+    def __init__(self, name: str, convert: bool) -> None:
+        self.name, self.convert = name, convert
+
+    def find_spec(self, fullname: str, *_: Any) -> None:
+        if fullname != self.name:
+            return None
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt as e:
+            if not self.convert:
+                raise
+            raise ImportError("numpy._core.multiarray failed to import") from e
+        raise AssertionError("SIGINT did not interrupt")
+
+
+@pytest.mark.parametrize("convert", [False, True])
+def test_nkic_opt_interrupted_while_it_loads_is_one_line(
+    convert: bool, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nkic-opt imports xDSL and every nkic dialect and pass (over a second) after its entry point runs: Ctrl-C then
+    is ``nkic-opt: interrupted`` and status 130, not a traceback."""
+    from nkic import tools
+    from nkic.tools import opt
+
+    monkeypatch.delitem(sys.modules, "nkic.tools.opt_tool", raising=False)  # loaded anew, as a fresh process does
+    monkeypatch.delattr(tools, "opt_tool", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_InterruptedImport("nkic.tools.opt_tool", convert), *sys.meta_path])
+    with pytest.raises(SystemExit) as e:
+        opt.main(["x.mlir"])
+    assert e.value.code == 130 and capsys.readouterr().err == "nkic-opt: interrupted\n"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 def test_a_closed_stdout_ends_every_subcommand_quietly(work: Path) -> None:
     """stdout is a pipe whose reader is gone before the command starts (the deterministic form of ``| head -1``):
