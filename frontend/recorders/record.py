@@ -155,6 +155,11 @@ def _record(
         problem = dims_problem(spec, {r: (t.partitions, t.free_size) for r, t in given.items()})
         if problem is not None:
             raise NkiError(problem)
+    # the declaration's elementwise roles have dst's partitions and elements per partition: every nisa function gets
+    # the check from its declaration (one that checks earlier, with NKI's keyword names, keeps its message)
+    same = {r: given[r] for r in spec.elementwise if r in given}
+    if same and dst is not None:
+        _elementwise(op, {"dst": dst, **same})
     _engine_check(target, op, given, attrs, ENGINE_OF_HINT.get(engine_name, ""))
     for role, t in given.items():
         if not t.storage.buffer == "psum":
