@@ -8,7 +8,9 @@ runs tile by tile (128 x 512, the interpreter's tiling): its outside operands lo
 on SBUF with its own result dtype (the same roundings as unfused), and only the results read after the chain (or
 returned) stored. Its other results are never materialised; they are marked ``Fused`` so that a later reader would
 be a loud error, not a wrong answer. Each instruction of a chain is at its own op's location (an input's load at
-the first op reading it, a result's store at the op producing it), so the profile names every fused op.
+the first op reading it, a result's store at the op producing it), so the profile names every fused op. A
+``reduce`` along the last dim of a chain result is computed from the chain's tiles as they pass (a softmax's row
+max, a norm's mean of squares), so that result is not read back from HBM (nor stored, when nothing else reads it).
 """
 
 from __future__ import annotations
@@ -133,9 +135,10 @@ def fuse(interp: SegmentInterpreter, head: Operation) -> bool:
         return False
     chain = _chain(interp, head)
     lazy = any(isinstance(interp.values.get(v), ColumnBroadcast) for op in chain for v in op.operands)
-    if len(chain) < 2 and not lazy:
+    sums = [_RowReduce(interp, op) for op in _row_reductions(interp, chain)]
+    if len(chain) < 2 and not lazy and not sums:
         return False
-    members = set(chain)
+    members = set(chain) | {s.op for s in sums}
     kept = [op.results[0] for op in chain if _read_outside(interp, op.results[0], members)]
     flipped = {r for r in kept if views.wants_transposed(interp, r)}  # stored as the matmuls reading them want
     outs = {r: _transposed_storage(interp, r) if r in flipped else interp.alloc(r) for r in kept}
@@ -161,11 +164,57 @@ def fuse(interp: SegmentInterpreter, head: Operation) -> bool:
                 with located(r.owner):  # type: ignore[arg-type]
                     store = _store_transposed if r in flipped else _store
                     store(out, env[r], r0, nr, c0, nc)
+            for red in sums:
+                red.add(env[red.op.inputs[0]], nr, nc)
+        for red in sums:
+            red.finish(r0, nr)
     for op in chain:
         r = op.results[0]
         value = views.transposed(outs[r], shape) if r in flipped else outs.get(r, Fused())
         interp.values[r] = value  # type: ignore[assignment]
+    for red in sums:
+        interp.values[red.op.outs[0]] = red.out
     return True
+
+
+def _row_reductions(interp: SegmentInterpreter, chain: list[Operation]) -> list[hlo.ReduceOp]:
+    """The reductions along the last dim of a chain result (add/max/min, a constant init): computed from the chain's
+    SBUF tiles as they pass, instead of reading the result back from HBM (a softmax's row max and row sum)."""
+    found = []
+    for op in chain:
+        rank = len(hlo.shape_of(op.results[0]))
+        for use in op.results[0].uses:
+            red = use.operation
+            if isinstance(red, hlo.ReduceOp) and len(red.inputs) == 2 and red.inputs[0] == op.results[0] \
+                    and rank >= 1 and tuple(hlo.int_list(red.dimensions)) == (rank - 1,) \
+                    and red.combiner() in tiles._REDUCE and isinstance(interp.values.get(red.inputs[1]), np.ndarray):  # fmt: skip
+                found.append(red)
+    return found
+
+
+class _RowReduce:
+    """One fused last-dim reduction: per 128-row tile, the partial results of its column tiles combined in fp32
+    (as ``SegmentInterpreter.op_reduce``), then the init value, then one [rows, 1] store."""
+
+    def __init__(self, interp: SegmentInterpreter, op: hlo.ReduceOp):
+        self.op = op
+        self.reduce_fn, self.combine_fn, identity = tiles._REDUCE[op.combiner()]
+        init = float(np.asarray(interp.values[op.inputs[1]]).reshape(-1)[0])
+        self.init = None if init == identity else init
+        self.out = interp.alloc(op.outs[0])
+        self.acc: Any = None
+
+    def add(self, t: Any, nr: int, nc: int) -> None:
+        with located(self.op):
+            t = nl.full((nr, nc), t, dtype="float32") if isinstance(t, float) else _full(t, (nr, nc))
+            part = self.reduce_fn(t, axis=1, keepdims=True, dtype="float32")
+            self.acc = part if self.acc is None else self.combine_fn(self.acc, part, dtype="float32")
+
+    def finish(self, r0: int, nr: int) -> None:
+        with located(self.op):
+            acc = self.acc if self.init is None else self.combine_fn(self.acc, self.init, dtype="float32")
+            nl.store(self.out.tensor.ap([[1, nr], [1, 1]], offset=r0), nl.copy(acc, dtype=self.out.dtype))
+        self.acc = None
 
 
 def _transposed_storage(interp: SegmentInterpreter, r: SSAValue) -> tiles.Hbm:
