@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import re
 import signal
@@ -248,27 +249,30 @@ def error_line(e: BaseException) -> str:
     return text if _LOCATED.match(text) else f"nkic: error: {text}"
 
 
-def _commands() -> Any:
-    """The subcommands' module, ``nkic.tools.commands``, imported when a command runs."""
-    # Deferred, here only: it loads numpy, which must come after default_blas_threads (OpenBLAS reads its thread
-    # count when numpy is first imported), and the compiler, which `nkic --help` and usage errors do not need.
-    from nkic.tools import commands
+# The module of each subcommand (``cmd_<name>``, with the errors it reports as its one line, ``REPORTED``), loaded
+# when the command runs and nowhere else: numpy must load after default_blas_threads (OpenBLAS reads its thread
+# count when numpy is first imported), and `nkic --help` or a usage error needs none of them. info and cache read
+# without compiling, so their module loads neither xDSL nor the compiler.
+_MODULES = {"info": "nkic.tools.info", "cache": "nkic.tools.info"}
+_COMPILING = "nkic.tools.commands"  # every other subcommand
 
-    return commands
+
+def _module(command: str) -> Any:
+    return importlib.import_module(_MODULES.get(command, _COMPILING))
 
 
 def _dispatch(args: argparse.Namespace, interrupts: Interrupts) -> int:
     if args.debug:
-        getattr(_commands(), f"cmd_{args.command}")(args)
+        getattr(_module(args.command), f"cmd_{args.command}")(args)
         return 0
+    module = None
     try:
-        commands = _commands()
-        getattr(commands, f"cmd_{args.command}")(args)
+        module = _module(args.command)
+        getattr(module, f"cmd_{args.command}")(args)
     except BrokenPipeError:  # an OSError, but not a failure of the command: main ends quietly
         raise
     except Exception as e:  # the command's one error line; any other failure is still one line unless --debug
-        commands = sys.modules.get("nkic.tools.commands")  # absent when importing it failed
-        if isinstance(e, (CliError, ValueError, TypeError, KeyError, *getattr(commands, "REPORTED", ()))):
+        if isinstance(e, (CliError, ValueError, TypeError, KeyError, *getattr(module, "REPORTED", ()))):
             return _failed(error_line(e), e, interrupts)
         return _failed(f"nkic: error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", e, interrupts)
     return 0

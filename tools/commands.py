@@ -27,7 +27,6 @@ from xdsl.utils.exceptions import PassFailedException
 
 import nkic
 from nkic.api import tuning as tune
-from nkic.compiler import cache
 from nkic.compiler.driver import StageRecord, compile_kernel, run_neff
 from nkic.frontend import Kernel, NkiError, TensorSpec
 from nkic.frontend.errors import located_error
@@ -44,6 +43,7 @@ from nkic.target.names import is_safe_name, safe_name
 from nkic.target.vocab import DTYPES
 from nkic.tools.cli import CliError
 from nkic.tools.demo import run_demo
+from nkic.tools.info import read_input, shown
 
 # The errors a command reports as its one line (``cli.error_line``); any other exception is reported with its type.
 REPORTED = (CliError, NkiError, NeffFormatError, SimulationError, PassFailedException, safeio.OutputError,
@@ -103,12 +103,12 @@ def load_kernel(target: str) -> Any:
     path, name = target.rsplit(":", 1)
     file = Path(path)
     if file.suffix != ".py":
-        raise CliError(f"{_shown(path)}: expected a Python file (FILE.py:KERNEL)")
+        raise CliError(f"{shown(path)}: expected a Python file (FILE.py:KERNEL)")
     try:
         if not file.is_file():
-            raise CliError(f"{_shown(path)}: no such file")
+            raise CliError(f"{shown(path)}: no such file")
     except (OSError, ValueError) as e:
-        raise CliError(f"{_shown(path)}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+        raise CliError(f"{shown(path)}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
     nkic.install_nki_alias()
     spec = importlib.util.spec_from_file_location(f"nkic_user_{file.stem}", file)
     if spec is None or spec.loader is None:
@@ -188,7 +188,7 @@ def _compile_stablehlo(args: argparse.Namespace, output: Path, dump_dir: Path | 
     try:
         text = Path(args.kernel).read_text()
     except (OSError, UnicodeDecodeError) as e:
-        raise CliError(f"cannot read {_shown(args.kernel)}: {e}") from None
+        raise CliError(f"cannot read {shown(args.kernel)}: {e}") from None
     name = Path(args.kernel).stem
     program = compile_stablehlo(text, routing=not args.no_routing, dump_dir=dump_dir, name=_safe_stem(name),
                                 verify_each_pass=args.verify_each_pass or None, filename=args.kernel,
@@ -241,7 +241,7 @@ def _load_inputs(
         try:
             array = np.load(path, allow_pickle=False)
         except (OSError, ValueError, EOFError) as e:
-            raise CliError(f"--input {name}: cannot read {_shown(path)}: {getattr(e, 'strerror', None) or e}") from None
+            raise CliError(f"--input {name}: cannot read {shown(path)}: {getattr(e, 'strerror', None) or e}") from None
         var = declared[name]
         want = np.dtype(DTYPES[var.dtype])
         # .npy has no bfloat16/float8: those travel as float32 (the runtime casts them exactly, as on output).
@@ -267,7 +267,7 @@ def _load_inputs(
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    data = _read(args.neff)
+    data = read_input(args.neff)
     neff = read_neff(data)
     profile = _file_path(args.profile, "--profile") if args.profile else None
     if args.output_dir is None and not args.timing_only:
@@ -367,12 +367,6 @@ def output_path(out: Path, name: str) -> Path:
     return path
 
 
-def _shown(text: str) -> str:
-    """A path or name for an error message: NUL and other control characters escaped, long ones cut."""
-    shown = text if text.isprintable() else repr(text)
-    return shown if len(shown) <= 80 else f"{shown[:60]}...({len(text)} characters)"
-
-
 # safeio's errors whose reason is nkic's own sentence naming the culprit ("the directory nodir does not exist",
 # "afile is not a directory", "it is a symbolic link ..."); any other is the OS's word for it.
 _NAMED_REASONS = (0, errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EEXIST)
@@ -382,12 +376,12 @@ def _directory(text: str, option: str) -> Path:
     """Create the directory ``text`` names (with its parents); one-line errors name the option and the path."""
     path = Path(text)
     if "\0" in text:
-        raise CliError(f"{option} {_shown(text)}: a path cannot contain NUL")
+        raise CliError(f"{option} {shown(text)}: a path cannot contain NUL")
     try:
         safeio.make_dirs(path)
     except safeio.OutputError as e:
         reason = e.strerror if e.errno in _NAMED_REASONS else f"cannot create the directory ({e.strerror})"
-        raise CliError(f"{option} {_shown(text)}: {reason}") from None
+        raise CliError(f"{option} {shown(text)}: {reason}") from None
     return path
 
 
@@ -396,7 +390,7 @@ def _file_path(text: str, option: str) -> Path:
     is there: not a folder, not a symbolic link; the file system takes the name). The write checks again."""
     path = Path(text)
     if "\0" in text:
-        raise CliError(f"{option} {_shown(text)}: a path cannot contain NUL")
+        raise CliError(f"{option} {shown(text)}: a path cannot contain NUL")
     try:
         safeio.check_destination(path)
     except safeio.OutputError as e:
@@ -404,24 +398,12 @@ def _file_path(text: str, option: str) -> Path:
             reason = "is a directory"
         else:
             reason = e.strerror if e.errno in _NAMED_REASONS else f"cannot write there ({e.strerror})"
-        raise CliError(f"{option} {_shown(text)}: {reason}") from None
+        raise CliError(f"{option} {shown(text)}: {reason}") from None
     return path
 
 
-def cmd_info(args: argparse.Namespace) -> None:
-    neff = read_neff(_read(args.neff))
-    print(f"NEFF {neff.name}: {len(neff.subgraphs)} subgraph(s)")
-    for k, v in sorted(neff.metadata.items()):
-        print(f"  {k}: {v}")
-    for var in neff.variables:
-        print(f"  var {var.name}: {var.kind} {var.dtype}{list(var.shape)}")
-    for sg in neff.subgraphs:
-        counts = ", ".join(f"{e} {len(i)}" for e, i in sg.engines.items())
-        print(f"  {sg.name}: {counts}")
-
-
 def cmd_profile(args: argparse.Namespace) -> None:
-    data = _read(args.neff)
+    data = read_input(args.neff)
     neff = read_neff(data)
     output = _file_path(args.output, "-o")
     trace = _file_path(args.trace, "--trace") if args.trace else None
@@ -452,7 +434,7 @@ def parse_space(texts: list[str]) -> dict[str, list[Any]]:
         if "=" in text:
             name, values = text.split("=", 1)
             if not name.isidentifier():
-                raise CliError(f"--space '{_shown(text)}': '{_shown(name)}' is not a parameter name")
+                raise CliError(f"--space '{shown(text)}': '{shown(name)}' is not a parameter name")
             part = {name: [_space_value(name, v) for v in values.split(",")]}
         else:
             part = _space_file(text)
@@ -473,16 +455,16 @@ def _space_value(name: str, text: str) -> Any:
         pass
     if _BARE_WORD.fullmatch(text):
         return text
-    raise CliError(f"--space {name}: '{_shown(text)}' is not a Python literal (quote a string)")
+    raise CliError(f"--space {name}: '{shown(text)}' is not a Python literal (quote a string)")
 
 
 def _space_file(path: str) -> dict[str, list[Any]]:
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:  # ValueError: not JSON, not UTF-8, an embedded NUL
-        raise CliError(f"--space {_shown(path)}: expected NAME=V1,V2,... or a JSON file ({getattr(e, 'strerror', None) or e})") from None
+        raise CliError(f"--space {shown(path)}: expected NAME=V1,V2,... or a JSON file ({getattr(e, 'strerror', None) or e})") from None
     if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
-        raise CliError(f"--space {_shown(path)}: the JSON file must be an object of lists, as {{\"TILES\": [1, 2]}}")
+        raise CliError(f"--space {shown(path)}: the JSON file must be an object of lists, as {{\"TILES\": [1, 2]}}")
     return data
 
 
@@ -519,35 +501,3 @@ def cmd_tune(args: argparse.Namespace) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> None:
     run_demo(_directory(args.out_dir, "--out-dir"))
-
-
-def _read(path: str) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except (OSError, ValueError) as e:  # ValueError: an embedded NUL
-        raise CliError(f"cannot read {_shown(path)}: {getattr(e, 'strerror', None) or e}") from None
-
-
-def cmd_cache(args: argparse.Namespace) -> None:
-    """``nkic cache info``: the folder, its entries and bytes against the limit; ``nkic cache clear``: remove every
-    entry (and leftover temporary files)."""
-    directory = cache.cache_dir()
-    if directory is None and args.action == "info":
-        print(f"cache: off (set {cache.CACHE_DIR_ENV} to a folder to turn it on)")
-        return
-    if directory is None:
-        raise CliError(f"the NEFF cache is off: set {cache.CACHE_DIR_ENV} to a folder")
-    if args.action == "clear":
-        try:
-            removed = cache.clear(directory)
-        except OSError as e:
-            raise CliError(f"cannot clear {directory}: {e.strerror or e}") from None
-        print(f"removed {removed} entries from {directory}")  # outside the try: a closed stdout is not a cache error
-        return
-    st = cache.stats(directory)
-    print(f"cache: {directory}")
-    print(f"entries: {st.entries}")
-    print(f"bytes: {st.bytes} (limit {cache.max_bytes()}, {cache.MAX_BYTES_ENV})")
-    if st.temporary:
-        print(f"temporary files: {st.temporary} (writes in progress, or left by killed processes; removed after an hour)")
-

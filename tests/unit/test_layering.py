@@ -219,16 +219,18 @@ def test_runtime_loads_without_xdsl() -> None:
     assert res.stdout.strip() == "False"
 
 
-def test_the_command_line_loads_numpy_only_to_run_a_command() -> None:
-    """``nkic --help`` and usage errors load neither numpy nor the compiler: ``tools/cli.py`` imports
-    ``tools/commands.py`` only to run a command, so ``main`` still chooses the BLAS threading before numpy loads."""
+@pytest.mark.parametrize(("module", "loaded"), [("nkic.tools.cli", "[]"), ("nkic.tools.info", "['numpy']")])
+def test_the_command_line_loads_only_what_the_command_needs(module: str, loaded: str) -> None:
+    """``nkic --help`` and usage errors load neither numpy nor the compiler (``tools/cli.py`` imports a command's
+    module only to run it, so ``main`` still chooses the BLAS threading before numpy loads); ``nkic info`` and
+    ``nkic cache`` read without compiling, so theirs loads no xDSL."""
     code = (
-        "import sys, nkic.tools.cli as cli; cli.build_parser().parse_args(['info', 'k.neff']); "
+        f"import sys, {module}, nkic.tools.cli as cli; cli.build_parser().parse_args(['info', 'k.neff']); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'xdsl'}))"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.strip() == "[]"
+    assert res.stdout.strip() == loaded
 
 def test_import_nkic_leaves_the_environment_alone() -> None:
     """Importing nkic sets no environment variables (the BLAS default belongs to the command-line entry point)."""
