@@ -25,6 +25,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from nkic.dialects import bir
 from nkic.passes import loop_rolling as rolling
+from nkic.passes.targeting import target_of
 from nkic.target.limits import INSTRUCTIONS_VAR, max_instructions
 from nkic.dialects.common import AccessPatternAttr, i64_attr, names_attr
 
@@ -37,9 +38,11 @@ def _fold_iv(ap: AccessPatternAttr, depth: int, value: int) -> AccessPatternAttr
 
 
 class _Unroller:
-    def __init__(self, fn: bir.FunctionOp, roll: bool = False, limit: int = 0, interleave: int = 1):
+    def __init__(self, fn: bir.FunctionOp, roll: bool = False, limit: int = 0, interleave: int = 1,
+                 capacity: dict[str, int] | None = None):  # fmt: skip
         self.fn = fn
         self.interleave = interleave
+        self.capacity = capacity or {}  # bytes per partition by on-chip memory (block tensors carried in a loop)
         self.locs = fn.memlocs()
         self.register = rolling.free_register(fn) if roll else None
         self.rolled = 0
@@ -121,7 +124,10 @@ class _Unroller:
         assert parent is not None
         scoped = self.scoped(loop.axis.data)
         body = list(loop.body.block.ops)
-        factor = rolling.interleave_factor(self.interleave, body, len(loop.iterations) - peel)
+        wanted = self.interleave
+        if depth == 0:  # a carried oversized block tensor needs as many iterations per body as it keeps blocks live
+            wanted = max(wanted, rolling.carried_blocks(loop, self.locs, self.capacity))
+        factor = rolling.interleave_factor(wanted, body, len(loop.iterations) - peel)
         lead = peel + (len(loop.iterations) - peel) % factor
         for v in loop.iterations[:lead]:
             names = self.fresh_copies(scoped, v, outer)
@@ -229,7 +235,9 @@ class BirUnrollPass(ModulePass):
                     f"{INSTRUCTIONS_VAR}=N or bir-unroll{{max-instructions=N}}"
                 )
             interleave = self.interleave if self.interleave > 0 else rolling.interleave_default()
-            _Unroller(fn, self.roll, limit if self.roll else 0, interleave).block(fn.body.block, [])
+            t = target_of(op)
+            capacity = {"sbuf": t.sbuf_bytes_per_partition, "psum": t.psum_bytes_per_partition}
+            _Unroller(fn, self.roll, limit if self.roll else 0, interleave, capacity).block(fn.body.block, [])
             for inst in fn.instructions():
                 inst.properties.pop("deps", None)
             renumber(fn)

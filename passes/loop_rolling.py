@@ -33,12 +33,15 @@ the unrolled program.
 *Interleaving* (``interleave_factor``; ``NKIC_ROLL_INTERLEAVE=N``, ``bir-unroll{interleave=N}``, 1 by default): a
 barrier-free body may hold N consecutive iterations, each with its own copies of the body's tensors, the counter
 stepping N·step (the iterations N does not divide are emitted before the loop). The copies are one stretch, so the
-scheduler overlaps them: a barrier every N iterations instead of every one.
+scheduler overlaps them: a barrier every N iterations instead of every one. A top-level loop that carries a block
+tensor declared beyond its memory from one iteration to the next gets at least as many copies as that tensor keeps
+blocks live per iteration (``carried_blocks``): ``rotate-blocks`` then gives it that many buffers.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import os
 from collections.abc import Iterator, Sequence
 
@@ -82,6 +85,46 @@ def interleave_factor(wanted: int, body: Sequence[Operation], trips: int) -> int
     if any(isinstance(op, bir.BirInst) and op.has_trait(IsControl) for op in body):
         return 1
     return max(1, min(wanted, trips // 2, INTERLEAVE_BUDGET // max(1, len(body))))
+
+
+def carried_blocks(loop: bir.LoopOp, locs: dict[str, bir.MemLocOp], limit: dict[str, int]) -> int:
+    """The most blocks one iteration of top-level ``loop`` touches of a block tensor declared outside it, larger than
+    its memory (``limit``: bytes per partition by memory), and advancing one block per iteration: 2 for ``t[i]``
+    written and ``t[i - 1]`` read. Such a tensor's blocks are carried from one iteration to the next, and
+    ``rotate-blocks`` can give it rotating buffers (block ``b`` in slot ``b mod K``) only when a rolled body holds
+    K >= that many iterations, so the counter moves the blocks by a multiple of K (0: no such tensor)."""
+    spans: dict[str, set[int]] = {}
+    first, step = loop.iterations[0], loop.step.value.data
+    for inst in loop.body.block.ops:
+        if not isinstance(inst, bir.BirInst):
+            continue
+        for _, name, ap in _operands(inst):
+            block = _carried_block(locs[name], ap, first, step, limit)
+            if block is not None:
+                spans.setdefault(name, set()).add(block)
+    return max((max(b) - min(b) + 1 for b in spans.values()), default=0)
+
+
+def _carried_block(loc: bir.MemLocOp, ap: AccessPatternAttr, first: int, step: int,
+                   limit: dict[str, int]) -> int | None:  # fmt: skip
+    """The block of ``loc`` the operand touches in the loop's first iteration, when it is a block of an oversized
+    block tensor advancing one block per iteration; else None."""
+    c = _coeff(ap, 0)
+    if c == 0 or ap.is_dynamic or loc.scope is not None or loc.addr is not None or loc.kind.data != "internal":
+        return None
+    dims, size = loc.dims, dtype_size(loc.dtype.data)
+    if loc.mem not in limit or len(dims) < 3 or math.prod(dims[1:]) * size <= limit[loc.mem]:
+        return None
+    elem, block = dtype_size(ap.operand_dtype(loc.dtype.data)), math.prod(dims[2:]) * size
+    if c * step * elem != block:
+        return None
+    offset = (ap.offset_value + c * first) * elem
+    lo = offset + elem * sum(min(0, s * (n - 1)) for s, n in ap.pairs[1:])
+    hi = offset + elem * sum(max(0, s * (n - 1)) for s, n in ap.pairs[1:])
+    row = math.prod(dims[1:]) * size
+    if lo // row != hi // row or (lo % row) // block != (hi % row) // block:
+        return None
+    return (lo % row) // block
 
 
 def _coeff(ap: AccessPatternAttr, depth: int) -> int:

@@ -20,8 +20,14 @@ slot, the register term dropped: one buffer without interleaving, ``N`` for ``NK
 of the body are live in one stretch and overlap; no two stretches do). Accesses outside the loop keep the original
 memloc (``split-blocks`` places their blocks); with none it is erased. Values are unchanged, only where bytes live.
 
-Kept as is: a tensor carried between executions (``t[i - 1]`` read in iteration ``i``), used by two loops, or indexed
-by a loop nested in another rolled loop (the same blocks then come round again in every outer iteration).
+Blocks carried between executions (``t[i + 1]`` loaded for the next iteration while ``t[i]`` is used) get modular
+slots instead: block ``b`` in slot ``b mod K`` for every access, before, in and after the loop, K the fewest slots
+that divide the blocks one execution advances (so each access keeps one static slot) and never hold two blocks live
+at once in the unrolled program order, which the rolled program keeps (dependency-analysis orders the accesses to one
+slot within a body; executions are apart by barriers). ``bir-unroll`` puts as many iterations in the body of a loop
+that carries a block tensor declared beyond its memory as the blocks it keeps live (``loop_rolling.carried_blocks``),
+so that K exists. Kept as is: a tensor used by two loops, or indexed by a loop nested in another rolled loop (the same
+blocks then come round again in every outer iteration), or carried when no K fits.
 """
 
 from __future__ import annotations
@@ -111,7 +117,7 @@ def rotate_function(fn: bir.FunctionOp) -> int:
     for name, found in uses.items():
         plan = _plan(locs[name], geometry[name], found, loops)
         if plan is not None:
-            _rotate(locs[name], geometry[name], found, *plan)
+            _rotate(locs[name], geometry[name], found, plan)
             done += 1
     return done
 
@@ -131,8 +137,20 @@ def _block_of(loc: bir.MemLocOp, g: BlockGeometry, use: _Use) -> int | None:
     return None if rebased is None else rebased[0]
 
 
-def _plan(loc: bir.MemLocOp, g: BlockGeometry, uses: _Uses, loops: list[_Loop]) -> tuple[int, int] | None:
-    """(the first block the loop's body touches at counter 0, the number of slots K), or None to keep ``loc``."""
+@dataclass(frozen=True)
+class _Plan:
+    """Where the loop's blocks go: ``slots`` buffers, the block of each moved use at counter 0 in ``slot(block)``."""
+
+    slots: int
+    modular: bool  # slot = block mod slots, every use moved; else slot = block - base, the loop's uses only
+    base: int = 0
+
+    def slot(self, block: int) -> int:
+        return block % self.slots if self.modular else block - self.base
+
+
+def _plan(loc: bir.MemLocOp, g: BlockGeometry, uses: _Uses, loops: list[_Loop]) -> _Plan | None:
+    """How to rotate ``loc``'s blocks, or None to keep it whole."""
     if not uses.dynamic:
         return None
     first = uses.dynamic[0]
@@ -152,36 +170,70 @@ def _plan(loc: bir.MemLocOp, g: BlockGeometry, uses: _Uses, loops: list[_Loop]) 
     if any(b is None for b in blocks):
         return None
     lo, hi = min(blocks), max(blocks)  # type: ignore[type-var]
-    slots = hi - lo + 1
-    touched = {b + n * per_execution for b in range(lo, hi + 1) for n in range(loop.executions)}
     total = g.row // g.block
-    if slots > per_execution or slots >= total or max(touched) >= total:
+    if hi + (loop.executions - 1) * per_execution >= total:
         return None
+    if hi - lo + 1 > per_execution:  # carried from one execution to the next
+        return _modular(loc, g, uses, loop, per_execution)
+    touched = {b + n * per_execution for b in range(lo, hi + 1) for n in range(loop.executions)}
     for use in uses.static:
         if loop.begin < use.pos < loop.end or _block_of(loc, g, use) in touched | {None}:
             return None
-    return lo, slots
+    return _Plan(hi - lo + 1, False, lo) if hi - lo + 1 < total else None
 
 
-def _rotate(loc: bir.MemLocOp, g: BlockGeometry, uses: _Uses, lo: int, slots: int) -> None:
-    """The loop's accesses onto ``<name>.rot`` (``slots`` blocks, block ``lo + k`` at counter 0 in slot ``k``)."""
+def _modular(loc: bir.MemLocOp, g: BlockGeometry, uses: _Uses, loop: _Loop, per_execution: int) -> _Plan | None:
+    """Blocks carried between executions (``t[i - 1]`` read in iteration ``i``): block ``b`` in slot ``b mod K`` for
+    every use, K the fewest slots that divide the blocks an execution advances (so each use keeps one static slot)
+    and never give one slot to two blocks live at once in program order (the unrolled order, which the rolled program
+    keeps: within a body dependency-analysis orders accesses to one slot, and executions are apart by barriers)."""
+    spans: dict[int, list[int]] = {}  # block -> [first, last] in the unrolled program order
+    length = loop.end - loop.begin
+    for use in uses.static:
+        b = _block_of(loc, g, use)
+        if b is None or loop.begin < use.pos < loop.end:
+            return None
+        at = use.pos if use.pos < loop.begin else use.pos + (loop.executions - 1) * length
+        _widen(spans, b, at)
+    for use in uses.dynamic:
+        b = _block_of(loc, g, use)
+        for n in range(loop.executions):
+            _widen(spans, b + n * per_execution, use.pos + n * length)  # type: ignore[operator]
+    total = g.row // g.block
+    for k in (k for k in range(2, per_execution + 1) if per_execution % k == 0 and k < total):
+        order: dict[int, list[list[int]]] = {}
+        for b in sorted(spans, key=lambda b: spans[b][0]):
+            order.setdefault(b % k, []).append(spans[b])
+        if all(a[1] < c[0] for ranges in order.values() for a, c in zip(ranges, ranges[1:])):
+            return _Plan(k, True)
+    return None
+
+
+def _widen(spans: dict[int, list[int]], block: int, at: int) -> None:
+    span = spans.setdefault(block, [at, at])
+    span[0], span[1] = min(span[0], at), max(span[1], at)
+
+
+def _rotate(loc: bir.MemLocOp, g: BlockGeometry, uses: _Uses, plan: _Plan) -> None:
+    """The moved accesses onto ``<name>.rot`` (``plan.slots`` blocks, each static in its slot)."""
     name, dims = loc.sym_name.data, loc.dims
+    slots = plan.slots
     buffer = bir.MemLocOp(f"{name}.rot", loc.mem, [dims[0], slots, *dims[2:]], loc.dtype.data, "internal")
     if loc.loc is not None:
         buffer.properties["loc"] = loc.loc
     loc.parent_block().insert_op_before(buffer, loc)  # type: ignore[union-attr]
-    for use in uses.dynamic:
+    for use in [*uses.dynamic, *(uses.static if plan.modular else ())]:
         ap = use.inst.aps.data[use.index]
         elem = _elem(loc, ap)
         b, within = rebased_in_block(_static(ap), g, elem)  # type: ignore[misc]
         partition, rest = divmod(within.offset_value * elem, g.block)
-        offset = (partition * slots * g.block + (b - lo) * g.block + rest) // elem
+        offset = (partition * slots * g.block + plan.slot(b) * g.block + rest) // elem
         (_, nparts), *free = within.pairs
         moved = AccessPatternAttr((offset, (), ((slots * g.block // elem, nparts), *free), ap.view.data, _STATIC))
         refs, aps = use.inst.ref_names, list(use.inst.aps.data)
         refs[use.index], aps[use.index] = buffer.sym_name.data, moved
         use.inst.properties["refs"] = names_attr(refs)
         use.inst.properties["aps"] = ArrayAttr(aps)
-    if not uses.static:
+    if plan.modular or not uses.static:
         loc.detach()
         loc.erase()

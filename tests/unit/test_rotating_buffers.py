@@ -48,6 +48,20 @@ def scale_blocks(a):
     return out
 
 
+@legacy_nki.jit
+def prefetch_blocks(a):
+    """Software-pipelined: iteration b loads block b + 1 while it scales block b, which the previous one loaded."""
+    n = a.shape[0]
+    out = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+    buf = lnl.ndarray((n, lnl.par_dim(128), a.shape[2]), dtype=lnl.float32, buffer=lnl.sbuf)
+    buf[0] = lnl.load(a[0])
+    for b in lnl.affine_range(n - 1):
+        buf[b + 1] = lnl.load(a[b + 1])
+        lnl.store(out[b], lnl.multiply(buf[b], 2.0))
+    lnl.store(out[n - 1], lnl.multiply(buf[n - 1], 2.0))
+    return out
+
+
 @nki.jit
 def modern_blocks(a):
     """NKI 0.2+: no block dims; the [P, B, F] tensor holds block b at t[:, b, :]."""
@@ -80,6 +94,15 @@ def test_a_block_tensor_of_twice_sbuf_in_a_rolled_loop(monkeypatch: pytest.Monke
     assert TWICE_SBUF * F * 4 > 2 * GEN3.sbuf_bytes_per_partition
     got, ops = _run(scale_blocks, a, roll=True)
     assert ops["COUNTED_LOOP_BEGIN"] > 0  # the loop really stayed rolled
+    np.testing.assert_array_equal(got, 2 * a)
+
+
+def test_blocks_carried_to_the_next_iteration_rotate_in_two_buffers() -> None:
+    """Two blocks live across each iteration's end (the one loaded for the next, the one scaled now): the rolled body
+    holds two iterations and block b lives in buffer b mod 2, before, in and after the loop."""
+    a = np.random.default_rng(2).standard_normal((TWICE_SBUF, 128, F)).astype(np.float32)
+    got, ops = _run(prefetch_blocks, a, roll=True)
+    assert ops["COUNTED_LOOP_BEGIN"] > 0
     np.testing.assert_array_equal(got, 2 * a)
 
 
