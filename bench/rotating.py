@@ -3,6 +3,7 @@
 ``python bench/rotating.py`` compiles and simulates (timing only) two kernels of ``tests/unit/test_rotating_buffers.py``:
 
 * ``scale_blocks`` (legacy): 53 fp32 blocks of [128, 2048], 2.04x SBUF, loaded, doubled and stored one per iteration;
+* ``prefetch_blocks`` (legacy): the same tensor, software-pipelined (block b + 1 loaded while block b is scaled);
 * ``modern_blocks`` (NKI 0.2+): a [128, 8, 512] tensor whose block b the loop loads, adds 1 to and stores;
 
 unrolled, rolled (``roll_loops=True``), rolled with ``NKIC_ROLL_INTERLEAVE=2``, and (modern, which fits whole) rolled
@@ -51,6 +52,7 @@ def main() -> None:
     modern = np.zeros((128, 8 * 512), np.float32)
     print("| kernel | form | NEFF instr. | simulated µs |\n|---|---|---|---|")
     for name, kernel, a in (("scale_blocks 2.04x SBUF", CASES.scale_blocks, legacy),
+                            ("prefetch_blocks 2.04x SBUF", CASES.prefetch_blocks, legacy),
                             ("modern_blocks", CASES.modern_blocks, modern)):
         print(f"| {name} | unrolled | {measure(kernel, a, False)}", flush=True)
         print(f"| {name} | rolled | {measure(kernel, a, True)}", flush=True)
