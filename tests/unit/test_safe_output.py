@@ -286,6 +286,28 @@ def test_an_interrupt_mid_write_keeps_the_old_file(tmp_path: Path) -> None:
     assert path.read_bytes() == b"old" and leftovers(tmp_path) == []
 
 
+def test_an_interrupt_as_the_temporary_file_is_created_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGINT the moment the temporary file appears (bench/kill_outputs.py polls for it) can raise KeyboardInterrupt
+    right after ``os.open`` created it, before safeio knew of it: the file must still go."""
+    path = tmp_path / "k.neff"
+    path.write_bytes(b"old")
+    real_open = os.open
+
+    def open_then_interrupted(file: Any, flags: int, *args: Any, **kw: Any) -> int:
+        fd = real_open(file, flags, *args, **kw)
+        if flags & os.O_EXCL:
+            os.close(fd)
+            raise KeyboardInterrupt
+        return fd
+
+    monkeypatch.setattr(os, "open", open_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        safeio.write_bytes(path, b"new")
+    monkeypatch.undo()
+    assert path.read_bytes() == b"old" and leftovers(tmp_path) == []
+
 def test_what_is_in_the_way_is_named(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
     (tmp_path / "adir").mkdir()
