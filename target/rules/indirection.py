@@ -26,9 +26,10 @@ TI_ENGINES: dict[str, tuple[str, ...]] = {
 # float8_e4m3fn)" (nc_matmul).
 PE_TI_DTYPES = ("float16", "bfloat16", "float8_e4m3", "float8_e5m2", "float8_e4m3fn")
 # tensor_scalar's "int32/uint32 address-arithmetic pattern (tensor_scalar_addr)": the reference names it only; nkic
-# reads it as integer arithmetic (these ops) of an int32/uint32 data into an int32/uint32 dst.
+# reads it narrowly (ambiguous: accept the rest) as an address computed from an int32/uint32 data into an
+# int32/uint32 dst by scaling and offsetting (index * stride + base: these ops only).
 _ADDR_DTYPES = ("int32", "uint32")
-_ADDR_OPS = ("add", "subtract", "multiply", "left_shift", "right_shift", "bitwise_and", "bitwise_or")
+_ADDR_OPS = ("add", "subtract", "multiply", "left_shift")
 # "the index of every .indirect() view starts on a quadrant boundary (a multiple of 32)"
 QUADRANT = 32
 

@@ -422,3 +422,18 @@ def test_an_indirect_view_cannot_be_sliced() -> None:
     with pytest.raises(NkiError, match=r"or \.indirect\) cannot be indexed, reshaped or viewed again") as e:
         nki.jit(sliced_view, platform_target="trn3")(np.zeros((16, 8), np.float32), np.zeros((16, 1), np.int32))
     assert f":{_line_of(sliced_view, 'v[0:4]')}:" in str(e.value)
+
+
+def int_gather(x, index):
+    a, i = load(x), load(index)
+    o = nl.ndarray((x.shape[0], index.size), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=o, data=a.indirect(i), op0=nl.bitwise_and, operand0=255)
+    return store(o)
+
+
+def test_integer_bit_masking_of_a_gather_is_not_the_address_pattern() -> None:
+    """The address-arithmetic form is read narrowly (scale and offset); other int32 tensor_scalar gathers run."""
+    x = RNG.integers(0, 1 << 20, (16, 40)).astype(np.int32)
+    index = RNG.integers(0, 40, (16, 2)).astype(np.int32)
+    out = nki.jit(int_gather, platform_target="trn3")(x, index)
+    np.testing.assert_array_equal(out, x[:, snake(index, 16)] & 255)
