@@ -10,7 +10,9 @@ returned) stored. Its other results are never materialised; they are marked ``Fu
 be a loud error, not a wrong answer. Each instruction of a chain is at its own op's location (an input's load at
 the first op reading it, a result's store at the op producing it), so the profile names every fused op. A
 ``reduce`` along the last dim of a chain result is computed from the chain's tiles as they pass (a softmax's row
-max, a norm's mean of squares), so that result is not read back from HBM (nor stored, when nothing else reads it).
+max, a norm's mean of squares), so that result is not read back from HBM (nor stored, when nothing else reads it);
+when a whole row fits in one tile the chain goes on past the reduce with the per-row ops computed from it
+([rows, 1] columns) and the full-width ops reading them: a softmax is one pass.
 """
 
 from __future__ import annotations
@@ -102,21 +104,57 @@ def _fusible(interp: SegmentInterpreter, op: Operation) -> bool:
 
 
 def _chain(interp: SegmentInterpreter, head: Operation) -> list[Operation]:
+    """``head`` and the ops after it that one pass over its tiles can compute: element-wise ops of its shape and,
+    when a whole row fits in one tile, last-dim reductions and what is computed from them per row (``_row_op``)."""
     shape = hlo.shape_of(head.results[0])
-    chain, produced = [head], set(head.results)
+    chain, produced, rows = [head], set(head.results), set[SSAValue]()
+    by_rows = bool(shape) and shape[-1] <= tiles.F_TILE  # one tile holds each row whole: a softmax in one pass
     cur = head.next_op
     while cur is not None and not cur.name.endswith("return"):
         if cur.results and all(r in interp.values for r in cur.results):
             cur = cur.next_op  # folded at compile time
             continue
-        if not _fusible(interp, cur) or hlo.shape_of(cur.results[0]) != shape:
-            break
-        if not all(v in produced or _ready(interp, v, shape) for v in cur.operands):
+        if _fusible(interp, cur) and hlo.shape_of(cur.results[0]) == shape and all(
+                v in produced and v not in rows or _ready(interp, v, shape) for v in cur.operands):  # fmt: skip
+            produced.add(cur.results[0])
+        elif by_rows and _row_op(interp, cur, shape, produced, rows):
+            produced.add(cur.results[0])
+        else:
             break
         chain.append(cur)
-        produced.update(cur.results)
         cur = cur.next_op
     return chain
+
+
+def _row_op(interp: SegmentInterpreter, op: Operation, shape: tuple[int, ...], produced: set[SSAValue],
+            rows: set[SSAValue]) -> bool:  # fmt: skip
+    """Whether ``op`` is computed per row of the chain's tiles ([rows, 1] columns, added to ``rows``): a last-dim
+    ``reduce`` of a chain value, an element-wise op or a reshape on such columns, or a broadcast of one along the
+    last dim (back to the chain's shape: the engines broadcast a [rows, 1] operand across the free dim)."""
+    row_shapes = (shape[:-1], (*shape[:-1], 1))
+    out = hlo.shape_of(op.results[0]) if op.results else None
+    columns = [v in rows or tiles._splat(interp.values.get(v)) is not None for v in op.operands]  # type: ignore[arg-type]
+    if isinstance(op, hlo.ReduceOp):
+        ok = _reduces_last(interp, op) and op.inputs[0] in produced and op.inputs[0] not in rows
+    elif isinstance(op, (hlo.BroadcastInDimOp, hlo.ReshapeOp)):
+        leading = not isinstance(op, hlo.BroadcastInDimOp) or list(hlo.int_list(op.broadcast_dimensions)) == list(
+            range(len(hlo.shape_of(op.operand[0]))))  # fmt: skip
+        ok = op.operand[0] in rows and leading and (out in row_shapes or out == shape)
+        if ok and out == shape:
+            rows.discard(op.results[0])
+            return True  # a column standing for the full tile
+    else:
+        ok = _fusible(interp, op) and out in row_shapes and all(columns)
+    if ok:
+        rows.add(op.results[0])
+    return ok
+
+
+def _reduces_last(interp: SegmentInterpreter, red: hlo.ReduceOp) -> bool:
+    """A single-input add/max/min ``reduce`` along the last dim only, with a constant init value."""
+    rank = len(hlo.shape_of(red.inputs[0])) if red.inputs else 0
+    return len(red.inputs) == 2 and rank >= 1 and tuple(hlo.int_list(red.dimensions)) == (rank - 1,) \
+        and red.combiner() in tiles._REDUCE and isinstance(interp.values.get(red.inputs[1]), np.ndarray)  # fmt: skip
 
 
 def _ready(interp: SegmentInterpreter, v: SSAValue, shape: tuple[int, ...]) -> bool:
@@ -139,13 +177,14 @@ def fuse(interp: SegmentInterpreter, head: Operation) -> bool:
     if len(chain) < 2 and not lazy and not sums:
         return False
     members = set(chain) | {s.op for s in sums}
+    shape = hlo.shape_of(head.results[0])
+    columns = {op.results[0] for op in chain if hlo.shape_of(op.results[0]) != shape}  # per-row [rows, 1] values
     kept = [op.results[0] for op in chain if _read_outside(interp, op.results[0], members)]
-    flipped = {r for r in kept if views.wants_transposed(interp, r)}  # stored as the matmuls reading them want
+    flipped = {r for r in kept if r not in columns and views.wants_transposed(interp, r)}  # as the matmuls want
     outs = {r: _transposed_storage(interp, r) if r in flipped else interp.alloc(r) for r in kept}
     inputs = {v for op in chain for v in op.operands if v not in {o.results[0] for o in chain}}
     readers = {v: _reader(interp, v) for v in inputs}
     first_reader = {v: next(op for op in chain if v in op.operands) for v in inputs}
-    shape = hlo.shape_of(head.results[0])
     width = _width(chain)
     c = shape[-1] if shape else 1
     rows = math.prod(shape) // c if c else 0
@@ -159,10 +198,10 @@ def fuse(interp: SegmentInterpreter, head: Operation) -> bool:
                     env[v] = read(r0, nr, c0, nc)
             for op in chain:
                 with located(op):
-                    env[op.results[0]] = _apply(op, [env[v] for v in op.operands], (nr, nc))
+                    env[op.results[0]] = _tile_op(interp, op, env, nr, nc, op.results[0] in columns)
             for r, out in outs.items():
                 with located(r.owner):  # type: ignore[arg-type]
-                    store = _store_transposed if r in flipped else _store
+                    store = _store_rows if r in columns else _store_transposed if r in flipped else _store
                     store(out, env[r], r0, nr, c0, nc)
             for red in sums:
                 red.add(env[red.op.inputs[0]], nr, nc)
@@ -178,18 +217,12 @@ def fuse(interp: SegmentInterpreter, head: Operation) -> bool:
 
 
 def _row_reductions(interp: SegmentInterpreter, chain: list[Operation]) -> list[hlo.ReduceOp]:
-    """The reductions along the last dim of a chain result (add/max/min, a constant init): computed from the chain's
-    SBUF tiles as they pass, instead of reading the result back from HBM (a softmax's row max and row sum)."""
-    found = []
-    for op in chain:
-        rank = len(hlo.shape_of(op.results[0]))
-        for use in op.results[0].uses:
-            red = use.operation
-            if isinstance(red, hlo.ReduceOp) and len(red.inputs) == 2 and red.inputs[0] == op.results[0] \
-                    and rank >= 1 and tuple(hlo.int_list(red.dimensions)) == (rank - 1,) \
-                    and red.combiner() in tiles._REDUCE and isinstance(interp.values.get(red.inputs[1]), np.ndarray):  # fmt: skip
-                found.append(red)
-    return found
+    """The last-dim reductions of chain results that are not in the chain (rows wider than one tile): computed
+    from the chain's SBUF tiles as they pass, instead of reading the result back from HBM."""
+    members = set(chain)
+    return [use.operation for op in chain for use in op.results[0].uses
+            if isinstance(use.operation, hlo.ReduceOp) and use.operation not in members
+            and use.operation.inputs[0] == op.results[0] and _reduces_last(interp, use.operation)]  # type: ignore[misc]  # fmt: skip
 
 
 class _RowReduce:
@@ -215,6 +248,32 @@ class _RowReduce:
             acc = self.acc if self.init is None else self.combine_fn(self.acc, self.init, dtype="float32")
             nl.store(self.out.tensor.ap([[1, nr], [1, 1]], offset=r0), nl.copy(acc, dtype=self.out.dtype))
         self.acc = None
+
+
+def _tile_op(interp: SegmentInterpreter, op: Operation, env: dict[SSAValue, Any], nr: int, nc: int,
+             column: bool) -> Any:  # fmt: skip
+    """``op`` on this tile's values: a last-dim reduce of a whole-row tile (fp32, then the init value and the result
+    dtype, as ``SegmentInterpreter.op_reduce``), a broadcast or reshape of a [rows, 1] column (the same column),
+    else the element-wise op (``_apply``)."""
+    if isinstance(op, hlo.ReduceOp):
+        reduce_fn, combine_fn, identity = tiles._REDUCE[op.combiner()]
+        t = env[op.inputs[0]]  # the whole row: a column or a constant standing for it is broadcast first
+        t = nl.full((nr, nc), t, dtype="float32") if isinstance(t, float) else _full(t, (nr, nc))
+        acc = reduce_fn(t, axis=1, keepdims=True, dtype="float32")
+        init = float(np.asarray(interp.values[op.inputs[1]]).reshape(-1)[0])
+        if init != identity:
+            acc = combine_fn(acc, init, dtype="float32")
+        dt = tiles.nki_dtype(tiles.result_dtype(op.outs[0]))
+        return acc if dt == "float32" else nl.copy(acc, dtype=dt)
+    if isinstance(op, (hlo.BroadcastInDimOp, hlo.ReshapeOp)):
+        return env[op.operand[0]]
+    return _apply(op, [env[v] for v in op.operands], (nr, 1 if column else nc))
+
+
+def _store_rows(out: tiles.Hbm, t: Any, r0: int, nr: int, c0: int, nc: int) -> None:
+    """A per-row value ([rows] or [rows, 1]): one [nr, 1] store."""
+    t = nl.full((nr, 1), t, dtype=out.dtype) if isinstance(t, float) else t
+    nl.store(out.tensor.ap([[1, nr], [1, 1]], offset=r0), t if t.dtype == out.dtype else nl.copy(t, dtype=out.dtype))
 
 
 def _transposed_storage(interp: SegmentInterpreter, r: SSAValue) -> tiles.Hbm:
