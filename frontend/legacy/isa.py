@@ -40,6 +40,7 @@ from nkic.frontend.recorders.vector import _axes
 from nkic.frontend.tensor import NkiTensor
 from nkic.frontend.tiles import promote
 from nkic.frontend.unsupported import missing_names
+from nkic.target.instructions import GPSIMD_CORE_PARTITIONS
 
 _SBUF, _PSUM = BUFFERS["sbuf"], BUFFERS["psum"]
 
@@ -448,7 +449,7 @@ def local_gather(ctx: Any, src_buffer: Any, index: Any, num_elem_per_idx: Any = 
     """Per GpSimd core, ``num_valid_indices`` gathers of ``num_elem_per_idx`` elements: a new SBUF tile
     ``(P, valid, num_elem_per_idx)`` of src_buffer's dtype (``valid`` defaults to every index of a core's slice)."""
     src, idx = _tile("local_gather", "src_buffer", src_buffer), _tile("local_gather", "index", index)
-    per_core = _modern.GPSIMD_CORE_PARTITIONS * idx.free_size
+    per_core = GPSIMD_CORE_PARTITIONS * idx.free_size
     valid = per_core if num_valid_indices is None else int(num_valid_indices)
     out = _result(ctx, "local_gather", dst, (src.partitions, valid, int(num_elem_per_idx)), dtype, src.dtype,
                   _SBUF, "src_buffer=, index=, ...")  # fmt: skip
