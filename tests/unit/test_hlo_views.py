@@ -94,3 +94,15 @@ def test_chain_results_stored_as_the_matmuls_reading_them_want(monkeypatch: pyte
 
     _close(f, _f32(2, 64, 64) / 4, _f32(64, 128) / 8, _f32(128, 64) / 11, _f32(2, 64, 64))
     assert flipped.count(True) == 2  # the softmax and the GELU
+
+
+def test_transposed_store_over_several_strips(monkeypatch: pytest.MonkeyPatch) -> None:
+    """640 rows: the transposed GELU is gathered in strips of 512 rows and one of 128 (rows not a multiple of the
+    strip), each 128-column slice its own strip."""
+    flipped = _spy(monkeypatch, "wants_transposed")
+
+    def f(x, w1, w2):  # type: ignore[no-untyped-def]
+        return jnp.tanh(x @ w1) * 0.5 @ w2
+
+    _close(f, _f32(640, 64) / 4, _f32(64, 256) / 8, _f32(256, 32) / 16)
+    assert flipped.count(True) == 1
