@@ -23,9 +23,8 @@ sys.path.insert(0, str(ROOT.parent))  # run from a checkout without install
 
 from nkic.compiler.driver import compile_traced, run_neff  # noqa: E402
 from nkic.kernels.flash_attention import flash_attention  # noqa: E402
-from nkic.target.machine import DEFAULT_TARGET  # noqa: E402
+from nkic.target.machine import DEFAULT_TARGET, get_target  # noqa: E402
 
-BF16_PEAK_TFLOPS = {"gen2": 92.0, "gen3": 79.0, "gen4": 79.0}  # dense bf16 peak per NeuronCore
 
 
 def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float) -> np.ndarray:
@@ -55,7 +54,7 @@ def run(seqlen: int, d: int = 128, target: str = DEFAULT_TARGET, profile_dir: Pa
     err = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
     p = result.profile
     flops = 2 * 2 * seqlen * seqlen * d / 2  # QK^T and PV, causal half
-    pe_util = flops / (p.total_ns * 1e-9) / (BF16_PEAK_TFLOPS[target] * 1e12)
+    pe_util = flops / (p.total_ns * 1e-9) / (get_target(target).bf16_peak_flops_per_ns * 1e9)
     if profile_dir is not None:
         profile_dir.mkdir(parents=True, exist_ok=True)
         p.write_chrome_trace(profile_dir / f"attention-{seqlen}.trace.json")

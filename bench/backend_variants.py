@@ -33,8 +33,8 @@ from nkic.compiler import driver  # noqa: E402
 from nkic.frontend import TensorSpec  # noqa: E402
 from nkic.runtime.neff import read_neff  # noqa: E402
 from nkic.runtime.simulator import simulate  # noqa: E402
+from nkic.target.machine import DEFAULT_TARGET, get_target  # noqa: E402
 
-PEAK_FLOPS_PER_NS = {"gen2": 2 * 128 * 128 * 2.8, "gen3": 79e3}  # bf16 PE roofline: trn1 91.75, trn2 79 TFLOP/s
 
 
 def _case(name: str) -> tuple[Any, str, float]:
@@ -50,13 +50,13 @@ def _case(name: str) -> tuple[Any, str, float]:
         from nkic.kernels.matmul import matmul
 
         s = 2048
-        return matmul.trace(TensorSpec((s, s), "bfloat16"), TensorSpec((s, s), "bfloat16")), "gen3", 2.0 * s**3
+        return matmul.trace(TensorSpec((s, s), "bfloat16"), TensorSpec((s, s), "bfloat16")), DEFAULT_TARGET, 2.0 * s**3
     if name in ("attn4k", "attn8k"):
         from nkic.kernels.flash_attention import flash_attention
 
         s, d = {"attn4k": 4096, "attn8k": 8192}[name], 128
         specs = [TensorSpec((1, s, d), "bfloat16") for _ in range(3)]
-        return flash_attention.trace(*specs, scale=d**-0.5), "gen3", 2 * 2 * s * s * d / 2
+        return flash_attention.trace(*specs, scale=d**-0.5), DEFAULT_TARGET, 2 * 2 * s * s * d / 2
     raise SystemExit(f"unknown case {name}")
 
 
@@ -77,7 +77,7 @@ def run(case: str, variant: str) -> str:
     compile_s = time.process_time() - t0
     prof = simulate(read_neff(neff), {}, target=target, timing_only=True).profile
     busy = {k: v / prof.total_ns for k, v in prof.busy_ns.items() if v and not k.startswith("q")}
-    pe = flops / prof.total_ns / PEAK_FLOPS_PER_NS[target]
+    pe = flops / prof.total_ns / get_target(target).bf16_peak_flops_per_ns
     cols = ", ".join(f"{k} {v:.0%}" for k, v in busy.items())
     return f"| {case} | {variant} | {prof.total_ns / 1e3:.1f} µs | {pe:.1%} | {cols} | {compile_s:.1f} s |"
 

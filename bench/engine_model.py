@@ -25,8 +25,8 @@ from nkic.kernels.matmul import matmul  # noqa: E402
 from nkic.kernels.rmsnorm import rmsnorm  # noqa: E402
 from nkic.kernels.softmax import softmax  # noqa: E402
 from nkic.kernels.tensor_add import tensor_add  # noqa: E402
+from nkic.target.machine import get_target  # noqa: E402
 
-PE_BF16_FLOPS_PER_NS = 79e3  # trn2 TensorE, 79 TF/s bf16 per core
 MAMBA = ROOT.parent / "shared" / "corpus" / "aws-neuron-sdk" / "nki" / "examples" / "fused_mamba" / \
     "mamba_nki_kernels.py"  # fmt: skip
 
@@ -76,7 +76,7 @@ def run(name: str) -> str:
     traced, flops = CASES[name]()
     target = traced.options.target  # type: ignore[attr-defined]
     profile = run_neff(compile_traced(traced).neff, {}, target=target, timing_only=True).profile
-    pe = f", {100 * flops / PE_BF16_FLOPS_PER_NS / profile.total_ns:.1f}% of PE" if flops else ""
+    pe = f", {100 * flops / get_target(target).bf16_peak_flops_per_ns / profile.total_ns:.1f}% of PE" if flops else ""
     busy = " ".join(f"{k.upper()} {100 * v / profile.total_ns:.0f}%" for k, v in profile.busy_ns.items()
                     if v and not k.startswith(("q", "sp")))  # fmt: skip
     waits = "; ".join(f"{w} waited {ns / 1e3:.1f} µs for {h}" for (w, h, _), ns in profile.port_contention().items())

@@ -2,8 +2,8 @@
 
 Each program is exported from JAX (``jax.jit(f).lower(...)``), compiled by ``compile_stablehlo`` (attention routing
 off, so everything is op by op, unless --routing) and simulated timing-only on gen3 (trn2). PE roofline = the program's matmul FLOPs
-at the dense bf16 peak of one NeuronCore (79 TFLOP/s on trn2, as bench/attention.py and bench/backend_variants.py
-use). Prints per program: simulated us, roofline us, % of roofline, PE busy %, the busiest engine, instructions.
+at the dense bf16 peak of one NeuronCore (the target's bf16_peak_flops_per_ns, 79 TFLOP/s on trn2, which every bench
+uses). Prints per program: simulated us, roofline us, % of roofline, PE busy %, the busiest engine, instructions.
 
     .venv/bin/python bench/hlo_roofline.py [mlp|block|masked|all] [--d 1024] [--tokens 512] [--routing]
 """
@@ -23,8 +23,9 @@ import numpy as np  # noqa: E402
 
 from nkic.compiler.driver import run_neff  # noqa: E402
 from nkic.interop.framework import compile_stablehlo  # noqa: E402
+from nkic.target.machine import DEFAULT_TARGET, get_target  # noqa: E402
 
-PEAK_FLOPS_PER_NS = 79e3  # trn2 dense bf16 peak: 79 TFLOP/s per NeuronCore
+PEAK_FLOPS_PER_NS = get_target(DEFAULT_TARGET).bf16_peak_flops_per_ns  # the programs run on the default target
 BF16 = ml_dtypes.bfloat16
 
 

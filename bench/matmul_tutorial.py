@@ -29,13 +29,14 @@ from nkic.frontend import TensorSpec  # noqa: E402
 from nkic.runtime.neff import read_neff  # noqa: E402
 from nkic.runtime.simulator import simulate  # noqa: E402
 from nkic.target.calibration import MEASUREMENTS, MMT_SHAPE  # noqa: E402
+from nkic.target.machine import get_target  # noqa: E402
 
 TUTORIAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus" / "aws-neuron-sdk" / "nki" / "examples" / \
     "matrix_multiplication" / "matrix_multiplication_nki_kernels.py"
 # MMT (general/nki/tutorials/matrix_multiplication.rst): latency in ms on trn1 at [4096, 8192] @ [8192, 8192] bf16,
 # from the calibration table (target/calibration.py).
 PUBLISHED_MS = {m.name: m.published_ns / 1e6 for m in MEASUREMENTS if m.published_shape == MMT_SHAPE}
-PE_BF16_FLOPS_PER_NS = 2 * 128 * 128 * 2.8  # trn1 TensorE: 128x128 MACs at 2.8 GHz = 91.75 TFLOP/s
+PE_BF16_FLOPS_PER_NS = get_target("gen2").bf16_peak_flops_per_ns  # trn1 TensorE: 128x128 MACs at 2.8 GHz
 
 
 def load_tutorial() -> object:

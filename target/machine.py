@@ -139,6 +139,9 @@ class Target:
     # HBM bytes one NeuronCore can address (the device's HBM over its cores): trn1 32 GiB / 2, trn2 96 GiB / 8,
     # trn3 144 GiB / 8. Every declared tensor, and all of a NEFF's variables together, must fit.
     hbm_bytes: int = 16 << 30
+    # TensorE's dense bf16 roofline in FLOP/ns, the figure PE utilisation is quoted against. trn2/trn3: "79 TF"
+    # per core (the Trn2/Trn3 architecture guides); trn1: its 128x128 MACs at 2.8 GHz, 91.75 TF (the guide's "92").
+    bf16_peak_flops_per_ns: float = 79e3
     aliases: tuple[str, ...] = field(default=())
 
     @property
@@ -155,7 +158,7 @@ def _clocks(pe: float, dve: float, act: float, pool: float) -> dict[str, float]:
 
 TARGETS: dict[str, Target] = {
     "gen2": Target("gen2", 2, _clocks(2.8, 1.12, 1.4, 1.4), 17.0, 180224, 24 << 20, hbm_bytes=16 << 30,
-                   aliases=("trn1", "inf2")),
+                   bf16_peak_flops_per_ns=2 * 128 * 128 * 2.8, aliases=("trn1", "inf2")),
     "gen3": Target("gen3", 3, _clocks(2.4, 0.96, 1.2, 1.2), 23.0, 212984, 28 << 20, hbm_bytes=12 << 30,
                    aliases=("trn2",)),
     "gen4": Target("gen4", 4, _clocks(2.4, 1.2, 1.2, 1.2), 33.0, 245752, 32 << 20, matmul_max_n=4096,
