@@ -71,7 +71,8 @@ def run_one(case: str) -> dict[str, Any]:
     total_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     stages = {s.name: s.seconds for s in result.stages}
     return {"cached": result.cached, "total_s": total_s, "cpu_s": cpu_s, "identity_s": identity_s,
-            "trace_s": stages["trace"], "cache_s": stages.get("cache", 0.0), "neff_bytes": len(result.neff)}  # fmt: skip
+            "trace_s": stages["trace"], "cache_s": stages.get("cache", 0.0),
+            "neff_bytes": len(result.neff)}  # fmt: skip
 
 
 def child(case: str, cache_dir: str) -> dict[str, Any]:
