@@ -50,6 +50,7 @@ class _Unroller:
         # expansion would pass the limit (so a huge loop that cannot roll still fails at once).
         self.limit = limit
         self.count = sum(1 for op in fn.body.walk() if isinstance(op, bir.BirInst))
+        _check_unique_axes(fn)
         # memlocs by the loop axis they are scoped to (kept up to date as loops are expanded or rolled)
         self.by_scope: dict[str, list[bir.MemLocOp]] = {}
         for loc in self.locs.values():
@@ -187,6 +188,22 @@ def _clone_inst(op: bir.BirInst, props: dict[str, Attribute]) -> bir.BirInst:
         new.properties.update(props)
         return new
     return type(op).create(properties=props, attributes=dict(op.attributes), location=op.location)
+
+
+def _check_unique_axes(fn: bir.FunctionOp) -> None:
+    """A memloc's ``scope`` names its loop by label, so two loops of one function must not share a label (an
+    inlining that kept each kernel's own ``L0``, ``L1``, ... would have both loops' scoped tensors renamed by the
+    first)."""
+    seen: set[str] = set()
+    for op in fn.body.block.ops:
+        for loop in op.walk() if op.regions else ():
+            if isinstance(loop, bir.LoopOp):
+                if loop.axis.data in seen:
+                    raise PassFailedException(
+                        f"@{fn.sym_name.data} has two loops labelled '{loop.axis.data}': loop labels must be unique "
+                        "in a function (memloc scopes name them)"
+                    )
+                seen.add(loop.axis.data)
 
 
 def _rescope(loc: bir.MemLocOp, outer: list[str]) -> None:

@@ -95,6 +95,7 @@ def inline_function(
     refs_memo: dict[int, tuple[ArrayAttr[StringAttr], ArrayAttr[StringAttr]]] = {}
     body = [_renamed(op, names, id_base, move, refs_memo) for op in list(callee.body.block.ops)
             if not isinstance(op, bir.MemLocOp)]  # fmt: skip
+    _relabel_loops(caller, body, new_locs)
     block = call.parent_block()
     assert block is not None
     first_non_loc = next((o for o in block.ops if not isinstance(o, bir.MemLocOp)), call)
@@ -102,3 +103,31 @@ def inline_function(
     block.insert_ops_before(body, call)
     call.detach()
     call.erase()
+
+
+def _relabel_loops(caller: bir.FunctionOp, body: list[Operation], locs: list[Operation]) -> None:
+    """Give the inlined ``body``'s loops axis labels the caller does not use yet, and its memlocs' ``scope`` the
+    same labels. Every traced kernel numbers its loops from ``L0``, while ``bir-unroll`` finds the tensors a loop
+    allocates by their ``scope`` label: with two kernels' loops both called ``L5`` in one function, unrolling the
+    first ``L5`` gave both kernels' scoped tensors per-iteration copies, renamed only the first kernel's accesses
+    and dropped the originals the second kernel still named (``resolve-psum-accumulate``: ``KeyError``)."""
+    loops = [o for op in body if op.regions for o in op.walk() if isinstance(o, bir.LoopOp)]
+    if not loops:
+        return
+    caller_axes = {o.axis.data for op in caller.body.block.ops if op.regions for o in op.walk()
+                   if isinstance(o, bir.LoopOp)}  # fmt: skip
+    taken = caller_axes | {o.axis.data for o in loops}
+    relabel: dict[str, str] = {}
+    for axis in dict.fromkeys(o.axis.data for o in loops):
+        if axis in caller_axes:
+            i = 1
+            while f"{axis}_{i}" in taken:
+                i += 1
+            relabel[axis] = f"{axis}_{i}"
+            taken.add(relabel[axis])
+    for o in loops:
+        if o.axis.data in relabel:
+            o.properties["axis"] = StringAttr(relabel[o.axis.data])
+    for loc in locs:
+        if isinstance(loc, bir.MemLocOp) and loc.scope is not None and loc.scope.data in relabel:
+            loc.properties["scope"] = StringAttr(relabel[loc.scope.data])

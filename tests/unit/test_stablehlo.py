@@ -164,6 +164,27 @@ def test_nki_custom_call_is_an_external_kernel_node(tmp_path: Path) -> None:
     assert _kernel_nodes(tmp_path) == ["@nki_tensor_add_0 external", "@hlo_segment_1 external"]
 
 
+def test_two_calls_of_one_looping_kernel(tmp_path: Path) -> None:
+    """Two kernel nodes of the library matmul in one graph (its PSUM tile allocated inside its loops): each
+    inlined copy keeps loop labels of its own, so unrolling renames each copy's PSUM accesses (both kernels'
+    loops labelled L0.. failed in resolve-psum-accumulate with KeyError 'nki_matmul_1.psum')."""
+    cfg = '"{\\"kernel_name\\": \\"nkic.kernels.matmul:matmul\\"}"'
+    ty = "(tensor<256x128xf32>, tensor<256x512xf32>) -> tensor<128x512xf32>"
+    text = f"""func.func @main(%a: tensor<256x128xf32>, %b: tensor<256x512xf32>) -> tensor<128x512xf32> {{
+      %s = stablehlo.custom_call @AwsNeuronCustomNativeKernel(%a, %b) {{backend_config = {cfg}}} : {ty}
+      %n = stablehlo.negate %b : tensor<256x512xf32>
+      %t = stablehlo.custom_call @AwsNeuronCustomNativeKernel(%a, %n) {{backend_config = {cfg}}} : {ty}
+      %o = stablehlo.multiply %s, %t : tensor<128x512xf32>
+      func.return %o : tensor<128x512xf32>
+    }}"""
+    program = compile_stablehlo(text, dump_dir=tmp_path)
+    a, b = _inputs((256, 128), np.float32, 1, seed=15)[0], _inputs((256, 512), np.float32, 1, seed=16)[0]
+    (got,) = program.run(a, b)
+    np.testing.assert_allclose(got, -((a.T @ b) ** 2), rtol=1e-4, atol=1e-4)
+    assert _kernel_nodes(tmp_path)[:3] == ["@nki_matmul_0 external", "@hlo_segment_1 external",
+                                            "@nki_matmul_2 external"]  # fmt: skip
+
+
 def test_names_tiling_and_ops() -> None:
     """arg0.. / out0.. in function order; a dot and a reduction larger than one tile; transpose, broadcast,
     select on a run-time predicate, convert, iota."""
