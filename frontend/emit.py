@@ -185,6 +185,10 @@ class PenguinEmitter:
         self._blocks[-1].add_op(new)
         return new
 
+    def is_last(self, op: Operation) -> bool:
+        """Whether ``op`` is the last op of the block being traced (nothing emitted after it, no loop opened)."""
+        return op.parent is self._blocks[-1] and op.next_op is None
+
     @staticmethod
     def order(consumer: Operation, producer: Operation, tag: str) -> None:
         """``consumer`` runs after ``producer`` (nisa.NkiInstruction.depends_on): ``producer`` is tagged (once) and

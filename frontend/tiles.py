@@ -48,6 +48,7 @@ from nkic.frontend.context import nki_op
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_dtype
 from nkic.frontend.errors import NkiError
 from nkic.frontend.recorders.masks import with_mask
+from nkic.frontend.recorders.pe import note_fresh_result
 from nkic.frontend.ops import TILE_FUNCTIONS
 from nkic.frontend import tensor as _tensor
 from nkic.frontend.tensor import NkiTensor
@@ -726,6 +727,7 @@ def matmul(ctx: Any, x: Any, y: Any, transpose_x: bool = False, **kw: Any) -> Nk
     if (st.dtype in fp32) != (mv.dtype in fp32):
         st, mv = (_widened(ctx, st), mv) if mv.dtype in fp32 else (st, _widened(ctx, mv))
     _impl("nc_matmul")(ctx, out, st, mv)
+    note_fresh_result(ctx, out, lambda acc: _impl("nc_matmul")(ctx, acc, st, mv, accumulate=True))  # `psum += ...`
     return out
 
 

@@ -127,6 +127,7 @@ class TraceContext:
         self.loops: list[LoopVar] = []  # open symbolic loops, outermost first (index = loop depth)
         self._emitted: list[Any] = []  # every penguin instruction traced, in order (for NkiInstruction handles)
         self._last_loc: Loc | None = None  # where the last of them was traced
+        self.fresh_matmul: Any = None  # the PSUM tile a matmul call just returned (recorders/pe.py, `psum += ...`)
         self.concrete_depth = 0  # > 0 while a dont_trace helper runs
         self.live = False
         self._pid = 0
@@ -465,6 +466,19 @@ class TraceContext:
         self._emitted.append(self.emitter.inst(op, emitted, attrs, loc))
         self._last_loc = loc
         self.peak_live.note(op, [t.storage for t in operands.values()], loc)
+
+    def last_traced(self) -> Any:
+        """The instruction traced last (None before the first)."""
+        return self._emitted[-1] if self._emitted else None
+
+    def replace_traced(self, old: Any) -> None:
+        """The instruction traced last replaces ``old``, the one traced just before it: ``old`` leaves the IR and
+        the count, and the last takes its place in the trace order (``psum += matmul``, recorders/pe.py)."""
+        assert len(self._emitted) > 1 and self._emitted[-2] is old
+        self._emitted[-2] = self._emitted.pop()
+        self.instructions -= 1
+        old.detach()
+        old.erase()
 
     def _handle(self, name: str, first: int) -> NkiInstruction:
         """The NkiInstruction of a nisa call that traced the instructions from ``first`` on (its file:line names it

@@ -35,6 +35,7 @@ from nkic.frontend.isa import *  # noqa: F401,F403 — names whose legacy signat
 from nkic.frontend.legacy import migration
 from nkic.frontend.recorders.enums import _ENGINE
 from nkic.frontend.recorders.movement import _DMA_TRANSPOSE_AXES
+from nkic.frontend.recorders.pe import note_fresh_result
 from nkic.frontend.recorders.record import _enum
 from nkic.frontend.recorders.vector import _axes
 from nkic.frontend.tensor import NkiTensor
@@ -133,8 +134,10 @@ def nc_matmul(
     m, n = st.free_size // (2 if double else 1), mv.free_size // (2 if double else 1)
     out = _result(ctx, "nc_matmul", dst, (m, n), kw.pop("dtype", None), st.dtype if is_transpose else "float32",
                   _PSUM, "stationary=, moving=")  # fmt: skip
-    _impl("nc_matmul")(ctx, out, st, mv, is_stationary_onezero=is_stationary_onezero,
-                       is_moving_onezero=is_moving_onezero, is_transpose=is_transpose, **_kw(mask, kw))  # fmt: skip
+    options = dict(is_stationary_onezero=is_stationary_onezero, is_moving_onezero=is_moving_onezero, **kw)
+    _impl("nc_matmul")(ctx, out, st, mv, is_transpose=is_transpose, **_kw(mask, options))
+    if dst is None and mask is None and not is_transpose and "accumulate" not in kw:  # `psum += nisa.nc_matmul(...)`
+        note_fresh_result(ctx, out, lambda acc: _impl("nc_matmul")(ctx, acc, st, mv, accumulate=True, **options))
     return out
 
 

@@ -31,6 +31,7 @@ from nkic.frontend import language as _modern  # noqa: E402
 from nkic.frontend import tensor as _tensor_module  # noqa: E402
 from nkic.frontend import tiles as _tiles  # noqa: E402
 from nkic.frontend import trace_context as _trace_context  # noqa: E402
+from nkic.frontend.context import current_context as _current_context  # noqa: E402
 from nkic.frontend.context import nki_op as _nki_op  # noqa: E402
 from nkic.frontend.dtypes import BUFFERS as _BUFFERS  # noqa: E402
 from nkic.frontend.dtypes import Buffer as _Buffer  # noqa: E402
@@ -41,6 +42,7 @@ from nkic.frontend.errors import user_frame as _user_frame  # noqa: E402
 from nkic.frontend.errors import user_location as _where  # noqa: E402
 from nkic.frontend.legacy import isa as _legacy_isa  # noqa: E402
 from nkic.frontend.legacy import migration as _migration  # noqa: E402
+from nkic.frontend.recorders.pe import accumulate_in_place as _accumulate_in_place  # noqa: E402
 from nkic.frontend.legacy.compiler import Allocation as _Allocation  # noqa: E402
 from nkic.frontend.tensor import NkiTensor as _NkiTensor  # noqa: E402
 from nkic.target.vocab import DTYPES as _DTYPES  # noqa: E402
@@ -223,8 +225,9 @@ _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divid
 def _legacy_operator(name: str, tile: _NkiTensor, other: _Any) -> _Any:
     """The operators of legacy tiles, in legacy kernels only: ``a + b``, ``a - 2.0``, ``2.0 * a``, ``a / b``, ``-a``
     are the ``nl`` functions (``nl.add`` ...) returning a new tile; ``t += x`` rebinds ``t`` to ``t + x``, except
-    ``psum_tile += value``, which accumulates into the PSUM tile in place (one VectorE ``tensor_tensor``, fp32, as
-    the PE array accumulates: the legacy ``psum += nisa.nc_matmul(...)``; a PSUM ``value`` is first copied to SBUF,
+    ``psum_tile += value``, which accumulates into the PSUM tile in place: the legacy ``psum += nisa.nc_matmul(...)``
+    is that matmul accumulating into ``psum_tile`` (``recorders/pe.py``: ``accumulate_in_place``); any other value
+    is one VectorE ``tensor_tensor`` add, fp32 as the PE array accumulates (a PSUM ``value`` first copied to SBUF,
     since tensor_tensor cannot read two PSUM tiles)."""
     if not _is_legacy_kernel_frame():
         return NotImplemented
@@ -239,6 +242,8 @@ def _legacy_operator(name: str, tile: _NkiTensor, other: _Any) -> _Any:
     if name == "iadd" and tile.buffer == "psum" and isinstance(other, _NkiTensor):
         _migration.legacy("psum_tile += nisa.nc_matmul(...)",
                           "nisa.nc_matmul(dst=psum_tile, stationary=..., moving=..., accumulate=True)")  # fmt: skip
+        if _accumulate_in_place(_current_context(), tile, other):  # a fresh matmul result: the PE array adds
+            return tile
         if other.buffer == "psum":  # nisa.tensor_tensor: "data1 and data2 cannot both reside in PSUM"
             staged = _modern.ndarray(other.shape, dtype=other.dtype, buffer=_modern.sbuf)
             _isa.tensor_copy(staged, other)
