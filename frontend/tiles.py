@@ -48,7 +48,7 @@ from nkic.frontend.context import nki_op
 from nkic.frontend.dtypes import BUFFERS, itemsize, normalize_dtype
 from nkic.frontend.errors import NkiError
 from nkic.frontend.recorders.masks import with_mask
-from nkic.frontend.recorders.pe import note_fresh_result
+from nkic.frontend.recorders.psum_accumulate import note_fresh_result
 from nkic.frontend.ops import TILE_FUNCTIONS
 from nkic.frontend import tensor as _tensor
 from nkic.frontend.tensor import NkiTensor

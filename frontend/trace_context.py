@@ -127,7 +127,7 @@ class TraceContext:
         self.loops: list[LoopVar] = []  # open symbolic loops, outermost first (index = loop depth)
         self._emitted: list[Any] = []  # every penguin instruction traced, in order (for NkiInstruction handles)
         self._last_loc: Loc | None = None  # where the last of them was traced
-        self.fresh_matmul: Any = None  # the PSUM tile a matmul call just returned (recorders/pe.py, `psum += ...`)
+        self.fresh_matmul: Any = None  # the PSUM tile a matmul call just returned (recorders/psum_accumulate.py)
         self.concrete_depth = 0  # > 0 while a dont_trace helper runs
         self.live = False
         self._pid = 0
@@ -473,7 +473,7 @@ class TraceContext:
 
     def replace_traced(self, old: Any) -> None:
         """The instruction traced last replaces ``old``, the one traced just before it: ``old`` leaves the IR and
-        the count, and the last takes its place in the trace order (``psum += matmul``, recorders/pe.py)."""
+        the count, and the last takes its place in the trace order (``psum += matmul``, recorders/psum_accumulate.py)."""
         assert len(self._emitted) > 1 and self._emitted[-2] is old
         self._emitted[-2] = self._emitted.pop()
         self.instructions -= 1

@@ -35,7 +35,7 @@ from nkic.frontend.isa import *  # noqa: F401,F403 — names whose legacy signat
 from nkic.frontend.legacy import migration
 from nkic.frontend.recorders.enums import _ENGINE
 from nkic.frontend.recorders.movement import _DMA_TRANSPOSE_AXES
-from nkic.frontend.recorders.pe import note_fresh_result
+from nkic.frontend.recorders.psum_accumulate import note_fresh_result
 from nkic.frontend.recorders.record import _enum
 from nkic.frontend.recorders.vector import _axes
 from nkic.frontend.tensor import NkiTensor

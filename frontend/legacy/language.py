@@ -42,7 +42,7 @@ from nkic.frontend.errors import user_frame as _user_frame  # noqa: E402
 from nkic.frontend.errors import user_location as _where  # noqa: E402
 from nkic.frontend.legacy import isa as _legacy_isa  # noqa: E402
 from nkic.frontend.legacy import migration as _migration  # noqa: E402
-from nkic.frontend.recorders.pe import accumulate_in_place as _accumulate_in_place  # noqa: E402
+from nkic.frontend.recorders.psum_accumulate import accumulate_in_place as _accumulate_in_place  # noqa: E402
 from nkic.frontend.legacy.compiler import Allocation as _Allocation  # noqa: E402
 from nkic.frontend.tensor import NkiTensor as _NkiTensor  # noqa: E402
 from nkic.target.vocab import DTYPES as _DTYPES  # noqa: E402
@@ -226,7 +226,7 @@ def _legacy_operator(name: str, tile: _NkiTensor, other: _Any) -> _Any:
     """The operators of legacy tiles, in legacy kernels only: ``a + b``, ``a - 2.0``, ``2.0 * a``, ``a / b``, ``-a``
     are the ``nl`` functions (``nl.add`` ...) returning a new tile; ``t += x`` rebinds ``t`` to ``t + x``, except
     ``psum_tile += value``, which accumulates into the PSUM tile in place: the legacy ``psum += nisa.nc_matmul(...)``
-    is that matmul accumulating into ``psum_tile`` (``recorders/pe.py``: ``accumulate_in_place``); any other value
+    is that matmul accumulating into ``psum_tile`` (``recorders/psum_accumulate.py``); any other value
     is one VectorE ``tensor_tensor`` add, fp32 as the PE array accumulates (a PSUM ``value`` first copied to SBUF,
     since tensor_tensor cannot read two PSUM tiles)."""
     if not _is_legacy_kernel_frame():

@@ -1,5 +1,5 @@
 """``psum_tile += nisa.nc_matmul(a, b)`` (and ``+= nl.matmul(...)``) in a legacy kernel is the matmul accumulating
-into the PSUM tile, as on the device (``recorders/pe.py``: ``accumulate_in_place``): eight one-bank accumulators fill
+into the PSUM tile, as on the device (``recorders/psum_accumulate.py``): eight one-bank accumulators fill
 PSUM's eight banks and still compile, the numbers are the VectorE add's bit for bit, and a matmul result that a name
 keeps is still added (it may be read again)."""
 
