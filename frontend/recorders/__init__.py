@@ -48,6 +48,8 @@ def _assign(dst: tensor.NkiTensor, value: Any) -> None:
     """``dst = value`` for a view ``dst`` (``t[key] = value``): a copy between on-chip tiles, a DMA when either is in
     HBM, a memset of a number."""
     if isinstance(value, tensor.NkiTensor):
+        if _same_view(dst, value):
+            return  # `t[key] += x` updated the view in place, and Python assigns it back: a copy onto itself
         if dst.on_chip and value.on_chip:
             tensor_copy(dst, value)
         else:
@@ -56,6 +58,17 @@ def _assign(dst: tensor.NkiTensor, value: Any) -> None:
         memset(dst, value)
     else:
         raise NkiError(f"cannot assign a {type(value).__name__} to a tensor view", "assign a tensor or a number")
+
+
+def _same_view(a: tensor.NkiTensor, b: tensor.NkiTensor) -> bool:
+    """Whether ``a`` and ``b`` are the same elements of the same tensor in the same order and dtype (offsets compared
+    term by term: an affine offset's ``==`` is a loop-dependent comparison, not an identity)."""
+    if a.storage is not b.storage or a.pairs != b.pairs or a.dtype != b.dtype or a.dyn is not None or b.dyn is not None:
+        return False
+    x, y = a.offset, b.offset
+    if isinstance(x, int) or isinstance(y, int):
+        return isinstance(x, int) and isinstance(y, int) and x == y
+    return x.const == y.const and [(v.uid, c) for v, c in x.terms] == [(v.uid, c) for v, c in y.terms]
 
 
 tensor.ASSIGN = _assign

@@ -172,3 +172,23 @@ def test_a_named_result_read_again_is_still_its_own_tile() -> None:
     p = a.T @ b
     np.testing.assert_allclose(got[0], 2 * p, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(got[1], p, rtol=1e-4, atol=1e-3)
+
+
+def test_a_block_accumulator_indexed_in_place_matches_numpy() -> None:
+    """``acc[m, :, :] += ...``: Python assigns the updated view back to itself, which records no copy."""
+
+    @nki.jit
+    def kernel(a, b):
+        acc = nl.zeros((2, nl.par_dim(128), N), nl.float32, buffer=nl.psum)
+        out = nl.ndarray((2, 128, N), dtype=nl.float32, buffer=nl.shared_hbm)
+        for m in nl.affine_range(2):
+            for k in nl.affine_range(K // 128):
+                acc[m, :, :] += nisa.nc_matmul(nl.load(a[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128]),
+                                               nl.load(b[k * 128:(k + 1) * 128, :]))
+            nl.store(out[m], acc[m])
+        return out
+
+    a, b = RNG.standard_normal((K, 256)).astype(np.float32), RNG.standard_normal((K, N)).astype(np.float32)
+    text = str(kernel.trace(a, b).module)
+    assert text.count("penguin.tensor_copy") == 1 and "tensor_tensor" not in text  # the store's copy alone
+    np.testing.assert_allclose(kernel(a, b), np.stack([a[:, :128].T @ b, a[:, 128:].T @ b]), rtol=1e-4, atol=1e-3)

@@ -58,3 +58,27 @@ print(named.trace(nki.TensorSpec((256, 128), "float32"), nki.TensorSpec((256, 51
 # CHECK-NOT: accumulate = true
 # CHECK: penguin.tensor_tensor
 # CHECK-SAME: op = "add"
+
+
+# `acc[m] += ...` assigns the updated view back to itself (Python's __setitem__): that records nothing.
+@nki.jit
+def blocks(a, b):
+    out = nl.ndarray((2, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm, name="out")
+    acc = nl.zeros((2, nl.par_dim(128), 512), nl.float32, buffer=nl.psum)
+    for m in nl.affine_range(2):
+        for k in nl.affine_range(2):
+            acc[m, :, :] += nisa.nc_matmul(nl.load(a[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128]),
+                                           nl.load(b[k * 128:(k + 1) * 128, :]))
+        nl.store(out[m], acc[m])
+    return out
+
+
+print(blocks.trace(nki.TensorSpec((256, 256), "float32"), nki.TensorSpec((256, 512), "float32")).module)
+
+# CHECK: penguin.kernel @blocks
+# CHECK: %[[ACC:.*]] = penguin.alloc "psum"
+# CHECK: penguin.loop "affine" 0 to 2 step 1
+# CHECK: penguin.matmul dst %[[ACC]][0 + 512*i0 : [1024, 128], [1, 512]]{{.*}}accumulate = true}
+# CHECK-NEXT: } {loc
+# CHECK-NEXT: penguin.alloc "sbuf
+# CHECK-NEXT: penguin.tensor_copy {{.*}}call = "nl.store"
