@@ -1,11 +1,13 @@
 """How close op-by-op StableHLO programs get to the PE roofline in nkic's timing model (issue 27 item 3).
 
-Each program is exported from JAX (``jax.jit(f).lower(...)``), compiled by ``compile_stablehlo`` (attention routing
-off, so everything is op by op, unless --routing) and simulated timing-only on gen3 (trn2). PE roofline = the program's matmul FLOPs
-at the dense bf16 peak of one NeuronCore (the target's bf16_peak_flops_per_ns, 79 TFLOP/s on trn2, which every bench
+Each program is exported from JAX (``jax.jit(f).lower(...)``), compiled by ``compile_stablehlo`` (routing
+off, so everything is op by op, unless --routing: attention to flash_attention, and each plain matmul to the library
+matmul kernel when the timing model finds the whole program faster; --matmul-always routes every such matmul) and
+simulated timing-only on gen3 (trn2). PE roofline = the program's matmul FLOPs at the dense bf16 peak of one NeuronCore (the target's bf16_peak_flops_per_ns, 79 TFLOP/s on trn2, which every bench
 uses). Prints per program: simulated us, roofline us, % of roofline, PE busy %, the busiest engine, instructions.
 
     .venv/bin/python bench/hlo_roofline.py [mlp|block|masked|all] [--d 1024] [--tokens 512] [--routing]
+        [--matmul-always]
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import jax.numpy as jnp  # noqa: E402
 import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 
-from nkic.compiler.driver import run_neff  # noqa: E402
-from nkic.interop.framework import compile_stablehlo  # noqa: E402
+from nkic.compiler.driver import make_context, run_neff  # noqa: E402
+from nkic.hlo.route_matmul import RouteMatmul  # noqa: E402
+from nkic.interop.framework import compile_stablehlo, parse_program, route  # noqa: E402
 from nkic.target.machine import DEFAULT_TARGET, get_target  # noqa: E402
 
 PEAK_FLOPS_PER_NS = get_target(DEFAULT_TARGET).bf16_peak_flops_per_ns  # the programs run on the default target
@@ -72,10 +75,16 @@ def programs(d: int, tokens: int) -> dict[str, tuple[object, list[np.ndarray], f
     }  # fmt: skip
 
 
-def measure(fn: object, args: list[np.ndarray], flops: float, routing: bool = False) -> dict[str, float]:
+def measure(fn: object, args: list[np.ndarray], flops: float, routing: bool = False,
+            matmul_always: bool = False) -> dict[str, float]:  # fmt: skip
     text = jax.jit(fn).lower(*args).as_text()  # type: ignore[arg-type]
     t0 = time.process_time()
-    prog = compile_stablehlo(text, routing=routing, name="bench")
+    module = parse_program(text)
+    if matmul_always:
+        if routing:
+            route(module)  # attention first, as compile_stablehlo routes
+        RouteMatmul(decide="always").apply(make_context(), module)
+    prog = compile_stablehlo(module, routing=routing and not matmul_always, name="bench")
     compile_s = time.process_time() - t0
     profile = run_neff(prog.result.neff, {}, timing_only=True).profile
     busy = profile.busy_ns
@@ -91,13 +100,15 @@ def main() -> None:
     ap.add_argument("which", nargs="?", default="all")
     ap.add_argument("--d", type=int, default=1024)
     ap.add_argument("--tokens", type=int, default=512)
-    ap.add_argument("--routing", action="store_true", help="route attention to flash_attention (default: op by op)")
+    ap.add_argument("--routing", action="store_true",
+                    help="route attention, and matmuls where the timing model says so (default: op by op)")
+    ap.add_argument("--matmul-always", action="store_true", help="route every plain matmul to the matmul kernel")
     a = ap.parse_args()
     for name, (fn, args, flops) in programs(a.d, a.tokens).items():
         if a.which not in ("all", name):
             continue
-        r = measure(fn, args, flops, a.routing)
-        print(f"{name:6s} d={a.d} tokens={a.tokens} bf16{' routed' if a.routing else ''}: {r['us']:10.1f} us simulated, roofline {r['roof_us']:.1f} us"
+        r = measure(fn, args, flops, a.routing, a.matmul_always)
+        print(f"{name:6s} d={a.d} tokens={a.tokens} bf16{' routed' if a.routing else ''}{' matmul-always' if a.matmul_always else ''}: {r['us']:10.1f} us simulated, roofline {r['roof_us']:.1f} us"
               f" -> {r['pe']:.2%} of PE roofline; PE busy {r['pe_busy']:.1%}; busiest {r['top']} "
               f"{r['top_busy']:.1%}; compile {r['compile_s']:.1f} s CPU")  # fmt: skip
 

@@ -19,6 +19,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "route-attention-composite": ("router", "RouteAttentionComposite"),
     "route-attention": ("router", "RouteAttention"),
     "decompose-attention": ("router", "DecomposeAttention"),
+    "route-matmul": ("route_matmul", "RouteMatmul"),
     "chlo-legalize": ("chlo_legalize", "ChloLegalize"),
     "decompose-hlo": ("decompose_hlo", "DecomposeHlo"),
     "stablehlo-to-penguin": ("lower", "StablehloToPenguin"),

@@ -8,7 +8,8 @@
 3. ``@main``'s ops are cut into *segments* at each ``stablehlo.custom_call``: a segment is traced into one
    ``external`` kernel by ``tiles.SegmentInterpreter``; a custom call becomes a kernel node of its own:
    ``Attention*`` (the attention routers' output, ``nkic.hlo.router``) an ``internal`` node of the library's
-   ``flash_attention`` with the backend_config's scale / causal / window as its arguments, and
+   ``flash_attention`` with the backend_config's scale / causal / window as its arguments, ``AwsNeuronMLPNKI``
+   (``nkic.hlo.route_matmul``) an ``internal`` node of the library's ``matmul`` (lhsT, rhs), and
    ``AwsNeuronCustomNativeKernel`` whose backend_config names an ``@nki.jit`` kernel (``"module:function"``) an
    ``external`` node holding that kernel's trace.
 4. The graph's inputs are ``arg0, arg1, ...`` and its outputs ``out0, ...`` in function order, unless the module
@@ -43,6 +44,7 @@ from nkic.hlo.locations import inlined_location, located
 
 ATTENTION_TARGETS = ("AttentionMMSoftmaxMM", "AttentionMMSoftmaxMMWithoutSwap", "CausalAttentionMMSoftmaxMMWithoutSwap")
 NKI_TARGET = "AwsNeuronCustomNativeKernel"
+MATMUL_TARGET = "AwsNeuronMLPNKI"  # the Neuron compiler's MLP router's custom call (nkic.hlo.route_matmul)
 
 
 def main_function(module: ModuleOp) -> func.FuncOp:
@@ -296,6 +298,12 @@ class _Lowering:
             node.properties["kernel_attrs"] = StringAttr(json.dumps(attrs, sort_keys=True))
             self._bind(node, outputs)
             return node
+        if target == MATMUL_TARGET:
+            node = penguin.KernelNodeOp(str(cfg.get("kernel_name", "matmul")), [self.graph_values[v] for v in inputs],
+                                        [_penguin_type(r) for r in op.outs], "internal", 1)  # fmt: skip
+            node.properties["kernel_attrs"] = StringAttr("{}")
+            self._bind(node, outputs)
+            return node
         if target == NKI_TARGET:
             ref = str(cfg.get("kernel_name", ""))
             kernel = self.nki_kernels.get(ref) or _import_kernel(ref)
@@ -304,8 +312,8 @@ class _Lowering:
             assert isinstance(kwargs, dict)
             return self._insert_traced(kernel, specs, inputs, outputs, f"nki_{kernel.name}_{len(self.kernels)}",
                                        kwargs)  # fmt: skip
-        raise NkiError(f"custom_call @{target} is not a kernel nkic knows",
-                       f"attention variants {', '.join(ATTENTION_TARGETS)} or {NKI_TARGET}")  # fmt: skip
+        known = f"attention variants {', '.join(ATTENTION_TARGETS)}, {MATMUL_TARGET} or {NKI_TARGET}"
+        raise NkiError(f"custom_call @{target} is not a kernel nkic knows", known)
 
 
 def _import_kernel(ref: str) -> Kernel:

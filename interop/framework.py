@@ -6,7 +6,9 @@ simulates it, and the results come back as numpy arrays (jax arrays when any arg
 
 from __future__ import annotations
 
+import math
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.exceptions import ParseError, PassFailedException, VerifyException
 
 from nkic.compiler.driver import CompileResult, compile_module, make_context, run_neff
 from nkic.dialects import stablehlo as hlo
@@ -22,6 +24,7 @@ from nkic.frontend import Kernel
 from nkic.frontend.errors import NkiError
 from nkic.hlo.locations import describe, site
 from nkic.hlo.lower import lower_module, main_function
+from nkic.hlo.route_matmul import RouteMatmul, set_program_cost
 from nkic.hlo.router import ROUTING
 from nkic.hlo.tiles import dims
 from nkic.support import safeio
@@ -50,12 +53,32 @@ class CompiledProgram:
         return [out[name].reshape(shape).astype(dtype) for name, shape, dtype in self.outputs]
 
 
-def route(module: ModuleOp, routing: bool = True) -> None:
-    """Apply the attention routers (composite first, then the idiom) to a parsed StableHLO module."""
+def route(module: ModuleOp, routing: bool = True, **compile_kw: Any) -> None:
+    """Apply the attention routers (composite first, then the idiom), then the matmul router (each plain matmul
+    routed to the library kernel when that makes the program, compiled with ``compile_kw``, faster on the timing
+    model) to a parsed StableHLO module."""
     if routing:
         ctx = make_context()
         for p in ROUTING:
             p.apply(ctx, module)
+        set_program_cost(lambda trial: program_ns(trial, **compile_kw))
+        try:
+            RouteMatmul().apply(ctx, module)
+        finally:
+            set_program_cost(None)
+
+
+def program_ns(module: ModuleOp, **compile_kw: Any) -> float:
+    """``module`` (consumed) compiled without routing and simulated timing-only on its target: its total ns, NEFF
+    launch and teardown included (they cancel when two programs are compared); infinite when it does not compile
+    (a routing that breaks the program is never chosen). A trial's warnings are not the program's: not shown."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            prog = compile_stablehlo(module, routing=False, name="route_trial", **compile_kw)
+    except (NkiError, PassFailedException):
+        return math.inf
+    return run_neff(prog.result.neff, {}, target=compile_kw.get("target"), timing_only=True).profile.total_ns
 
 
 def compile_stablehlo(
@@ -77,7 +100,7 @@ def compile_stablehlo(
     if dump is not None:
         safeio.make_dirs(dump)  # every dump file atomic and inside dump_dir (nkic.support.safeio), as compile_module's
         safeio.write_text(dump / "00-stablehlo.mlir", str(module) + "\n", within=dump)
-    route(module, routing)
+    route(module, routing, **{k: v for k, v in kw.items() if k != "metadata"})
     if dump is not None:
         safeio.write_text(dump / "00-stablehlo-routed.mlir", str(module) + "\n", within=dump)
     fn = main_function(module)

@@ -88,7 +88,7 @@ def test_jax_mlp_is_lowered_op_by_op(tmp_path: Path) -> None:
     w1 = (rng.standard_normal((256, 384)) * 0.05).astype(np.float32)
     b1 = rng.standard_normal(384).astype(np.float32)
     w2 = (rng.standard_normal((384, 64)) * 0.05).astype(np.float32)
-    got = from_jax(mlp, dump_dir=tmp_path)(x, w1, b1, w2)
+    got = from_jax(mlp, routing=False, dump_dir=tmp_path)(x, w1, b1, w2)  # the cost model may route x @ w1
     want = jax.jit(mlp)(x, w1, b1, w2)
     assert isinstance(got, tuple) and isinstance(got[0], np.ndarray)  # numpy in, numpy out
     for g, w in zip(got, want):
