@@ -9,10 +9,11 @@ simulate) is ``nkic.interop.framework``'s job.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
+
+from nkic.support.lazy import lazy_attr
 
 # pass name -> (module under nkic.hlo, its class), loaded on first use as nkic.passes' table is
 _PASSES: dict[str, tuple[str, str]] = {
@@ -26,13 +27,6 @@ _PASSES: dict[str, tuple[str, str]] = {
 }
 
 
-def _factory(module: str, cls: str) -> Callable[[], type[ModulePass]]:
-    def load() -> type[ModulePass]:
-        return getattr(importlib.import_module(f"nkic.hlo.{module}"), cls)
-
-    return load
-
-
 def get_hlo_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """The front door's passes by name, loaded on first use (for ``nkic-opt``)."""
-    return {name: _factory(m, c) for name, (m, c) in _PASSES.items()}
+    return {name: lazy_attr(f"nkic.hlo.{m}", c) for name, (m, c) in _PASSES.items()}

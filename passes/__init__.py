@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
+
+from nkic.support.lazy import lazy_attr
 
 # pass name -> (module, class)
 _PASSES: dict[str, tuple[str, str]] = {
@@ -40,12 +41,5 @@ _PASSES: dict[str, tuple[str, str]] = {
 }
 
 
-def _factory(module: str, cls: str) -> Callable[[], type[ModulePass]]:
-    def load() -> type[ModulePass]:
-        return getattr(importlib.import_module(f"nkic.passes.{module}"), cls)
-
-    return load
-
-
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    return {name: _factory(m, c) for name, (m, c) in _PASSES.items()}
+    return {name: lazy_attr(f"nkic.passes.{m}", c) for name, (m, c) in _PASSES.items()}

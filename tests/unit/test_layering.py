@@ -15,7 +15,7 @@ The rules (a folder's modules never import the listed modules or packages):
 * ``frontend/``: ``passes/``, ``runtime/``, ``driver``, ``tools/`` — the language surface does not know the
   compiler; running a kernel is ``nkic.api.execute``'s job — nor the other modules above it (``api/``,
   ``interop/``, ``library/``, ``kernels/``);
-* ``support/`` (``gcpause``, ``safeio``): xDSL or any nkic module — the tracer and the driver both pause the
+* ``support/`` (``gcpause``, ``safeio``, ``lazy``): xDSL or any nkic module — the tracer and the driver both pause the
   collector, and every layer that writes a file (the runtime, the driver, the cache, the tools) writes through safeio;
 * ``hlo/`` (the StableHLO front door, beside ``frontend/``): ``passes/``, ``runtime/``, ``tools/``, ``library/``,
   ``kernels/`` nor the modules above (``compiler.driver``, ``api/``, ``interop/``) — it lowers
