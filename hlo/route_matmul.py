@@ -9,7 +9,7 @@ dot of one dtype with no batch dims, the rhs contracting its first dim, whose sh
 ``[M, K]`` is transposed before the call (the op-by-op lowering does that transpose on TensorE).
 
 Whether a candidate is routed is not a shape list: ``decide="model"`` asks the cost hook the layer above installs
-(``set_program_cost``: a whole program's simulated time on the timing model) and keeps, greedily in program order,
+(``program_cost``: a whole program's simulated time on the timing model) and keeps, greedily in program order,
 each routing that makes the whole program faster; with no hook installed nothing is routed. ``decide="always"``
 routes every candidate (tests of the rewrite, measurements).
 """
@@ -17,7 +17,9 @@ routes every candidate (tests of the rewrite, measurements).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -48,16 +50,20 @@ class Matmul:
 
 
 # a whole StableHLO module -> its simulated ns on the timing model; installed by the layer that can compile and
-# simulate (``nkic.interop.framework``), which hlo/ may not import
+# simulate (``nkic.interop.framework``), which hlo/ may not import. Per thread (and task), as the active trace is:
+# two programs compiled at once each ask their own compile settings' cost.
 ProgramCost = Callable[[ModuleOp], float]
-_COST: list[ProgramCost] = []
+_COST: ContextVar[ProgramCost | None] = ContextVar("nkic_route_matmul_cost", default=None)
 
 
-def set_program_cost(cost: ProgramCost | None) -> None:
-    """Install (or with None remove) the cost hook ``decide="model"`` asks."""
-    _COST.clear()
-    if cost is not None:
-        _COST.append(cost)
+@contextmanager
+def program_cost(cost: ProgramCost) -> Iterator[None]:
+    """The cost hook ``decide="model"`` asks while the block runs."""
+    token = _COST.set(cost)
+    try:
+        yield
+    finally:
+        _COST.reset(token)
 
 
 def candidate(dot: hlo.DotGeneralOp) -> Matmul | None:
@@ -141,5 +147,6 @@ class RouteMatmul(ModulePass):
         fn = main_function(op)
         indices = [i for i, dot in enumerate(_dots(fn)) if candidate(dot) is not None]
         if self.decide == "model":
-            indices = model_choice(op, indices, _COST[0]) if indices and _COST else []
+            cost = _COST.get()
+            indices = model_choice(op, indices, cost) if indices and cost is not None else []
         _route_indices(op, indices)

@@ -24,7 +24,7 @@ from nkic.frontend import Kernel
 from nkic.frontend.errors import NkiError
 from nkic.hlo.locations import describe, site
 from nkic.hlo.lower import lower_module, main_function
-from nkic.hlo.route_matmul import RouteMatmul, set_program_cost
+from nkic.hlo.route_matmul import RouteMatmul, program_cost
 from nkic.hlo.router import ROUTING
 from nkic.hlo.tiles import dims
 from nkic.support import safeio
@@ -61,11 +61,8 @@ def route(module: ModuleOp, routing: bool = True, **compile_kw: Any) -> None:
         ctx = make_context()
         for p in ROUTING:
             p.apply(ctx, module)
-        set_program_cost(lambda trial: program_ns(trial, **compile_kw))
-        try:
+        with program_cost(lambda trial: program_ns(trial, **compile_kw)):
             RouteMatmul().apply(ctx, module)
-        finally:
-            set_program_cost(None)
 
 
 def program_ns(module: ModuleOp, **compile_kw: Any) -> float:
